@@ -1,0 +1,83 @@
+// qgru: the command-line front end. Wires the registered subcommands (apps/qgru/cmd_*.cpp) into CLI11,
+// maps errors to exit codes and prints every failure as one line on stderr.
+#include <algorithm>
+#include <iostream>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/version.h"
+#include "subcommand.h"
+
+namespace qgru::cli {
+
+std::vector<SubcommandEntry>& subcommand_registry() {
+  static std::vector<SubcommandEntry> registry;
+  return registry;
+}
+
+}  // namespace qgru::cli
+
+namespace {
+
+std::string version_text() {
+  std::string text = std::string("qgru ") + QGRU_VERSION_STRING;
+#ifdef QGRU_WITH_CUDA
+  text += " (CUDA support compiled in)";
+#else
+  text += " (CPU only: built without CUDA)";
+#endif
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  qgru::install_interrupt_cleanup();
+  CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, gptq)"};
+  app.footer(
+      "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error.\n"
+      "Logs and progress go to stderr; results go to stdout and to the files you name.\n"
+      "Run 'qgru <subcommand> --help' for the options of each subcommand.");
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  int verbosity = 1;
+  app.add_flag_callback("-q,--quiet", [&] { verbosity = 0; }, "Only warnings and errors on stderr");
+  app.add_flag_callback("-v,--verbose", [&] { verbosity = 2; }, "Debug output on stderr");
+
+  auto entries = qgru::cli::subcommand_registry();
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::function<int()> runner;
+  for (auto& entry : entries) {
+    CLI::App* command = app.add_subcommand(entry.name, entry.description);
+    auto run = entry.setup(*command);
+    command->callback([&runner, run] { runner = run; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return qgru::kExitUsage;
+  }
+
+  qgru::set_log_verbosity(verbosity);
+  try {
+    return runner ? runner() : qgru::kExitUsage;
+  } catch (const qgru::Error& e) {
+    std::cerr << "qgru: error: " << e.what() << std::endl;
+    return qgru::kExitFailure;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "qgru: error: out of memory" << std::endl;
+    return qgru::kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << "qgru: error: " << e.what() << std::endl;
+    return qgru::kExitFailure;
+  }
+}

@@ -1,0 +1,15 @@
+#pragma once
+// Device discovery for --device cuda|auto. Host-only API; compiled only in CUDA builds.
+#include <string>
+
+namespace qgru::cuda {
+
+struct DeviceProbe {
+  int device_count = 0;
+  std::string reason;  // why no device is usable ("" when device_count > 0)
+};
+
+// Asks the CUDA runtime how many devices it sees; never throws.
+DeviceProbe probe_devices();
+
+}  // namespace qgru::cuda

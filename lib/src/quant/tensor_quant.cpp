@@ -1,0 +1,65 @@
+#include "qgru/quant/tensor_quant.h"
+
+#include <algorithm>
+
+#include "qgru/base/error.h"
+
+namespace qgru {
+
+bool quant_covers_range(const TensorQuant& quant, double min, double max) {
+  const double lo = std::min(min, 0.0);
+  const double hi = std::max(max, 0.0);
+  // Codes before clamping: round(v * 2^shift) + zp must lie inside [qmin, qmax].
+  const double q_lo = std::round(std::ldexp(lo, quant.shift)) + quant.zp;
+  const double q_hi = std::round(std::ldexp(hi, quant.shift)) + quant.zp;
+  return q_lo >= quant.qmin() && q_hi <= quant.qmax();
+}
+
+RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsigned, bool symmetric) {
+  if (bits < 2 || bits > 32) throw Error("bit width " + std::to_string(bits) + " outside 2..32");
+  if (!(std::isfinite(min) && std::isfinite(max)) || min > max) {
+    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] is not a finite interval");
+  }
+  RangeQuantResult result;
+  result.quant.bits = bits;
+  result.quant.is_unsigned = is_unsigned;
+  result.quant.symmetric = symmetric;
+  const double lo = std::min(min, 0.0);
+  const double hi = std::max(max, 0.0);
+  if (lo == 0.0 && hi == 0.0) {
+    result.degenerate = true;
+    result.quant.shift = is_unsigned ? bits : bits - 1;
+    result.quant.zp = 0;  // 0 is inside every code range and is the code of 0.0
+    return result;
+  }
+  // Start from an estimate and walk to the largest shift that still covers the range.
+  const double width = symmetric ? std::max(-lo, hi) : hi - lo;
+  const double levels = symmetric ? static_cast<double>(result.quant.qmax()) : static_cast<double>(result.quant.qmax()) - result.quant.qmin();
+  int shift = static_cast<int>(std::floor(std::log2(levels / width)));
+  shift = std::clamp(shift, kMinShift, kMaxShift);
+  auto fits = [&](int candidate) {
+    TensorQuant trial = result.quant;
+    trial.shift = candidate;
+    trial.zp = symmetric ? 0 : static_cast<int32_t>(trial.qmin() - std::round(std::ldexp(lo, candidate)));
+    if (!symmetric && (trial.zp < trial.qmin() || trial.zp > trial.qmax())) return false;
+    return quant_covers_range(trial, lo, hi);
+  };
+  while (shift > kMinShift && !fits(shift)) --shift;
+  while (shift < kMaxShift && fits(shift + 1)) ++shift;
+  if (!fits(shift)) {
+    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] cannot be represented with " +
+                std::to_string(bits) + " bits and a shift in [" + std::to_string(kMinShift) + ", " +
+                std::to_string(kMaxShift) + "]");
+  }
+  result.quant.shift = shift;
+  result.quant.zp = symmetric ? 0 : static_cast<int32_t>(result.quant.qmin() - std::round(std::ldexp(lo, shift)));
+  return result;
+}
+
+std::string describe_quant(const TensorQuant& quant) {
+  return std::string(quant.is_unsigned ? "u" : "i") + std::to_string(quant.bits) +
+         (quant.symmetric ? " sym" : " asym") + " shift=" + std::to_string(quant.shift) +
+         " zp=" + std::to_string(quant.zp);
+}
+
+}  // namespace qgru
