@@ -15,7 +15,14 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;  // "__metadata__", kept as read
 };
 
-// Throws qgru::Error naming `path`, the tensor and what was expected, for any malformed input.
+// Throws qgru::Error naming `path`, the tensor and what was expected, for any malformed input. Checked, as
+// the format's reference implementation does: the file holds the 8-byte length; N <= 100,000,000 and
+// N <= file size - 8; the header is UTF-8 JSON, an object starting with '{' (trailing spaces allowed), with
+// no key repeated; each entry has dtype (F64 F32 F16 BF16 I64 I32 I16 I8 U8; others refused by name),
+// shape (non-negative integers) and data_offsets [begin, end] with begin <= end <= data size; end - begin
+// == dtype size x product(shape), computed with overflow checks before anything is allocated; sorted by
+// offset, the entries tile the data buffer from 0 to its end with no gap and no overlap; "__metadata__", if
+// present, maps strings to strings. The file reader reads each tensor straight into its own buffer.
 SafetensorsFile read_safetensors(const std::string& path);
 SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::string& source_name);
 
