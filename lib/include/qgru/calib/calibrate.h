@@ -1,0 +1,36 @@
+#pragma once
+// `qgru calibrate` as one library call: run the float model over calibration data files and collect the
+// statistics (calibration_stats.h).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qgru/calib/calibration_stats.h"
+#include "qgru/model/float_gru.h"
+
+namespace qgru {
+
+struct CalibrateOptions {
+  std::string model_path;               // .safetensors
+  std::vector<std::string> data_paths;  // .npy/.npz files, each [T, N, C] ([N, T, C] with batch_first)
+  std::string data_dir;                 // every *.npy in it, sorted by name, after data_paths
+  std::string method = "minmax";        // the statistics' default method (range_selection.h)
+  bool include_zeros = true;
+  int64_t max_samples = 0;              // sequences in all (the first ones, file by file); 0: no limit
+  bool batch_first = false;
+  WeightLayout layout = WeightLayout::Auto;
+};
+
+// data_paths followed by the sorted *.npy files of data_dir; refuses an empty result and a missing folder.
+std::vector<std::string> calibration_data_files(const CalibrateOptions& options);
+
+// Runs the model over every data file in order (one float GRU run per file: EMA steps are (file, t)).
+// Errors name the file: wrong rank or C, NaN/Inf with its (t, n, c). Logs one line per file on stderr
+// (files done, sequences, rate).
+CalibrationStats run_calibration(const CalibrateOptions& options);
+
+// Observe one [T, N, C] time-major array (already checked finite) into `stats` with `model`.
+void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, int T, int N,
+                       const std::string& source, CalibrationStats& stats);
+
+}  // namespace qgru

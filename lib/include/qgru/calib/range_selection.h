@@ -1,0 +1,34 @@
+#pragma once
+// Choosing the float range of one observed tensor from calibration statistics.
+#include <string>
+
+#include "qgru/calib/calibration_stats.h"
+#include "qgru/gru_tensors.h"
+#include "qgru/quant/tensor_quant.h"
+
+namespace qgru {
+
+struct RangeChoice {
+  double min = 0, max = 0;
+  std::string method;  // the method used, resolved (e.g. "percentile:99.99+pow2")
+  std::string detail;  // how the range was found (threshold, KL, pow2 candidates, ...)
+};
+
+// method: "" (the stats' default method), "minmax", "ema", "kl", "percentile" or "percentile:99.9", "mse",
+// "bounds" ([0,1] for sigmoid outputs, [-1,1] for tanh output and h; other tensors fall back to minmax),
+// optionally with a "+pow2" suffix for the power-of-two aware choice (pow2_choice.h). spec gives bits,
+// is_unsigned and symmetric of the tensor (its shift/zp are ignored). Unknown methods and tensors that were
+// never observed are refused with a one-line qgru::Error.
+RangeChoice select_range(const CalibrationStats& stats, int layer, int direction, GruTensor tensor,
+                         const std::string& method, const TensorQuant& spec);
+
+// Parsed method: name in {minmax, ema, kl, percentile, mse, bounds}.
+struct RangeMethod {
+  std::string name;
+  double percentile = 99.99;
+  bool pow2 = false;
+  std::string text() const;  // canonical form, e.g. "percentile:99.9+pow2"
+};
+RangeMethod parse_range_method(const std::string& method);  // throws qgru::Error on an unknown method
+
+}  // namespace qgru

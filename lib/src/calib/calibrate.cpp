@@ -1,0 +1,131 @@
+#include "qgru/calib/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/base/sha256.h"
+#include "qgru/calib/calibration_observer.h"
+#include "qgru/calib/range_selection.h"
+#include "qgru/io/npy.h"
+
+namespace qgru {
+
+namespace {
+
+// The file's values as [T, N, C] time-major floats, after checking rank, C and finiteness.
+std::vector<float> load_sequences(const std::string& path, const FloatGruModel& model, bool batch_first, int& T,
+                                  int& N) {
+  const Tensor tensor = read_array(path);
+  if (tensor.rank() != 3) {
+    throw Error(path + ": calibration data has shape " + shape_string(tensor.shape) + ", expected " +
+                (batch_first ? "[N, T, C]" : "[T, N, C]") + " with C = " + std::to_string(model.input_size));
+  }
+  if (tensor.dtype != DType::F32 && tensor.dtype != DType::F64 && tensor.dtype != DType::F16 &&
+      tensor.dtype != DType::BF16) {
+    throw Error(path + ": calibration data has dtype " + dtype_name(tensor.dtype) + ", expected a float dtype");
+  }
+  if (tensor.shape[2] != model.input_size) {
+    throw Error(path + ": calibration data has C = " + std::to_string(tensor.shape[2]) + " (shape " +
+                shape_string(tensor.shape) + "), the model's input_size is " + std::to_string(model.input_size));
+  }
+  std::vector<float> values = tensor_to_f32(tensor);
+  const int64_t d0 = tensor.shape[0], d1 = tensor.shape[1], C = tensor.shape[2];
+  if (d0 > INT32_MAX || d1 > INT32_MAX) throw Error(path + ": calibration data " + shape_string(tensor.shape) + " too large");
+  // Position of the first non-finite value, in the file's own axes.
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      const int64_t c = static_cast<int64_t>(i) % C;
+      const int64_t b = static_cast<int64_t>(i) / C % d1;
+      const int64_t a = static_cast<int64_t>(i) / C / d1;
+      const int64_t t = batch_first ? b : a;
+      const int64_t n = batch_first ? a : b;
+      throw Error(path + ": non-finite value " + std::to_string(values[i]) + " in calibration data x at (t=" +
+                  std::to_string(t) + ", n=" + std::to_string(n) + ", c=" + std::to_string(c) + ")");
+    }
+  }
+  if (batch_first) values = swap_first_two_axes(values, d0, d1, C);
+  T = static_cast<int>(batch_first ? d1 : d0);
+  N = static_cast<int>(batch_first ? d0 : d1);
+  return values;
+}
+
+// Keep the first `keep` sequences of [T, N, C].
+std::vector<float> first_sequences(const std::vector<float>& x, int T, int N, int C, int keep) {
+  std::vector<float> kept(static_cast<size_t>(T) * static_cast<size_t>(keep) * static_cast<size_t>(C));
+  for (int t = 0; t < T; ++t) {
+    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(t) * N * C), static_cast<size_t>(keep) * C,
+                kept.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(t) * keep * C));
+  }
+  return kept;
+}
+
+}  // namespace
+
+std::vector<std::string> calibration_data_files(const CalibrateOptions& options) {
+  std::vector<std::string> files = options.data_paths;
+  if (!options.data_dir.empty()) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    if (!fs::is_directory(options.data_dir, error)) {
+      throw Error(options.data_dir + ": --data-dir is not a folder");
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(options.data_dir, error)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".npy") found.push_back(entry.path().string());
+    }
+    if (error) throw Error(options.data_dir + ": cannot list the folder (" + error.message() + ")");
+    std::sort(found.begin(), found.end());
+    if (found.empty()) throw Error(options.data_dir + ": no *.npy files in the folder");
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  if (files.empty()) throw Error("no calibration data: give --data FILE or --data-dir DIR");
+  return files;
+}
+
+void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, int T, int N,
+                       const std::string& source, CalibrationStats& stats) {
+  CalibrationObserver observer(stats);
+  observer.set_source(source);
+  run_float_gru(model, x.data(), T, N, nullptr, &observer);
+}
+
+CalibrationStats run_calibration(const CalibrateOptions& options) {
+  parse_range_method(options.method);  // refuse an unknown method before any work
+  const std::vector<std::string> files = calibration_data_files(options);
+  const FloatGruModel model = load_float_gru(options.model_path, options.layout);
+  CalibrationStats stats = CalibrationStats::for_shape(model.num_layers, model.num_directions, model.input_size,
+                                                       model.hidden_size);
+  stats.model_path = options.model_path;
+  stats.model_sha256 = sha256_file_hex(options.model_path);
+  stats.method = options.method;
+  stats.include_zeros = options.include_zeros;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t sequences_done = 0;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f];
+    if (options.max_samples > 0 && sequences_done >= options.max_samples) {
+      log()->info("calibrate: --max-samples {} reached; skipping {} and later files", options.max_samples, path);
+      break;
+    }
+    int T = 0, N = 0;
+    std::vector<float> x = load_sequences(path, model, options.batch_first, T, N);
+    int used = N;
+    if (options.max_samples > 0 && sequences_done + N > options.max_samples) {
+      used = static_cast<int>(options.max_samples - sequences_done);
+      x = first_sequences(x, T, N, model.input_size, used);
+    }
+    if (T > 0 && used > 0) observe_sequences(model, x, T, used, path, stats);
+    stats.data_files.push_back({path, sha256_file_hex(path), T, used});
+    sequences_done += used;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log()->info("calibrate: {}/{} files, {} sequences ({} of {}: T={}), {:.1f} sequences/s", f + 1, files.size(),
+                sequences_done, used, path, T, seconds > 0 ? static_cast<double>(sequences_done) / seconds : 0.0);
+  }
+  return stats;
+}
+
+}  // namespace qgru
