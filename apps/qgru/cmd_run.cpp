@@ -1,0 +1,86 @@
+// qgru run: run a GRU on a batch of sequences. The model path decides the executor: a .safetensors file
+// is a float model (run_float_files); a quantized artifact (.qgru.json) is the fixed-point path.
+#include <cstdio>
+#include <string>
+
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/model/float_run.h"
+#include "subcommand.h"
+
+namespace {
+
+struct RunCliOptions {
+  std::string model, input, output, h0, hn, codes;
+  std::string layout = "auto";
+  std::string device = "cpu";
+  bool batch_first = false;
+};
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int run_float(const RunCliOptions& cli) {
+  if (!cli.codes.empty()) {
+    throw qgru::Error("--codes " + cli.codes + ": a float model has no integer codes; --codes needs a quantized "
+                      "artifact (.qgru.json) as --model");
+  }
+  if (cli.device != "cpu") {
+    throw qgru::Error("--device " + cli.device + ": the float model (" + cli.model + ") runs on the CPU only; "
+                      "use --device cpu");
+  }
+  qgru::FloatRunOptions options;
+  options.model_path = cli.model;
+  options.input_path = cli.input;
+  options.output_path = cli.output;
+  options.h0_path = cli.h0;
+  options.hn_path = cli.hn;
+  options.layout = qgru::parse_weight_layout(cli.layout);
+  options.batch_first = cli.batch_first;
+  const qgru::FloatRunSummary summary = qgru::run_float_files(options);
+  const qgru::FloatGruModel& model = summary.model;
+  qgru::log()->info("{}: float GRU ({} layout), C = {}, H = {}, {} layer(s), {} direction(s); T = {}, N = {}",
+                    cli.model, model.source_layout, model.input_size, model.hidden_size, model.num_layers,
+                    model.num_directions, summary.T, summary.N);
+  std::printf("output %s: %s float32, mean %.6g, min %.6g, max %.6g\n", cli.output.c_str(),
+              qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
+  if (!cli.hn.empty()) std::printf("h_n %s: [%d, %d, %d] float32\n", cli.hn.c_str(),
+                                   model.num_layers * model.num_directions, summary.N, model.hidden_size);
+  std::printf("time: %.3f ms (float reference, cpu)\n", summary.seconds * 1e3);
+  return qgru::kExitOk;
+}
+
+int run_quantized(const RunCliOptions& cli) {
+  throw qgru::Error(cli.model + ": running quantized artifacts (.qgru.json) is not available in this build; "
+                    "qgru run accepts float models (.safetensors)");
+}
+
+}  // namespace
+
+QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) on input sequences", 30,
+                [](CLI::App& command) -> std::function<int()> {
+                  auto cli = std::make_shared<RunCliOptions>();
+                  command.add_option("--model", cli->model, "Model: float weights (.safetensors) or a quantized "
+                                     "artifact (.qgru.json)")->required();
+                  command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
+                      ->required();
+                  command.add_option("--output", cli->output, "Output y [T, N, D*H] (float32 .npy, written atomically)")
+                      ->required();
+                  command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
+                  command.add_option("--hn", cli->hn, "Also write the final state h_n [L*D, N, H] (.npy)");
+                  command.add_flag("--batch-first", cli->batch_first,
+                                   "Input and output are [N, T, .] instead of [T, N, .]");
+                  command.add_option("--layout", cli->layout, "Float weight layout")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"auto", "pytorch", "haste"}));
+                  command.add_option("--device", cli->device, "Where to run")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"cpu", "cuda"}));
+                  command.add_option("--codes", cli->codes, "Also write the integer output codes (.npy; quantized "
+                                     "models only)");
+                  return [cli] {
+                    if (ends_with(cli->model, ".qgru.json")) return run_quantized(*cli);
+                    return run_float(*cli);
+                  };
+                });

@@ -1,0 +1,52 @@
+#include "qgru/model/float_run.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/io/npy.h"
+#include "qgru/model/sequence_io.h"
+
+namespace qgru {
+
+FloatRunSummary run_float_files(const FloatRunOptions& options) {
+  FloatRunSummary summary;
+  summary.model = load_float_gru(options.model_path, options.layout);
+  const FloatGruModel& model = summary.model;
+  const SequenceBatch x = read_sequence_input(options.input_path, model.input_size, options.batch_first);
+  const int LD = model.num_layers * model.num_directions;
+  std::vector<float> h0;
+  if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, model.hidden_size);
+
+  const auto start = std::chrono::steady_clock::now();
+  const FloatGruResult result = run_float_gru(model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.T = x.T;
+  summary.N = x.N;
+
+  const int F = model.num_directions * model.hidden_size;
+  const Tensor y = sequence_output_tensor(result.output, x.T, x.N, F, options.batch_first);
+  summary.output_shape = y.shape;
+  double sum = 0.0;
+  summary.min = result.output.front();
+  summary.max = result.output.front();
+  for (float v : result.output) {
+    sum += v;
+    summary.min = std::min(summary.min, static_cast<double>(v));
+    summary.max = std::max(summary.max, static_cast<double>(v));
+  }
+  summary.mean = sum / static_cast<double>(result.output.size());
+
+  AtomicFileGroup outputs;
+  const std::vector<uint8_t> y_bytes = serialize_npy(y);
+  outputs.add(options.output_path).write(y_bytes.data(), y_bytes.size());
+  if (!options.hn_path.empty()) {
+    const Tensor hn = Tensor::from_vector<float>({LD, x.N, model.hidden_size}, result.h_n);
+    const std::vector<uint8_t> hn_bytes = serialize_npy(hn);
+    outputs.add(options.hn_path).write(hn_bytes.data(), hn_bytes.size());
+  }
+  outputs.commit_all();
+  return summary;
+}
+
+}  // namespace qgru

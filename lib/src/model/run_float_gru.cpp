@@ -1,0 +1,254 @@
+// The float GRU reference executor (haste's formulation, qgru/gru_tensors.h).
+//
+// Numerics: every dot product and bias sum is accumulated in double and rounded to float once; each later
+// quantity is computed in double from the float values stored before it (the ones an observer sees), so a
+// step can be recomputed exactly from its FloatStepView. Layer l + 1 reads layer l's output
+// [T, N, D*H] ([forward, backward] concatenated, as PyTorch).
+//
+// Speed: W x + bw for all T*N rows of a cell is computed before its time loop (W and R are transposed once
+// per cell so that the inner loops run over contiguous outputs); the time loop does R h + br and the
+// elementwise gate math on buffers allocated once per call: nothing is allocated inside it. The test
+// reference (test/unit/model/pytorch_reference.h) is the plain scalar form of the same equations.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "qgru/model/float_gru.h"
+
+namespace qgru {
+namespace {
+
+// out[row, g] = sum_k in[row, k] * Mt[k, g] + bias[g] for rows in [0, rows), accumulated in double in the
+// order k = 0 .. K-1 (each output its own sum, every product and sum rounded as written: no FMA, no
+// reordering), then rounded to float once. in [rows, K]; Mt [K, G] is the weight matrix transposed so that a
+// block of 8 outputs reads contiguous weights and keeps its sums in registers over the whole k loop.
+// The SSE2 block computes exactly what the scalar loop computes, two lanes at a time.
+constexpr size_t kBlock = 8;
+
+// sum[0..8) += a * M_k[0..8)
+inline void axpy_block(double a, const float* M_k, double* sum) {
+  for (size_t i = 0; i < kBlock; ++i) sum[i] += a * static_cast<double>(M_k[i]);
+}
+
+void linear_block(const float* in_row, const float* Mt_g0, size_t G, size_t K, double* sum) {
+#if defined(__SSE2__)
+  __m128d s0 = _mm_setzero_pd(), s1 = _mm_setzero_pd(), s2 = _mm_setzero_pd(), s3 = _mm_setzero_pd();
+  for (size_t k = 0; k < K; ++k) {
+    const __m128d a = _mm_set1_pd(static_cast<double>(in_row[k]));
+    const float* M_k = Mt_g0 + k * G;
+    const __m128 lo = _mm_loadu_ps(M_k), hi = _mm_loadu_ps(M_k + 4);
+    s0 = _mm_add_pd(s0, _mm_mul_pd(a, _mm_cvtps_pd(lo)));
+    s1 = _mm_add_pd(s1, _mm_mul_pd(a, _mm_cvtps_pd(_mm_movehl_ps(lo, lo))));
+    s2 = _mm_add_pd(s2, _mm_mul_pd(a, _mm_cvtps_pd(hi)));
+    s3 = _mm_add_pd(s3, _mm_mul_pd(a, _mm_cvtps_pd(_mm_movehl_ps(hi, hi))));
+  }
+  _mm_storeu_pd(sum, s0);
+  _mm_storeu_pd(sum + 2, s1);
+  _mm_storeu_pd(sum + 4, s2);
+  _mm_storeu_pd(sum + 6, s3);
+#else
+  std::fill(sum, sum + kBlock, 0.0);
+  for (size_t k = 0; k < K; ++k) axpy_block(static_cast<double>(in_row[k]), Mt_g0 + k * G, sum);
+#endif
+}
+
+void linear_rows(const float* in, size_t rows, const std::vector<float>& Mt, const std::vector<float>& bias,
+                 size_t K, float* out) {
+  const size_t G = bias.size();
+  const size_t G_blocked = G - G % kBlock;
+  for (size_t row = 0; row < rows; ++row) {
+    const float* in_row = in + row * K;
+    float* out_row = out + row * G;
+    double sum[kBlock];
+    for (size_t g0 = 0; g0 < G_blocked; g0 += kBlock) {
+      linear_block(in_row, Mt.data() + g0, G, K, sum);
+      for (size_t i = 0; i < kBlock; ++i) out_row[g0 + i] = static_cast<float>(sum[i] + static_cast<double>(bias[g0 + i]));
+    }
+    for (size_t g = G_blocked; g < G; ++g) {
+      double tail = 0.0;
+      for (size_t k = 0; k < K; ++k) tail += static_cast<double>(in_row[k]) * static_cast<double>(Mt[k * G + g]);
+      out_row[g] = static_cast<float>(tail + static_cast<double>(bias[g]));
+    }
+  }
+}
+
+// [G, K] -> [K, G].
+std::vector<float> transposed(const std::vector<float>& M, size_t G, size_t K) {
+  std::vector<float> Mt(M.size());
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t k = 0; k < K; ++k) Mt[k * G + g] = M[g * K + k];
+  }
+  return Mt;
+}
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Per-step buffers of one cell, [N, H] each except the recurrent linear [N, 3H].
+struct StepBuffers {
+  std::vector<float> h_prev, h_new, weight_hh_linear;
+  std::vector<float> update_gate_input, update_gate_output, reset_gate_input, reset_gate_output;
+  std::vector<float> new_gate_input, new_gate_output;
+
+  StepBuffers(size_t N, size_t H)
+      : h_prev(N * H), h_new(N * H), weight_hh_linear(N * 3 * H), update_gate_input(N * H),
+        update_gate_output(N * H), reset_gate_input(N * H), reset_gate_output(N * H), new_gate_input(N * H),
+        new_gate_output(N * H) {}
+};
+
+// One time step of one cell for the whole batch: reads b.h_prev and the step's weight_ih_linear [N, 3H],
+// writes every other buffer of b (h_new last). Rt is the cell's R transposed, [H, 3H].
+void cell_step(const GruCellWeights& cell, const std::vector<float>& Rt, const float* weight_ih_linear, size_t N,
+               StepBuffers& b) {
+  const size_t H = static_cast<size_t>(cell.hidden_size);
+  linear_rows(b.h_prev.data(), N, Rt, cell.br, H, b.weight_hh_linear.data());
+  for (size_t n = 0; n < N; ++n) {
+    const float* ih = weight_ih_linear + n * 3 * H;
+    const float* hh = b.weight_hh_linear.data() + n * 3 * H;
+    for (size_t j = 0; j < H; ++j) {
+      const size_t i = n * H + j;
+      b.update_gate_input[i] = static_cast<float>(static_cast<double>(ih[j]) + static_cast<double>(hh[j]));
+      b.update_gate_output[i] = static_cast<float>(sigmoid(b.update_gate_input[i]));
+      b.reset_gate_input[i] = static_cast<float>(static_cast<double>(ih[H + j]) + static_cast<double>(hh[H + j]));
+      b.reset_gate_output[i] = static_cast<float>(sigmoid(b.reset_gate_input[i]));
+      b.new_gate_input[i] = static_cast<float>(static_cast<double>(ih[2 * H + j]) +
+                                               static_cast<double>(b.reset_gate_output[i]) * hh[2 * H + j]);
+      b.new_gate_output[i] = static_cast<float>(std::tanh(static_cast<double>(b.new_gate_input[i])));
+      const double z = b.update_gate_output[i];
+      b.h_new[i] = static_cast<float>(z * b.h_prev[i] + (1.0 - z) * b.new_gate_output[i]);
+    }
+  }
+}
+
+void check_model(const FloatGruModel& model) {
+  const auto fail = [](const std::string& what) { throw Error("float GRU model: " + what); };
+  if (model.input_size < 1 || model.hidden_size < 1 || model.num_layers < 1) {
+    fail("C, H and layers must be positive, got C = " + std::to_string(model.input_size) +
+         ", H = " + std::to_string(model.hidden_size) + ", layers = " + std::to_string(model.num_layers));
+  }
+  if (model.num_directions != 1 && model.num_directions != 2) {
+    fail("directions must be 1 or 2, got " + std::to_string(model.num_directions));
+  }
+  if (model.cells.size() != static_cast<size_t>(model.num_layers * model.num_directions)) {
+    fail("expected " + std::to_string(model.num_layers * model.num_directions) + " cells, got " +
+         std::to_string(model.cells.size()));
+  }
+  const size_t H = static_cast<size_t>(model.hidden_size);
+  for (int layer = 0; layer < model.num_layers; ++layer) {
+    const int C = layer == 0 ? model.input_size : model.num_directions * model.hidden_size;
+    for (int direction = 0; direction < model.num_directions; ++direction) {
+      const GruCellWeights& cell = model.cell(layer, direction);
+      if (cell.input_size != C || cell.hidden_size != model.hidden_size ||
+          cell.W.size() != 3 * H * static_cast<size_t>(C) || cell.R.size() != 3 * H * H ||
+          cell.bw.size() != 3 * H || cell.br.size() != 3 * H) {
+        fail("cell (layer " + std::to_string(layer) + ", direction " + std::to_string(direction) +
+             ") does not have the sizes of C = " + std::to_string(C) + ", H = " + std::to_string(H));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
+                             FloatGruObserver* observer) {
+  check_model(model);
+  if (T < 1 || N < 1) {
+    throw Error("float GRU: sequence length and batch must be positive, got T = " + std::to_string(T) +
+                ", N = " + std::to_string(N));
+  }
+  const int L = model.num_layers;
+  const int D = model.num_directions;
+  const size_t H = static_cast<size_t>(model.hidden_size);
+  const size_t Nz = static_cast<size_t>(N);
+  const size_t Tz = static_cast<size_t>(T);
+
+  FloatGruResult result;
+  result.T = T;
+  result.N = N;
+  result.h_n.assign(static_cast<size_t>(L * D) * Nz * H, 0.0f);
+
+  std::vector<float> layer_input;  // layer l >= 1 reads layer l - 1's output
+  std::vector<float> layer_output(Tz * Nz * static_cast<size_t>(D) * H);
+  std::vector<float> weight_ih_linear(Tz * Nz * 3 * H);
+  StepBuffers buffers(Nz, H);
+
+  for (int layer = 0; layer < L; ++layer) {
+    const float* in = layer == 0 ? x : layer_input.data();
+    const size_t C = static_cast<size_t>(layer == 0 ? model.input_size : D * model.hidden_size);
+    for (int direction = 0; direction < D; ++direction) {
+      const GruCellWeights& cell = model.cell(layer, direction);
+      const size_t cell_index = static_cast<size_t>(layer * D + direction);
+      // W x + bw for every (t, n) at once: [T*N, 3H].
+      linear_rows(in, Tz * Nz, transposed(cell.W, 3 * H, C), cell.bw, C, weight_ih_linear.data());
+      const std::vector<float> Rt = transposed(cell.R, 3 * H, H);
+      if (h0 != nullptr) {
+        std::copy(h0 + cell_index * Nz * H, h0 + (cell_index + 1) * Nz * H, buffers.h_prev.begin());
+      } else {
+        std::fill(buffers.h_prev.begin(), buffers.h_prev.end(), 0.0f);
+      }
+      for (int step = 0; step < T; ++step) {
+        const int t = direction == 0 ? step : T - 1 - step;
+        const size_t tz = static_cast<size_t>(t);
+        const float* ih_t = weight_ih_linear.data() + tz * Nz * 3 * H;
+        cell_step(cell, Rt, ih_t, Nz, buffers);
+        if (observer != nullptr) {
+          FloatStepView view;
+          view.layer = layer;
+          view.direction = direction;
+          view.t = t;
+          view.batch = N;
+          view.input_size = cell.input_size;
+          view.hidden_size = cell.hidden_size;
+          view.x = in + tz * Nz * C;
+          view.h_prev = buffers.h_prev.data();
+          view.weight_ih_linear = ih_t;
+          view.weight_hh_linear = buffers.weight_hh_linear.data();
+          view.update_gate_input = buffers.update_gate_input.data();
+          view.update_gate_output = buffers.update_gate_output.data();
+          view.reset_gate_input = buffers.reset_gate_input.data();
+          view.reset_gate_output = buffers.reset_gate_output.data();
+          view.new_gate_input = buffers.new_gate_input.data();
+          view.new_gate_output = buffers.new_gate_output.data();
+          view.h_new = buffers.h_new.data();
+          observer->on_step(view);
+        }
+        // Output [t, n, direction * H + j].
+        for (size_t n = 0; n < Nz; ++n) {
+          std::copy(buffers.h_new.begin() + static_cast<std::ptrdiff_t>(n * H),
+                    buffers.h_new.begin() + static_cast<std::ptrdiff_t>((n + 1) * H),
+                    layer_output.begin() + static_cast<std::ptrdiff_t>((tz * Nz + n) * D * H + direction * H));
+        }
+        std::swap(buffers.h_prev, buffers.h_new);
+      }
+      std::copy(buffers.h_prev.begin(), buffers.h_prev.end(),
+                result.h_n.begin() + static_cast<std::ptrdiff_t>(cell_index * Nz * H));
+    }
+    std::swap(layer_input, layer_output);
+    if (layer + 1 < L) layer_output.resize(layer_input.size());
+  }
+  result.output = std::move(layer_input);
+  return result;
+}
+
+std::vector<float> swap_first_two_axes(const std::vector<float>& values, int64_t d0, int64_t d1, int64_t rest) {
+  if (d0 < 0 || d1 < 0 || rest < 0 || static_cast<int64_t>(values.size()) != d0 * d1 * rest) {
+    throw Error("swap_first_two_axes: " + std::to_string(values.size()) + " values do not fill [" +
+                std::to_string(d0) + ", " + std::to_string(d1) + ", " + std::to_string(rest) + "]");
+  }
+  std::vector<float> out(values.size());
+  const size_t R = static_cast<size_t>(rest);
+  for (int64_t i = 0; i < d0; ++i) {
+    for (int64_t j = 0; j < d1; ++j) {
+      const auto from = values.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(i * d1 + j)) * R);
+      std::copy(from, from + static_cast<std::ptrdiff_t>(R),
+                out.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j * d0 + i) * R));
+    }
+  }
+  return out;
+}
+
+}  // namespace qgru
