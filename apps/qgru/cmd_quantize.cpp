@@ -1,0 +1,97 @@
+// qgru quantize: float GRU weights + calibration statistics + bit-width config -> the quantized-model
+// artifact (model.qgru.json + model.qgru.safetensors). The float range of every observed tensor comes from
+// the statistics (select_range with the config's range method for that tensor); quantize_gru derives every
+// shift and table and proves that no intermediate can overflow before anything is written.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/base/sha256.h"
+#include "qgru/calib/calibration_stats.h"
+#include "qgru/calib/range_selection.h"
+#include "qgru/model/float_gru.h"
+#include "qgru/quant/artifact.h"
+#include "qgru/quant/bitwidth_config.h"
+#include "qgru/quant/overflow_check.h"
+#include "qgru/quant/quantize_gru.h"
+#include "qgru/version.h"
+#include "subcommand.h"
+
+namespace {
+
+struct QuantizeCli {
+  std::string model;
+  std::string stats;
+  std::string config = "int8";
+  std::string output;
+  std::string layout = "auto";
+};
+
+std::string config_text_sha256(const std::string& name_or_path) {
+  for (const std::string& name : qgru::bitwidth_preset_names()) {
+    if (name == name_or_path) {
+      const std::string& text = qgru::bitwidth_preset_text(name);
+      return qgru::sha256_hex(text.data(), text.size());
+    }
+  }
+  return qgru::sha256_file_hex(name_or_path);
+}
+
+int run_quantize(const QuantizeCli& cli) {
+  const auto started = std::chrono::steady_clock::now();
+  const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
+  const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
+  qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
+                                cli.stats);
+
+  const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
+                                         const qgru::TensorQuant& spec) {
+    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, method, spec);
+    qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
+                       qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
+    return std::pair<double, double>{choice.min, choice.max};
+  };
+  qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
+  quantized.provenance.model_path = cli.model;
+  quantized.provenance.model_sha256 = qgru::sha256_file_hex(cli.model);
+  quantized.provenance.stats_path = cli.stats;
+  quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
+  quantized.provenance.config_source = cli.config;
+  quantized.provenance.config_sha256 = config_text_sha256(cli.config);
+  quantized.provenance.tool_version = QGRU_VERSION_STRING;
+
+  qgru::write_artifact(cli.output, quantized);
+  qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
+                    config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
+                    qgru::describe_quantized_gru(quantized));
+  qgru::log()->info("quantize: overflow proof, the least headroom:\n{}", qgru::prove_no_overflow(quantized).tightest(4));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  qgru::log()->info("quantize: wrote {} and {} in {:.2f} s (overflow proof passed; int8 GEMM {})", cli.output,
+                    qgru::artifact_tensor_path(cli.output), seconds,
+                    qgru::gemm_operands_fit_int8(quantized) ? "possible" : "not possible: an operand is wider than 8 bits");
+  return qgru::kExitOk;
+}
+
+std::function<int()> setup_quantize(CLI::App& command) {
+  auto cli = std::make_shared<QuantizeCli>();
+  command.add_option("--model", cli->model, "Float GRU weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  command.add_option("--stats", cli->stats, "Calibration statistics from 'qgru calibrate' (.json)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command.add_option("--config", cli->config,
+                     "Bit-width config: a preset (int8, int16-activations, int16) or a JSON file")
+      ->capture_default_str();
+  command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
+  command.add_option("--layout", cli->layout, "Weight layout of --model")
+      ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
+      ->capture_default_str();
+  return [cli]() { return run_quantize(*cli); };
+}
+
+}  // namespace
+
+QGRU_SUBCOMMAND("quantize", "Quantize a float GRU with calibration statistics and a bit-width config", 20, setup_quantize);

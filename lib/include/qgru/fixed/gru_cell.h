@@ -1,0 +1,216 @@
+#pragma once
+// The fixed-point GRU cell step for ONE element (hidden unit j of one batch row), host and device.
+// Seed 001: B-1 / B-2 (zero-point compensation, bias fused at the GEMM scale, rescale into
+// weight_ih_linear / weight_hh_linear) and C-1 .. C-4 (update, reset and new gate, hidden state update).
+// The GRU variant (gate order z, r, n; r multiplies R_n h + br_n) is fixed in qgru/gru_tensors.h.
+//
+// Both executors call exactly this code: the CPU reference executor (qgru/quant/quant_executor.h) and the
+// CUDA pointwise kernel. A caller supplies the six raw GEMM accumulators of the element
+//   gemm_x[g] = Σ_k q_W[g*H + j, k] * q_x[k]       (scale S_W[c] * S_x, no zero-point correction)
+//   gemm_h[g] = Σ_k q_R[g*H + j, k] * q_h_old[k]   (scale S_R[c] * S_h)
+// for g = z, r, n, and the old hidden code q_h_old[j]; the function returns the new hidden code.
+//
+// Rounding: the only rounding is rshift_round (half away from zero, qgru/fixed/rounding.h); the only
+// saturations are the ones the seed implies: into the code range of every stored tensor
+// (weight_ih_linear, weight_hh_linear, the three gate inputs, h) and, inside evaluate_activation, into the
+// gate outputs' ranges. q_new_gate_aligned_to_h is NOT saturated: it only feeds the (1-u) product and
+// the final result is saturated into h.
+//
+// Overflow contract: every intermediate below is int64. The GEMM accumulators themselves may come from
+// an int32 accumulation (int8 GEMM); that they fit is proven by check_overflow()
+// (qgru/quant/overflow_check.h), which also bounds every left shift (negative rescale shift) and every
+// product below, so that |value| <= 2^62 holds wherever rshift_round's contract asks for it. Sizes for
+// the 16-bit limit of tensor widths: code differences |q - zp| <= 2^16 - 1, products of two differences
+// < 2^32, so only the left shifts (negative rescale shifts) can approach the int64 limit; the proof bounds
+// them for the actual shifts.
+#include <cstdint>
+
+#include "qgru/fixed/activation.h"
+#include "qgru/fixed/rounding.h"
+#include "qgru/hd.h"
+
+namespace qgru {
+
+// Zero point and code range of one tensor.
+struct CodeSpace {
+  int32_t zp;
+  int32_t q_min;
+  int32_t q_max;
+};
+
+// Everything one cell (one layer, one direction) needs per element. Plain old data: copied to the device
+// by value; the per-channel arrays ([3H], channel c = g*H + j) point to host or device memory owned
+// elsewhere (GruCellQuantParams on the host).
+struct GruCellParamsView {
+  int32_t hidden_size;  // H
+
+  // B-1: W x + bw -> weight_ih_linear
+  const int64_t* W_sum;                             // [3H] Σ_k q_W[c, k] (zero-point compensation W_sum[c] * zp_x)
+  const int32_t* q_bw;                              // [3H] bias codes, scale S_bw[c], zp 0
+  const int32_t* shift_bw_to_gemm_x;                // [3H] shift_bw[c] - (shift_W[c] + shift_x)
+  const int32_t* shift_gemm_x_to_weight_ih_linear;  // [3H] shift_W[c] + shift_x - shift_weight_ih_linear
+  int32_t zp_x;
+  // B-2: R h + br -> weight_hh_linear
+  const int64_t* R_sum;                             // [3H] Σ_k q_R[c, k]
+  const int32_t* q_br;                              // [3H]
+  const int32_t* shift_br_to_gemm_h;                // [3H] shift_br[c] - (shift_R[c] + shift_h)
+  const int32_t* shift_gemm_h_to_weight_hh_linear;  // [3H] shift_R[c] + shift_h - shift_weight_hh_linear
+
+  CodeSpace h;
+  CodeSpace weight_ih_linear;
+  CodeSpace weight_hh_linear;
+  CodeSpace update_gate_input;
+  CodeSpace reset_gate_input;
+  CodeSpace new_gate_input;
+  int32_t zp_update_gate_output;
+  int32_t zp_reset_gate_output;
+  int32_t zp_new_gate_output;
+
+  // C-1, C-2 (seed 001, B.8)
+  int32_t shift_weight_ih_linear_to_update_gate_input;
+  int32_t shift_weight_hh_linear_to_update_gate_input;
+  int32_t shift_weight_ih_linear_to_reset_gate_input;
+  int32_t shift_weight_hh_linear_to_reset_gate_input;
+  // C-3
+  int32_t shift_weight_ih_linear_to_new_gate_input;
+  int32_t shift_reset_mul_hh_to_new_gate_input;  // shift_reset_gate_output + shift_weight_hh_linear - shift_new_gate_input
+  // C-4
+  int64_t quant_one_in_update_gate_scale;  // round(2^shift_update_gate_output) + zp_update_gate_output
+  int32_t shift_new_gate_output_to_h;      // shift_new_gate_output - shift_h
+  int32_t shift_update_gate_output;        // S_update_gate_output * S_h -> S_h
+
+  ActivationView update_gate;  // sigmoid: update_gate_input codes -> update_gate_output codes
+  ActivationView reset_gate;   // sigmoid: reset_gate_input codes -> reset_gate_output codes
+  ActivationView new_gate;     // tanh: new_gate_input codes -> new_gate_output codes
+};
+
+// The six raw GEMM accumulators of one element, gates in the order z (update), r (reset), n (new).
+struct GruCellAccumulators {
+  int64_t gemm_x[3];
+  int64_t gemm_h[3];
+};
+
+// Every intermediate code of one element, for observers and golden vectors.
+struct GruCellTrace {
+  int32_t q_weight_ih_linear[3];  // gates z, r, n
+  int32_t q_weight_hh_linear[3];
+  int32_t q_update_gate_input;
+  int32_t q_update_gate_output;
+  int32_t q_reset_gate_input;
+  int32_t q_reset_gate_output;
+  int32_t q_new_gate_input;
+  int32_t q_new_gate_output;
+  int64_t q_new_gate_aligned_to_h;  // in h's space, not saturated
+  int32_t q_h_new;
+};
+
+// B-1 for channel c: weight_ih_linear from the raw accumulator.
+//   q_gemm_corrected = gemm_x - W_sum[c] * zp_x                      scale S_W[c]*S_x
+//   q_bias_in_gemm   = q_bw[c] * 2^-(shift_bw_to_gemm_x[c])          scale S_W[c]*S_x
+//   q_weight_ih_linear = sat(rshift_round(corrected + bias, shift_gemm_x_to_weight_ih_linear[c]) + zp)
+QGRU_HD int32_t compute_weight_ih_linear(const GruCellParamsView& p, int32_t c, int64_t gemm_x) {
+  const int64_t q_gemm_corrected = gemm_x - p.W_sum[c] * static_cast<int64_t>(p.zp_x);  // S_W[c]*S_x
+  const int64_t q_bias_in_gemm = rshift_round(p.q_bw[c], p.shift_bw_to_gemm_x[c]);      // S_W[c]*S_x
+  const int64_t q_combined = q_gemm_corrected + q_bias_in_gemm;                          // S_W[c]*S_x
+  return requantize(q_combined, p.shift_gemm_x_to_weight_ih_linear[c], p.weight_ih_linear.zp,
+                    p.weight_ih_linear.q_min, p.weight_ih_linear.q_max);
+}
+
+// B-2 for channel c: weight_hh_linear from the raw accumulator (same steps with R, h, br).
+QGRU_HD int32_t compute_weight_hh_linear(const GruCellParamsView& p, int32_t c, int64_t gemm_h) {
+  const int64_t q_gemm_corrected = gemm_h - p.R_sum[c] * static_cast<int64_t>(p.h.zp);  // S_R[c]*S_h
+  const int64_t q_bias_in_gemm = rshift_round(p.q_br[c], p.shift_br_to_gemm_h[c]);     // S_R[c]*S_h
+  const int64_t q_combined = q_gemm_corrected + q_bias_in_gemm;                         // S_R[c]*S_h
+  return requantize(q_combined, p.shift_gemm_h_to_weight_hh_linear[c], p.weight_hh_linear.zp,
+                    p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
+}
+
+// C-1 / C-2: a sigmoid gate's input, the sum of the two linears in the gate input's space.
+QGRU_HD int32_t compute_sigmoid_gate_input(const GruCellParamsView& p, int32_t q_weight_ih_linear,
+                                           int32_t q_weight_hh_linear, int32_t shift_ih_to_gate_input,
+                                           int32_t shift_hh_to_gate_input, const CodeSpace& gate_input) {
+  const int64_t ih_shifted =
+      rshift_round(static_cast<int64_t>(q_weight_ih_linear) - p.weight_ih_linear.zp, shift_ih_to_gate_input);  // S_gate_input
+  const int64_t hh_shifted =
+      rshift_round(static_cast<int64_t>(q_weight_hh_linear) - p.weight_hh_linear.zp, shift_hh_to_gate_input);  // S_gate_input
+  return saturate(ih_shifted + hh_shifted + gate_input.zp, gate_input.q_min, gate_input.q_max);
+}
+
+// C-3: new_gate_input = ih_n + r * hh_n, the product rescaled directly into new_gate_input's space.
+QGRU_HD int32_t compute_new_gate_input(const GruCellParamsView& p, int32_t q_weight_ih_linear_n,
+                                       int32_t q_reset_gate_output, int32_t q_weight_hh_linear_n) {
+  const int64_t r_diff = static_cast<int64_t>(q_reset_gate_output) - p.zp_reset_gate_output;  // S_r
+  const int64_t hh_diff = static_cast<int64_t>(q_weight_hh_linear_n) - p.weight_hh_linear.zp;  // S_hh
+  const int64_t product = r_diff * hh_diff;  // S_r*S_hh; |r_diff|, |hh_diff| < 2^16, so < 2^32
+  const int64_t q_rh = rshift_round(product, p.shift_reset_mul_hh_to_new_gate_input);  // S_new_gate_input
+  const int64_t ih_shifted = rshift_round(static_cast<int64_t>(q_weight_ih_linear_n) - p.weight_ih_linear.zp,
+                                          p.shift_weight_ih_linear_to_new_gate_input);  // S_new_gate_input
+  return saturate(ih_shifted + q_rh + p.new_gate_input.zp, p.new_gate_input.q_min, p.new_gate_input.q_max);
+}
+
+// C-4: h_new = u * h_old + (1 - u) * n, both products at S_update_gate_output * S_h.
+// Writes q_new_gate_aligned_to_h when `aligned_out` is not null.
+QGRU_HD int32_t compute_hidden_state(const GruCellParamsView& p, int32_t q_update_gate_output,
+                                     int32_t q_new_gate_output, int32_t q_h_old, int64_t* aligned_out) {
+  // (1) new gate aligned to h's scale (S_h), with h's zero point
+  const int64_t n_diff_from_zp = static_cast<int64_t>(q_new_gate_output) - p.zp_new_gate_output;  // S_n
+  const int64_t q_new_gate_aligned_to_h = rshift_round(n_diff_from_zp, p.shift_new_gate_output_to_h) + p.h.zp;  // S_h
+  if (aligned_out) *aligned_out = q_new_gate_aligned_to_h;
+  // (2) u * h_old                                                       S_u*S_h
+  const int64_t u_diff = static_cast<int64_t>(q_update_gate_output) - p.zp_update_gate_output;
+  const int64_t h_diff = static_cast<int64_t>(q_h_old) - p.h.zp;
+  const int64_t q_old_contribution_mul = u_diff * h_diff;
+  // (3) (1 - u) * n_aligned                                             S_u*S_h
+  const int64_t one_minus_u = p.quant_one_in_update_gate_scale - q_update_gate_output;
+  const int64_t n_diff_aligned = q_new_gate_aligned_to_h - p.h.zp;
+  const int64_t q_new_contribution_mul = one_minus_u * n_diff_aligned;
+  // (4) both live at S_u*S_h: add directly, then rescale to S_h by shift_update_gate_output
+  const int64_t q_combined = q_old_contribution_mul + q_new_contribution_mul;
+  return saturate(rshift_round(q_combined, p.shift_update_gate_output) + p.h.zp, p.h.q_min, p.h.q_max);
+}
+
+// The whole step for hidden unit j: B-1, B-2, C-1 .. C-4. `trace` may be null.
+QGRU_HD int32_t gru_cell_element(const GruCellParamsView& p, int32_t j, const GruCellAccumulators& acc,
+                                 int32_t q_h_old, GruCellTrace* trace) {
+  const int32_t H = p.hidden_size;
+  int32_t q_ih[3];
+  int32_t q_hh[3];
+  for (int32_t g = 0; g < 3; ++g) {
+    q_ih[g] = compute_weight_ih_linear(p, g * H + j, acc.gemm_x[g]);
+    q_hh[g] = compute_weight_hh_linear(p, g * H + j, acc.gemm_h[g]);
+  }
+  // C-1 update gate
+  const int32_t q_update_gate_input = compute_sigmoid_gate_input(
+      p, q_ih[0], q_hh[0], p.shift_weight_ih_linear_to_update_gate_input,
+      p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input);
+  const int32_t q_update_gate_output = evaluate_activation(p.update_gate, q_update_gate_input);
+  // C-2 reset gate
+  const int32_t q_reset_gate_input = compute_sigmoid_gate_input(
+      p, q_ih[1], q_hh[1], p.shift_weight_ih_linear_to_reset_gate_input,
+      p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
+  const int32_t q_reset_gate_output = evaluate_activation(p.reset_gate, q_reset_gate_input);
+  // C-3 new gate
+  const int32_t q_new_gate_input = compute_new_gate_input(p, q_ih[2], q_reset_gate_output, q_hh[2]);
+  const int32_t q_new_gate_output = evaluate_activation(p.new_gate, q_new_gate_input);
+  // C-4 hidden state
+  int64_t q_new_gate_aligned_to_h = 0;
+  const int32_t q_h_new = compute_hidden_state(p, q_update_gate_output, q_new_gate_output, q_h_old,
+                                               &q_new_gate_aligned_to_h);
+  if (trace) {
+    for (int32_t g = 0; g < 3; ++g) {
+      trace->q_weight_ih_linear[g] = q_ih[g];
+      trace->q_weight_hh_linear[g] = q_hh[g];
+    }
+    trace->q_update_gate_input = q_update_gate_input;
+    trace->q_update_gate_output = q_update_gate_output;
+    trace->q_reset_gate_input = q_reset_gate_input;
+    trace->q_reset_gate_output = q_reset_gate_output;
+    trace->q_new_gate_input = q_new_gate_input;
+    trace->q_new_gate_output = q_new_gate_output;
+    trace->q_new_gate_aligned_to_h = q_new_gate_aligned_to_h;
+    trace->q_h_new = q_h_new;
+  }
+  return q_h_new;
+}
+
+}  // namespace qgru

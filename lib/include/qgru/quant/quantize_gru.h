@@ -1,0 +1,31 @@
+#pragma once
+// `quantize` as one library call: float model + bit-width config + float ranges -> QuantizedGru, with the
+// overflow proof done (a config that could overflow is refused before anything is written).
+//
+// The ranges come through a callback so that this library does not depend on how they were measured
+// (the CLI glues calibration statistics to it):
+//   range(layer, direction, tensor, range_method, spec) -> [min, max]
+// is asked once per observed tensor (qgru::kObservedGruTensors) of every cell; range_method is the
+// config's string for that tensor (e.g. "minmax", "ema", "percentile:99.99"), spec its bits / signedness /
+// symmetry (shift and zp unset). For x, the ranges of a layer's directions are merged (union), so every
+// cell of one layer shares one x space.
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "qgru/model/float_gru.h"
+#include "qgru/quant/quantized_gru.h"
+
+namespace qgru {
+
+using RangeProvider = std::function<std::pair<double, double>(int layer, int direction, GruTensor tensor,
+                                                              const std::string& range_method,
+                                                              const TensorQuant& spec)>;
+
+QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& config, const RangeProvider& range);
+
+// A summary table of every cell's tensors (bits, shift, zp, range) and derived shifts, one line per
+// tensor, for the log.
+std::string describe_quantized_gru(const QuantizedGru& model);
+
+}  // namespace qgru

@@ -1,0 +1,136 @@
+// Writing the artifact (format in qgru/quant/artifact.h).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "artifact_keys.h"
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/sha256.h"
+#include "qgru/io/safetensors.h"
+#include "qgru/quant/artifact.h"
+#include "qgru/quant/overflow_check.h"
+
+namespace qgru {
+
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+Tensor to_tensor(const std::vector<int32_t>& values, std::vector<int64_t> shape) {
+  std::vector<T> narrowed(values.size());
+  for (size_t i = 0; i < values.size(); ++i) narrowed[i] = static_cast<T>(values[i]);  // codes fit: checked widths
+  return Tensor::from_vector(std::move(shape), narrowed);
+}
+
+Tensor weight_tensor(const std::vector<int32_t>& codes, int bits, int64_t rows, int64_t cols) {
+  return bits <= 8 ? to_tensor<int8_t>(codes, {rows, cols}) : to_tensor<int16_t>(codes, {rows, cols});
+}
+
+json cell_json(const GruCellQuantParams& p, const BitwidthConfig& config, std::map<std::string, Tensor>& tensors) {
+  const std::string prefix = artifact_cell_prefix(p.layer, p.direction);
+  const int64_t channels = 3 * static_cast<int64_t>(p.hidden_size);
+  json cell = {{"layer", p.layer},
+               {"direction", p.direction},
+               {"input_size", p.input_size},
+               {"hidden_size", p.hidden_size},
+               {"gemm_x_accumulator", p.gemm_x_int32 ? "int32" : "int64"},
+               {"gemm_h_accumulator", p.gemm_h_int32 ? "int32" : "int64"}};
+  json quant = json::object();
+  for (int i = 0; i < kGruTensorCount; ++i) {
+    const auto tensor = static_cast<GruTensor>(i);
+    const TensorQuant& q = p.q(tensor);
+    if (gru_tensor_is_parameter(tensor)) {
+      const std::vector<int32_t>& shifts = *parameter_shifts(p, tensor);
+      const auto [lo, hi] = std::minmax_element(shifts.begin(), shifts.end());
+      quant[gru_tensor_name(tensor)] = {{"bits", q.bits}, {"per_channel", config.of(tensor).per_channel},
+                                        {"shift_min", *lo}, {"shift_max", *hi}};
+    } else {
+      const FloatRange& r = p.range[static_cast<size_t>(i)];
+      quant[gru_tensor_name(tensor)] = {{"bits", q.bits}, {"unsigned", q.is_unsigned}, {"symmetric", q.symmetric},
+                                        {"shift", q.shift}, {"zp", q.zp}, {"range", {r.first, r.second}}};
+    }
+  }
+  cell["tensors"] = quant;
+  json derived = json::object();
+  for (const ScalarShiftKey& key : scalar_shift_keys()) derived[key.name] = p.*(key.member);
+  derived["quant_one_in_update_gate_scale"] = p.quant_one_in_update_gate_scale;
+  cell["derived"] = derived;
+
+  tensors[prefix + "W"] = weight_tensor(p.q_W, p.q(GruTensor::W).bits, channels, p.input_size);
+  tensors[prefix + "R"] = weight_tensor(p.q_R, p.q(GruTensor::R).bits, channels, p.hidden_size);
+  tensors[prefix + "bw"] = Tensor::from_vector({channels}, p.q_bw);
+  tensors[prefix + "br"] = Tensor::from_vector({channels}, p.q_br);
+  tensors[prefix + "W_sum"] = Tensor::from_vector({channels}, p.W_sum);
+  tensors[prefix + "R_sum"] = Tensor::from_vector({channels}, p.R_sum);
+  for (const ChannelShiftKey& key : channel_shift_keys()) tensors[prefix + key.name] = Tensor::from_vector({channels}, p.*(key.member));
+
+  json activations = json::object();
+  for (int g = 0; g < 3; ++g) {
+    const auto gate = static_cast<GateKind>(g);
+    json entry;
+    activation_to_artifact(p.activation[static_cast<size_t>(g)], prefix + gate_kind_name(gate), entry, tensors);
+    activations[gate_kind_name(gate)] = entry;
+  }
+  cell["activations"] = activations;
+  return cell;
+}
+
+// For readers of the JSON only (read_artifact proves again): how many checks, the least headroom.
+json overflow_summary(const QuantizedGru& model) {
+  const OverflowProof proof = prove_no_overflow(model);
+  double least = 1e9;
+  for (const OverflowCheck& c : proof.checks) {
+    if (c.type.rfind("shift", 0) != 0 && std::isfinite(c.log2_bound)) least = std::min(least, c.log2_limit - c.log2_bound);
+  }
+  return {{"ok", proof.ok()}, {"checks", proof.checks.size()}, {"least_spare_bits", std::round(least * 100.0) / 100.0}};
+}
+
+}  // namespace
+
+std::string artifact_tensor_path(const std::string& json_path) {
+  const std::string suffix = ".json";
+  if (json_path.size() > suffix.size() && json_path.compare(json_path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return json_path.substr(0, json_path.size() - suffix.size()) + ".safetensors";
+  }
+  return json_path + ".safetensors";
+}
+
+void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+  SafetensorsFile file;
+  file.metadata["format"] = "qgru.artifact tensors";
+  json cells = json::array();
+  for (const GruCellQuantParams& p : model.cells) cells.push_back(cell_json(p, model.config, file.tensors));
+  const std::vector<uint8_t> tensor_bytes = serialize_safetensors(file);
+  const std::string tensor_path = artifact_tensor_path(json_path);
+
+  const QuantProvenance& prov = model.provenance;
+  json root = {
+      {"schema", kArtifactSchema},
+      {"version", kArtifactVersion},
+      {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
+      {"tensor_file", std::filesystem::path(tensor_path).filename().string()},
+      {"tensor_file_sha256", sha256_hex(tensor_bytes.data(), tensor_bytes.size())},
+      {"provenance",
+       {{"model", {{"path", prov.model_path}, {"sha256", prov.model_sha256}}},
+        {"stats", {{"path", prov.stats_path}, {"sha256", prov.stats_sha256}}},
+        {"config", {{"source", prov.config_source}, {"sha256", prov.config_sha256}}},
+        {"quantized_by", prov.tool_version}}},
+      {"config", bitwidth_config_to_json(model.config)},
+      {"shapes",
+       {{"input_size", model.input_size}, {"hidden_size", model.hidden_size}, {"num_layers", model.num_layers},
+        {"num_directions", model.num_directions}}},
+      {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
+      {"overflow_proof", overflow_summary(model)},
+      {"cells", cells}};
+
+  AtomicFileGroup group;
+  group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
+  group.add(json_path).write(root.dump(2) + "\n");
+  group.commit_all();
+}
+
+}  // namespace qgru

@@ -1,0 +1,84 @@
+#include "qgru/quant/quantize_gru.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "qgru/base/error.h"
+#include "qgru/quant/overflow_check.h"
+#include "qgru/version.h"
+
+namespace qgru {
+
+QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& config, const RangeProvider& range) {
+  if (model.num_layers < 1 || (model.num_directions != 1 && model.num_directions != 2) ||
+      model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
+    throw Error("quantize: the float model has " + std::to_string(model.cells.size()) + " cells for " +
+                std::to_string(model.num_layers) + " layer(s) x " + std::to_string(model.num_directions) + " direction(s)");
+  }
+  QuantizedGru q;
+  q.config = config;
+  q.input_size = model.input_size;
+  q.hidden_size = model.hidden_size;
+  q.num_layers = model.num_layers;
+  q.num_directions = model.num_directions;
+  q.provenance.tool_version = QGRU_VERSION_STRING;
+  for (int l = 0; l < model.num_layers; ++l) {
+    // x is shared by the directions of a layer: one range, the union of what each direction saw.
+    FloatRange x_range{0.0, 0.0};
+    for (int d = 0; d < model.num_directions; ++d) {
+      const FloatRange r = range(l, d, GruTensor::x, config.range_method_of(GruTensor::x), config.spec(GruTensor::x));
+      x_range = d == 0 ? r : FloatRange{std::min(x_range.first, r.first), std::max(x_range.second, r.second)};
+    }
+    for (int d = 0; d < model.num_directions; ++d) {
+      CellRanges ranges{};
+      for (GruTensor tensor : kObservedGruTensors) {
+        ranges[static_cast<size_t>(tensor)] =
+            tensor == GruTensor::x ? x_range : range(l, d, tensor, config.range_method_of(tensor), config.spec(tensor));
+      }
+      q.cells.push_back(make_cell_quant_params(model.cell(l, d), config, ranges, l, d));
+    }
+  }
+  choose_accumulators_and_prove(q, "quantize with config '" + config.name + "'");
+  return q;
+}
+
+std::string describe_quantized_gru(const QuantizedGru& model) {
+  std::string text;
+  char line[256];
+  for (const GruCellQuantParams& p : model.cells) {
+    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s)\n", p.layer, p.direction,
+                  p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64");
+    text += line;
+    std::snprintf(line, sizeof line, "  %-20s %-10s %6s %7s  %s\n", "tensor", "type", "shift", "zp", "range");
+    text += line;
+    for (int i = 0; i < kGruTensorCount; ++i) {
+      const auto tensor = static_cast<GruTensor>(i);
+      const TensorQuant& tq = p.q(tensor);
+      const std::string type = std::string(tq.is_unsigned ? "u" : "i") + std::to_string(tq.bits) + (tq.symmetric ? " sym" : " asym");
+      if (gru_tensor_is_parameter(tensor)) {
+        const std::vector<int32_t>& shifts = tensor == GruTensor::W ? p.shift_W
+                                             : tensor == GruTensor::R ? p.shift_R
+                                             : tensor == GruTensor::bw ? p.shift_bw
+                                                                       : p.shift_br;
+        const auto [lo, hi] = std::minmax_element(shifts.begin(), shifts.end());
+        std::snprintf(line, sizeof line, "  %-20s %-10s %3d..%-3d %4d  per-%s\n", gru_tensor_name(tensor), type.c_str(), *lo, *hi, 0,
+                      model.config.of(tensor).per_channel ? "channel" : "tensor");
+      } else {
+        std::snprintf(line, sizeof line, "  %-20s %-10s %6d %7d  [%.6g, %.6g]\n", gru_tensor_name(tensor), type.c_str(), tq.shift,
+                      tq.zp, p.range[static_cast<size_t>(i)].first, p.range[static_cast<size_t>(i)].second);
+      }
+      text += line;
+    }
+    std::snprintf(line, sizeof line,
+                  "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, ih->n %d, r*hh->n %d, n->h %d, u %d, one_in_u %lld\n",
+                  p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
+                  p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
+                  p.shift_weight_ih_linear_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input,
+                  p.shift_new_gate_output_to_h, p.shift_update_gate_output,
+                  static_cast<long long>(p.quant_one_in_update_gate_scale));
+    text += line;
+  }
+  return text;
+}
+
+}  // namespace qgru

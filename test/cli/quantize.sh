@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End-to-end test of `qgru quantize` on the bundled example (examples/digits): the artifact of every preset
+# (by name and by path), its JSON (schema, sha256 of the tensor file, provenance), the summary on stderr,
+# the integer model tracking the float one (verify), and refusals (a malformed config, a config that could
+# overflow, statistics of another model) that exit 1 with one line and write nothing.
+# Usage: bash quantize.sh <qgru-binary> <scratch-dir> <source-root>
+set -euo pipefail
+QGRU=$1
+SCRATCH=$2
+ROOT=$3
+MODEL=$ROOT/examples/digits/gru.safetensors
+CALIB=$ROOT/examples/digits/calib.npy
+TEST=$ROOT/examples/digits/test.npy
+rm -rf "$SCRATCH"
+mkdir -p "$SCRATCH"
+cd "$SCRATCH"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$QGRU" calibrate --model "$MODEL" --data "$CALIB" -o stats.json > /dev/null 2> calibrate.log ||
+  fail "calibrate exited $?: $(cat calibrate.log)"
+
+# 1. The default config is the int8 preset; the summary table goes to stderr, nothing to stdout.
+"$QGRU" quantize --model "$MODEL" --stats stats.json -o int8.qgru.json > out.txt 2> log.txt ||
+  fail "quantize exited $?: $(cat log.txt)"
+[ -s out.txt ] && fail "quantize wrote to stdout: $(cat out.txt)"
+[ -f int8.qgru.safetensors ] || fail "no tensor file beside the JSON"
+grep -q "config 'int8'" log.txt || fail "log does not name the config: $(cat log.txt)"
+grep -Eq 'update_gate_output +u8 asym' log.txt || fail "summary table lacks update_gate_output u8: $(cat log.txt)"
+grep -q 'overflow proof passed' log.txt || fail "log does not report the overflow proof"
+TENSOR_SHA=$(sha256sum int8.qgru.safetensors | cut -d' ' -f1)
+MODEL_SHA=$(sha256sum "$MODEL" | cut -d' ' -f1)
+python3 - int8.qgru.json "$TENSOR_SHA" "$MODEL_SHA" <<'PY' || fail "int8.qgru.json content"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["schema"] == "qgru.artifact" and a["version"] == 1, (a["schema"], a["version"])
+assert a["tensor_file"] == "int8.qgru.safetensors", a["tensor_file"]
+assert a["tensor_file_sha256"] == sys.argv[2]
+assert a["provenance"]["model"]["sha256"] == sys.argv[3]
+assert a["config"]["name"] == "int8"
+assert a["shapes"] == {"input_size": 8, "hidden_size": 64, "num_layers": 1, "num_directions": 1}, a["shapes"]
+assert a["gemm_operands_fit_int8"] is True
+assert a["overflow_proof"]["ok"] is True and a["overflow_proof"]["least_spare_bits"] > 0
+cell = a["cells"][0]
+assert cell["gemm_x_accumulator"] == "int32" and cell["gemm_h_accumulator"] == "int32"
+t = cell["tensors"]
+assert t["update_gate_output"]["unsigned"] and t["new_gate_output"]["zp"] == 0
+d = cell["derived"]
+assert d["shift_weight_ih_linear_to_update_gate_input"] == t["weight_ih_linear"]["shift"] - t["update_gate_input"]["shift"]
+assert d["shift_new_gate_output_to_h"] == t["new_gate_output"]["shift"] - t["h"]["shift"]
+assert d["quant_one_in_update_gate_scale"] == 2 ** t["update_gate_output"]["shift"] + t["update_gate_output"]["zp"]
+PY
+
+# 2. The other presets, by name and by path.
+"$QGRU" quantize --model "$MODEL" --stats stats.json --config int16-activations -o i16a.qgru.json 2> log16a.txt ||
+  fail "int16-activations exited $?: $(cat log16a.txt)"
+"$QGRU" quantize --model "$MODEL" --stats stats.json --config "$ROOT/configs/int16.json" -o i16.qgru.json 2> log16.txt ||
+  fail "configs/int16.json exited $?: $(cat log16.txt)"
+python3 -c "import json; a = json.load(open('i16.qgru.json')); assert not a['gemm_operands_fit_int8']" ||
+  fail "int16 artifact claims int8 GEMM operands"
+
+# 3. The integer model tracks the float one (SQNR of the output over the held-out set).
+if "$QGRU" verify --help > /dev/null 2>&1; then
+  "$QGRU" verify --model "$MODEL" --artifact int8.qgru.json --input "$TEST" --fail-below-sqnr 23 > v8.txt 2> v8.log ||
+    fail "int8 verify: $(cat v8.log) $(cat v8.txt)"
+  "$QGRU" verify --model "$MODEL" --artifact i16a.qgru.json --input "$TEST" --fail-below-sqnr 40 > v16.txt 2> v16.log ||
+    fail "int16-activations verify: $(cat v16.log) $(cat v16.txt)"
+fi
+
+# 4. Refusals: exit 1, one line on stderr naming what is wrong, no output written.
+expect_refusal() {  # name, expected text, command...
+  local name=$1 text=$2
+  shift 2
+  set +e
+  "$@" > /dev/null 2> err.txt
+  local rc=$?
+  set -e
+  [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1 ($(cat err.txt))"
+  [ "$(grep -c . err.txt)" -eq 1 ] || fail "$name: expected one line on stderr, got: $(cat err.txt)"
+  grep -q -- "$text" err.txt || fail "$name: stderr lacks '$text': $(cat err.txt)"
+  [ ! -e refused.qgru.json ] && [ ! -e refused.qgru.safetensors ] || fail "$name: an output was written"
+}
+python3 - "$ROOT/configs/int8.json" bad_bits.json <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["tensors"]["h"]["bits"] = 17; json.dump(c, open(sys.argv[2], "w"))
+PY
+expect_refusal "bits 17" "bad_bits.json: key 'tensors.h.bits'" \
+  "$QGRU" -q quantize --model "$MODEL" --stats stats.json --config bad_bits.json -o refused.qgru.json
+python3 - "$ROOT/configs/int16.json" int32_acc.json <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["gemm_accumulator"] = "int32"; json.dump(c, open(sys.argv[2], "w"))
+PY
+expect_refusal "int32 accumulator of 16-bit operands" "overflow: layer 0 direction 0: gemm_x accumulator" \
+  "$QGRU" -q quantize --model "$MODEL" --stats stats.json --config int32_acc.json -o refused.qgru.json
+expect_refusal "unknown preset" "neither a preset" \
+  "$QGRU" -q quantize --model "$MODEL" --stats stats.json --config int4 -o refused.qgru.json
+python3 - stats.json other_stats.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); s["model"]["hidden_size"] = 32; json.dump(s, open(sys.argv[2], "w"))
+PY
+set +e
+"$QGRU" -q quantize --model "$MODEL" --stats other_stats.json -o refused.qgru.json > /dev/null 2> err.txt
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "stats of another model: exit $rc ($(cat err.txt))"
+[ ! -e refused.qgru.json ] || fail "stats of another model: an output was written"
+
+# 5. A usage error exits 2.
+set +e
+"$QGRU" quantize --model "$MODEL" -o refused.qgru.json > /dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "missing --stats: exit $rc, expected 2"
+echo "quantize.sh: OK"

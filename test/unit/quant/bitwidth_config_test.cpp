@@ -1,0 +1,103 @@
+// The bit-width config: presets (embedded == configs/*.json, int8 == seed 001 Appendix A) and strict parsing.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/quant/bitwidth_config.h"
+
+namespace qgru {
+namespace {
+
+using nlohmann::json;
+
+TEST_CASE("embedded presets are byte-for-byte the files in configs/") {
+  for (const std::string& name : bitwidth_preset_names()) {
+    CAPTURE(name);
+    const std::string file = read_file_text(std::string(QGRU_SOURCE_DIR) + "/configs/" + name + ".json");
+    CHECK(file == bitwidth_preset_text(name));
+    const BitwidthConfig config = load_bitwidth_config(name);
+    CHECK(config.name == name);
+  }
+}
+
+TEST_CASE("the int8 preset is seed 001 Appendix A") {
+  const BitwidthConfig c = load_bitwidth_config("int8");
+  for (int i = 0; i < kGruTensorCount; ++i) {
+    const auto tensor = static_cast<GruTensor>(i);
+    CAPTURE(gru_tensor_name(tensor));
+    CHECK(c.of(tensor).bits == 8);
+    const bool sigmoid_output = tensor == GruTensor::update_gate_output || tensor == GruTensor::reset_gate_output;
+    CHECK(c.of(tensor).is_unsigned == sigmoid_output);
+    const bool symmetric = gru_tensor_is_parameter(tensor) || tensor == GruTensor::new_gate_output;
+    CHECK(c.of(tensor).symmetric == symmetric);
+    if (gru_tensor_is_parameter(tensor)) CHECK(c.of(tensor).per_channel);
+  }
+  for (GateKind g : {GateKind::Update, GateKind::Reset, GateKind::New}) CHECK(c.activation(g).impl == ActivationImpl::Table);
+  CHECK(c.range_method_of(GruTensor::x) == "ema");
+  CHECK(c.range_method_of(GruTensor::weight_ih_linear) == "minmax+pow2");
+  CHECK(load_bitwidth_config("int16").range_method_of(GruTensor::h).empty());  // the statistics' default method
+}
+
+TEST_CASE("int16-activations: every activation 16 bits, weights 8, pwl gates") {
+  const BitwidthConfig c = load_bitwidth_config("int16-activations");
+  CHECK(c.of(GruTensor::W).bits == 8);
+  CHECK(c.of(GruTensor::R).bits == 8);
+  for (GruTensor t : kObservedGruTensors) CHECK(c.of(t).bits == 16);
+  for (GateKind g : {GateKind::Update, GateKind::Reset, GateKind::New}) CHECK(c.activation(g).impl == ActivationImpl::Pwl);
+}
+
+TEST_CASE("to_json and parse round trip") {
+  for (const std::string& name : bitwidth_preset_names()) {
+    const BitwidthConfig a = load_bitwidth_config(name);
+    const BitwidthConfig b = parse_bitwidth_config(bitwidth_config_to_json(a), "round trip");
+    CHECK(bitwidth_config_to_json(a) == bitwidth_config_to_json(b));
+  }
+}
+
+// Take the int8 preset, apply `edit`, and expect an error naming the source and `key`.
+void expect_refused(const std::function<void(json&)>& edit, const std::string& key) {
+  json root = json::parse(bitwidth_preset_text("int8"));
+  edit(root);
+  CAPTURE(key);
+  std::string message;
+  try {
+    parse_bitwidth_config(root, "my.json");
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(message.find("my.json") != std::string::npos);
+  CHECK(message.find("'" + key + "'") != std::string::npos);
+}
+
+TEST_CASE("malformed configs are refused naming the file and the key") {
+  expect_refused([](json& j) { j["colour"] = "blue"; }, "colour");
+  expect_refused([](json& j) { j["tensors"]["h"]["bitz"] = 8; }, "tensors.h.bitz");
+  expect_refused([](json& j) { j["tensors"]["h"]["bits"] = 17; }, "tensors.h.bits");
+  expect_refused([](json& j) { j["tensors"]["h"]["bits"] = 1; }, "tensors.h.bits");
+  expect_refused([](json& j) { j["tensors"]["h"]["bits"] = 8.5; }, "tensors.h.bits");
+  expect_refused([](json& j) { j["tensors"].erase("new_gate_input"); }, "tensors.new_gate_input");
+  expect_refused([](json& j) { j["tensors"]["hidden"] = j["tensors"]["h"]; }, "tensors.hidden");
+  expect_refused([](json& j) { j["tensors"]["W"]["symmetric"] = false; }, "tensors.W.symmetric");
+  expect_refused([](json& j) { j["tensors"]["bw"]["granularity"] = "per_row"; }, "tensors.bw.granularity");
+  expect_refused([](json& j) { j["tensors"]["x"]["granularity"] = "per_channel"; }, "tensors.x.granularity");
+  expect_refused([](json& j) { j["tensors"]["x"]["signed"] = "yes"; }, "tensors.x.signed");
+  expect_refused([](json& j) { j["tensors"]["update_gate_input"]["bits"] = 13; }, "activations.update_gate.impl");
+  expect_refused([](json& j) { j["activations"]["new_gate"]["impl"] = "spline"; }, "activations.new_gate.impl");
+  expect_refused([](json& j) { j["activations"]["new_gate"]["segments"] = 8; }, "activations.new_gate.segments");
+  expect_refused([](json& j) { j["version"] = 2; }, "version");
+  expect_refused([](json& j) { j["schema"] = "qgru.artifact"; }, "schema");
+  expect_refused([](json& j) { j["gemm_accumulator"] = "int16"; }, "gemm_accumulator");
+  expect_refused([](json& j) { j.erase("activations"); }, "activations");
+}
+
+TEST_CASE("an unknown preset name that is not a file is refused") {
+  CHECK_THROWS_WITH_AS(load_bitwidth_config("int4"), doctest::Contains("neither a preset"), Error);
+}
+
+}  // namespace
+}  // namespace qgru
