@@ -6,6 +6,8 @@
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
 #include "qgru/model/float_run.h"
+#include "qgru/quant/quant_run.h"
+#include "device_option.h"
 #include "subcommand.h"
 
 namespace {
@@ -26,9 +28,9 @@ int run_float(const RunCliOptions& cli) {
     throw qgru::Error("--codes " + cli.codes + ": a float model has no integer codes; --codes needs a quantized "
                       "artifact (.qgru.json) as --model");
   }
-  if (cli.device != "cpu") {
-    throw qgru::Error("--device " + cli.device + ": the float model (" + cli.model + ") runs on the CPU only; "
-                      "use --device cpu");
+  if (cli.device == "cuda") {
+    throw qgru::Error("--device cuda: the float model (" + cli.model + ") runs on the CPU only in this build; "
+                      "use --device cpu or auto");
   }
   qgru::FloatRunOptions options;
   options.model_path = cli.model;
@@ -52,8 +54,29 @@ int run_float(const RunCliOptions& cli) {
 }
 
 int run_quantized(const RunCliOptions& cli) {
-  throw qgru::Error(cli.model + ": running quantized artifacts (.qgru.json) is not available in this build; "
-                    "qgru run accepts float models (.safetensors)");
+  const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
+  if (device == qgru::cli::Device::Cuda) {
+    throw qgru::Error("--device cuda: " + cli.model + ": whole-model execution of quantized artifacts on CUDA is "
+                      "not supported by this build (the CUDA cell kernel exists; layer chaining does not); use "
+                      "--device cpu");
+  }
+  qgru::QuantRunOptions options;
+  options.artifact_path = cli.model;
+  options.input_path = cli.input;
+  options.output_path = cli.output;
+  options.codes_path = cli.codes;
+  options.h0_path = cli.h0;
+  options.hn_path = cli.hn;
+  options.batch_first = cli.batch_first;
+  const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
+  qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
+                    summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
+  std::printf("output %s: %s float32 (dequantized), mean %.6g, min %.6g, max %.6g\n", cli.output.c_str(),
+              qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
+  if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
+  if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
+  std::printf("time: %.3f ms (integer executor, cpu)\n", summary.seconds * 1e3);
+  return qgru::kExitOk;
 }
 
 }  // namespace
@@ -76,7 +99,7 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                       ->check(CLI::IsMember({"auto", "pytorch", "haste"}));
                   command.add_option("--device", cli->device, "Where to run")
                       ->capture_default_str()
-                      ->check(CLI::IsMember({"cpu", "cuda"}));
+                      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
                   command.add_option("--codes", cli->codes, "Also write the integer output codes (.npy; quantized "
                                      "models only)");
                   return [cli] {

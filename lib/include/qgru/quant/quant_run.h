@@ -1,0 +1,34 @@
+#pragma once
+// `qgru run` on a quantized artifact, as one library call: read the artifact and x (float values are
+// quantized with layer 0's x parameters; an integer .npy is taken as x codes), run the CPU integer
+// executor, write y (dequantized float32), and on request the output codes and h_n, all together or not
+// at all.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qgru/quant/quantized_gru.h"
+
+namespace qgru {
+
+struct QuantRunOptions {
+  std::string artifact_path;  // model.qgru.json
+  std::string input_path;     // x [T, N, C] (or [N, T, C] with batch_first): float values or integer codes
+  std::string output_path;    // y float32 [T, N, D*H]
+  std::string codes_path;     // optional: output codes int32 [T, N, D*H], direction d in cell (L-1, d)'s h space
+  std::string h0_path;        // optional h0 [L*D, N, H] floats
+  std::string hn_path;        // optional: h_n float32 [L*D, N, H]
+  bool batch_first = false;
+};
+
+struct QuantRunSummary {
+  std::vector<int64_t> output_shape;
+  bool input_was_codes = false;
+  double seconds = 0.0;  // the executor alone
+  int T = 0, N = 0;
+  double mean = 0.0, min = 0.0, max = 0.0;
+};
+
+QuantRunSummary run_quantized_files(const QuantRunOptions& options);
+
+}  // namespace qgru
