@@ -12,4 +12,11 @@ struct DeviceProbe {
 // Asks the CUDA runtime how many devices it sees; never throws.
 DeviceProbe probe_devices();
 
+// Throws NoDevice ("no CUDA device: <reason>") unless a GPU is usable.
+void require_device();
+
+// Multiprocessor count and name of the current device (require_device first).
+int multiprocessor_count();
+std::string device_name();
+
 }  // namespace qgru::cuda

@@ -1,0 +1,57 @@
+#pragma once
+// GPU quantized linear (W4A16 / W8A16): C[M, N] fp16 = A[M, K] fp16 · W[K, N], W a GPTQ checkpoint layer
+// dequantized on the fly with the fast PRMT/LOP3 path (qgru/dequant/fast_dequant.h), fp32 accumulation on
+// tensor cores (WMMA 16x16x16). Host-only API without CUDA headers. Configurations: see
+// qgru/dequant/linear_plan.h (kTileConfigs); other shapes throw NotSupported naming the shape.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "qgru/dequant/linear_plan.h"
+
+namespace qgru::cuda {
+
+// One GPTQ layer on the host, in the checkpoint layout (qgru/dequant/gptq_layout.h):
+//   qweight int32 [K·bits/32, N], qzeros int32 [G, N·bits/32], scales fp16 bits [G, N], g_idx int32 [K]
+//   (empty g_idx = trivial k / group_size), G = ceil(K / group_size).
+struct GptqLinearWeights {
+  int64_t K = 0, N = 0;
+  int bits = 4;
+  int64_t group_size = 0;  // K for one group
+  int zero_adjust = 0;     // 1 for the "gptq" (v1) format, whose qzeros hold zero - 1; 0 for "gptq_v2"
+  std::vector<int32_t> qweight, qzeros;
+  std::vector<uint16_t> scales;
+  std::vector<int32_t> g_idx;
+};
+
+// The layer resident on the current GPU. Construction validates every shape (qgru::Error naming the tensor),
+// prepares act-order (reorders qweight rows once, keeps the permutation to gather A) or refuses it
+// (NotSupported), and uploads. Requires a device (NoDevice otherwise).
+class QuantLinear {
+ public:
+  explicit QuantLinear(const GptqLinearWeights& weights);
+  ~QuantLinear();
+  QuantLinear(QuantLinear&&) noexcept;
+  QuantLinear& operator=(QuantLinear&&) noexcept;
+
+  int64_t K() const;
+  int64_t N() const;
+  bool act_order() const;  // true when A columns are gathered through a permutation
+
+  // Launch plan for M rows on this device (plan.supported false with the reason when no kernel fits).
+  dequant::LinearPlan plan(int64_t M) const;
+  int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
+
+  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N]; workspace: device, >= workspace_bytes(M)
+  // bytes (may be null when that is 0). stream: a cudaStream_t (null: the default stream). Asynchronous.
+  void run(const void* a, int64_t M, void* c, void* workspace, void* stream) const;
+
+  // Convenience for tests and the CLI: host fp16 bits in, host fp16 bits out (synchronous).
+  std::vector<uint16_t> run_host(const std::vector<uint16_t>& a, int64_t M) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qgru::cuda

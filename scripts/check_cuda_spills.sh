@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Static check of the CUDA kernels (no GPU needed): compiles every cuda/src/*.cu for sm_80 and sm_90 with
+# `nvcc -cubin -Xptxas -v` (device code only), prints each kernel's registers, shared memory, stack frame
+# and spills, and fails if any function spills registers or uses a stack frame, if nvcc fails, or if no
+# kernel was found at all (never a silent pass).
+# Usage: scripts/check_cuda_spills.sh [source-root] [nvcc]
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+nvcc="${2:-${NVCC:-}}"
+if [[ -z "$nvcc" ]]; then
+  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc); else nvcc=/usr/local/cuda/bin/nvcc; fi
+fi
+if [[ ! -x "$nvcc" ]]; then
+  echo "check_cuda_spills: nvcc not found (looked for \$NVCC, PATH and /usr/local/cuda/bin/nvcc)" >&2
+  exit 1
+fi
+demangle() { if command -v c++filt >/dev/null 2>&1; then c++filt; else cat; fi; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+shopt -s nullglob
+sources=("$root"/cuda/src/*.cu)
+if [[ ${#sources[@]} -eq 0 ]]; then
+  echo "check_cuda_spills: no .cu files under $root/cuda/src" >&2
+  exit 1
+fi
+
+: >"$work/table"
+for src in "${sources[@]}"; do
+  for arch in 80 90; do
+    log="$work/$(basename "$src").sm_$arch.log"
+    if ! "$nvcc" -cubin -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr -Xptxas=-v \
+        -I"$root/lib/include" -I"$root/cuda/include" -I"$root/cuda/src" \
+        -o "$work/out.cubin" "$src" >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "check_cuda_spills: nvcc failed on $src for sm_$arch" >&2
+      exit 1
+    fi
+    # ptxas -v prints, per function:
+    #   ptxas info    : Function properties for NAME
+    #       S bytes stack frame, T bytes spill stores, L bytes spill loads
+    #   ptxas info    : Used R registers, ... B bytes smem, ...        (entry functions only)
+    awk -v arch="sm_$arch" -v file="$(basename "$src")" '
+      /Function properties for/ { name = $NF; next }
+      /bytes stack frame/ { stack[name] = $1; stores[name] = $5; loads[name] = $9; order[++n] = name; next }
+      /Used [0-9]+ registers/ {
+        regs = $0; sub(/.*Used /, "", regs); sub(/ registers.*/, "", regs)
+        smem = 0; if ($0 ~ /bytes smem/) { smem = $0; sub(/ bytes smem.*/, "", smem); sub(/.*, /, "", smem) }
+        r[name] = regs; s[name] = smem; next
+      }
+      END {
+        for (i = 1; i <= n; ++i) {
+          k = order[i]
+          printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", arch, file, (k in r ? r[k] : "-"), (k in s ? s[k] : "-"),
+                 stack[k], stores[k], loads[k], k
+        }
+      }' "$log" >>"$work/table"
+  done
+done
+
+count=$(wc -l <"$work/table")
+if [[ "$count" -eq 0 ]]; then
+  echo "check_cuda_spills: ptxas reported no functions; is -Xptxas -v output format changed?" >&2
+  exit 1
+fi
+printf "%-6s %-26s %5s %7s %6s %7s %7s  %s\n" arch file regs smem_B stack spill_st spill_ld function
+bad=0
+while IFS=$'\t' read -r arch file regs smem stack stores loads name; do
+  pretty=$(echo "$name" | demangle | sed -e 's/qgru::cuda::(anonymous namespace):://' -e 's/(qgru::cuda::QuantLinearArgs)//')
+  printf "%-6s %-26s %5s %7s %6s %7s %7s  %s\n" "$arch" "$file" "$regs" "$smem" "$stack" "$stores" "$loads" "$pretty"
+  if [[ "$stack" != "0" || "$stores" != "0" || "$loads" != "0" ]]; then
+    echo "  ^ FAIL: stack frame or register spills in $pretty ($arch)" >&2
+    bad=1
+  fi
+done <"$work/table"
+if [[ $bad -ne 0 ]]; then
+  echo "check_cuda_spills: FAILED (a kernel spills registers or uses a stack frame)" >&2
+  exit 1
+fi
+echo "check_cuda_spills: OK, $count function(s) on sm_80 and sm_90, no stack frames, no spills"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Static check of the fast dequantization code generation (no GPU needed).
+#  1. Compiles test/cuda/dequant_ptx_probe.cu (one extern "C" kernel per dequant entry point) to PTX for
+#     sm_80 and asserts, per probe, that its body contains the instructions the trick is made of (prmt.b32
+#     for 8-bit codes, lop3.b32 for 4-bit codes, packed-half sub/fma/mul .f16x2) and NO int->float
+#     conversion (cvt.*.f16|f32|f64.{s,u}{8,16,32,64}).
+#  2. Compiles cuda/src/quant_linear_kernels.cu to PTX and asserts the same of every GEMM kernel entry:
+#     lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2 arithmetic, no int->float cvt.
+# Usage: scripts/check_ptx_dequant.sh [source-root] [nvcc]
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+nvcc="${2:-${NVCC:-}}"
+if [[ -z "$nvcc" ]]; then
+  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc); else nvcc=/usr/local/cuda/bin/nvcc; fi
+fi
+if [[ ! -x "$nvcc" ]]; then
+  echo "check_ptx_dequant: nvcc not found (looked for \$NVCC, PATH and /usr/local/cuda/bin/nvcc)" >&2
+  exit 1
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+compile_ptx() {  # source output
+  "$nvcc" -ptx -arch=sm_80 -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
+    -I"$root/cuda/src" -o "$2" "$1"
+}
+# Body of the .entry whose name contains $2, from the PTX file $1 (from ".entry NAME(" to the closing "}").
+entry_body() { awk -v want="$2" '$0 ~ /\.entry/ && index($0, want) { on = 1 } on { print } on && /^}/ { exit }' "$1"; }
+int_to_float='cvt(\.[a-z]+)*\.f(16|32|64)\.(s|u)(8|16|32|64)'
+failures=0
+check_entry() {  # ptx entry-name required-regex...
+  local ptx=$1 name=$2
+  shift 2
+  local body
+  body=$(entry_body "$ptx" "$name")
+  if [[ -z "$body" ]]; then
+    echo "FAIL $name: no such .entry in the PTX" >&2
+    failures=$((failures + 1))
+    return
+  fi
+  local status="ok"
+  for pattern in "$@"; do
+    local n
+    n=$(grep -cE "$pattern" <<<"$body" || true)
+    if [[ "$n" -eq 0 ]]; then
+      echo "FAIL $name: no instruction matching '$pattern'" >&2
+      status="FAIL"
+    fi
+  done
+  local cvts
+  cvts=$(grep -E "$int_to_float" <<<"$body" || true)
+  if [[ -n "$cvts" ]]; then
+    echo "FAIL $name: int->float conversion instructions:" >&2
+    echo "$cvts" >&2
+    status="FAIL"
+  fi
+  local pretty
+  pretty=$(echo "$name" | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; } |
+    sed -e 's/qgru::cuda::(anonymous namespace):://' -e 's/(qgru::cuda::QuantLinearArgs)//')
+  printf "%-4s %-44s prmt=%-3s lop3=%-3s sub.f16x2=%-3s fma.f16x2=%-3s mul.f16x2=%-3s int->float cvt=%s\n" "$status" "$pretty" \
+    "$(grep -c 'prmt.b32' <<<"$body" || true)" "$(grep -c 'lop3.b32' <<<"$body" || true)" \
+    "$(grep -c 'sub.rn.f16x2' <<<"$body" || true)" "$(grep -c 'fma.rn.f16x2' <<<"$body" || true)" \
+    "$(grep -c 'mul.rn.f16x2' <<<"$body" || true)" "$(grep -cE "$int_to_float" <<<"$body" || true)"
+  [[ "$status" == "ok" ]] || failures=$((failures + 1))
+}
+
+compile_ptx "$root/test/cuda/dequant_ptx_probe.cu" "$work/probe.ptx"
+check_entry "$work/probe.ptx" probe_int8x4_biased_to_f16 'prmt\.b32' 'sub\.rn\.f16x2'
+check_entry "$work/probe.ptx" probe_dequant_u8x4 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2'
+check_entry "$work/probe.ptx" probe_dequant_u4x8 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2'
+
+compile_ptx "$root/cuda/src/quant_linear_kernels.cu" "$work/kernels.ptx"
+kernels=$(grep -oE '\.entry [A-Za-z0-9_]*quant_linear_kernelILi[48]E[A-Za-z0-9_]*' "$work/kernels.ptx" | awk '{print $2}' || true)
+if [[ -z "$kernels" ]]; then
+  echo "FAIL: no quant_linear_kernel entries in the PTX of cuda/src/quant_linear_kernels.cu" >&2
+  exit 1
+fi
+for k in $kernels; do
+  if [[ "$k" == *kernelILi4E* ]]; then
+    check_entry "$work/kernels.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2'
+  else
+    check_entry "$work/kernels.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2'
+  fi
+done
+if [[ $failures -ne 0 ]]; then
+  echo "check_ptx_dequant: FAILED ($failures function(s))" >&2
+  exit 1
+fi
+echo "check_ptx_dequant: OK"

@@ -1,0 +1,17 @@
+#pragma once
+// GPU self-test pieces (test/cuda): each returns the number of failed cases and prints what failed.
+// Run only when a GPU is present (selftest_main.cpp decides).
+namespace qgru::cuda_test {
+
+// Device dequant (real PRMT/LOP3/f16x2) against the host emulation, bit for bit: every code in every
+// position, every 4-bit offset, an 8-bit offset grid and an fp16 scale grid.
+int check_dequant_on_device();
+
+// QuantLinear (W4A16/W8A16 GEMM) against a CPU reference in double over edge shapes, both checkpoint
+// zero formats, single and multiple groups, act-order, and split-K.
+int check_quant_linear();
+
+// GruCellCuda (cuBLAS int8 GEMMs + the shared cell kernel) against a CPU loop over the same cell function.
+int check_gru_cell();
+
+}  // namespace qgru::cuda_test

@@ -1,0 +1,123 @@
+// QuantLinear on the GPU against a CPU reference (see gpu_checks.h). The reference packs its own codes with
+// a plain bit loop, dequantizes each weight exactly (RN_fp16(s·(u - z)), float-exact product) and sums in
+// double. Tolerance per output: the final fp16 rounding (2^-11 relative) plus an fp32 accumulation bound
+// K·2^-23·sum|a·w| plus one fp16 subnormal.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_checks.h"
+#include "qgru/dequant/gptq_layout.h"
+#include "qgru/half.h"
+#include "qgru_cuda/quant_linear.h"
+
+namespace qgru::cuda_test {
+
+namespace {
+
+struct Shape {
+  int64_t M, N, K, group;
+  int bits, zero_adjust;
+  bool act_order;
+};
+
+void put_field(std::vector<int32_t>& words, int64_t word_index, int slot, int bits, uint32_t value) {
+  auto& w = words[static_cast<size_t>(word_index)];
+  w = static_cast<int32_t>(static_cast<uint32_t>(w) | (value << (bits * slot)));
+}
+
+int run_case(const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int per_word = 32 / s.bits;
+  const uint32_t maxq = (1u << s.bits) - 1u;
+  const int64_t G = (s.K + s.group - 1) / s.group;
+  std::vector<uint32_t> codes(static_cast<size_t>(s.K * s.N)), zeros(static_cast<size_t>(G * s.N));
+  for (auto& c : codes) c = static_cast<uint32_t>(rng()) & maxq;
+  for (auto& z : zeros) z = (static_cast<uint32_t>(rng()) % maxq) + static_cast<uint32_t>(s.zero_adjust);  // true zero
+  cuda::GptqLinearWeights w;
+  w.K = s.K;
+  w.N = s.N;
+  w.bits = s.bits;
+  w.group_size = s.group;
+  w.zero_adjust = s.zero_adjust;
+  w.qweight.assign(static_cast<size_t>(s.K / per_word * s.N), 0);
+  w.qzeros.assign(static_cast<size_t>(G * (s.N / per_word)), 0);
+  w.scales.resize(static_cast<size_t>(G * s.N));
+  for (int64_t k = 0; k < s.K; ++k)
+    for (int64_t n = 0; n < s.N; ++n) put_field(w.qweight, (k / per_word) * s.N + n, static_cast<int>(k % per_word), s.bits, codes[static_cast<size_t>(k * s.N + n)]);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t n = 0; n < s.N; ++n)
+      put_field(w.qzeros, g * (s.N / per_word) + n / per_word, static_cast<int>(n % per_word), s.bits,
+                zeros[static_cast<size_t>(g * s.N + n)] - static_cast<uint32_t>(s.zero_adjust));
+  std::uniform_real_distribution<float> scale_dist(0.002f, 0.05f), act_dist(-1.0f, 1.0f);
+  for (auto& v : w.scales) v = qgru::float_to_half_bits(scale_dist(rng));
+  std::vector<int32_t> g_idx(static_cast<size_t>(s.K));
+  for (int64_t k = 0; k < s.K; ++k) g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / s.group);
+  if (s.act_order) {
+    std::shuffle(g_idx.begin(), g_idx.end(), rng);
+    w.g_idx = g_idx;
+  }
+  std::vector<uint16_t> a(static_cast<size_t>(s.M * s.K));
+  for (auto& v : a) v = qgru::float_to_half_bits(act_dist(rng));
+
+  const cuda::QuantLinear layer(w);
+  const std::vector<uint16_t> c = layer.run_host(a, s.M);
+  const dequant::LinearPlan plan = layer.plan(s.M);
+
+  int bad = 0;
+  double max_err = 0, ref_norm = 0;
+  for (int64_t m = 0; m < s.M; ++m) {
+    for (int64_t n = 0; n < s.N; ++n) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        const int32_t g = g_idx[static_cast<size_t>(k)];
+        const uint16_t wbits = dequant::gptq_dequant_reference(codes[static_cast<size_t>(k * s.N + n)],
+                                                               zeros[static_cast<size_t>(g * s.N + n)],
+                                                               w.scales[static_cast<size_t>(g * s.N + n)]);
+        const double prod = static_cast<double>(qgru::half_bits_to_float(a[static_cast<size_t>(m * s.K + k)])) *
+                            qgru::half_bits_to_float(wbits);
+        ref += prod;
+        mag += std::fabs(prod);
+      }
+      const double got = qgru::half_bits_to_float(c[static_cast<size_t>(m * s.N + n)]);
+      const double tol = std::ldexp(std::fabs(ref), -11) + static_cast<double>(s.K) * std::ldexp(mag, -23) + std::ldexp(1.0, -24);
+      const double err = std::fabs(got - ref);
+      max_err = std::max(max_err, err);
+      ref_norm += ref * ref;
+      if (!(err <= tol) && ++bad <= 3) {
+        std::printf("  mismatch at m=%lld n=%lld: gpu %.8g ref %.8g (tol %.3g)\n", static_cast<long long>(m),
+                    static_cast<long long>(n), got, ref, tol);
+      }
+    }
+  }
+  const bool nonzero = ref_norm > 0;
+  std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d (tile %s, split %lld): max |err| %.3g\n",
+              (bad || !nonzero) ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
+              static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
+              dequant::kTileConfigs[plan.config_index].name, static_cast<long long>(plan.grid_z), max_err);
+  return (bad || !nonzero) ? 1 : 0;
+}
+
+}  // namespace
+
+int check_quant_linear() {
+  // Edges: M = 1 (split-K), M not a multiple of the tile, M across the small/large tile boundary;
+  // N not a multiple of 128 (partial column tile); one group; act-order; both zero formats.
+  const Shape shapes[] = {
+      {1, 128, 256, 64, 4, 0, false},    {5, 136, 512, 128, 4, 1, false},  {16, 256, 1024, 1024, 4, 0, false},
+      {33, 264, 256, 32, 4, 1, false},   {64, 128, 512, 128, 4, 0, true},  {130, 512, 256, 64, 4, 1, false},
+      {1, 128, 256, 64, 8, 0, false},    {7, 136, 512, 128, 8, 1, false},  {40, 256, 256, 64, 8, 0, true},
+      {1, 4096, 4096, 128, 4, 1, false},
+  };
+  int failures = 0;
+  uint32_t seed = 1;
+  for (const Shape& s : shapes) failures += run_case(s, seed++);
+  return failures;
+}
+
+}  // namespace qgru::cuda_test
