@@ -7,6 +7,7 @@
 #include "qgru/base/log.h"
 #include "qgru/model/float_run.h"
 #include "qgru/quant/quant_run.h"
+#include "qgru/verify/golden_vectors.h"
 #include "device_option.h"
 #include "subcommand.h"
 
@@ -14,6 +15,7 @@ namespace {
 
 struct RunCliOptions {
   std::string model, input, output, h0, hn, codes;
+  std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
   std::string device = "cpu";
   bool batch_first = false;
@@ -27,6 +29,10 @@ int run_float(const RunCliOptions& cli) {
   if (!cli.codes.empty()) {
     throw qgru::Error("--codes " + cli.codes + ": a float model has no integer codes; --codes needs a quantized "
                       "artifact (.qgru.json) as --model");
+  }
+  if (!cli.dump.empty()) {
+    throw qgru::Error("--dump-intermediates " + cli.dump + ": a float model has no integer codes; it needs a "
+                      "quantized artifact (.qgru.json) as --model");
   }
   if (cli.device == "cuda") {
     throw qgru::Error("--device cuda: the float model (" + cli.model + ") runs on the CPU only in this build; "
@@ -76,6 +82,10 @@ int run_quantized(const RunCliOptions& cli) {
   if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
   std::printf("time: %.3f ms (integer executor, cpu)\n", summary.seconds * 1e3);
+  if (!cli.dump.empty()) {
+    qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.batch_first);
+    std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
+  }
   return qgru::kExitOk;
 }
 
@@ -102,6 +112,9 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
                   command.add_option("--codes", cli->codes, "Also write the integer output codes (.npy; quantized "
                                      "models only)");
+                  command.add_option("--dump-intermediates", cli->dump,
+                                     "Also write every intermediate code of every step (golden vectors, "
+                                     ".safetensors; quantized models only; keep the input small)");
                   return [cli] {
                     if (ends_with(cli->model, ".qgru.json")) return run_quantized(*cli);
                     return run_float(*cli);

@@ -1,0 +1,116 @@
+// qgru verify: the float model and its quantized artifact side by side on the same inputs; a table on
+// stdout, a JSON report on request, and a gate on the output SQNR for CI pipelines.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "device_option.h"
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/calib/calibration_stats.h"
+#include "qgru/model/float_gru.h"
+#include "qgru/model/sequence_io.h"
+#include "qgru/quant/artifact.h"
+#include "qgru/verify/gru_verify.h"
+#include "qgru/verify/html_report.h"
+#include "qgru/verify/verify_report.h"
+#include "subcommand.h"
+
+namespace {
+
+struct VerifyCliOptions {
+  std::string model, artifact, input, h0, report;
+  std::string html, stats;  // --html report.html, --stats (histograms in the HTML report)
+  std::string layout = "auto";
+  std::string device = "cpu";
+  bool batch_first = false;
+  double fail_below_sqnr = NAN;
+};
+
+int run_verify(const VerifyCliOptions& cli) {
+  const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
+  if (device == qgru::cli::Device::Cuda) {
+    throw qgru::Error("--device cuda: verify compares the CPU integer executor with the float model; the CUDA "
+                      "executor is not part of this build's verify (use --device cpu)");
+  }
+  const qgru::FloatGruModel float_model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::QuantizedGru quant_model = qgru::read_artifact(cli.artifact);
+  const qgru::SequenceBatch x = qgru::read_sequence_input(cli.input, float_model.input_size, cli.batch_first);
+  std::vector<float> h0;
+  if (!cli.h0.empty()) {
+    h0 = qgru::read_initial_state(cli.h0, float_model.num_layers * float_model.num_directions, x.N,
+                                  float_model.hidden_size);
+  }
+  // Histograms for the HTML report: read (and matched to the model) before the long run.
+  qgru::CalibrationStats stats;
+  if (!cli.stats.empty()) {
+    if (cli.html.empty()) throw qgru::Error("--stats " + cli.stats + " is only used by --html; add --html report.html");
+    stats = qgru::read_calibration_stats(cli.stats);
+    qgru::check_stats_match_model(stats, quant_model.num_layers, quant_model.num_directions, quant_model.input_size,
+                                  quant_model.hidden_size, cli.stats);
+  }
+  qgru::log()->info("verifying {} against {} on {} (T = {}, N = {})", cli.artifact, cli.model, cli.input, x.T, x.N);
+  const qgru::GruVerifyReport report =
+      qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+
+  std::fputs(qgru::verify_report_table(report).c_str(), stdout);
+  std::fflush(stdout);
+  if (!cli.report.empty()) {
+    nlohmann::json json = qgru::verify_report_json(report);
+    json["model"] = cli.model;
+    json["artifact"] = cli.artifact;
+    json["input"] = cli.input;
+    qgru::write_file_atomic(cli.report, json.dump(2) + "\n");
+    qgru::log()->info("report written to {}", cli.report);
+  }
+  if (!cli.html.empty()) {
+    qgru::HtmlReportOptions html;
+    html.model_path = cli.model;
+    html.artifact_path = cli.artifact;
+    html.input_path = cli.input;
+    if (!cli.stats.empty()) html.stats = &stats;
+    qgru::write_verify_report_html(cli.html, report, quant_model, html);
+    qgru::log()->info("HTML report written to {}", cli.html);
+  }
+  const double sqnr = report.output.sqnr_db();
+  if (!std::isnan(cli.fail_below_sqnr) && !(sqnr >= cli.fail_below_sqnr)) {
+    throw qgru::Error("output SQNR " + std::to_string(sqnr) + " dB is below --fail-below-sqnr " +
+                      std::to_string(cli.fail_below_sqnr) + " dB");
+  }
+  return qgru::kExitOk;
+}
+
+}  // namespace
+
+QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, tensor by tensor", 40,
+                [](CLI::App& command) -> std::function<int()> {
+                  auto cli = std::make_shared<VerifyCliOptions>();
+                  command.add_option("--model", cli->model, "Float weights (.safetensors)")->required();
+                  command.add_option("--artifact", cli->artifact, "Quantized artifact (.qgru.json)")->required();
+                  command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
+                      ->required();
+                  command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
+                  command.add_flag("--batch-first", cli->batch_first, "Input is [N, T, C] instead of [T, N, C]");
+                  command.add_option("--report", cli->report, "Write the full report (JSON, with per-step SQNR)");
+                  command.add_option("--html", cli->html,
+                                     "Write a self-contained HTML report (tables, SQNR over time, activation and "
+                                     "histogram plots as inline SVG)");
+                  command.add_option("--stats", cli->stats,
+                                     "Calibration statistics (.json) whose histograms the HTML report plots");
+                  command.add_option("--fail-below-sqnr", cli->fail_below_sqnr,
+                                     "Exit 1 when the output SQNR (dB) is below this value");
+                  command.add_option("--layout", cli->layout, "Float weight layout")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"auto", "pytorch", "haste"}));
+                  command.add_option("--device", cli->device, "Where the integer model runs")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+                  command.footer(
+                      "Prints one row per tensor of every layer and direction (x, h, weight_ih_linear, "
+                      "weight_hh_linear, the gate inputs and outputs) and for the output and h_n: max abs error, "
+                      "mean abs error, NMSE, SQNR (dB), cosine similarity. The integer run follows its own "
+                      "state, so the figures include the drift over time.");
+                  return [cli] { return run_verify(*cli); };
+                });

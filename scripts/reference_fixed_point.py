@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""An independent implementation of qgru's fixed-point GRU, written from docs/FIXED_POINT.md.
+
+Integer arithmetic only (NumPy int64, every rounding shift checked against the 2^62 bound of the
+document), no floating point anywhere on the data path. Reads an artifact (model.qgru.json and its
+safetensors tensor file, parsed by hand) and a golden-vector file written by qgru (its input codes
+`input.q_x`, `input.q_h0`), recomputes every quantity of the document and compares each with the golden
+file, code for code.
+
+    python3 scripts/reference_fixed_point.py --artifact model.qgru.json --golden golden.safetensors
+
+Exit 0 when every code of every tensor is equal; 1 on the first differing tensor (the first differing
+element is printed with its (t, n, channel) and both values) or on a malformed input. Needs only numpy.
+"""
+import argparse
+import hashlib
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+LIMIT = 1 << 62  # |value| bound of every rounding shift (docs/FIXED_POINT.md, section 1)
+
+
+class Mismatch(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# safetensors, by hand: 8-byte little-endian header length, JSON header, raw little-endian data.
+_DTYPES = {"I8": "<i1", "U8": "<u1", "I16": "<i2", "I32": "<i4", "I64": "<i8", "F32": "<f4", "F64": "<f8"}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError(f"{path}: shorter than the 8-byte header length")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > len(data) - 8:
+        raise ValueError(f"{path}: header length {header_len} exceeds the file")
+    header = json.loads(data[8:8 + header_len].decode("utf-8"))
+    metadata = header.pop("__metadata__", {})
+    body = memoryview(data)[8 + header_len:]
+    tensors = {}
+    for name, entry in header.items():
+        dtype = _DTYPES.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError(f"{path}: tensor {name}: dtype {entry['dtype']} not expected here")
+        begin, end = entry["data_offsets"]
+        shape = tuple(entry["shape"])
+        array = np.frombuffer(body[begin:end], dtype=dtype)
+        count = int(np.prod(shape)) if shape else 1
+        if array.size != count:
+            raise ValueError(f"{path}: tensor {name}: {array.size} values for shape {list(shape)}")
+        tensors[name] = array.reshape(shape)
+    return tensors, metadata
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Section 1: the two primitives.
+def rshift_round(v, s):
+    """v * 2^-s rounded half away from zero (s > 0), v (s = 0), v * 2^-s exactly (s < 0). Elementwise."""
+    v = np.asarray(v, dtype=np.int64)
+    s = np.broadcast_to(np.asarray(s, dtype=np.int64), v.shape)
+    if np.any(np.abs(s) > 62):
+        raise Mismatch("a rescale shift outside -62..62")
+    magnitude = np.abs(v)
+    if np.any(magnitude > LIMIT):
+        raise Mismatch("a value beyond 2^62 reaches a rounding shift (the overflow contract is broken)")
+    right = np.where(s > 0, s, 1)
+    # floor((|v| + 2^(s-1)) / 2^s), sign put back: round half away from zero.
+    rounded = np.right_shift(magnitude + np.left_shift(np.int64(1), right - 1), right)
+    rounded = np.where(v < 0, -rounded, rounded)
+    left = np.where(s < 0, -s, 0)
+    if np.any(magnitude > np.right_shift(np.int64(LIMIT), left)):
+        raise Mismatch("a left shift leaves the 2^62 bound")
+    shifted_left = v * np.left_shift(np.int64(1), left)
+    return np.where(s > 0, rounded, np.where(s == 0, v, shifted_left))
+
+
+class Space:
+    """bits, unsigned, shift, zp of one tensor and its code range."""
+
+    def __init__(self, obj):
+        self.bits = int(obj["bits"])
+        self.unsigned = bool(obj["unsigned"])
+        self.shift = int(obj["shift"])
+        self.zp = int(obj["zp"])
+        self.q_min = 0 if self.unsigned else -(1 << (self.bits - 1))
+        self.q_max = (1 << self.bits) - 1 if self.unsigned else (1 << (self.bits - 1)) - 1
+
+    def sat(self, v):
+        return np.clip(np.asarray(v, dtype=np.int64), self.q_min, self.q_max)
+
+    def same(self, other):
+        return (self.bits, self.unsigned, self.shift, self.zp) == (other.bits, other.unsigned, other.shift, other.zp)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Section 4: activations.
+class Activation:
+    def __init__(self, obj, tensors, prefix):
+        self.impl = obj["impl"]
+        self.input = Space(obj["input"])
+        self.output = Space(obj["output"])
+        if self.impl == "table":
+            self.table = tensors[prefix + ".table"].astype(np.int64)
+            if self.table.size != self.input.q_max - self.input.q_min + 1:
+                raise Mismatch(f"{prefix}.table has {self.table.size} entries")
+        elif self.impl == "pwl":
+            self.threshold = tensors[prefix + ".pwl_threshold"].astype(np.int64)
+            self.q_b = tensors[prefix + ".pwl_q_b"].astype(np.int64)
+            self.term_c = tensors[prefix + ".pwl_term_c"].astype(np.int64)
+            self.shift = tensors[prefix + ".pwl_shift"].astype(np.int64)
+            if self.threshold[0] != self.input.q_min or np.any(np.diff(self.threshold) <= 0):
+                raise Mismatch(f"{prefix}.pwl_threshold does not start at q_in_min or does not increase")
+        else:
+            raise Mismatch(f"{prefix}: unknown impl {self.impl}")
+
+    def __call__(self, q_in):
+        q = np.clip(q_in, self.input.q_min, self.input.q_max)
+        if self.impl == "table":
+            return self.table[q - self.input.q_min]
+        i = np.searchsorted(self.threshold, q, side="right") - 1  # largest i with threshold[i] <= q
+        return self.output.sat(rshift_round(self.q_b[i] * q + self.term_c[i], self.shift[i]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The artifact (section 6), with every derived quantity recomputed and checked against the stored one.
+ACTIVATION_TENSORS = ["x", "h", "weight_ih_linear", "weight_hh_linear", "update_gate_input", "update_gate_output",
+                      "reset_gate_input", "reset_gate_output", "new_gate_input", "new_gate_output"]
+
+
+class Cell:
+    def __init__(self, cell, tensors):
+        self.layer, self.direction = int(cell["layer"]), int(cell["direction"])
+        self.C, self.H = int(cell["input_size"]), int(cell["hidden_size"])
+        p = f"layer{self.layer}.dir{self.direction}."
+        self.where = p[:-1]
+        sp = {name: Space(cell["tensors"][name]) for name in ACTIVATION_TENSORS}
+        self.sp = sp
+        H3 = 3 * self.H
+        t = lambda name: tensors[p + name].astype(np.int64)  # noqa: E731
+        self.W, self.R, self.bw, self.br = t("W"), t("R"), t("bw"), t("br")
+        if self.W.shape != (H3, self.C) or self.R.shape != (H3, self.H):
+            raise Mismatch(f"{self.where}: W {self.W.shape} / R {self.R.shape} do not match C={self.C}, H={self.H}")
+        shift_W, shift_R, shift_bw, shift_br = t("shift_W"), t("shift_R"), t("shift_bw"), t("shift_br")
+        sx, sh = sp["x"].shift, sp["h"].shift
+        # Step A
+        self.W_sum = self.W.sum(axis=1)
+        self.R_sum = self.R.sum(axis=1)
+        self._check("W_sum", self.W_sum, t("W_sum"))
+        self._check("R_sum", self.R_sum, t("R_sum"))
+        # B-1 / B-2 per-channel shifts
+        self.shift_gemm_x_to_ih = shift_W + sx - sp["weight_ih_linear"].shift
+        self.shift_bw_to_gemm_x = shift_bw - (shift_W + sx)
+        self.shift_gemm_h_to_hh = shift_R + sh - sp["weight_hh_linear"].shift
+        self.shift_br_to_gemm_h = shift_br - (shift_R + sh)
+        self._check("shift_gemm_x_to_weight_ih_linear", self.shift_gemm_x_to_ih, t("shift_gemm_x_to_weight_ih_linear"))
+        self._check("shift_bw_to_gemm_x", self.shift_bw_to_gemm_x, t("shift_bw_to_gemm_x"))
+        self._check("shift_gemm_h_to_weight_hh_linear", self.shift_gemm_h_to_hh, t("shift_gemm_h_to_weight_hh_linear"))
+        self._check("shift_br_to_gemm_h", self.shift_br_to_gemm_h, t("shift_br_to_gemm_h"))
+        # C-1 .. C-4 scalar shifts
+        s_ih, s_hh = sp["weight_ih_linear"].shift, sp["weight_hh_linear"].shift
+        su = sp["update_gate_output"]
+        d = {
+            "shift_weight_ih_linear_to_update_gate_input": s_ih - sp["update_gate_input"].shift,
+            "shift_weight_hh_linear_to_update_gate_input": s_hh - sp["update_gate_input"].shift,
+            "shift_weight_ih_linear_to_reset_gate_input": s_ih - sp["reset_gate_input"].shift,
+            "shift_weight_hh_linear_to_reset_gate_input": s_hh - sp["reset_gate_input"].shift,
+            "shift_weight_ih_linear_to_new_gate_input": s_ih - sp["new_gate_input"].shift,
+            "shift_reset_mul_hh_to_new_gate_input":
+                sp["reset_gate_output"].shift + s_hh - sp["new_gate_input"].shift,
+            "shift_new_gate_output_to_h": sp["new_gate_output"].shift - sh,
+            "shift_update_gate_output": su.shift,
+            # round(2^shift) half away from zero, in integers: 2^shift, 1 for shift = -1, 0 below.
+            "quant_one_in_update_gate_scale": ((1 << su.shift) if su.shift >= 0 else (1 if su.shift == -1 else 0)) + su.zp,
+        }
+        for name, value in d.items():
+            if int(cell["derived"][name]) != value:
+                raise Mismatch(f"{self.where}: derived.{name} = {cell['derived'][name]}, the document gives {value}")
+        self.d = d
+        self.act = {g: Activation(cell["activations"][g], tensors, p + g)
+                    for g in ("update_gate", "reset_gate", "new_gate")}
+        for g, inp, out in (("update_gate", "update_gate_input", "update_gate_output"),
+                            ("reset_gate", "reset_gate_input", "reset_gate_output"),
+                            ("new_gate", "new_gate_input", "new_gate_output")):
+            if not (self.act[g].input.same(sp[inp]) and self.act[g].output.same(sp[out])):
+                raise Mismatch(f"{self.where}: activation {g} spaces differ from the tensors {inp} / {out}")
+
+    def _check(self, name, mine, stored):
+        if mine.shape != stored.shape or np.any(mine != stored):
+            raise Mismatch(f"{self.where}: tensor {name} differs from the value the document gives")
+
+    def step(self, q_x, q_h_prev):
+        """Section 3 for all sequences at once: q_x [N, C], q_h_prev [N, H] -> dict of every quantity."""
+        sp, d, H = self.sp, self.d, self.H
+        out = {}
+        # B-1
+        gemm_x = q_x @ self.W.T                                             # S_W[c]·S_x
+        gemm_x_corrected = gemm_x - self.W_sum * sp["x"].zp
+        q_bw_in_gemm_x = rshift_round(self.bw, self.shift_bw_to_gemm_x)
+        ih = sp["weight_ih_linear"].sat(
+            rshift_round(gemm_x_corrected + q_bw_in_gemm_x, self.shift_gemm_x_to_ih) + sp["weight_ih_linear"].zp)
+        # B-2
+        gemm_h = q_h_prev @ self.R.T                                        # S_R[c]·S_h
+        gemm_h_corrected = gemm_h - self.R_sum * sp["h"].zp
+        q_br_in_gemm_h = rshift_round(self.br, self.shift_br_to_gemm_h)
+        hh = sp["weight_hh_linear"].sat(
+            rshift_round(gemm_h_corrected + q_br_in_gemm_h, self.shift_gemm_h_to_hh) + sp["weight_hh_linear"].zp)
+        zp_ih, zp_hh = sp["weight_ih_linear"].zp, sp["weight_hh_linear"].zp
+        ih_z, ih_r, ih_n = ih[:, :H], ih[:, H:2 * H], ih[:, 2 * H:]
+        hh_z, hh_r, hh_n = hh[:, :H], hh[:, H:2 * H], hh[:, 2 * H:]
+        # C-1, C-2
+        ugi = sp["update_gate_input"].sat(
+            rshift_round(ih_z - zp_ih, d["shift_weight_ih_linear_to_update_gate_input"])
+            + rshift_round(hh_z - zp_hh, d["shift_weight_hh_linear_to_update_gate_input"]) + sp["update_gate_input"].zp)
+        ugo = self.act["update_gate"](ugi)
+        rgi = sp["reset_gate_input"].sat(
+            rshift_round(ih_r - zp_ih, d["shift_weight_ih_linear_to_reset_gate_input"])
+            + rshift_round(hh_r - zp_hh, d["shift_weight_hh_linear_to_reset_gate_input"]) + sp["reset_gate_input"].zp)
+        rgo = self.act["reset_gate"](rgi)
+        # C-3
+        product = (rgo - sp["reset_gate_output"].zp) * (hh_n - zp_hh)      # S_r·S_hh
+        q_rh = rshift_round(product, d["shift_reset_mul_hh_to_new_gate_input"])
+        ngi = sp["new_gate_input"].sat(
+            rshift_round(ih_n - zp_ih, d["shift_weight_ih_linear_to_new_gate_input"]) + q_rh + sp["new_gate_input"].zp)
+        ngo = self.act["new_gate"](ngi)
+        # C-4
+        zp_h = sp["h"].zp
+        aligned = rshift_round(ngo - sp["new_gate_output"].zp, d["shift_new_gate_output_to_h"]) + zp_h
+        old = (ugo - sp["update_gate_output"].zp) * (q_h_prev - zp_h)     # S_u·S_h
+        new = (d["quant_one_in_update_gate_scale"] - ugo) * (aligned - zp_h)
+        h_new = sp["h"].sat(rshift_round(old + new, d["shift_update_gate_output"]) + zp_h)
+        out.update(q_x=q_x, gemm_x=gemm_x, gemm_x_corrected=gemm_x_corrected, q_weight_ih_linear=ih,
+                   q_h_prev=q_h_prev, gemm_h=gemm_h, gemm_h_corrected=gemm_h_corrected, q_weight_hh_linear=hh,
+                   q_update_gate_input=ugi, q_update_gate_output=ugo, q_reset_gate_input=rgi,
+                   q_reset_gate_output=rgo, q_new_gate_input=ngi, q_new_gate_output=ngo,
+                   q_new_gate_aligned_to_h=aligned, q_h_new=h_new)
+        return out, q_bw_in_gemm_x, q_br_in_gemm_h
+
+
+def load_artifact(json_path):
+    with open(json_path, "r", encoding="utf-8") as f:
+        root = json.load(f)
+    if root.get("schema") != "qgru.artifact" or root.get("version") != 1:
+        raise Mismatch(f"{json_path}: not a version-1 qgru.artifact")
+    tensor_path = os.path.join(os.path.dirname(json_path), root["tensor_file"])
+    with open(tensor_path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != root["tensor_file_sha256"]:
+        raise Mismatch(f"{tensor_path}: sha256 {digest} differs from the artifact's tensor_file_sha256")
+    tensors, _ = read_safetensors(tensor_path)
+    shapes = root["shapes"]
+    L, D = int(shapes["num_layers"]), int(shapes["num_directions"])
+    cells = {}
+    for c in root["cells"]:
+        cell = Cell(c, tensors)
+        cells[(cell.layer, cell.direction)] = cell
+    if sorted(cells) != [(l, d) for l in range(L) for d in range(D)]:
+        raise Mismatch(f"{json_path}: cells {sorted(cells)} do not match {L} layer(s) x {D} direction(s)")
+    return root, cells, L, D
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Section 5: the time loop, directions and layers.
+def run_model(cells, L, D, q_x, q_h0):
+    """q_x [T, N, C] layer-0 codes, q_h0 [L*D, N, H]. Returns every quantity under the golden names."""
+    T, N = q_x.shape[0], q_x.shape[1]
+    result = {}
+    layer_input = q_x.astype(np.int64)
+    h_n = np.zeros_like(q_h0, dtype=np.int64)
+    for l in range(L):
+        H = cells[(l, 0)].H
+        layer_out = np.zeros((T, N, D * H), dtype=np.int64)
+        for d in range(D):
+            cell = cells[(l, d)]
+            per_t = {}
+            h = q_h0[l * D + d].astype(np.int64)
+            order = range(T) if d == 0 else range(T - 1, -1, -1)
+            for t in order:
+                values, bw_in_gemm, br_in_gemm = cell.step(layer_input[t], h)
+                per_t[t] = values
+                h = values["q_h_new"]
+                layer_out[t, :, d * H:(d + 1) * H] = h
+            h_n[l * D + d] = h
+            prefix = f"l{l}.d{d}."
+            for name in per_t[0]:
+                result[prefix + name] = np.stack([per_t[t][name] for t in range(T)])
+            result[prefix + "q_bw_in_gemm_x"] = bw_in_gemm
+            result[prefix + "q_br_in_gemm_h"] = br_in_gemm
+        if l + 1 < L:
+            nxt = cells[(l + 1, 0)].sp["x"]
+            for d in range(1, D):
+                if not cells[(l + 1, d)].sp["x"].same(nxt):
+                    raise Mismatch(f"layer {l + 1}: the directions' x spaces differ")
+            layer_input = np.zeros_like(layer_out)
+            for d in range(D):
+                hs = cells[(l, d)].sp["h"]
+                block = layer_out[:, :, d * H:(d + 1) * H]
+                layer_input[:, :, d * H:(d + 1) * H] = nxt.sat(rshift_round(block - hs.zp, hs.shift - nxt.shift) + nxt.zp)
+        else:
+            result["output.q_y"] = layer_out
+    result["output.q_h_n"] = h_n
+    return result
+
+
+def describe_index(name, index):
+    """(t, n, channel) for per-step tensors, (cell, n, j) for states, (channel) for per-channel ones."""
+    if name in ("input.q_h0", "output.q_h_n"):
+        labels = ["cell", "n", "j"]
+    elif len(index) == 3:
+        labels = ["t", "n", "channel (gate * H + j)" if "linear" in name or "gemm" in name else "channel"]
+    else:
+        labels = ["channel"]
+    return ", ".join(f"{k}={v}" for k, v in zip(labels, index))
+
+
+def compare(golden, computed, verbose):
+    names = sorted(k for k in golden if not k.startswith("input."))
+    missing = [k for k in names if k not in computed]
+    if missing:
+        raise Mismatch(f"the golden file holds tensors this reference does not compute: {missing}")
+    extra = [k for k in computed if k not in golden]
+    if extra:
+        raise Mismatch(f"the golden file lacks tensors: {extra}")
+    total = 0
+    for name in names:
+        dtype = golden[name].dtype
+        want = golden[name].astype(np.int64)
+        got = np.asarray(computed[name], dtype=np.int64)
+        if want.shape != got.shape:
+            raise Mismatch(f"{name}: golden shape {list(want.shape)}, computed {list(got.shape)}")
+        bad = np.argwhere(want != got)
+        if bad.size:
+            first = tuple(int(i) for i in bad[0])
+            raise Mismatch(f"{name}: {len(bad)} of {want.size} codes differ; first at "
+                           f"({describe_index(name, first)}): golden {int(want[first])}, "
+                           f"reference {int(got[first])}")
+        total += want.size
+        if verbose:
+            print(f"equal  {name:40s} {str(list(want.shape)):16s} {dtype}")
+    return len(names), total
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--artifact", required=True, help="model.qgru.json (its tensor file beside it)")
+    parser.add_argument("--golden", required=True, help="golden vectors (.safetensors) written by qgru")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    args = parser.parse_args(argv)
+    try:
+        root, cells, L, D = load_artifact(args.artifact)
+        golden, meta = read_safetensors(args.golden)
+        if meta.get("format") != "qgru.golden_vectors":
+            raise Mismatch(f"{args.golden}: not a qgru.golden_vectors file (format {meta.get('format')!r})")
+        with open(args.artifact, "rb") as f:
+            artifact_sha = hashlib.sha256(f.read()).hexdigest()
+        if meta.get("artifact_sha256") != artifact_sha:
+            raise Mismatch(f"{args.golden}: made from the artifact with sha256 {meta.get('artifact_sha256')}, "
+                           f"but {args.artifact} has {artifact_sha}")
+        q_x, q_h0 = golden["input.q_x"].astype(np.int64), golden["input.q_h0"].astype(np.int64)
+        x_space = cells[(0, 0)].sp["x"]
+        if np.any(q_x < x_space.q_min) or np.any(q_x > x_space.q_max):
+            raise Mismatch("input.q_x holds codes outside layer 0's x range")
+        computed = run_model(cells, L, D, q_x, q_h0)
+        tensors, codes = compare(golden, computed, not args.quiet)
+    except (Mismatch, KeyError, ValueError, OSError) as e:
+        print(f"reference_fixed_point: MISMATCH or bad input: {e}", file=sys.stderr)
+        return 1
+    print(f"reference_fixed_point: all {tensors} tensors equal ({codes} codes; {L} layer(s), {D} direction(s), "
+          f"T={q_x.shape[0]}, N={q_x.shape[1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
