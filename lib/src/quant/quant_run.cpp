@@ -63,6 +63,32 @@ Tensor codes_tensor(const std::vector<int32_t>& time_major, int T, int N, int F,
 
 }  // namespace
 
+QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first) {
+  QuantRunInput input;
+  const Tensor raw = read_array(path);
+  if (is_integer_dtype(raw.dtype)) {
+    input.is_codes = true;
+    input.q_x = read_input_codes(raw, path, input_size, batch_first, input.T, input.N);
+  } else {
+    SequenceBatch x = read_sequence_input(path, input_size, batch_first);
+    input.T = x.T;
+    input.N = x.N;
+    input.values = std::move(x.values);
+  }
+  return input;
+}
+
+std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const std::vector<float>& h0, int N) {
+  if (h0.empty()) return {};  // no h0: the executors start from each cell's code of 0.0
+  std::vector<int32_t> q_h0(h0.size());
+  const size_t per_cell = static_cast<size_t>(N) * static_cast<size_t>(model.cell(0, 0).hidden_size);
+  for (size_t cell = 0; cell < model.cells.size(); ++cell) {
+    const std::vector<int32_t> codes = quantize_values(model.cells[cell].q(GruTensor::h), h0.data() + cell * per_cell, per_cell);
+    std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(cell * per_cell));
+  }
+  return q_h0;
+}
+
 QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const QuantizedGru model = read_artifact(options.artifact_path);
   const GruCellQuantParams& first = model.cell(0, 0);
@@ -71,33 +97,16 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const int LD = model.num_layers * model.num_directions;
 
   QuantRunSummary summary;
-  const Tensor raw = read_array(options.input_path);
-  SequenceBatch x;
-  std::vector<int32_t> q_x;
-  if (is_integer_dtype(raw.dtype)) {
-    summary.input_was_codes = true;
-    q_x = read_input_codes(raw, options.input_path, C, options.batch_first, x.T, x.N);
-  } else {
-    x = read_sequence_input(options.input_path, C, options.batch_first);
-  }
+  const QuantRunInput x = read_quant_run_input(options.input_path, C, options.batch_first);
+  summary.input_was_codes = x.is_codes;
   std::vector<float> h0;
   if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, H);
 
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
-  if (summary.input_was_codes) {
-    // h0 given as floats is quantized into each cell's h space.
-    std::vector<int32_t> q_h0;
-    if (!h0.empty()) {
-      q_h0.resize(h0.size());
-      const size_t per_cell = static_cast<size_t>(x.N) * static_cast<size_t>(H);
-      for (int cell = 0; cell < LD; ++cell) {
-        const TensorQuant& h_quant = model.cells[static_cast<size_t>(cell)].q(GruTensor::h);
-        const std::vector<int32_t> codes = quantize_values(h_quant, h0.data() + cell * per_cell, per_cell);
-        std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(cell * per_cell));
-      }
-    }
-    result = run_quantized_gru_codes(model, q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data());
+  if (x.is_codes) {
+    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, x.N);
+    result = run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data());
   } else {
     result = run_quantized_gru(model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
   }

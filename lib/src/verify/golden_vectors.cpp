@@ -14,6 +14,7 @@
 #include "qgru/model/sequence_io.h"
 #include "qgru/quant/artifact.h"
 #include "qgru/quant/quant_executor.h"
+#include "qgru/quant/quant_run.h"
 #include "qgru/version.h"
 
 namespace qgru {
@@ -266,51 +267,16 @@ void write_golden_vectors_for_files(const std::string& golden_path, const std::s
   const int C = model.input_size;
   const int H = model.hidden_size;
   const int LD = model.num_layers * model.num_directions;
-  const Tensor raw = read_array(input_path);
-  const bool codes = raw.dtype == DType::I64 || raw.dtype == DType::I32 || raw.dtype == DType::I16 ||
-                     raw.dtype == DType::I8 || raw.dtype == DType::U8;
-  if (!codes) {
-    const SequenceBatch x = read_sequence_input(input_path, C, batch_first);
-    std::vector<float> h0;
-    if (!h0_path.empty()) h0 = read_initial_state(h0_path, LD, x.N, H);
+  const QuantRunInput x = read_quant_run_input(input_path, C, batch_first);
+  std::vector<float> h0;
+  if (!h0_path.empty()) h0 = read_initial_state(h0_path, LD, x.N, H);
+  if (!x.is_codes) {
     write_golden_vectors_from_floats(golden_path, model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(),
                                      0, options);
     return;
   }
-  // Integer x codes, converted to time-major [T, N, C].
-  if (raw.rank() != 3 || raw.shape[2] != C || raw.shape[0] == 0 || raw.shape[1] == 0) {
-    throw Error(input_path + ": expected integer x codes " + std::string(batch_first ? "[N, T, " : "[T, N, ") +
-                std::to_string(C) + "], got " + shape_string(raw.shape));
-  }
-  const std::vector<int64_t> wide = tensor_to_i64(raw, input_path);
-  const int64_t d0 = raw.shape[0], d1 = raw.shape[1];
-  const int T = static_cast<int>(batch_first ? d1 : d0);
-  const int N = static_cast<int>(batch_first ? d0 : d1);
-  std::vector<int32_t> q_x(wide.size());
-  for (int64_t a = 0; a < d0; ++a) {
-    for (int64_t b = 0; b < d1; ++b) {
-      const int64_t t = batch_first ? b : a, n = batch_first ? a : b;
-      for (int64_t c = 0; c < C; ++c) {
-        const int64_t value = wide[static_cast<size_t>((a * d1 + b) * C + c)];
-        if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-          throw Error(input_path + ": x code " + std::to_string(value) + " does not fit int32");
-        }
-        q_x[static_cast<size_t>((t * N + n) * C + c)] = static_cast<int32_t>(value);
-      }
-    }
-  }
-  std::vector<int32_t> q_h0;
-  if (!h0_path.empty()) {
-    const std::vector<float> h0 = read_initial_state(h0_path, LD, N, H);
-    const size_t per_cell = static_cast<size_t>(N) * static_cast<size_t>(H);
-    q_h0.resize(h0.size());
-    for (size_t cell = 0; cell < static_cast<size_t>(LD); ++cell) {
-      const std::vector<int32_t> cell_codes =
-          quantize_values(model.cells[cell].q(GruTensor::h), h0.data() + cell * per_cell, per_cell);
-      std::copy(cell_codes.begin(), cell_codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(cell * per_cell));
-    }
-  }
-  write_golden_vectors(golden_path, model, q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), options);
+  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, x.N);
+  write_golden_vectors(golden_path, model, x.q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data(), options);
 }
 
 }  // namespace qgru

@@ -31,4 +31,17 @@ struct QuantRunSummary {
 
 QuantRunSummary run_quantized_files(const QuantRunOptions& options);
 
+// x for a quantized run, time-major: float values, or integer codes when the array has an integer dtype
+// ([T, N, C], or [N, T, C] with batch_first). Codes are range-checked against x's space by the executor.
+struct QuantRunInput {
+  int T = 0, N = 0;
+  bool is_codes = false;
+  std::vector<float> values;   // [T, N, C] when !is_codes
+  std::vector<int32_t> q_x;    // [T, N, C] when is_codes
+};
+QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first);
+
+// h0 floats [L*D, N, H] quantized into each cell's own h space (empty in, empty out).
+std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const std::vector<float>& h0, int N);
+
 }  // namespace qgru
