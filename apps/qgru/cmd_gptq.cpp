@@ -1,0 +1,76 @@
+// qgru gptq: GPTQ int-N quantization of linear layers into an AutoGPTQ/GPTQModel checkpoint.
+// Fills qgru::gptq::JobOptions and calls run_job once; prints one line per layer on stdout.
+#include <cstdio>
+#include <memory>
+
+#include "qgru/base/error.h"
+#include "qgru/gptq/job.h"
+#include "subcommand.h"
+
+namespace {
+
+struct GptqCli {
+  qgru::gptq::JobOptions job;
+  std::string tensor, manifest, hessian, format = "gptq";
+  std::vector<std::string> activations;
+};
+
+std::function<int()> setup_gptq(CLI::App& command) {
+  auto cli = std::make_shared<GptqCli>();
+  auto& gptq = cli->job.gptq;
+  command.add_option("--weights", cli->job.weights_path, "Float weights (.safetensors; F32, F16 or BF16)")
+      ->required()->check(CLI::ExistingFile);
+  auto* tensor = command.add_option("--tensor", cli->tensor, "Name of the [N, K] weight to quantize");
+  auto* manifest = command.add_option("--manifest", cli->manifest,
+                                      "JSON list of {tensor, activations: [...]} or {tensor, hessian}")
+                       ->check(CLI::ExistingFile);
+  tensor->excludes(manifest);
+  command.add_option("--activations", cli->activations, "Activation .npy files [M, K] (rows are tokens); repeatable")
+      ->check(CLI::ExistingFile);
+  command.add_flag("--activations-kmajor", cli->job.activations_feature_major, "Activations are [K, M]");
+  command.add_option("--hessian", cli->hessian, "Load H = 2·X·Xᵀ (.npy float64 [K, K]) instead of activations")
+      ->check(CLI::ExistingFile);
+  command.add_option("--save-hessian", cli->job.save_hessian_path, "Also write H (.npy float64 [K, K])");
+  command.add_option("--bits", gptq.bits, "Bits per weight")->check(CLI::IsMember({2, 3, 4, 8}))->capture_default_str();
+  command.add_option("--group-size", gptq.group_size, "Columns per group (-1: one group per row)")->capture_default_str();
+  command.add_flag("--act-order", gptq.act_order, "Quantize columns in descending diag(H) order (desc_act)");
+  command.add_flag("--static-groups", gptq.static_groups, "Group parameters from the original W");
+  command.add_flag("--sym", gptq.sym, "Symmetric quantization (zero = 2^(bits-1))");
+  command.add_option("--damp", gptq.damp, "Damping, relative to mean(diag H)")->capture_default_str();
+  command.add_option("--block-size", gptq.block_size, "Columns per lazy-update block")->capture_default_str();
+  command.add_option("--format", cli->format, "Checkpoint format: gptq (v1, zeros stored minus one) or gptq_v2")
+      ->check(CLI::IsMember({"gptq", "gptq_v2"}))->capture_default_str();
+  command.add_flag("--keep-other-tensors", cli->job.keep_other_tensors,
+                   "Copy every tensor that is not quantized into the output unchanged (a whole-model checkpoint)");
+  command.add_option("-o,--output", cli->job.output_path, "Output .safetensors (quantize_config.json beside it)")
+      ->required();
+  return [cli]() {
+    auto& job = cli->job;
+    if (cli->tensor.empty() == cli->manifest.empty()) throw qgru::Error("gptq: give exactly one of --tensor or --manifest");
+    if (!cli->manifest.empty()) {
+      if (!cli->activations.empty() || !cli->hessian.empty()) {
+        throw qgru::Error("gptq: with --manifest, activations and Hessians are named in the manifest");
+      }
+      job.layers = qgru::gptq::read_manifest(cli->manifest);
+    } else {
+      if (cli->activations.empty() == cli->hessian.empty()) {
+        throw qgru::Error("gptq: give --activations (one or more) or --hessian for '" + cli->tensor + "'");
+      }
+      job.layers.push_back({cli->tensor, cli->activations, cli->hessian});
+    }
+    job.format = qgru::gptq::parse_format(cli->format);
+    // Printed once everything is written, so stdout never reports a checkpoint that does not exist.
+    const auto reports = qgru::gptq::run_job(job);
+    std::printf("layer\tN\tK\ttokens\tgptq_rel_err\trtn_rel_err\tgptq_over_rtn\tseconds\n");
+    for (const auto& r : reports) {
+      std::printf("%s\t%lld\t%lld\t%lld\t%.6g\t%.6g\t%.4f\t%.3f\n", r.tensor.c_str(), static_cast<long long>(r.N),
+                  static_cast<long long>(r.K), static_cast<long long>(r.tokens), r.gptq_error, r.rtn_error,
+                  r.rtn_error > 0 ? r.gptq_error / r.rtn_error : 0.0, r.seconds);
+    }
+    return qgru::kExitOk;
+  };
+}
+
+}  // namespace
+
+QGRU_SUBCOMMAND("gptq", "GPTQ-quantize linear layers into an AutoGPTQ/GPTQModel checkpoint", 60, setup_gptq);

@@ -1,0 +1,65 @@
+#pragma once
+// GPTQ (Frantar et al. 2022) as the reference implementation IST-DASLab/gptq (gptq.py, fasterquant) computes
+// it, with the act-order / static-groups / g_idx conventions of AutoGPTQ and GPTQModel:
+//   1. per-row quantizer parameters from the original W (used when group_size = -1);
+//   2. dead inputs (H[i,i] = 0): H[i,i] = 1, W[:, i] = 0;
+//   3. static groups: parameters of every group from this W, before any update;
+//   4. act-order: columns in descending diag(H) (stable), W and H permuted;
+//   5. H += damp · mean(diag H) · I; U = upper Cholesky factor of H⁻¹ (one dpotrf of the reversed H and
+//      one dtrtri: the same U as the reference's cholesky → cholesky_inverse → cholesky(upper), half the flops);
+//      not positive definite: damping × 10 and retry, at most max_damp_retries times, then qgru::Error;
+//   6. blocks of block_size columns: per column i, at a group start take the group's parameters from the
+//      columns [i, i + group_size) of W as it stands after the previous blocks' updates (the reference's
+//      W, not its in-block copy W1), quantize, err = (w - q) / U[i,i], W1[:, i:] -= err · U[i, i:];
+//      after the block, W[:, end:] -= Err1 · U[block, end:] (dgemm).
+// Codes, scales and zeros are returned in the checkpoint's terms (see GptqResult).
+#include <cstdint>
+#include <vector>
+
+namespace qgru::gptq {
+
+struct GptqOptions {
+  int bits = 4;                 // 2, 3, 4 or 8
+  int64_t group_size = 128;     // -1: one group per row (no groups)
+  bool act_order = false;       // desc_act
+  bool static_groups = false;   // group parameters from the original W
+  bool sym = false;
+  double damp = 0.01;           // damp_percent
+  int64_t block_size = 128;     // lazy-batch block
+  int max_damp_retries = 4;     // damping × 10 each time H is not positive definite
+};
+
+struct GptqResult {
+  int64_t N = 0, K = 0, G = 0;  // output rows, input columns, groups
+  int bits = 4;
+  std::vector<int32_t> codes;   // [N, K], original column order, in [0, 2^bits - 1]
+  std::vector<double> scales;   // [G, N]
+  std::vector<int32_t> zeros;   // [G, N], in [0, 2^bits - 1]
+  std::vector<int32_t> g_idx;   // [K], group of each original column
+  std::vector<int64_t> perm;    // [K], processing order (identity without act-order)
+  double damp_used = 0.0;       // relative damping that made H positive definite
+  int64_t dead_columns = 0;
+};
+
+// W: [N, K] row-major; H: [K, K] symmetric (2·X·Xᵀ, undamped). Throws qgru::Error on bad options or when H
+// stays not positive definite.
+GptqResult gptq_quantize(const std::vector<double>& W, int64_t N, int64_t K, std::vector<double> H,
+                         const GptqOptions& options);
+
+// Round-to-nearest with the same grid choices (bits, group size, sym), parameters from the original W per
+// group of consecutive columns: the baseline GPTQ is compared with.
+GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, const GptqOptions& options);
+
+// Number of groups for K columns (group_size -1: one).
+int64_t group_count(int64_t K, int64_t group_size);
+
+// Ŵ[n, k] = scale[g, n] · (code[n, k] − zero[g, n]), g = g_idx[k]; scales given as stored ([G, N]).
+std::vector<double> dequantize(const std::vector<int32_t>& codes, const std::vector<double>& scales,
+                               const std::vector<double>& zeros, const std::vector<int32_t>& g_idx, int64_t N,
+                               int64_t K);
+std::vector<double> dequantize(const GptqResult& result);
+
+// ‖D·X‖² = ½ Σ_n D[n]·H·D[n]ᵀ for H = 2·X·Xᵀ (undamped), D [N, K]; computed in row chunks.
+double output_energy(const std::vector<double>& D, int64_t N, int64_t K, const std::vector<double>& H);
+
+}  // namespace qgru::gptq

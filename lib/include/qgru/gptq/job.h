@@ -1,0 +1,53 @@
+#pragma once
+// `qgru gptq` as one library call: read the float weights (safetensors, F32/F16/BF16), accumulate each layer's
+// Hessian from its activation files (or load a saved one), run GPTQ and round-to-nearest, measure both, and
+// write the checkpoint (safetensors + quantize_config.json beside it) atomically, all layers or nothing.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "qgru/gptq/checkpoint.h"
+#include "qgru/gptq/gptq.h"
+
+namespace qgru::gptq {
+
+struct LayerJob {
+  std::string tensor;                    // name of the [N, K] weight in the input file
+  std::vector<std::string> activations;  // .npy files, [M, K] (or [..., K]); [K, M] with feature-major input
+  std::string hessian;                   // instead of activations: a saved H (.npy float64 [K, K])
+};
+
+// A manifest: a JSON list of {"tensor": NAME, "activations": [paths...]} or {"tensor": NAME, "hessian": path};
+// relative paths are relative to the manifest's folder.
+std::vector<LayerJob> read_manifest(const std::string& path);
+
+struct JobOptions {
+  std::string weights_path;
+  std::vector<LayerJob> layers;
+  bool activations_feature_major = false;  // --activations-kmajor
+  GptqOptions gptq;
+  CheckpointFormat format = CheckpointFormat::kGptq;
+  std::string output_path;                 // the .safetensors; quantize_config.json goes beside it
+  std::string save_hessian_path;           // one layer only: write its H here
+  bool keep_other_tensors = false;         // copy every input tensor not quantized (embeddings, norms...) as is
+};
+
+struct LayerReport {
+  std::string tensor;
+  int64_t N = 0, K = 0, tokens = 0;  // tokens: activation rows seen (0 when H was loaded)
+  double gptq_error = 0.0;           // ‖(W − Ŵ)X‖² / ‖WX‖², Ŵ as the checkpoint stores it (fp16 scales)
+  double rtn_error = 0.0;            // the same for round-to-nearest on the same grid
+  double seconds = 0.0;              // GPTQ itself (Hessian accumulation excluded)
+  double hessian_seconds = 0.0;
+  double damp_used = 0.0;
+  int64_t dead_columns = 0;
+  int64_t lost_zeros = 0;            // zero points v1 cannot carry (warned)
+};
+
+// Runs every layer; `on_layer` is called after each (for the caller's report). Nothing is written unless
+// every layer succeeds.
+std::vector<LayerReport> run_job(const JobOptions& options,
+                                 const std::function<void(const LayerReport&)>& on_layer = nullptr);
+
+}  // namespace qgru::gptq

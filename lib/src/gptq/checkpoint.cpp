@@ -1,0 +1,213 @@
+#include "qgru/gptq/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/half.h"
+#include "qgru/gptq/quantizer.h"
+
+namespace qgru::gptq {
+
+std::string quantize_config_json(const QuantizeConfig& config) {
+  nlohmann::ordered_json json;
+  json["bits"] = config.bits;
+  json["group_size"] = config.group_size;
+  json["damp_percent"] = config.damp_percent;
+  json["desc_act"] = config.desc_act;
+  json["static_groups"] = config.static_groups;
+  json["sym"] = config.sym;
+  json["true_sequential"] = true;
+  json["quant_method"] = "gptq";
+  json["checkpoint_format"] = format_name(config.format);
+  json["meta"] = {{"quantizer", "qgru"}};
+  return json.dump(2) + "\n";
+}
+
+QuantizeConfig parse_quantize_config(const std::string& text, const std::string& source) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!json.is_object()) throw Error(source + ": expected a JSON object");
+  QuantizeConfig config;
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!json.contains(key)) throw Error(source + ": key '" + key + "' is missing");
+    return json.at(key);
+  };
+  try {
+    config.bits = need("bits").get<int>();
+    config.group_size = need("group_size").get<int64_t>();
+    if (json.contains("damp_percent")) config.damp_percent = json.at("damp_percent").get<double>();
+    if (json.contains("desc_act")) config.desc_act = json.at("desc_act").get<bool>();
+    if (json.contains("static_groups")) config.static_groups = json.at("static_groups").get<bool>();
+    if (json.contains("sym")) config.sym = json.at("sym").get<bool>();
+    if (json.contains("quant_method") && json.at("quant_method").get<std::string>() != "gptq") {
+      throw Error(source + ": quant_method is '" + json.at("quant_method").get<std::string>() +
+                  "', expected 'gptq'");
+    }
+    if (json.contains("checkpoint_format")) {
+      config.format = parse_format(json.at("checkpoint_format").get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + ": a key has the wrong type (" + std::string(e.what()) + ")");
+  }
+  check_bits(config.bits);
+  if (config.group_size != -1 && config.group_size <= 0) {
+    throw Error(source + ": group_size " + std::to_string(config.group_size) + " is invalid, expected -1 or > 0");
+  }
+  return config;
+}
+
+QuantizeConfig read_quantize_config(const std::string& path) { return parse_quantize_config(read_file_text(path), path); }
+
+std::string quantize_config_path_beside(const std::string& tensor_path) {
+  const size_t slash = tensor_path.find_last_of('/');
+  return (slash == std::string::npos ? std::string() : tensor_path.substr(0, slash + 1)) + "quantize_config.json";
+}
+
+std::string layer_prefix(const std::string& weight_name) {
+  const std::string suffix = ".weight";
+  if (weight_name.size() > suffix.size() &&
+      weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return weight_name.substr(0, weight_name.size() - suffix.size());
+  }
+  return weight_name;
+}
+
+QuantizedLayer to_checkpoint_layer(const GptqResult& result, const std::string& what) {
+  QuantizedLayer layer;
+  layer.bits = result.bits;
+  layer.N = result.N;
+  layer.K = result.K;
+  layer.G = result.G;
+  layer.codes = result.codes;
+  layer.zeros = result.zeros;
+  layer.g_idx = result.g_idx;
+  layer.scales.resize(result.scales.size());
+  for (size_t i = 0; i < result.scales.size(); ++i) {
+    const float scale = half_bits_to_float(float_to_half_bits(static_cast<float>(result.scales[i])));
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+      throw Error(what + ": scale " + std::to_string(result.scales[i]) +
+                  " is not representable as a positive finite fp16 (weights out of fp16 range?)");
+    }
+    layer.scales[i] = scale;
+  }
+  return layer;
+}
+
+std::vector<double> dequantize(const QuantizedLayer& layer) {
+  return dequantize(layer.codes, std::vector<double>(layer.scales.begin(), layer.scales.end()),
+                    std::vector<double>(layer.zeros.begin(), layer.zeros.end()), layer.g_idx, layer.N, layer.K);
+}
+
+int64_t add_layer(SafetensorsFile& file, const std::string& prefix, const QuantizedLayer& layer,
+                  CheckpointFormat format) {
+  int64_t lost = 0;
+  file.tensors[prefix + ".qweight"] = Tensor::from_vector<int32_t>(
+      {layer.K * layer.bits / 32, layer.N}, pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight"));
+  file.tensors[prefix + ".qzeros"] = Tensor::from_vector<int32_t>(
+      {layer.G, layer.N * layer.bits / 32},
+      pack_qzeros(layer.zeros, layer.G, layer.N, layer.bits, format, &lost, prefix + ".qzeros"));
+  Tensor scales;
+  scales.dtype = DType::F16;
+  scales.shape = {layer.G, layer.N};
+  scales.bytes.resize(layer.scales.size() * 2);
+  for (size_t i = 0; i < layer.scales.size(); ++i) {
+    const uint16_t bits = float_to_half_bits(layer.scales[i]);
+    std::memcpy(&scales.bytes[2 * i], &bits, 2);
+  }
+  file.tensors[prefix + ".scales"] = std::move(scales);
+  file.tensors[prefix + ".g_idx"] = Tensor::from_vector<int32_t>({layer.K}, layer.g_idx);
+  return lost;
+}
+
+namespace {
+
+const Tensor& find_tensor(const SafetensorsFile& file, const std::string& name, const std::string& source) {
+  auto it = file.tensors.find(name);
+  if (it == file.tensors.end()) throw Error(source + ": tensor '" + name + "' is missing");
+  return it->second;
+}
+
+void expect(const Tensor& tensor, DType dtype, const std::vector<int64_t>& shape, const std::string& name,
+            const std::string& source) {
+  if (tensor.dtype != dtype || tensor.shape != shape) {
+    throw Error(source + ": tensor '" + name + "' is " + dtype_name(tensor.dtype) + " " + shape_string(tensor.shape) +
+                ", expected " + dtype_name(dtype) + " " + shape_string(shape));
+  }
+}
+
+std::vector<int32_t> as_i32(const Tensor& tensor) {
+  std::vector<int32_t> values(static_cast<size_t>(tensor.numel()));
+  if (!values.empty()) std::memcpy(values.data(), tensor.bytes.data(), values.size() * 4);
+  return values;
+}
+
+}  // namespace
+
+QuantizedLayer read_layer(const SafetensorsFile& file, const std::string& prefix, int bits, CheckpointFormat format,
+                          const std::string& source) {
+  check_bits(bits);
+  const std::string qweight_name = prefix + ".qweight", qzeros_name = prefix + ".qzeros";
+  const std::string scales_name = prefix + ".scales", g_idx_name = prefix + ".g_idx";
+  const Tensor& qweight = find_tensor(file, qweight_name, source);
+  // Extents > 0 (a zero extent would let the other one be any size with no bytes behind it).
+  if (qweight.dtype != DType::I32 || qweight.rank() != 2 || qweight.shape[0] <= 0 || qweight.shape[1] <= 0) {
+    throw Error(source + ": tensor '" + qweight_name + "' is " + dtype_name(qweight.dtype) + " " +
+                shape_string(qweight.shape) + ", expected I32 [K*" + std::to_string(bits) + "/32, N]");
+  }
+  QuantizedLayer layer;
+  layer.bits = bits;
+  layer.K = qweight.shape[0] * 32 / bits;
+  layer.N = qweight.shape[1];
+  if ((qweight.shape[0] * 32) % bits != 0) {
+    throw Error(source + ": tensor '" + qweight_name + "' has " + std::to_string(qweight.shape[0]) +
+                " rows, not a whole number of " + std::to_string(bits) + "-bit input features");
+  }
+  const Tensor& scales = find_tensor(file, scales_name, source);
+  if (scales.rank() != 2 || scales.shape[1] != layer.N || scales.shape[0] <= 0 ||
+      (scales.dtype != DType::F16 && scales.dtype != DType::F32)) {
+    throw Error(source + ": tensor '" + scales_name + "' is " + dtype_name(scales.dtype) + " " +
+                shape_string(scales.shape) + ", expected F16 [G, " + std::to_string(layer.N) + "]");
+  }
+  layer.G = scales.shape[0];
+  if ((layer.N * bits) % 32 != 0) {
+    throw Error(source + ": tensor '" + qweight_name + "' has N = " + std::to_string(layer.N) +
+                " outputs, whose " + std::to_string(bits) + "-bit zero points do not fill whole int32 words");
+  }
+  const Tensor& qzeros = find_tensor(file, qzeros_name, source);
+  expect(qzeros, DType::I32, {layer.G, layer.N * bits / 32}, qzeros_name, source);
+  const Tensor& g_idx = find_tensor(file, g_idx_name, source);
+  expect(g_idx, DType::I32, {layer.K}, g_idx_name, source);
+
+  layer.codes = unpack_qweight(as_i32(qweight), layer.N, layer.K, bits);
+  layer.zeros = unpack_qzeros(as_i32(qzeros), layer.G, layer.N, bits, format);
+  layer.scales = tensor_to_f32(scales);
+  layer.g_idx = as_i32(g_idx);
+  for (size_t k = 0; k < layer.g_idx.size(); ++k) {
+    if (layer.g_idx[k] < 0 || layer.g_idx[k] >= layer.G) {
+      throw Error(source + ": tensor '" + g_idx_name + "'[" + std::to_string(k) + "] = " +
+                  std::to_string(layer.g_idx[k]) + ", expected a group in [0, " + std::to_string(layer.G) + ")");
+    }
+  }
+  return layer;
+}
+
+std::vector<std::string> list_layers(const SafetensorsFile& file) {
+  std::vector<std::string> prefixes;
+  const std::string suffix = ".qweight";
+  for (const auto& [name, tensor] : file.tensors) {
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      prefixes.push_back(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return prefixes;
+}
+
+}  // namespace qgru::gptq

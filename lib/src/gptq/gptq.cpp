@@ -1,0 +1,318 @@
+// GPTQ core: see qgru/gptq/gptq.h for the steps and their source in the reference implementation.
+#include "qgru/gptq/gptq.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/gptq/quantizer.h"
+
+namespace qgru::gptq {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+size_t at(int64_t row, int64_t ld, int64_t col) { return static_cast<size_t>(row * ld + col); }
+
+void check_options(const GptqOptions& options) {
+  check_bits(options.bits);
+  if (options.group_size != -1 && options.group_size <= 0) {
+    throw Error("gptq: group size " + std::to_string(options.group_size) + " is invalid, expected -1 or > 0");
+  }
+  if (options.block_size <= 0) throw Error("gptq: block size must be > 0");
+  if (!(options.damp >= 0.0) || !std::isfinite(options.damp)) {
+    throw Error("gptq: damp " + std::to_string(options.damp) + " is invalid, expected a finite value >= 0");
+  }
+}
+
+void check_shapes(const std::vector<double>& W, int64_t N, int64_t K) {
+  if (N <= 0 || K <= 0 || static_cast<int64_t>(W.size()) != N * K) {
+    throw Error("gptq: weight holds " + std::to_string(W.size()) + " values, expected N·K = " +
+                std::to_string(N) + "·" + std::to_string(K));
+  }
+  for (double w : W) {
+    if (!std::isfinite(w)) throw Error("gptq: weight has a non-finite value");
+  }
+}
+
+// U = the upper Cholesky factor of H⁻¹ (H⁻¹ = Uᵀ·U), in place (row-major; the strict lower part zeroed).
+// The reference computes it as cholesky(cholesky_inverse(cholesky(H)), upper=True): 4K³/3 flops. The same
+// U (a Cholesky factor with positive diagonal is unique) comes from one factorization and one triangular
+// inverse, 2K³/3 flops: with J the exchange matrix, J·H·J = L'·L'ᵀ gives H = V·Vᵀ for the upper
+// triangular V = J·L'·J, so H⁻¹ = V⁻ᵀ·V⁻¹ and U = V⁻¹. Returns false when H is not positive definite.
+bool upper_cholesky_of_inverse(std::vector<double>& Hd, int64_t K) {
+  const int n = static_cast<int>(K);
+  std::vector<double> R(Hd.size());
+  for (int64_t i = 0; i < K; ++i) {
+    for (int64_t j = 0; j < K; ++j) R[at(K - 1 - i, K, K - 1 - j)] = Hd[at(i, K, j)];  // J·H·J
+  }
+  if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, R.data(), n) != 0) return false;  // J·H·J = L'·L'ᵀ
+  for (int64_t i = 0; i < K; ++i) {
+    for (int64_t j = 0; j < K; ++j) Hd[at(i, K, j)] = j >= i ? R[at(K - 1 - i, K, K - 1 - j)] : 0.0;  // V
+  }
+  if (LAPACKE_dtrtri(LAPACK_ROW_MAJOR, 'U', 'N', n, Hd.data(), n) != 0) return false;  // U = V⁻¹
+  for (int64_t i = 0; i < K; ++i) {
+    if (!(Hd[at(i, K, i)] > 0.0) || !std::isfinite(Hd[at(i, K, i)])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t group_count(int64_t K, int64_t group_size) {
+  return group_size == -1 ? 1 : (K + group_size - 1) / group_size;
+}
+
+GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, std::vector<double> H,
+                         const GptqOptions& options) {
+  check_options(options);
+  check_shapes(W_in, N, K);
+  if (static_cast<int64_t>(H.size()) != K * K) {
+    throw Error("gptq: Hessian holds " + std::to_string(H.size()) + " values, expected K·K with K = " +
+                std::to_string(K));
+  }
+  for (double h : H) {
+    if (!std::isfinite(h)) throw Error("gptq: Hessian has a non-finite entry (NaN or Inf in the activations?)");
+  }
+  auto start = std::chrono::steady_clock::now();
+  const int64_t maxq = max_code(options.bits);
+  const bool grouped = options.group_size != -1;
+  const int64_t gs = grouped ? options.group_size : K;
+
+  GptqResult result;
+  result.N = N;
+  result.K = K;
+  result.bits = options.bits;
+  result.G = group_count(K, options.group_size);
+  result.scales.assign(static_cast<size_t>(result.G * N), 0.0);
+  result.zeros.assign(static_cast<size_t>(result.G * N), 0);
+  result.g_idx.assign(static_cast<size_t>(K), 0);
+  result.codes.assign(static_cast<size_t>(N * K), 0);
+
+  std::vector<double> W = W_in;
+  // 1. Per-row parameters from the original W (before dead columns are zeroed, as the reference).
+  RowParams current = find_params(W.data(), N, K, 0, K, options.bits, options.sym);
+
+  // 2. Dead inputs.
+  for (int64_t i = 0; i < K; ++i) {
+    if (H[at(i, K, i)] == 0.0) {
+      H[at(i, K, i)] = 1.0;
+      for (int64_t n = 0; n < N; ++n) W[at(n, K, i)] = 0.0;
+      ++result.dead_columns;
+    }
+  }
+
+  // 3. Static groups: parameters from W (dead columns zeroed) before any update, in original column order.
+  std::vector<RowParams> static_params;
+  if (grouped && options.static_groups) {
+    for (int64_t g = 0; g < result.G; ++g) {
+      static_params.push_back(find_params(W.data(), N, K, g * gs, (g + 1) * gs, options.bits, options.sym));
+    }
+  }
+
+  // 4. Act-order: descending diag(H), ties kept in column order.
+  std::vector<int64_t> perm(static_cast<size_t>(K));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  if (options.act_order) {
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](int64_t a, int64_t b) { return H[at(a, K, a)] > H[at(b, K, b)]; });
+    std::vector<double> Wp(W.size()), Hp(H.size());
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t p = 0; p < K; ++p) Wp[at(n, K, p)] = W[at(n, K, perm[p])];
+    }
+    for (int64_t p = 0; p < K; ++p) {
+      for (int64_t q = 0; q < K; ++q) Hp[at(p, K, q)] = H[at(perm[p], K, perm[q])];
+    }
+    W.swap(Wp);
+    H.swap(Hp);
+  }
+  result.perm = perm;
+
+  log()->debug("gptq: setup (params, dead columns, permutation) {:.3f} s", seconds_since(start));
+  start = std::chrono::steady_clock::now();
+  // 5. Damping and the upper Cholesky factor of the inverse.
+  double mean_diag = 0.0;
+  for (int64_t i = 0; i < K; ++i) mean_diag += H[at(i, K, i)];
+  mean_diag /= static_cast<double>(K);
+  std::vector<double> U;
+  double damp = options.damp;
+  for (int attempt = 0;; ++attempt) {
+    U = H;
+    for (int64_t i = 0; i < K; ++i) U[at(i, K, i)] += damp * mean_diag;
+    if (upper_cholesky_of_inverse(U, K)) break;
+    if (attempt >= options.max_damp_retries) {
+      throw Error("gptq: H + damp·mean(diag H)·I is not positive definite even with damp = " +
+                  std::to_string(damp) + " (" + std::to_string(attempt + 1) +
+                  " tries); the activations are degenerate (check them for constant or repeated features)");
+    }
+    log()->warn("gptq: H + {}·mean(diag H)·I is not positive definite; retrying with damp = {}", damp,
+                damp * 10.0);
+    damp *= 10.0;
+  }
+  result.damp_used = damp;
+  log()->debug("gptq: Cholesky of the inverse {:.3f} s", seconds_since(start));
+  start = std::chrono::steady_clock::now();
+  double lazy_seconds = 0.0;
+
+  // 6. Blocks with lazy batch updates. Rows are independent inside a block: the group parameters come from
+  // W (updated by earlier blocks only), so they are found at block start and each row then runs alone.
+  const int64_t B = options.block_size;
+  std::vector<double> W1(static_cast<size_t>(N * B)), Err1(static_cast<size_t>(N * B));
+  std::vector<int32_t> codes_perm(static_cast<size_t>(N * K));
+  std::vector<const RowParams*> params_of(static_cast<size_t>(B));
+  std::vector<RowParams> group_params(static_cast<size_t>(result.G));  // non-static groups, found at their start
+  if (!grouped) {
+    for (int64_t n = 0; n < N; ++n) {
+      result.scales[static_cast<size_t>(n)] = current.scale[static_cast<size_t>(n)];
+      result.zeros[static_cast<size_t>(n)] = static_cast<int32_t>(current.zero[static_cast<size_t>(n)]);
+    }
+  }
+  const RowParams* active = &current;
+  for (int64_t i1 = 0; i1 < K; i1 += B) {
+    const int64_t i2 = std::min(i1 + B, K);
+    const int64_t count = i2 - i1;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t col = i1 + i;
+      if (grouped && !options.static_groups && col % gs == 0) {
+        const int64_t g = col / gs;
+        group_params[static_cast<size_t>(g)] = find_params(W.data(), N, K, col, col + gs, options.bits, options.sym);
+        active = &group_params[static_cast<size_t>(g)];
+        for (int64_t n = 0; n < N; ++n) {
+          result.scales[at(g, N, n)] = active->scale[static_cast<size_t>(n)];
+          result.zeros[at(g, N, n)] = static_cast<int32_t>(active->zero[static_cast<size_t>(n)]);
+        }
+      } else if (grouped && options.static_groups) {
+        active = &static_params[static_cast<size_t>(perm[col] / gs)];
+      }
+      params_of[static_cast<size_t>(i)] = active;
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      double* w1 = &W1[at(n, B, 0)];
+      double* e1 = &Err1[at(n, B, 0)];
+      std::copy(&W[at(n, K, i1)], &W[at(n, K, i2)], w1);
+      for (int64_t i = 0; i < count; ++i) {
+        const RowParams& p = *params_of[static_cast<size_t>(i)];
+        const double scale = p.scale[static_cast<size_t>(n)];
+        const double zero = p.zero[static_cast<size_t>(n)];
+        const int32_t q = quantize_code(w1[i], scale, zero, maxq);
+        codes_perm[at(n, K, i1 + i)] = q;
+        const double* u = &U[at(i1 + i, K, i1)];  // U[col, i1:i2]
+        const double err = (w1[i] - dequantize_code(q, scale, zero)) / u[i];
+        e1[i] = err;
+        for (int64_t j = i + 1; j < count; ++j) w1[j] -= err * u[j];
+      }
+    }
+    if (i2 < K) {  // W[:, i2:] -= Err1 · U[i1:i2, i2:]
+      const auto lazy_start = std::chrono::steady_clock::now();
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(N), static_cast<int>(K - i2),
+                  static_cast<int>(count), -1.0, Err1.data(), static_cast<int>(B), &U[at(i1, K, i2)],
+                  static_cast<int>(K), 1.0, &W[static_cast<size_t>(i2)], static_cast<int>(K));
+      lazy_seconds += seconds_since(lazy_start);
+    }
+  }
+  log()->debug("gptq: blocks {:.3f} s, of which lazy updates (dgemm) {:.3f} s", seconds_since(start), lazy_seconds);
+
+  // Back to the original column order; g_idx as AutoGPTQ / GPTQModel write it.
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t p = 0; p < K; ++p) result.codes[at(n, K, perm[p])] = codes_perm[at(n, K, p)];
+  }
+  if (grouped && options.static_groups) {
+    for (int64_t g = 0; g < result.G; ++g) {
+      for (int64_t n = 0; n < N; ++n) {
+        result.scales[at(g, N, n)] = static_params[static_cast<size_t>(g)].scale[static_cast<size_t>(n)];
+        result.zeros[at(g, N, n)] =
+            static_cast<int32_t>(static_params[static_cast<size_t>(g)].zero[static_cast<size_t>(n)]);
+      }
+    }
+    for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
+  } else if (grouped) {
+    for (int64_t p = 0; p < K; ++p) result.g_idx[static_cast<size_t>(perm[p])] = static_cast<int32_t>(p / gs);
+  }
+  return result;
+}
+
+GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, const GptqOptions& options) {
+  check_options(options);
+  check_shapes(W, N, K);
+  const int64_t maxq = max_code(options.bits);
+  const int64_t gs = options.group_size == -1 ? K : options.group_size;
+  GptqResult result;
+  result.N = N;
+  result.K = K;
+  result.bits = options.bits;
+  result.G = group_count(K, options.group_size);
+  result.scales.resize(static_cast<size_t>(result.G * N));
+  result.zeros.resize(static_cast<size_t>(result.G * N));
+  result.g_idx.resize(static_cast<size_t>(K));
+  result.codes.resize(static_cast<size_t>(N * K));
+  result.perm.resize(static_cast<size_t>(K));
+  std::iota(result.perm.begin(), result.perm.end(), int64_t{0});
+  for (int64_t g = 0; g < result.G; ++g) {
+    const RowParams p = find_params(W.data(), N, K, g * gs, (g + 1) * gs, options.bits, options.sym);
+    for (int64_t n = 0; n < N; ++n) {
+      result.scales[at(g, N, n)] = p.scale[static_cast<size_t>(n)];
+      result.zeros[at(g, N, n)] = static_cast<int32_t>(p.zero[static_cast<size_t>(n)]);
+      for (int64_t k = g * gs; k < std::min(K, (g + 1) * gs); ++k) {
+        result.codes[at(n, K, k)] =
+            quantize_code(W[at(n, K, k)], p.scale[static_cast<size_t>(n)], p.zero[static_cast<size_t>(n)], maxq);
+      }
+    }
+  }
+  for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
+  return result;
+}
+
+std::vector<double> dequantize(const std::vector<int32_t>& codes, const std::vector<double>& scales,
+                               const std::vector<double>& zeros, const std::vector<int32_t>& g_idx, int64_t N,
+                               int64_t K) {
+  std::vector<double> W(static_cast<size_t>(N * K));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t g = g_idx[static_cast<size_t>(k)];
+      W[at(n, K, k)] = scales[at(g, N, n)] * (codes[at(n, K, k)] - zeros[at(g, N, n)]);
+    }
+  }
+  return W;
+}
+
+std::vector<double> dequantize(const GptqResult& result) {
+  return dequantize(result.codes, result.scales, std::vector<double>(result.zeros.begin(), result.zeros.end()),
+                    result.g_idx, result.N, result.K);
+}
+
+double output_energy(const std::vector<double>& D, int64_t N, int64_t K, const std::vector<double>& H) {
+  // A report figure, not part of the algorithm: float32 products (ssymm), float64 sums. H is scaled to unit
+  // mean diagonal first so that float32 neither overflows nor underflows.
+  double mean_diag = 0.0;
+  for (int64_t i = 0; i < K; ++i) mean_diag += H[at(i, K, i)];
+  mean_diag = mean_diag > 0.0 ? mean_diag / static_cast<double>(K) : 1.0;
+  std::vector<float> Hf(H.size());
+  for (size_t i = 0; i < H.size(); ++i) Hf[i] = static_cast<float>(H[i] / mean_diag);
+  constexpr int64_t kRows = 256;
+  std::vector<float> Df(static_cast<size_t>(kRows * K)), T(static_cast<size_t>(kRows * K));
+  double total = 0.0;
+  for (int64_t r0 = 0; r0 < N; r0 += kRows) {
+    const int64_t rows = std::min(kRows, N - r0);
+    double row_scale = 0.0;  // the chunk scaled to unit max magnitude, for the same reason
+    for (int64_t i = 0; i < rows * K; ++i) row_scale = std::max(row_scale, std::fabs(D[static_cast<size_t>(r0 * K + i)]));
+    if (row_scale == 0.0) continue;
+    for (int64_t i = 0; i < rows * K; ++i) Df[static_cast<size_t>(i)] = static_cast<float>(D[static_cast<size_t>(r0 * K + i)] / row_scale);
+    cblas_ssymm(CblasRowMajor, CblasRight, CblasUpper, static_cast<int>(rows), static_cast<int>(K), 1.0f, Hf.data(),
+                static_cast<int>(K), Df.data(), static_cast<int>(K), 0.0f, T.data(), static_cast<int>(K));
+    double chunk = 0.0;
+    for (int64_t i = 0; i < rows * K; ++i) chunk += static_cast<double>(T[static_cast<size_t>(i)]) * Df[static_cast<size_t>(i)];
+    total += chunk * row_scale * row_scale;
+  }
+  return 0.5 * total * mean_diag;
+}
+
+}  // namespace qgru::gptq

@@ -1,0 +1,233 @@
+#include "qgru/gptq/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/base/sha256.h"
+#include "qgru/gptq/hessian.h"
+#include "qgru/gptq/quantizer.h"
+#include "qgru/half.h"
+#include "qgru/io/npy.h"
+#include "qgru/version.h"
+
+namespace qgru::gptq {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return base_dir + "/" + path;
+}
+
+const Tensor& weight_tensor(const SafetensorsFile& file, const std::string& name, const std::string& source) {
+  auto it = file.tensors.find(name);
+  if (it == file.tensors.end()) throw Error(source + ": tensor '" + name + "' not found");
+  const Tensor& tensor = it->second;
+  if (tensor.dtype != DType::F32 && tensor.dtype != DType::F16 && tensor.dtype != DType::BF16) {
+    throw Error(source + ": tensor '" + name + "' has dtype " + dtype_name(tensor.dtype) +
+                ", expected F32, F16 or BF16");
+  }
+  if (tensor.rank() != 2 || tensor.shape[0] <= 0 || tensor.shape[1] <= 0) {
+    throw Error(source + ": tensor '" + name + "' has shape " + shape_string(tensor.shape) +
+                ", expected a linear weight [N, K]");
+  }
+  return tensor;
+}
+
+void check_packable(const std::string& source, const std::string& name, int64_t N, int64_t K, int bits) {
+  const int64_t unit = bits == 3 ? 32 : 32 / bits;
+  if (K % unit != 0 || N % unit != 0) {
+    throw Error(source + ": tensor '" + name + "' is [" + std::to_string(N) + ", " + std::to_string(K) + "]; " +
+                std::to_string(bits) + "-bit GPTQ checkpoints need N and K multiples of " + std::to_string(unit) +
+                " (codes fill whole int32 words)");
+  }
+}
+
+}  // namespace
+
+std::vector<LayerJob> read_manifest(const std::string& path) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(read_file_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string base = slash == std::string::npos ? std::string() : path.substr(0, slash);
+  if (!json.is_array() || json.empty()) throw Error(path + ": expected a non-empty JSON list of layers");
+  std::vector<LayerJob> layers;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const auto& entry = json[i];
+    const std::string where = path + ": entry " + std::to_string(i);
+    if (!entry.is_object() || !entry.contains("tensor") || !entry["tensor"].is_string()) {
+      throw Error(where + ": expected an object with a string \"tensor\"");
+    }
+    LayerJob job;
+    job.tensor = entry["tensor"].get<std::string>();
+    if (entry.contains("activations")) {
+      if (!entry["activations"].is_array() || entry["activations"].empty()) {
+        throw Error(where + " ('" + job.tensor + "'): \"activations\" must be a non-empty list of .npy paths");
+      }
+      for (const auto& file : entry["activations"]) {
+        if (!file.is_string()) throw Error(where + " ('" + job.tensor + "'): an activation path is not a string");
+        job.activations.push_back(resolve(base, file.get<std::string>()));
+      }
+    }
+    if (entry.contains("hessian")) {
+      if (!entry["hessian"].is_string()) throw Error(where + " ('" + job.tensor + "'): \"hessian\" must be a path");
+      job.hessian = resolve(base, entry["hessian"].get<std::string>());
+    }
+    if (job.activations.empty() == job.hessian.empty()) {
+      throw Error(where + " ('" + job.tensor + "'): give either \"activations\" or \"hessian\"");
+    }
+    layers.push_back(std::move(job));
+  }
+  return layers;
+}
+
+std::vector<LayerReport> run_job(const JobOptions& options, const std::function<void(const LayerReport&)>& on_layer) {
+  if (options.layers.empty()) throw Error("gptq: no layers to quantize");
+  if (!options.save_hessian_path.empty() && options.layers.size() != 1) {
+    throw Error("gptq: --save-hessian needs exactly one layer (use a manifest \"hessian\" per layer instead)");
+  }
+  const SafetensorsFile input = read_safetensors(options.weights_path);
+  const std::string& source = options.weights_path;
+  // Check every layer before the long work starts.
+  std::set<std::string> seen;
+  for (const LayerJob& job : options.layers) {
+    if (!seen.insert(job.tensor).second) throw Error("gptq: layer '" + job.tensor + "' is listed twice");
+    const Tensor& weight = weight_tensor(input, job.tensor, source);
+    check_packable(source, job.tensor, weight.shape[0], weight.shape[1], options.gptq.bits);
+    if (job.activations.empty() && job.hessian.empty()) {
+      throw Error("gptq: layer '" + job.tensor + "' has neither activations nor a Hessian");
+    }
+  }
+
+  for (const LayerJob& job : options.layers) {
+    const std::string prefix = layer_prefix(job.tensor);
+    for (const char* suffix : {".qweight", ".qzeros", ".scales", ".g_idx"}) {
+      if (input.tensors.count(prefix + suffix)) {
+        throw Error(source + ": tensor '" + prefix + suffix + "' already exists; is '" + job.tensor +
+                    "' already quantized?");
+      }
+    }
+  }
+
+  SafetensorsFile output;
+  output.metadata["format"] = "pt";
+  output.metadata["quantizer"] = std::string("qgru ") + QGRU_VERSION_STRING;
+  output.metadata["source_sha256"] = sha256_file_hex(options.weights_path);
+  std::vector<LayerReport> reports;
+  std::vector<double> saved_hessian;
+  for (size_t index = 0; index < options.layers.size(); ++index) {
+    const LayerJob& job = options.layers[index];
+    const Tensor& weight = weight_tensor(input, job.tensor, source);
+    LayerReport report;
+    report.tensor = job.tensor;
+    report.N = weight.shape[0];
+    report.K = weight.shape[1];
+    log()->info("gptq: [{}/{}] {} [{}, {}]", index + 1, options.layers.size(), job.tensor, report.N, report.K);
+
+    auto start = std::chrono::steady_clock::now();
+    std::vector<double> H;
+    if (!job.hessian.empty()) {
+      H = load_hessian(job.hessian, report.K);
+    } else {
+      HessianAccumulator accumulator(report.K);
+      for (const std::string& path : job.activations) {
+        accumulator.add_tensor(read_npy(path), options.activations_feature_major,
+                               path + " (activations of '" + job.tensor + "')");
+      }
+      report.tokens = accumulator.tokens();
+      H = accumulator.hessian();
+    }
+    report.hessian_seconds = seconds_since(start);
+    if (!options.save_hessian_path.empty()) saved_hessian = H;
+
+    const std::vector<double> W = tensor_to_f64(weight);
+    start = std::chrono::steady_clock::now();
+    const GptqResult result = gptq_quantize(W, report.N, report.K, H, options.gptq);
+    report.seconds = seconds_since(start);
+    report.damp_used = result.damp_used;
+    report.dead_columns = result.dead_columns;
+
+    const std::string prefix = layer_prefix(job.tensor);
+    const QuantizedLayer layer = to_checkpoint_layer(result, source + ": '" + job.tensor + "'");
+    report.lost_zeros = add_layer(output, prefix, layer, options.format);
+    if (report.lost_zeros > 0) {
+      log()->warn("gptq: {}: {} zero point(s) are 0, which format gptq (v1, stores zero - 1) cannot carry; "
+                  "readers will see {} instead. Use --format gptq_v2 to keep them.",
+                  job.tensor, report.lost_zeros, max_code(options.gptq.bits) + 1);
+    }
+    auto bias = input.tensors.find(prefix + ".bias");
+    if (bias != input.tensors.end() && prefix != job.tensor) {  // AutoGPTQ keeps the bias in fp16
+      const std::vector<float> values = tensor_to_f32(bias->second);
+      Tensor half;
+      half.dtype = DType::F16;
+      half.shape = bias->second.shape;
+      half.bytes.resize(values.size() * 2);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t bits = float_to_half_bits(values[i]);
+        std::memcpy(&half.bytes[2 * i], &bits, 2);
+      }
+      output.tensors[prefix + ".bias"] = std::move(half);
+    }
+
+    // Errors through H = 2·X·Xᵀ: ‖D·X‖² = ½ Σ_n D[n]·H·D[n]ᵀ.
+    const std::vector<double> W_gptq = dequantize(layer);
+    const std::vector<double> W_rtn =
+        dequantize(to_checkpoint_layer(rtn_quantize(W, report.N, report.K, options.gptq), job.tensor));
+    std::vector<double> D_gptq(W.size()), D_rtn(W.size());
+    for (size_t i = 0; i < W.size(); ++i) {
+      D_gptq[i] = W[i] - W_gptq[i];
+      D_rtn[i] = W[i] - W_rtn[i];
+    }
+    const double energy = output_energy(W, report.N, report.K, H);
+    const double denom = energy > 0.0 ? energy : 1.0;
+    report.gptq_error = output_energy(D_gptq, report.N, report.K, H) / denom;
+    report.rtn_error = output_energy(D_rtn, report.N, report.K, H) / denom;
+    log()->info("gptq: {} done in {:.2f} s (Hessian {:.2f} s): error {:.4g} (RTN {:.4g})", job.tensor,
+                report.seconds, report.hessian_seconds, report.gptq_error, report.rtn_error);
+    if (on_layer) on_layer(report);
+    reports.push_back(report);
+  }
+
+  if (options.keep_other_tensors) {  // the rest of the model, unchanged, so the checkpoint loads whole
+    std::set<std::string> quantized;
+    for (const LayerJob& job : options.layers) quantized.insert(job.tensor);
+    for (const auto& [name, tensor] : input.tensors) {
+      if (quantized.count(name) || output.tensors.count(name)) continue;  // quantized, or its fp16 bias
+      output.tensors[name] = tensor;
+    }
+  }
+
+  QuantizeConfig config;
+  config.bits = options.gptq.bits;
+  config.group_size = options.gptq.group_size;
+  config.damp_percent = options.gptq.damp;
+  config.desc_act = options.gptq.act_order;
+  config.static_groups = options.gptq.static_groups;
+  config.sym = options.gptq.sym;
+  config.format = options.format;
+  AtomicFileGroup group;
+  const std::vector<uint8_t> bytes = serialize_safetensors(output);
+  group.add(options.output_path).write(bytes.data(), bytes.size());
+  group.add(quantize_config_path_beside(options.output_path)).write(quantize_config_json(config));
+  if (!options.save_hessian_path.empty()) {
+    const std::vector<uint8_t> npy = serialize_npy(Tensor::from_vector<double>({reports[0].K, reports[0].K}, saved_hessian));
+    group.add(options.save_hessian_path).write(npy.data(), npy.size());
+  }
+  group.commit_all();
+  return reports;
+}
+
+}  // namespace qgru::gptq
