@@ -1,0 +1,109 @@
+// CPU benchmarks of the qgru executors (Google Benchmark), run by scripts/bench_cpu.py; results in
+// docs/benchmarks/cpu.md.
+//
+//   BM_gru/<path>/<H>/<T>/<N>/<threads>   one GRU layer, C = H, unidirectional, the whole sequence per
+//                                          iteration; path 0 = integer reference (int8 preset), 1 = fast
+//                                          int8, 2 = fast int16-activations, 3 = float reference.
+//   BM_madd_peak                            the machine's int16 multiply-add rate with _mm256_madd_epi16
+//                                          (register-only, 8 independent chains): MACs/s in items_per_second.
+// The model: weights uniform in ±1.5/sqrt(H), input N(0, 1), quantized with ranges observed (min/max) on
+// the same input, as the unit tests do.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "qgru/model/float_gru.h"
+#include "qgru/quant/fast_executor.h"
+#include "qgru/quant/quant_executor.h"
+#include "quant_test_support.h"  // test/unit/quant: random models and a min/max range observer
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+struct Case {
+  qgru::test::CalibratedCase c;
+};
+
+std::unique_ptr<Case> make_case(int H, int T, int N, const char* preset) {
+  auto k = std::make_unique<Case>();
+  k->c = qgru::test::calibrated_case(H, H, 1, 1, T, N, qgru::load_bitwidth_config(preset), 1234u);
+  return k;
+}
+
+void BM_gru(benchmark::State& state) {
+  const int path = static_cast<int>(state.range(0));
+  const int H = static_cast<int>(state.range(1));
+  const int T = static_cast<int>(state.range(2));
+  const int N = static_cast<int>(state.range(3));
+  const int threads = static_cast<int>(state.range(4));
+  auto k = make_case(H, T, N, path == 2 ? "int16-activations" : "int8");
+  const auto& c = k->c;
+  qgru::FastExecutorOptions options;
+  options.threads = threads;
+  qgru::FastQuantGru fast(c.quantized, options);
+  if ((path == 1 || path == 2) && !fast.support().supported) {
+    state.SkipWithError(("fast path not supported: " + fast.support().reason).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    if (path == 0) {
+      auto r = qgru::run_quantized_gru(c.quantized, c.x.data(), T, N, nullptr);
+      benchmark::DoNotOptimize(r.output_codes.data());
+    } else if (path == 3) {
+      auto r = qgru::run_float_gru(c.model, c.x.data(), T, N, nullptr, nullptr);
+      benchmark::DoNotOptimize(r.output.data());
+    } else {
+      auto r = fast.run(c.x.data(), T, N, nullptr);
+      benchmark::DoNotOptimize(r.output_codes.data());
+    }
+  }
+  const double macs = 2.0 * 3.0 * H * H * T * N;  // W x and R h per step
+  state.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MACs_per_s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void BM_madd_peak(benchmark::State& state) {
+  const __m256i a = _mm256_set1_epi16(3);
+  const __m256i b = _mm256_set1_epi16(-5);
+  constexpr int kChains = 8;
+  constexpr int kIters = 4096;
+  for (auto _ : state) {
+    __m256i acc[kChains];
+    for (auto& v : acc) v = _mm256_setzero_si256();
+    for (int i = 0; i < kIters; ++i) {
+      for (int j = 0; j < kChains; ++j) {
+        __m256i x = a;
+        __asm__ volatile("" : "+x"(x));  // keep the multiply inside the loop
+        acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(x, b));
+      }
+    }
+    for (auto& v : acc) benchmark::DoNotOptimize(v);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{kChains} * kIters * 16);  // 16 MACs per madd
+}
+BENCHMARK(BM_madd_peak)->Threads(1)->Threads(2)->MeasureProcessCPUTime()->UseRealTime();
+#endif
+
+void shapes(benchmark::internal::Benchmark* b) {
+  const int list[][3] = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
+  for (int path : {0, 1, 2, 3}) {
+    for (const auto& s : list) {
+      for (int threads : {1, 2}) {
+        if ((path == 0 || path == 3) && threads != 1) continue;  // single-threaded by construction
+        b->Args({path, s[0], s[1], s[2], threads});
+      }
+    }
+  }
+}
+BENCHMARK(BM_gru)->Apply(shapes)->ArgNames({"path", "H", "T", "N", "threads"})->MeasureProcessCPUTime()->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

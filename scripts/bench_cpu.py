@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""CPU benchmark of qgru's executors beside PyTorch and onnxruntime; writes docs/benchmarks/cpu.md.
+
+  scripts/bench_cpu.py [--build build-fast] [--reps 5] [--threads 2] [--out docs/benchmarks/cpu.md] [--quick]
+
+Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memory):
+  qgru int8 reference, qgru fast int8 (1 and --threads threads), qgru fast int16-activations, qgru float
+  reference: the bench_cpu binary (scripts/bench_cpu.cpp, Google Benchmark), median of --reps repetitions;
+  torch nn.GRU float32, torch quantize_dynamic int8, onnxruntime GRU (the torch model exported to ONNX):
+  this script in --worker mode, median of --reps timed runs after 2 warm-up runs.
+Each run is the whole sequence of T steps (one layer, C = H, unidirectional, batch N). Times are the wall
+time and the process CPU time (all threads) per run. onnxruntime is installed into a private venv
+(/tmp/qgru-bench-venv), never a dependency of the build or the tests.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SHAPES = [(64, 100, 1), (256, 100, 1), (256, 100, 64), (512, 50, 32), (1024, 50, 1)]
+VENV = "/tmp/qgru-bench-venv"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worker(args):
+    import torch
+    torch.set_num_threads(args.threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    H, T, N = args.H, args.T, args.N
+    torch.manual_seed(0)
+    model = torch.nn.GRU(H, H).eval()
+    x = torch.randn(T, N, H)
+    if args.worker == "torch":
+        run = lambda: model(x)  # noqa: E731
+    elif args.worker == "torch_qdyn":
+        q = torch.quantization.quantize_dynamic(model, {torch.nn.GRU}, dtype=torch.qint8)
+        run = lambda: q(x)  # noqa: E731
+    elif args.worker == "ort":
+        import onnxruntime as ort
+        path = os.path.join(tempfile.mkdtemp(prefix="qgru-ort-"), "gru.onnx")
+        torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y", "h_n"], opset_version=14)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = args.threads
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        xn = x.numpy()
+        run = lambda: sess.run(None, {"x": xn})  # noqa: E731
+    else:
+        raise SystemExit("unknown worker " + args.worker)
+    wall, cpu = [], []
+    with torch.no_grad():
+        for _ in range(2):
+            run()
+        for _ in range(args.reps):
+            w0, c0 = time.perf_counter(), time.process_time()
+            run()
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.process_time() - c0)
+    print(json.dumps({"wall_ms": 1e3 * statistics.median(wall), "cpu_ms": 1e3 * statistics.median(cpu)}))
+
+
+def timed(cmd):
+    """Run cmd under /usr/bin/time -v; return (stdout, peak RSS in MiB)."""
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    return p.stdout, (int(m.group(1)) / 1024.0 if m else float("nan"))
+
+
+def qgru_run(binary, path, H, T, N, threads, reps):
+    name = "BM_gru/path:%d/H:%d/T:%d/N:%d/threads:%d/" % (path, H, T, N, threads)
+    out, rss = timed([binary, "--benchmark_filter=^" + name, "--benchmark_repetitions=%d" % reps,
+                      "--benchmark_min_time=0.05", "--benchmark_format=json"])
+    runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type") == "iteration"]
+    if not runs or "error_message" in runs[0]:
+        raise RuntimeError("no result for " + name + ": " + str(runs[:1]))
+    scale = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[runs[0]["time_unit"]]
+    return {"wall_ms": statistics.median(b["real_time"] * scale for b in runs),
+            "cpu_ms": statistics.median(b["cpu_time"] * scale for b in runs), "rss_mib": rss}
+
+
+def peer_run(kind, H, T, N, threads, reps):
+    py = os.path.join(VENV, "bin", "python") if kind == "ort" else sys.executable
+    out, rss = timed([py, os.path.abspath(__file__), "--worker", kind, "--H", str(H), "--T", str(T), "--N", str(N),
+                      "--threads", str(threads), "--reps", str(reps)])
+    r = json.loads(out.strip().splitlines()[-1])
+    r["rss_mib"] = rss
+    return r
+
+
+def madd_peak(binary):
+    out, _ = timed([binary, "--benchmark_filter=BM_madd_peak", "--benchmark_repetitions=5",
+                    "--benchmark_format=json"])
+    res = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        th = int(re.search(r"threads:(\d+)", b["name"]).group(1))
+        res.setdefault(th, []).append(b)
+    peak = {}
+    for th, runs in res.items():
+        # items_per_second is per wall second; the CPU-time rate is what one unloaded core would do
+        wall = statistics.median(b["items_per_second"] for b in runs)
+        per_cpu = statistics.median(b["items_per_second"] * b["real_time"] / b["cpu_time"] for b in runs)
+        peak[th] = (wall, per_cpu)
+    return peak
+
+
+def ensure_venv():
+    if os.path.exists(os.path.join(VENV, "bin", "python")):
+        p = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import onnxruntime"], capture_output=True)
+        if p.returncode == 0:
+            return True
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV], check=True)
+    p = subprocess.run([os.path.join(VENV, "bin", "pip"), "install", "-q", "onnxruntime"])
+    return p.returncode == 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--H", type=int)
+    ap.add_argument("--T", type=int)
+    ap.add_argument("--N", type=int)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-fast"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "cpu.md"))
+    ap.add_argument("--json", default="/tmp/qgru-bench-cpu.json")
+    ap.add_argument("--quick", action="store_true", help="first two shapes only")
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+
+    binary = os.path.join(args.build, "test", "bench_cpu")
+    have_ort = ensure_venv()
+    shapes = SHAPES[:2] if args.quick else SHAPES
+    th = args.threads
+    runners = [
+        ("qgru int8 reference (1 thread)", lambda H, T, N: qgru_run(binary, 0, H, T, N, 1, max(3, args.reps // 2))),
+        ("qgru fast int8 (1 thread)", lambda H, T, N: qgru_run(binary, 1, H, T, N, 1, args.reps)),
+        ("qgru fast int8 (%d threads)" % th, lambda H, T, N: qgru_run(binary, 1, H, T, N, th, args.reps)),
+        ("qgru fast int16-act (%d threads)" % th, lambda H, T, N: qgru_run(binary, 2, H, T, N, th, args.reps)),
+        ("qgru float reference (1 thread)", lambda H, T, N: qgru_run(binary, 3, H, T, N, 1, max(3, args.reps // 2))),
+        ("torch nn.GRU fp32 (%d threads)" % th, lambda H, T, N: peer_run("torch", H, T, N, th, args.reps)),
+        ("torch quantize_dynamic int8 (%d threads)" % th, lambda H, T, N: peer_run("torch_qdyn", H, T, N, th, args.reps)),
+    ]
+    if have_ort:
+        runners.append(("onnxruntime GRU fp32 (%d threads)" % th, lambda H, T, N: peer_run("ort", H, T, N, th, args.reps)))
+    results = {}
+    load_before = os.getloadavg()
+    for (H, T, N) in shapes:
+        for name, fn in runners:
+            try:
+                r = fn(H, T, N)
+            except Exception as e:  # noqa: BLE001 - a runner that fails is reported, not fatal
+                r = {"error": str(e)[:300]}
+            results[(H, T, N, name)] = r
+            print("%-45s H=%-5d T=%-4d N=%-3d %s" % (name, H, T, N, json.dumps(r)), flush=True)
+    peak = madd_peak(binary)
+    load_after = os.getloadavg()
+    with open(args.json, "w") as f:
+        json.dump({"%d/%d/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
+    write_md(args, shapes, runners, results, peak, load_before, load_after)
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = re.search(r"Model name:\s*(.*)", out).group(1).strip()
+        cpus = re.search(r"^CPU\(s\):\s*(\d+)", out, re.M).group(1)
+        flags = re.search(r"Flags:\s*(.*)", out).group(1).split()
+        isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+        return "%s, %s CPUs, %s" % (model, cpus, " ".join(isa))
+    except Exception:  # noqa: BLE001
+        return platform.processor()
+
+
+def write_md(args, shapes, runners, results, peak, load_before, load_after):
+    fast_name = runners[2][0]
+    lines = []
+    lines.append("# CPU benchmarks\n")
+    lines.append("Generated by `%s` on %s UTC.\n" % (
+        " ".join(["scripts/bench_cpu.py"] + [a for a in sys.argv[1:]]) or "scripts/bench_cpu.py",
+        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
+    lines.append("- Machine: %s (`lscpu`), Linux %s, %s." % (cpu_model(), platform.release(), "python " + platform.python_version()))
+    lines.append("- **The machine was shared and heavily loaded while measuring** (load average %.1f before, %.1f after, "
+                 "on 2 CPUs): wall times include waiting for a CPU and are noisy; the CPU time per run (all threads of "
+                 "the process, `getrusage`/`process_time`) is the steadier figure of the work done." % (load_before[0], load_after[0]))
+    lines.append("- Model: one GRU layer, C = H, unidirectional, batch N, T steps per run; qgru models are quantized "
+                 "from ranges observed on the same input (int8 preset unless named). Peers use their own random "
+                 "weights of the same shape. Median of %d runs (the reference paths: of max(3, reps/2))." % args.reps)
+    lines.append("- Peak memory is the process's maximum resident set (`/usr/bin/time -v`): the Python peers include "
+                 "the interpreter and libtorch (~hundreds of MiB), the qgru figures include building the float model, "
+                 "calibrating and quantizing it in-process.\n")
+    lines.append("| shape (H, T, N) | runner | wall ms/run | CPU ms/run | µs/step (wall) | steps/s (wall) | "
+                 "GMAC/s (CPU time) | peak RSS MiB | %s speed-up (wall) |" % fast_name.replace("qgru ", ""))
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (H, T, N) in shapes:
+        macs = 2.0 * 3 * H * H * T * N
+        fast = results.get((H, T, N, fast_name), {})
+        for name, _ in runners:
+            r = results[(H, T, N, name)]
+            if "error" in r:
+                lines.append("| %d, %d, %d | %s | error: %s | | | | | | |" % (H, T, N, name, r["error"][:80].replace("|", "/")))
+                continue
+            ratio = (r["wall_ms"] / fast["wall_ms"]) if "wall_ms" in fast else float("nan")
+            lines.append("| %d, %d, %d | %s | %.2f | %.2f | %.1f | %.0f | %.2f | %.0f | %.2fx |" % (
+                H, T, N, name, r["wall_ms"], r["cpu_ms"], 1e3 * r["wall_ms"] / T, T / (r["wall_ms"] / 1e3),
+                macs / (r["cpu_ms"] / 1e3) / 1e9 if r["cpu_ms"] > 0 else float("nan"), r["rss_mib"], ratio))
+    lines.append("")
+    lines.append("The last column is each runner's wall time divided by the fast int8 path's with %d threads "
+                 "(> 1: the fast path is that many times faster).\n" % args.threads)
+    lines.append("## The machine's int16 multiply-add rate (AVX2 `_mm256_madd_epi16`)\n")
+    lines.append("`bench_cpu --benchmark_filter=BM_madd_peak`: 8 independent register-only chains of "
+                 "`vpmaddwd` + `vpaddd`, 16 MACs per instruction (int8 operands are sign-extended to int16 for it).\n")
+    lines.append("| threads | MAC/s per wall second | MAC/s per CPU second |")
+    lines.append("|---:|---:|---:|")
+    for th in sorted(peak):
+        lines.append("| %d | %.1f G | %.1f G |" % (th, peak[th][0] / 1e9, peak[th][1] / 1e9))
+    one_core = peak.get(1, (float("nan"), float("nan")))[1]
+    lines.append("")
+    lines.append("How close each shape comes (fast int8, 1 thread, MACs per CPU second / one core's peak %.1f G):\n" % (one_core / 1e9))
+    lines.append("| shape (H, T, N) | fast int8 1 thread GMAC/s (CPU) | fraction of one core's madd peak |")
+    lines.append("|---|---:|---:|")
+    for (H, T, N) in shapes:
+        r = results.get((H, T, N, runners[1][0]), {})
+        if "cpu_ms" in r:
+            rate = 2.0 * 3 * H * H * T * N / (r["cpu_ms"] / 1e3)
+            lines.append("| %d, %d, %d | %.2f | %.0f%% |" % (H, T, N, rate / 1e9, 100 * rate / one_core))
+    lines.append("")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    extra = ""
+    if os.path.exists(args.out):
+        old = open(args.out).read()
+        marker = "<!-- notes: kept across runs -->"
+        if marker in old:
+            extra = old[old.index(marker):]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n" + (extra or "<!-- notes: kept across runs -->\n"))
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
