@@ -18,6 +18,7 @@ struct RunCliOptions {
   std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
   std::string device = "cpu";
+  std::string executor = "fast";
   bool batch_first = false;
 };
 
@@ -74,6 +75,7 @@ int run_quantized(const RunCliOptions& cli) {
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
   options.batch_first = cli.batch_first;
+  options.executor = cli.executor;
   const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
   qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
@@ -81,7 +83,7 @@ int run_quantized(const RunCliOptions& cli) {
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
   if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
-  std::printf("time: %.3f ms (integer executor, cpu)\n", summary.seconds * 1e3);
+  std::printf("time: %.3f ms (integer executor, cpu, %s)\n", summary.seconds * 1e3, summary.executor.c_str());
   if (!cli.dump.empty()) {
     qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.batch_first);
     std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
@@ -110,6 +112,11 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                   command.add_option("--device", cli->device, "Where to run")
                       ->capture_default_str()
                       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+                  command.add_option("--executor", cli->executor,
+                                     "Integer CPU executor for artifacts: fast (AVX2 where supported, else the "
+                                     "reference) or reference; both compute the same codes")
+                      ->capture_default_str()
+                      ->check(CLI::IsMember({"fast", "reference"}));
                   command.add_option("--codes", cli->codes, "Also write the integer output codes (.npy; quantized "
                                      "models only)");
                   command.add_option("--dump-intermediates", cli->dump,

@@ -35,6 +35,11 @@ for preset in int8 int16-activations; do
     --hn "$preset.hn.npy" > "$preset.out"
   grep -q "integer executor" "$preset.out" || fail "$preset: run summary missing: $(cat "$preset.out")"
   [ -f "$preset.codes.npy" ] && [ -f "$preset.hn.npy" ] || fail "$preset: --codes/--hn not written"
+  grep -q "fast (avx2)\|reference (fast path" "$preset.out" || fail "$preset: executor not reported: $(cat "$preset.out")"
+  # The reference executor computes the very same codes as the default (fast) one.
+  "$qgru" -q run --model "$preset.qgru.json" --input "$example/test.npy" --output "$preset.ref.npy" \
+    --codes "$preset.ref.codes.npy" --executor reference > /dev/null
+  cmp -s "$preset.codes.npy" "$preset.ref.codes.npy" || fail "$preset: fast and reference executors differ"
   quant_accuracy=$(accuracy "$preset.npy")
   bound=0.005
   [ "$preset" = int16-activations ] && bound=0.001

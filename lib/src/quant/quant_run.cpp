@@ -8,6 +8,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/model/sequence_io.h"
 #include "qgru/quant/artifact.h"
+#include "qgru/quant/fast_executor.h"
 #include "qgru/quant/quant_executor.h"
 
 namespace qgru {
@@ -102,13 +103,29 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   std::vector<float> h0;
   if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, H);
 
+  if (options.executor != "fast" && options.executor != "reference") {
+    throw Error("--executor " + options.executor + ": expected fast or reference");
+  }
+  bool use_fast = options.executor == "fast";
+  if (use_fast) {
+    const FastPathSupport support = fast_path_support(model);
+    use_fast = support.supported;
+    summary.executor = support.supported ? "fast (" + support.isa + ")" : "reference (fast path: " + support.reason + ")";
+  } else {
+    summary.executor = "reference";
+  }
+
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
   if (x.is_codes) {
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, x.N);
-    result = run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data());
+    const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
+    result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data)
+                      : run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0_data);
   } else {
-    result = run_quantized_gru(model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+    const float* h0_data = h0.empty() ? nullptr : h0.data();
+    result = use_fast ? run_quantized_gru_fast(model, x.values.data(), x.T, x.N, h0_data)
+                      : run_quantized_gru(model, x.values.data(), x.T, x.N, h0_data);
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -19,11 +19,15 @@ struct QuantRunOptions {
   std::string h0_path;        // optional h0 [L*D, N, H] floats
   std::string hn_path;        // optional: h_n float32 [L*D, N, H]
   bool batch_first = false;
+  // "fast" (default): the AVX2 executor where the CPU and the model allow it, else the reference;
+  // "reference": the obviously-right executor. Both compute the same codes (tested).
+  std::string executor = "fast";
 };
 
 struct QuantRunSummary {
   std::vector<int64_t> output_shape;
   bool input_was_codes = false;
+  std::string executor;  // what ran: "fast (avx2)" or "reference" with the reason
   double seconds = 0.0;  // the executor alone
   int T = 0, N = 0;
   double mean = 0.0, min = 0.0, max = 0.0;
