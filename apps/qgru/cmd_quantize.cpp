@@ -28,6 +28,7 @@ struct QuantizeCli {
   std::string config = "int8";
   std::string output;
   std::string layout = "auto";
+  std::string range_method;  // empty: per tensor from the config, else the statistics
 };
 
 std::string config_text_sha256(const std::string& name_or_path) {
@@ -50,7 +51,9 @@ int run_quantize(const QuantizeCli& cli) {
 
   const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
                                          const qgru::TensorQuant& spec) {
-    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, method, spec);
+    // --range-method overrides the config's methods, which override the statistics' default method.
+    const std::string& chosen = cli.range_method.empty() ? method : cli.range_method;
+    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, chosen, spec);
     qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                        qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
     return std::pair<double, double>{choice.min, choice.max};
@@ -85,6 +88,10 @@ std::function<int()> setup_quantize(CLI::App& command) {
   command.add_option("--config", cli->config,
                      "Bit-width config: a preset (int8, int16-activations, int16) or a JSON file")
       ->capture_default_str();
+  command.add_option("--range-method", cli->range_method,
+                     "Range method for every observed tensor, overriding the config's (minmax, ema, kl, "
+                     "percentile[:P], mse, bounds, each optionally +pow2); default: the config's method per tensor, "
+                     "else the one stored by 'qgru calibrate --method'");
   command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))

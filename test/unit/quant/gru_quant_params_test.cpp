@@ -162,10 +162,13 @@ TEST_CASE("the range method of each tensor is passed to the range provider") {
     CHECK(spec.bits == 8);
     return std::pair<double, double>{-1.0, 1.0};
   };
-  quantize_gru(model, load_bitwidth_config("int8"), provider);
+  BitwidthConfig config = load_bitwidth_config("int8");
+  config.range_method = "minmax+pow2";
+  config.tensors[static_cast<int>(GruTensor::x)].range_method = "ema";
+  quantize_gru(model, config, provider);
   CHECK(seen.size() == kObservedGruTensors.size());
   CHECK(seen["x"] == "ema");
-  CHECK(seen["h"] == "ema");
+  CHECK(seen["h"] == "minmax+pow2");
   CHECK(seen["new_gate_input"] == "minmax+pow2");
 }
 

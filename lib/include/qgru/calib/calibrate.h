@@ -14,7 +14,7 @@ struct CalibrateOptions {
   std::string model_path;               // .safetensors
   std::vector<std::string> data_paths;  // .npy/.npz files, each [T, N, C] ([N, T, C] with batch_first)
   std::string data_dir;                 // every *.npy in it, sorted by name, after data_paths
-  std::string method = "minmax";        // the statistics' default method (range_selection.h)
+  std::string method = "ema";           // the statistics' default method (range_selection.h); seed 001's EMA
   bool include_zeros = true;
   int64_t max_samples = 0;              // sequences in all (the first ones, file by file); 0: no limit
   bool batch_first = false;
