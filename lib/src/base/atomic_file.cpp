@@ -95,19 +95,30 @@ void AtomicFile::write(const void* data, size_t size) {
   }
 }
 
-void AtomicFile::commit() {
-  if (committed_) return;
+void AtomicFile::prepare() {
+  if (prepared_) return;
   if (::fsync(fd_) != 0) throw Error(target_path_ + ": fsync failed (" + errno_text() + ")");
   if (::close(fd_) != 0) {
     fd_ = -1;
     throw Error(target_path_ + ": close failed (" + errno_text() + ")");
   }
   fd_ = -1;
+  prepared_ = true;
+}
+
+void AtomicFile::publish() {
+  if (committed_) return;
+  prepare();
   if (::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
     throw Error(target_path_ + ": cannot rename the temporary file into place (" + errno_text() + ")");
   }
   committed_ = true;
   unregister_pending(temp_path_);
+}
+
+void AtomicFile::commit() {
+  prepare();
+  publish();
 }
 
 void write_file_atomic(const std::string& path, const void* data, size_t size) {
@@ -126,7 +137,8 @@ AtomicFile& AtomicFileGroup::add(const std::string& target_path) {
 }
 
 void AtomicFileGroup::commit_all() {
-  for (auto& file : files_) file->commit();
+  for (auto& file : files_) file->prepare();
+  for (auto& file : files_) file->publish();
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {

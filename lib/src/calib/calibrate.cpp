@@ -32,6 +32,10 @@ std::vector<float> load_sequences(const std::string& path, const FloatGruModel& 
     throw Error(path + ": calibration data has C = " + std::to_string(tensor.shape[2]) + " (shape " +
                 shape_string(tensor.shape) + "), the model's input_size is " + std::to_string(model.input_size));
   }
+  if (tensor.shape[0] == 0 || tensor.shape[1] == 0) {
+    throw Error(path + ": calibration data has shape " + shape_string(tensor.shape) +
+                ": no sequences to observe (T and N must be at least 1)");
+  }
   std::vector<float> values = tensor_to_f32(tensor);
   const int64_t d0 = tensor.shape[0], d1 = tensor.shape[1], C = tensor.shape[2];
   if (d0 > INT32_MAX || d1 > INT32_MAX) throw Error(path + ": calibration data " + shape_string(tensor.shape) + " too large");

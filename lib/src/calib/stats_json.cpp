@@ -106,8 +106,14 @@ std::vector<uint64_t> decode_runs(const Reader& reader, const json& runs, const 
     if (!run.is_array() || run.size() < 2) reader.fail(run_where, "expected [first_bin, count, ...]");
     if (!run[0].is_number_integer()) reader.fail(run_where, "first bin is not an integer");
     const int64_t first = run[0].get<int64_t>();
-    const int64_t end = first + static_cast<int64_t>(run.size()) - 1;
-    if (first < next_free || end > Pow2Histogram::kBins) {
+    // Range-check first on its own before adding the run length: a huge first bin must not wrap around.
+    const int64_t run_length = static_cast<int64_t>(run.size()) - 1;
+    if (first < next_free || first > Pow2Histogram::kBins || run_length > Pow2Histogram::kBins - first) {
+      reader.fail(run_where, "bins starting at " + std::to_string(first) +
+                                 " overlap an earlier run or lie outside 0.." + std::to_string(Pow2Histogram::kBins - 1));
+    }
+    const int64_t end = first + run_length;
+    if (end > Pow2Histogram::kBins) {
       reader.fail(run_where, "bins " + std::to_string(first) + ".." + std::to_string(end - 1) +
                                  " overlap an earlier run or lie outside 0.." + std::to_string(Pow2Histogram::kBins - 1));
     }
@@ -211,7 +217,7 @@ CalibrationStats parse_calibration_stats(const std::string& json_text, const std
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
     throw Error(source + ": not valid JSON (" + e.what() + ")");
   }
   const Reader reader(source);

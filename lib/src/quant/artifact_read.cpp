@@ -228,7 +228,7 @@ QuantizedGru read_artifact(const std::string& json_path) {
   json root;
   try {
     root = json::parse(read_file_text(json_path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
     throw Error("artifact " + json_path + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) r.fail("(top level)", "expected a JSON object");

@@ -201,7 +201,7 @@ BitwidthConfig parse_bitwidth_config_text(const std::string& text, const std::st
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
     throw Error("bit-width config " + source + ": not valid JSON: " + e.what());
   }
   return parse_bitwidth_config(root, source);

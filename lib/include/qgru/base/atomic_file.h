@@ -21,6 +21,9 @@ class AtomicFile {
   void write(const std::string& text) { write(text.data(), text.size()); }
   // Flush, fsync and rename over the target. Throws qgru::Error on failure (the target is untouched).
   void commit();
+  // commit() in two halves, for groups: make the bytes durable (fsync, close), then rename into place.
+  void prepare();
+  void publish();
 
   const std::string& target_path() const { return target_path_; }
   const std::string& temp_path() const { return temp_path_; }
@@ -29,6 +32,7 @@ class AtomicFile {
   std::string target_path_;
   std::string temp_path_;
   int fd_ = -1;
+  bool prepared_ = false;
   bool committed_ = false;
 };
 
