@@ -38,8 +38,6 @@ C_IN, HID = 4, 5  # tiny model: input size, hidden size
 KNOWN = {
     "stats_num_layers_huge_allocation": "calib/stats_json.cpp: CalibrationStats::for_shape allocates num_layers x "
                                         "num_directions x 10 MiB of histograms before the tensors are counted",
-    "gq_config_bits_5": "gptq/checkpoint.cpp parse_quantize_config: check_bits() error does not name "
-                        "quantize_config.json",
 }
 
 

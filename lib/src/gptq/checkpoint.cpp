@@ -57,7 +57,11 @@ QuantizeConfig parse_quantize_config(const std::string& text, const std::string&
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + ": a key has the wrong type (" + std::string(e.what()) + ")");
   }
-  check_bits(config.bits);
+  try {
+    check_bits(config.bits);
+  } catch (const Error& e) {
+    throw Error(source + ": " + e.what());  // name quantize_config.json, where the width came from
+  }
   if (config.group_size != -1 && config.group_size <= 0) {
     throw Error(source + ": group_size " + std::to_string(config.group_size) + " is invalid, expected -1 or > 0");
   }
