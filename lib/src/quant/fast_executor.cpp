@@ -388,14 +388,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   const int D = model.num_directions;
   const int H = model.hidden_size;
   const int L = model.num_layers;
-  const TensorQuant& x0 = model.input_quant();
-  const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
-  for (size_t i = 0; i < x_count; ++i) {
-    if (q_x[i] < x0.qmin() || q_x[i] > x0.qmax()) {
-      throw Error("input code " + std::to_string(q_x[i]) + " at flat index " + std::to_string(i) +
-                  " is outside x's code range [" + std::to_string(x0.qmin()) + ", " + std::to_string(x0.qmax()) + "]");
-    }
-  }
+  check_input_codes(model, q_x, T, N);
 
   QuantGruResult result;
   result.T = T;
@@ -415,17 +408,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       const GruCellQuantParams& p = model.cell(l, d);
       const PackedCell& pc = packed_->cells[static_cast<size_t>(l * D + d)];
       const size_t h_offset = (static_cast<size_t>(l) * D + d) * N * H;
-      std::vector<int32_t> q_h(static_cast<size_t>(N) * H, p.q(GruTensor::h).zp);
-      if (q_h0) {
-        const TensorQuant& hq = p.q(GruTensor::h);
-        for (size_t i = 0; i < q_h.size(); ++i) {
-          q_h[i] = q_h0[h_offset + i];
-          if (q_h[i] < hq.qmin() || q_h[i] > hq.qmax()) {
-            throw Error("h0 code " + std::to_string(q_h[i]) + " of layer " + std::to_string(l) + " direction " +
-                        std::to_string(d) + " is outside h's code range");
-          }
-        }
-      }
+      std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
       int32_t* h_final = result.h_n_codes.data() + h_offset;
       const int th = options_.threads;
       const int mu = options_.min_units_per_thread;
@@ -441,37 +424,19 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     }
     if (l + 1 < L) {
       // Requantize each direction's h codes into layer l+1's x space, exactly as the reference does.
-      const TensorQuant& next_x = model.cell(l + 1, 0).q(GruTensor::x);
       C = D * H;
       Kx = pad16(C);
       x16.assign(rows * Kx, 0);
       for (size_t r = 0; r < rows; ++r) {
         for (int k = 0; k < C; ++k) {
-          const TensorQuant& h = model.cell(l, k / H).q(GruTensor::h);
-          // (q_h - zp_h) at S_h -> S_x: shift_h - shift_x (the reference's requantize, same operands)
-          x16[r * Kx + k] = static_cast<int16_t>(requantize(static_cast<int64_t>(layer_output[r * C + k]) - h.zp,
-                                                            h.shift - next_x.shift, next_x.zp, next_x.qmin(), next_x.qmax()));
+          x16[r * Kx + k] = static_cast<int16_t>(requantize_h_to_next_x(model, l, k / H, layer_output[r * C + k]));
         }
       }
     }
   }
 
   result.output_codes = std::move(layer_output);
-  result.output.resize(result.output_codes.size());
-  for (size_t i = 0; i < result.output_codes.size(); ++i) {
-    const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-    result.output[i] = static_cast<float>(model.cell(L - 1, d).q(GruTensor::h).dequantize(result.output_codes[i]));
-  }
-  result.h_n.resize(result.h_n_codes.size());
-  for (int l = 0; l < L; ++l) {
-    for (int d = 0; d < D; ++d) {
-      const TensorQuant& h = model.cell(l, d).q(GruTensor::h);
-      const size_t offset = (static_cast<size_t>(l) * D + d) * N * H;
-      for (size_t i = 0; i < static_cast<size_t>(N) * H; ++i) {
-        result.h_n[offset + i] = static_cast<float>(h.dequantize(result.h_n_codes[offset + i]));
-      }
-    }
-  }
+  dequantize_result(model, result);
   return result;
 }
 
@@ -479,16 +444,8 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   if (!support_.supported || observer) return run_quantized_gru(model_, x, T, N, h0, observer);
   const QuantizedGru& model = model_;
   const std::vector<int32_t> q_x = quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
-  std::vector<int32_t> q_h0;
-  if (h0) {
-    const size_t per_cell = static_cast<size_t>(N) * model.hidden_size;
-    q_h0.resize(model.cells.size() * per_cell);
-    for (size_t c = 0; c < model.cells.size(); ++c) {
-      const std::vector<int32_t> codes = quantize_values(model.cells[c].q(GruTensor::h), h0 + c * per_cell, per_cell);
-      std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(c * per_cell));
-    }
-  }
-  return run_codes(q_x.data(), T, N, h0 ? q_h0.data() : nullptr, nullptr);
+  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
+  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,

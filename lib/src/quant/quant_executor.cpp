@@ -138,14 +138,8 @@ QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t*
   }
   const int D = model.num_directions;
   const int H = model.hidden_size;
-  const TensorQuant& x0 = model.input_quant();
+  check_input_codes(model, q_x, T, N);
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
-  for (size_t i = 0; i < x_count; ++i) {
-    if (q_x[i] < x0.qmin() || q_x[i] > x0.qmax()) {
-      throw Error("input code " + std::to_string(q_x[i]) + " at flat index " + std::to_string(i) +
-                  " is outside x's code range [" + std::to_string(x0.qmin()) + ", " + std::to_string(x0.qmax()) + "]");
-    }
-  }
 
   QuantGruResult result;
   result.T = T;
@@ -157,52 +151,87 @@ QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t*
     for (int d = 0; d < D; ++d) {
       const GruCellQuantParams& p = model.cell(l, d);
       const size_t h_offset = (static_cast<size_t>(l) * D + d) * N * H;
-      std::vector<int32_t> q_h(static_cast<size_t>(N) * H, p.q(GruTensor::h).zp);
-      if (q_h0) {
-        const TensorQuant& hq = p.q(GruTensor::h);
-        for (size_t i = 0; i < q_h.size(); ++i) {
-          q_h[i] = q_h0[h_offset + i];
-          if (q_h[i] < hq.qmin() || q_h[i] > hq.qmax()) {
-            throw Error("h0 code " + std::to_string(q_h[i]) + " of layer " + std::to_string(l) + " direction " +
-                        std::to_string(d) + " is outside h's code range");
-          }
-        }
-      }
+      std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
       run_cell(p, layer_input.data(), T, N, q_h, layer_output.data(), D * H, d * H, observer);
       std::copy(q_h.begin(), q_h.end(), result.h_n_codes.begin() + static_cast<std::ptrdiff_t>(h_offset));
     }
     if (l + 1 < model.num_layers) {
       // Requantize each direction's h codes into layer l+1's x space (shared by its directions).
-      const TensorQuant& next_x = model.cell(l + 1, 0).q(GruTensor::x);
       layer_input.resize(layer_output.size());
       for (size_t i = 0; i < layer_output.size(); ++i) {
         const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-        const TensorQuant& h = model.cell(l, d).q(GruTensor::h);
-        // (q_h - zp_h) at S_h -> S_x: shift_h - shift_x; proven within 2^62 by the overflow check.
-        layer_input[i] = requantize(static_cast<int64_t>(layer_output[i]) - h.zp, h.shift - next_x.shift, next_x.zp,
-                                    next_x.qmin(), next_x.qmax());
+        layer_input[i] = requantize_h_to_next_x(model, l, d, layer_output[i]);
       }
     }
   }
 
-  const int L = model.num_layers;
-  result.output_codes = layer_output;
-  result.output.resize(layer_output.size());
-  for (size_t i = 0; i < layer_output.size(); ++i) {
-    const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-    result.output[i] = static_cast<float>(model.cell(L - 1, d).q(GruTensor::h).dequantize(layer_output[i]));
+  result.output_codes = std::move(layer_output);
+  dequantize_result(model, result);
+  return result;
+}
+
+std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const float* h0, int N) {
+  if (!h0) return {};
+  const size_t per_cell = static_cast<size_t>(N) * model.hidden_size;
+  std::vector<int32_t> q_h0(model.cells.size() * per_cell);
+  for (size_t c = 0; c < model.cells.size(); ++c) {
+    const std::vector<int32_t> codes = quantize_values(model.cells[c].q(GruTensor::h), h0 + c * per_cell, per_cell);
+    std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(c * per_cell));
   }
-  result.h_n.resize(result.h_n_codes.size());
-  for (int l = 0; l < L; ++l) {
-    for (int d = 0; d < D; ++d) {
-      const TensorQuant& h = model.cell(l, d).q(GruTensor::h);
-      const size_t offset = (static_cast<size_t>(l) * D + d) * N * H;
-      for (size_t i = 0; i < static_cast<size_t>(N) * H; ++i) {
-        result.h_n[offset + i] = static_cast<float>(h.dequantize(result.h_n_codes[offset + i]));
-      }
+  return q_h0;
+}
+
+void check_input_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N) {
+  const TensorQuant& x0 = model.input_quant();
+  const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
+  for (size_t i = 0; i < x_count; ++i) {
+    if (q_x[i] < x0.qmin() || q_x[i] > x0.qmax()) {
+      throw Error("input code " + std::to_string(q_x[i]) + " at flat index " + std::to_string(i) +
+                  " is outside x's code range [" + std::to_string(x0.qmin()) + ", " + std::to_string(x0.qmax()) + "]");
     }
   }
-  return result;
+}
+
+std::vector<int32_t> initial_h_codes(const QuantizedGru& model, const int32_t* q_h0, int layer, int direction, int N) {
+  const TensorQuant& hq = model.cell(layer, direction).q(GruTensor::h);
+  const size_t count = static_cast<size_t>(N) * model.hidden_size;
+  std::vector<int32_t> q_h(count, hq.zp);
+  if (!q_h0) return q_h;
+  const size_t h_offset = (static_cast<size_t>(layer) * model.num_directions + direction) * count;
+  for (size_t i = 0; i < count; ++i) {
+    q_h[i] = q_h0[h_offset + i];
+    if (q_h[i] < hq.qmin() || q_h[i] > hq.qmax()) {
+      throw Error("h0 code " + std::to_string(q_h[i]) + " of layer " + std::to_string(layer) + " direction " +
+                  std::to_string(direction) + " is outside h's code range");
+    }
+  }
+  return q_h;
+}
+
+int32_t requantize_h_to_next_x(const QuantizedGru& model, int layer, int direction, int32_t q_h) {
+  const TensorQuant& h = model.cell(layer, direction).q(GruTensor::h);
+  const TensorQuant& next_x = model.cell(layer + 1, 0).q(GruTensor::x);  // shared by layer l+1's directions
+  // (q_h - zp_h) at S_h -> S_x: shift_h - shift_x; proven within 2^62 by the overflow check.
+  return requantize(static_cast<int64_t>(q_h) - h.zp, h.shift - next_x.shift, next_x.zp, next_x.qmin(), next_x.qmax());
+}
+
+void dequantize_result(const QuantizedGru& model, QuantGruResult& result) {
+  const int L = model.num_layers;
+  const int D = model.num_directions;
+  const size_t H = static_cast<size_t>(model.hidden_size);
+  result.output.resize(result.output_codes.size());
+  for (size_t i = 0; i < result.output_codes.size(); ++i) {
+    const int d = static_cast<int>((i / H) % static_cast<size_t>(D));
+    result.output[i] = static_cast<float>(model.cell(L - 1, d).q(GruTensor::h).dequantize(result.output_codes[i]));
+  }
+  result.h_n.resize(result.h_n_codes.size());
+  const size_t per_cell = result.h_n_codes.size() / model.cells.size();
+  for (size_t c = 0; c < model.cells.size(); ++c) {
+    const TensorQuant& h = model.cells[c].q(GruTensor::h);
+    for (size_t i = 0; i < per_cell; ++i) {
+      result.h_n[c * per_cell + i] = static_cast<float>(h.dequantize(result.h_n_codes[c * per_cell + i]));
+    }
+  }
 }
 
 QuantGruResult run_quantized_gru(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
@@ -210,16 +239,8 @@ QuantGruResult run_quantized_gru(const QuantizedGru& model, const float* x, int 
   if (model.cells.empty()) throw Error("run_quantized_gru: the model has no cells");
   const std::vector<int32_t> q_x =
       quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
-  std::vector<int32_t> q_h0;
-  if (h0) {
-    const size_t per_cell = static_cast<size_t>(N) * model.hidden_size;
-    q_h0.resize(model.cells.size() * per_cell);
-    for (size_t c = 0; c < model.cells.size(); ++c) {
-      const std::vector<int32_t> codes = quantize_values(model.cells[c].q(GruTensor::h), h0 + c * per_cell, per_cell);
-      std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(c * per_cell));
-    }
-  }
-  return run_quantized_gru_codes(model, q_x.data(), T, N, h0 ? q_h0.data() : nullptr, observer);
+  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
+  return run_quantized_gru_codes(model, q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), observer);
 }
 
 }  // namespace qgru

@@ -79,17 +79,6 @@ QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool
   return input;
 }
 
-std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const std::vector<float>& h0, int N) {
-  if (h0.empty()) return {};  // no h0: the executors start from each cell's code of 0.0
-  std::vector<int32_t> q_h0(h0.size());
-  const size_t per_cell = static_cast<size_t>(N) * static_cast<size_t>(model.cell(0, 0).hidden_size);
-  for (size_t cell = 0; cell < model.cells.size(); ++cell) {
-    const std::vector<int32_t> codes = quantize_values(model.cells[cell].q(GruTensor::h), h0.data() + cell * per_cell, per_cell);
-    std::copy(codes.begin(), codes.end(), q_h0.begin() + static_cast<std::ptrdiff_t>(cell * per_cell));
-  }
-  return q_h0;
-}
-
 QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const QuantizedGru model = read_artifact(options.artifact_path);
   const GruCellQuantParams& first = model.cell(0, 0);
@@ -118,7 +107,7 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
   if (x.is_codes) {
-    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, x.N);
+    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
     const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
     result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data)
                       : run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0_data);

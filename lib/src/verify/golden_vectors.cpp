@@ -275,7 +275,7 @@ void write_golden_vectors_for_files(const std::string& golden_path, const std::s
                                      0, options);
     return;
   }
-  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, x.N);
+  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
   write_golden_vectors(golden_path, model, x.q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data(), options);
 }
 

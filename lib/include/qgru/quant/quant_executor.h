@@ -72,4 +72,17 @@ QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t*
 // The codes of float values in a tensor's space (round half away from zero, saturating).
 std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* values, size_t count);
 
+// Pieces every integer executor (reference, fast) shares, so that they agree by construction:
+// - h0 floats [L*D, N, H] quantized into each cell's own h space (nullptr in, empty out);
+std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const float* h0, int N);
+// - q_x [T, N, C] refused with qgru::Error when a code lies outside layer 0's x code range;
+void check_input_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N);
+// - cell (l, d)'s starting h codes [N, H]: from q_h0 [L*D, N, H] (range-checked) or zp_h (the code of 0.0);
+std::vector<int32_t> initial_h_codes(const QuantizedGru& model, const int32_t* q_h0, int layer, int direction, int N);
+// - an output code of cell (l, d) requantized into layer l+1's x space (rounding half away from zero,
+//   saturating; (q_h - zp_h) shifted by shift_h - shift_x, proven within int64 by the overflow check);
+int32_t requantize_h_to_next_x(const QuantizedGru& model, int layer, int direction, int32_t q_h);
+// - result.output and result.h_n dequantized from result.output_codes and result.h_n_codes.
+void dequantize_result(const QuantizedGru& model, QuantGruResult& result);
+
 }  // namespace qgru

@@ -45,7 +45,4 @@ struct QuantRunInput {
 };
 QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first);
 
-// h0 floats [L*D, N, H] quantized into each cell's own h space (empty in, empty out).
-std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const std::vector<float>& h0, int N);
-
 }  // namespace qgru
