@@ -3,9 +3,15 @@
 //
 //   BM_gru/<path>/<H>/<T>/<N>/<threads>   one GRU layer, C = H, unidirectional, the whole sequence per
 //                                          iteration; path 0 = integer reference (int8 preset), 1 = fast
-//                                          int8, 2 = fast int16-activations, 3 = float reference.
+//                                          int8, 2 = fast int16-activations, 3 = float reference, 4 = fast
+//                                          int8 with every step split over hidden units (a barrier per
+//                                          step; min_units_per_thread = 1), 5 = fast int8 at the avx2 level.
 //   BM_madd_peak                            the machine's int16 multiply-add rate with _mm256_madd_epi16
 //                                          (register-only, 8 independent chains): MACs/s in items_per_second.
+//   BM_vnni_peak                            the same for AVX-512 VNNI vpdpbusd (u8 x s8, 64 MACs per
+//                                          instruction, 12 independent chains): the peak of the avx512-vnni
+//                                          level's GEMMs.
+//   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
 // The model: weights uniform in ±1.5/sqrt(H), input N(0, 1), quantized with ranges observed (min/max) on
 // the same input, as the unit tests do.
 #include <benchmark/benchmark.h>
@@ -15,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "../lib/src/quant/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
 #include "qgru/model/float_gru.h"
 #include "qgru/quant/fast_executor.h"
 #include "qgru/quant/quant_executor.h"
@@ -46,8 +53,10 @@ void BM_gru(benchmark::State& state) {
   const auto& c = k->c;
   qgru::FastExecutorOptions options;
   options.threads = threads;
+  if (path == 4) options.min_units_per_thread = 1;
+  if (path == 5) options.isa = qgru::FastIsa::Avx2;
   qgru::FastQuantGru fast(c.quantized, options);
-  if ((path == 1 || path == 2) && !fast.support().supported) {
+  if (path != 0 && path != 3 && !fast.support().supported) {
     state.SkipWithError(("fast path not supported: " + fast.support().reason).c_str());
     return;
   }
@@ -89,14 +98,68 @@ __attribute__((target("avx2"))) void BM_madd_peak(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t{kChains} * kIters * 16);  // 16 MACs per madd
 }
 BENCHMARK(BM_madd_peak)->Threads(1)->Threads(2)->MeasureProcessCPUTime()->UseRealTime();
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void vnni_peak_loop(benchmark::State& state) {
+  const __m512i a = _mm512_set1_epi8(3);
+  const __m512i b = _mm512_set1_epi8(-5);
+  constexpr int kChains = 12;  // > latency x throughput of vpdpbusd
+  constexpr int kIters = 4096;
+  for (auto _ : state) {
+    __m512i acc[kChains];
+    for (auto& v : acc) v = _mm512_setzero_si512();
+    for (int i = 0; i < kIters; ++i) {
+      for (int j = 0; j < kChains; ++j) {
+        __m512i x = a;
+        __asm__ volatile("" : "+v"(x));  // keep the multiply inside the loop
+        acc[j] = _mm512_dpbusd_epi32(acc[j], x, b);
+      }
+    }
+    for (auto& v : acc) benchmark::DoNotOptimize(v);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{kChains} * kIters * 64);  // 64 MACs per vpdpbusd
+}
+void BM_vnni_peak(benchmark::State& state) {
+  if (!qgru::cpu_has_avx512_vnni()) {
+    state.SkipWithError("this CPU has no AVX-512 VNNI");
+    return;
+  }
+  vnni_peak_loop(state);
+}
+BENCHMARK(BM_vnni_peak)->Threads(1)->Threads(2)->MeasureProcessCPUTime()->UseRealTime();
+
+void BM_vnni_gemm(benchmark::State& state) {
+  if (!qgru::cpu_has_avx512_vnni()) {
+    state.SkipWithError("this CPU has no AVX-512 VNNI");
+    return;
+  }
+  const int M = static_cast<int>(state.range(0));
+  const int rows = static_cast<int>(state.range(1));
+  const int Kp = static_cast<int>(state.range(2));
+  std::mt19937 rng(5);
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp), Bp(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)) * Kp);
+  for (auto& w : W) w = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  qgru::fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  std::vector<uint8_t> A(static_cast<size_t>(M) * Kp);
+  for (auto& a : A) a = static_cast<uint8_t>(rng());
+  std::vector<int32_t> bias(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)), 0), C(static_cast<size_t>(M) * rows);
+  for (auto _ : state) {
+    qgru::fast::gemm_vnni_u8s8(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), 0, rows, C.data(),
+                               static_cast<size_t>(rows));
+    benchmark::DoNotOptimize(C.data());
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{M} * rows * Kp);  // MACs
+}
+BENCHMARK(BM_vnni_gemm)->Args({1, 768, 256})->Args({1, 3072, 1024})->Args({64, 768, 256})->Args({6400, 768, 256})
+    ->ArgNames({"M", "rows", "K"})->MeasureProcessCPUTime()->UseRealTime();
 #endif
 
 void shapes(benchmark::internal::Benchmark* b) {
   const int list[][3] = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
-  for (int path : {0, 1, 2, 3}) {
+  for (int path : {0, 1, 2, 3, 4, 5}) {
     for (const auto& s : list) {
       for (int threads : {1, 2}) {
         if ((path == 0 || path == 3) && threads != 1) continue;  // single-threaded by construction
+        if (path == 4 && (threads != 2 || s[2] != 1)) continue;   // the unit split: N = 1, two threads
         b->Args({path, s[0], s[1], s[2], threads});
       }
     }

@@ -35,7 +35,14 @@ for preset in int8 int16-activations; do
     --hn "$preset.hn.npy" > "$preset.out"
   grep -q "integer executor" "$preset.out" || fail "$preset: run summary missing: $(cat "$preset.out")"
   [ -f "$preset.codes.npy" ] && [ -f "$preset.hn.npy" ] || fail "$preset: --codes/--hn not written"
-  grep -q "fast (avx2)\|reference (fast path" "$preset.out" || fail "$preset: executor not reported: $(cat "$preset.out")"
+  grep -q "fast (avx2)\|fast (avx512-vnni)\|reference (fast path" "$preset.out" || fail "$preset: executor not reported: $(cat "$preset.out")"
+  # Every fast level the CPU has computes the same codes (QGRU_FAST_ISA forces one; a level the CPU lacks
+  # runs the reference and says so).
+  for level in avx2 avx512-vnni; do
+    QGRU_FAST_ISA=$level "$qgru" -q run --model "$preset.qgru.json" --input "$example/test.npy" --output "$preset.$level.npy" \
+      --codes "$preset.$level.codes.npy" > "$preset.$level.out"
+    cmp -s "$preset.codes.npy" "$preset.$level.codes.npy" || fail "$preset: QGRU_FAST_ISA=$level changes the codes"
+  done
   # The reference executor computes the very same codes as the default (fast) one.
   "$qgru" -q run --model "$preset.qgru.json" --input "$example/test.npy" --output "$preset.ref.npy" \
     --codes "$preset.ref.codes.npy" --executor reference > /dev/null

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,41 @@ struct PackedMatrix {
   std::vector<int16_t> q16;  // [rows, Kp] otherwise
   int chunk_vecs = 1;        // madd results per int32 lane before widening
   bool out_int32 = true;     // the whole sum fits int32
+  int64_t acc_max_abs = 0;   // Kp · max|W| · max|operand|: a bound of every accumulator
+  // The avx512-vnni level (fast_kernels.h): weights in blocks of 16 rows x 4 k, operands as u8 codes + a_bias.
+  bool vnni = false;
+  int32_t a_bias = 0;                 // 128 (codes in [-128, 127]) or 0 (codes in [0, 255])
+  std::vector<int8_t> packed_vnni;    // [vnni_padded_rows(rows), Kp] in the VNNI layout
+  std::vector<int32_t> bias_rowsum;   // [vnni_padded_rows(rows)] a_bias * Σ_k W[c, k]; |.| <= 128·128·Kp <= 2^30
+
+  // Prepare the VNNI layout when the operand codes (range [q_min, q_max]) and the weights are 8-bit and
+  // K <= kVnniMaxK; otherwise leave vnni false (the AVX2 kernel runs).
+  void pack_vnni(const TensorQuant& operand) {
+    if (!int8 || Kp > fast::kVnniMaxK) return;
+    if (operand.qmin() >= -128 && operand.qmax() <= 127) {
+      a_bias = 128;
+    } else if (operand.qmin() >= 0 && operand.qmax() <= 255) {
+      a_bias = 0;
+    } else {
+      return;
+    }
+    const int rows_padded = fast::vnni_padded_rows(rows);
+    packed_vnni.assign(static_cast<size_t>(rows_padded) * Kp, 0);
+    fast::pack_vnni_u8s8(q8.data(), rows, Kp, packed_vnni.data());
+    bias_rowsum.assign(static_cast<size_t>(rows_padded), 0);
+    for (int r = 0; r < rows; ++r) {
+      int32_t sum = 0;  // |Σ_k W[r, k]| <= 128·Kp <= 2^23
+      for (int k = 0; k < Kp; ++k) sum += q8[static_cast<size_t>(r) * Kp + k];
+      bias_rowsum[static_cast<size_t>(r)] = a_bias * sum;
+    }
+    vnni = true;
+  }
+
+  // The VNNI GEMM: C[m, c] for channels [c0, c1), operand rows A [M, Kp] u8 (codes + a_bias) with stride
+  // lda; C points at channel 0 of row 0.
+  void gemm_u8(const uint8_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc) const {
+    fast::gemm_vnni_u8s8(A, lda, M, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, ldc);
+  }
 
   // Pack `codes` and prove the GEMM against operands with |code| <= operand_max_abs. Returns "" when
   // supported, else why not.
@@ -50,7 +86,8 @@ struct PackedMatrix {
       return "one madd pair 2*" + std::to_string(wmax) + "*" + std::to_string(operand_max_abs) + " overflows int32";
     }
     chunk_vecs = lane == 0 ? std::numeric_limits<int>::max() : static_cast<int>(std::min<int64_t>(kInt32Max / lane, std::numeric_limits<int>::max()));
-    out_int32 = static_cast<int64_t>(Kp) * wmax * operand_max_abs <= kInt32Max;
+    acc_max_abs = static_cast<int64_t>(Kp) * wmax * operand_max_abs;
+    out_int32 = acc_max_abs <= kInt32Max;
     if (int8) {
       q8.assign(static_cast<size_t>(rows) * Kp, 0);
     } else {
@@ -136,16 +173,54 @@ bool cpu_has_avx2() {
 #endif
 }
 
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // libgcc's feature bits include the OS's consent (XCR0) to save the zmm and mask registers.
+  return fast::avx512_kernels_built() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
 namespace {
+
+// The level a run uses: options.isa, or QGRU_FAST_ISA when Auto, or the best the CPU has. Returns "" and the
+// level, or why none applies ("reference" forced, or a level this CPU lacks).
+std::string choose_isa(const FastExecutorOptions& options, FastIsa* isa) {
+  FastIsa want = options.isa;
+  if (want == FastIsa::Auto) {
+    const char* env = std::getenv("QGRU_FAST_ISA");
+    const std::string e = env ? env : "";
+    if (e == "avx2") {
+      want = FastIsa::Avx2;
+    } else if (e == "avx512-vnni") {
+      want = FastIsa::Avx512Vnni;
+    } else if (e == "reference") {
+      return "QGRU_FAST_ISA=reference";
+    } else if (!e.empty()) {
+      return "QGRU_FAST_ISA=" + e + " is not one of avx2, avx512-vnni, reference";
+    }
+  }
+  if (want == FastIsa::Auto) want = cpu_has_avx512_vnni() ? FastIsa::Avx512Vnni : FastIsa::Avx2;
+  if (!cpu_has_avx2()) return "this CPU has no AVX2";
+  if (want == FastIsa::Avx512Vnni && !cpu_has_avx512_vnni()) return "this CPU has no AVX-512 VNNI (avx512f/bw/dq/vl/vnni/vbmi)";
+  *isa = want;
+  return "";
+}
 
 // The support check and the packing share one routine; `out` may be null (check only).
 FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOptions& options,
-                               std::vector<std::pair<PackedMatrix, PackedMatrix>>* out) {
+                               std::vector<std::pair<PackedMatrix, PackedMatrix>>* out, FastIsa* isa_out = nullptr) {
   FastPathSupport s;
-  if (!options.allow_simd || !cpu_has_avx2()) {
-    s.reason = options.allow_simd ? "this CPU has no AVX2" : "SIMD disabled by the caller";
+  FastIsa isa = FastIsa::Avx2;
+  if (!options.allow_simd) {
+    s.reason = "SIMD disabled by the caller";
     return s;
   }
+  s.reason = choose_isa(options, &isa);
+  if (!s.reason.empty()) return s;
   if (model.cells.empty() || model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
     s.reason = "the model's cell list does not match its layers x directions";
     return s;
@@ -165,10 +240,15 @@ FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOpti
       s.reason = where + ": " + why;
       return s;
     }
+    if (out && isa == FastIsa::Avx512Vnni) {
+      W.pack_vnni(x);
+      R.pack_vnni(h);
+    }
     if (out) out->emplace_back(std::move(W), std::move(R));
   }
   s.supported = true;
-  s.isa = "avx2";
+  s.isa = isa == FastIsa::Avx512Vnni ? "avx512-vnni" : "avx2";
+  if (isa_out) *isa_out = isa;
   return s;
 }
 
@@ -249,6 +329,10 @@ struct PackedCell {
   GruCellParamsView view{};  // the cell's view, Pwl activations replaced by their tables
   FoldedOffsets folded;
   TabulatedActivations tabulated;
+  bool vector_cell = false;  // the avx512-vnni level's cell kernel (every activation a table)
+  fast::CellByteTables byte_tables{};  // for vector_cell
+  bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
+  std::vector<int32_t> offset32_x, offset32_h;  // the folded offsets as int32 (|.| <= 2^30 by that proof)
 };
 
 // Step-loop of one cell on the fast path. x16: [T*N, Kx] int16 codes (padded with zeros) in the cell's x
@@ -266,16 +350,40 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   const GruCellParamsView& view = pc.view;
   const FoldedOffsets& folded = pc.folded;
 
-  // B-1 for all steps: one GEMM, threads over rows.
+  // B-1 for all steps: one GEMM, threads over rows. With VNNI and a batch of kB1PerStepBatch rows or more,
+  // B-1 runs inside the time loop instead, one [N, C] x [C, 3H] GEMM per step: it is as efficient per MAC
+  // as the all-steps GEMM and keeps gemm_x ([N, 3H]) in L2 for the cell, where the all-steps array
+  // ([T·N, 3H] int32, e.g. 19 MiB at H = 256, T = 100, N = 64) makes a round trip through memory.
+  constexpr int kB1PerStepBatch = 8;
+  const bool b1_per_step = W.vnni && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
   const int M = T * N;
-  std::vector<GX> gemm_x(static_cast<size_t>(M) * G);
+  // [M, 3H] (per step: [N, 3H]), every element written by B-1 before it is read (left uninitialised: no
+  // memset of up to tens of MiB per run)
+  std::unique_ptr<GX[]> gemm_x_owner(new GX[static_cast<size_t>(b1_per_step ? N : M) * G]);
+  GX* const gemm_x = gemm_x_owner.get();
   const double macs_x = static_cast<double>(M) * G * W.Kp;
-  const int parts_x = macs_x >= 2e6 ? std::min(threads, std::max(1, M)) : 1;
-  parallel_for(parts_x, [&](int part) {
+  // A second thread pays for its start only with enough work: 2 M MACs for the AVX2 kernel; VNNI does ~4x
+  // the MACs per cycle, and at H = 256, T = 100, N = 1 (20 M MACs) two threads were measured 2.5x slower in
+  // wall time than one on the loaded 2-core VM, so 64 M there.
+  const int parts_x = macs_x >= (W.vnni ? 64e6 : 2e6) ? std::min(threads, std::max(1, M)) : 1;
+  std::unique_ptr<uint8_t[]> xu8;  // the VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights)
+  if (W.vnni) {
+    const size_t count = static_cast<size_t>(M) * W.Kp;
+    xu8.reset(new uint8_t[count]);
+    for (size_t i = 0; i < count; ++i) xu8[i] = static_cast<uint8_t>(x16[i] + W.a_bias);  // in [0, 255]
+  }
+  if (!b1_per_step) parallel_for(parts_x, [&](int part) {
     const int m0 = static_cast<int>(static_cast<int64_t>(M) * part / parts_x);
     const int m1 = static_cast<int>(static_cast<int64_t>(M) * (part + 1) / parts_x);
+    if constexpr (std::is_same_v<GX, int32_t>) {
+      if (W.vnni) {
+        W.gemm_u8(xu8.get() + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
+                  gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
+        return;
+      }
+    }
     W.gemm(x16 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
-           gemm_x.data() + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
+           gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
   });
 
   // The recurrence: h double-buffered as int16 [N, Kh] (padding stays zero), gemm_h [N, 3H].
@@ -285,6 +393,12 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     for (int j = 0; j < H; ++j) {
       hbuf[0][static_cast<size_t>(n) * Kh + j] = static_cast<int16_t>(h_init[static_cast<size_t>(n) * H + j]);
     }
+  }
+  // The VNNI level: h also as u8 codes + a_bias [N, Kh], written by the cell beside the int16 codes.
+  std::vector<uint8_t> hu8[2];
+  if (R.vnni) {
+    for (auto& b : hu8) b.assign(static_cast<size_t>(N) * Kh, static_cast<uint8_t>(R.a_bias));
+    for (size_t i = 0; i < hbuf[0].size(); ++i) hu8[0][i] = static_cast<uint8_t>(hbuf[0][i] + R.a_bias);
   }
   std::vector<GH> gemm_h(static_cast<size_t>(N) * G);
 
@@ -314,8 +428,35 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       const int t = p.direction == 0 ? step : T - 1 - step;
       const int16_t* h_cur = hbuf[cur].data();
       int16_t* h_next = hbuf[cur ^ 1].data();
+      // B-1 of this step when it runs in the loop: this thread's rows and units.
+      if constexpr (std::is_same_v<GX, int32_t>) {
+        if (b1_per_step) {
+          const uint8_t* xu = xu8.get() + (static_cast<size_t>(t) * N + n0) * W.Kp;
+          int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
+          if (j0 == 0 && j1 == H) {
+            W.gemm_u8(xu, static_cast<size_t>(W.Kp), n1 - n0, 0, G, gx0, static_cast<size_t>(G));
+          } else {
+            for (int g = 0; g < 3; ++g) W.gemm_u8(xu, static_cast<size_t>(W.Kp), n1 - n0, g * H + j0, g * H + j1, gx0, static_cast<size_t>(G));
+          }
+        }
+      }
       // B-2 for this thread's rows and units: gates z, r, n.
-      if (j0 == 0 && j1 == H) {
+      bool b2_done = false;
+      if constexpr (std::is_same_v<GH, int32_t>) {
+        if (R.vnni) {
+          const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
+          int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
+          if (j0 == 0 && j1 == H) {
+            R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, 0, G, gh0, static_cast<size_t>(G));
+          } else {
+            for (int g = 0; g < 3; ++g) R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G));
+          }
+          b2_done = true;
+        }
+      }
+      if (b2_done) {
+        // the VNNI kernel wrote gemm_h
+      } else if (j0 == 0 && j1 == H) {
         R.gemm(h_cur + static_cast<size_t>(n0) * Kh, static_cast<size_t>(Kh), n1 - n0, 0, G,
                gemm_h.data() + static_cast<size_t>(n0) * G, static_cast<size_t>(G));
       } else {
@@ -326,15 +467,28 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
       // The cell per element: gru_cell_element with B-1/B-2's constants folded (fused_cell_element).
       for (int n = n0; n < n1; ++n) {
-        const GX* gx = gemm_x.data() + (static_cast<size_t>(t) * N + n) * G;
+        const GX* gx = gemm_x + ((b1_per_step ? 0 : static_cast<size_t>(t) * N) + n) * G;
         const GH* gh = gemm_h.data() + static_cast<size_t>(n) * G;
         const int16_t* hc = h_cur + static_cast<size_t>(n) * Kh;
         int16_t* hn = h_next + static_cast<size_t>(n) * Kh;
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
+        uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
+        if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+          if (pc.cell32) {
+            fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.offset32_x.data(), pc.offset32_h.data(), gx, gh, hc, j0,
+                                       j1, hn, hn_u8, R.a_bias, dst);
+            continue;
+          }
+        }
+        if (pc.vector_cell) {
+          fast::cell_rows_avx512(view, pc.byte_tables, folded.x.data(), folded.h.data(), gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
+          continue;
+        }
         for (int j = j0; j < j1; ++j) {
           const int32_t q_h_new = fused_cell_element(view, folded.x.data(), folded.h.data(), j, gx, gh, hc[j]);
           hn[j] = static_cast<int16_t>(q_h_new);  // h's code range fits int16 (checked at pack time)
           dst[j] = q_h_new;
+          if (hn_u8) hn_u8[j] = static_cast<uint8_t>(q_h_new + R.a_bias);  // h codes + a_bias lie in [0, 255]
         }
       }
       cur ^= 1;
@@ -345,6 +499,42 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   for (int n = 0; n < N; ++n) {
     for (int j = 0; j < H; ++j) {
       h_final[static_cast<size_t>(n) * H + j] = hbuf[last][static_cast<size_t>(n) * Kh + j];
+    }
+  }
+}
+
+// dequantize_result (quant_executor.h) with float arithmetic the compiler vectorizes: the reference computes
+// float((q - zp) · 2^-shift) in double. Codes are at most 16 bits, so |q - zp| < 2^17 is exact in float, and
+// for |shift| <= 100 both 2^-shift and the product are normal floats (2^-100 .. 2^117) held exactly: the
+// double product is that same number and its conversion to float is exact. Other shifts: the reference.
+void dequantize_fast(const QuantizedGru& model, QuantGruResult& result) {
+  for (const GruCellQuantParams& p : model.cells) {
+    const int shift = p.q(GruTensor::h).shift;
+    if (shift < -100 || shift > 100) return dequantize_result(model, result);
+  }
+  const int L = model.num_layers;
+  const int D = model.num_directions;
+  const size_t H = static_cast<size_t>(model.hidden_size);
+  result.output.resize(result.output_codes.size());
+  const size_t rows = H == 0 ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
+  for (int d = 0; d < D; ++d) {
+    const TensorQuant& hq = model.cell(L - 1, d).q(GruTensor::h);
+    const float scale = static_cast<float>(hq.scale());  // a power of two, exact in float
+    const int32_t zp = hq.zp;
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t base = (r * D + static_cast<size_t>(d)) * H;
+      const int32_t* q = result.output_codes.data() + base;
+      float* y = result.output.data() + base;
+      for (size_t j = 0; j < H; ++j) y[j] = static_cast<float>(q[j] - zp) * scale;
+    }
+  }
+  result.h_n.resize(result.h_n_codes.size());
+  const size_t per_cell = result.h_n_codes.size() / model.cells.size();
+  for (size_t c = 0; c < model.cells.size(); ++c) {
+    const TensorQuant& hq = model.cells[c].q(GruTensor::h);
+    const float scale = static_cast<float>(hq.scale());
+    for (size_t i = 0; i < per_cell; ++i) {
+      result.h_n[c * per_cell + i] = static_cast<float>(result.h_n_codes[c * per_cell + i] - hq.zp) * scale;
     }
   }
 }
@@ -363,7 +553,8 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
     : model_(model), options_(options), packed_(std::make_unique<Packed>()) {
   if (options_.threads <= 0) options_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::pair<PackedMatrix, PackedMatrix>> mats;
-  support_ = check_and_pack(model, options_, &mats);
+  FastIsa isa = FastIsa::Avx2;
+  support_ = check_and_pack(model, options_, &mats, &isa);
   if (support_.supported) {
     packed_->cells.reserve(mats.size());
     for (size_t i = 0; i < mats.size(); ++i) {
@@ -374,6 +565,16 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       pc.view = model.cells[i].view();
       pc.folded.fill(pc.view);
       pc.tabulated.apply(pc.view);
+      const GruCellParamsView& v = pc.view;
+      pc.vector_cell = isa == FastIsa::Avx512Vnni && v.update_gate.impl == ActivationImpl::Table &&
+                       v.reset_gate.impl == ActivationImpl::Table && v.new_gate.impl == ActivationImpl::Table;
+      fast::prepare_byte_tables(v, &pc.byte_tables);
+      pc.cell32 = pc.vector_cell && pc.W.out_int32 && pc.R.out_int32 &&
+                  fast::cell_fits_int32(v, pc.W.acc_max_abs, pc.R.acc_max_abs, pc.folded.x.data(), pc.folded.h.data());
+      if (pc.cell32) {
+        pc.offset32_x.assign(pc.folded.x.begin(), pc.folded.x.end());  // narrowing proved exact above
+        pc.offset32_h.assign(pc.folded.h.begin(), pc.folded.h.end());
+      }
     }
   }
 }
@@ -436,14 +637,22 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   }
 
   result.output_codes = std::move(layer_output);
-  dequantize_result(model, result);
+  dequantize_fast(model, result);
   return result;
 }
 
 QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer) const {
   if (!support_.supported || observer) return run_quantized_gru(model_, x, T, N, h0, observer);
   const QuantizedGru& model = model_;
-  const std::vector<int32_t> q_x = quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
+  const TensorQuant& xq = model.input_quant();
+  const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
+  std::vector<int32_t> q_x;
+  if (xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0) {  // TensorQuant::quantize, vectorized (exact)
+    q_x.resize(x_count);
+    fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_x.data());
+  } else {
+    q_x = quantize_values(xq, x, x_count);
+  }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
   return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr);
 }

@@ -10,13 +10,108 @@
 // fits int32 and that `chunk_vecs` 16-element vectors of madd results fit one int32 lane; the kernel
 // widens each lane to int64 after every chunk, so the int64 total is the exact integer sum. Storing into
 // an int32 C is valid only when the caller proved the whole sum fits int32.
+//
+// The AVX-512 level (fast_kernels_avx512.cpp; AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI):
+//
+// gemm_vnni_u8s8(A, lda, M, Bp, Kp, bias_rowsum, c0, c1, C, ldc):
+//   C[m * ldc + c] = Σ_{k < Kp} (A[m * lda + k] - a_bias) * W[c, k]      for m < M, c0 <= c < c1
+// A: [M, lda] uint8, the signed activation codes plus a_bias (128 for codes in [-128, 127], 0 for codes in
+// [0, 255]), zero padding beyond K allowed (it meets zero weights). Bp: the int8 weights W [rows, Kp]
+// prepacked by pack_vnni_u8s8 (groups of 64 rows, for each k4 the 64 rows' 4 consecutive k, one row per
+// int32 lane: Bp[((g * Kp/4 + k4) * 64 + r) * 4 + i] = W[64 g + r, 4 k4 + i], so that a group is one
+// sequential stream and a zmm load holds 16 rows; rows padded to vnni_padded_rows(rows) with zero weights).
+// bias_rowsum[c] = a_bias * Σ_k W[c, k] (int32, padded like the rows). C points at channel 0 of
+// row 0; only the channels [c0, c1) of the M rows are written (c0 need not be a multiple of 16).
+// Exactness: vpdpbusd adds four products u·w (u in [0, 255], w in [-128, 127], |u·w| <= 32640) into an
+// int32 lane without saturation; the caller guarantees Kp <= kVnniMaxK = 65536, so every partial sum
+// |Σ u·w| <= 65536·32640 < 2^31 and the lane holds the exact integer. Σ (x + a_bias)·w - a_bias·Σ w is
+// then Σ x·w exactly: |a_bias·Σ w| <= 128·128·65536 = 2^30 and |Σ x·w| <= 65536·255·128 < 2^31, int32
+// throughout (and the int32 subtraction is exact whenever its result fits, as it does).
+//
+// cell_rows_avx512(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst):
+//   for j in [j0, j1): q_h_new[j] = fused cell element (the reference's gru_cell_element with B-1/B-2's
+//   constants folded: offset_x[c] = rshift_round(q_bw[c], shift_bw_to_gemm_x[c]) - W_sum[c]·zp_x, offset_h
+//   likewise), written to h_new16[j] (int16), dst[j] (int32) and, when h_new_u8 is not null, to
+//   h_new_u8[j] = q_h_new + h_bias (uint8; the caller guarantees h's code range plus h_bias lies in [0, 255]).
+// gx, gh: the raw GEMM accumulators of this batch row, [3H] (channel c = g·H + j), int32 or int64. h_old:
+// [H] int16 codes of the state before the step. Every activation of p must be a table (impl Table).
+// Arithmetic: eight int64 lanes, the same integer operations as gru_cell_element in the same order:
+// rshift_round as (|v| + 2^(s-1)) >> s with the sign put back (= rshift_round's
+// floor(|v| / 2^s) + [fraction >= half]; |v| <= 2^62 by the artifact's overflow proof, so |v| + 2^61
+// cannot wrap uint64), or v·2^-s for s <= 0; saturation by 64-bit min/max; the three products by
+// vpmullq (the exact int64 product whenever it fits int64, which the overflow proof guarantees); tables
+// read at the saturated index (always inside the table): by vpermt2b from four registers when the table
+// has at most 256 entries that fit a byte (u8 or i8), else by 32-bit gathers.
 #include <cstddef>
 #include <cstdint>
 
+#include "qgru/fixed/gru_cell.h"
+
 namespace qgru::fast {
+
+// The longest K the VNNI kernel accepts (see the exactness note above).
+constexpr int kVnniMaxK = 65536;
+
+// True when the AVX-512 kernels were compiled in (x86-64 with GCC or Clang).
+bool avx512_kernels_built();
+
+// The packed row count: rows rounded up to a multiple of 64.
+inline int vnni_padded_rows(int rows) { return (rows + 63) / 64 * 64; }
+
+// Pack W [rows, Kp] int8 (row stride Kp, Kp a multiple of 4) into the VNNI layout above: writes
+// vnni_padded_rows(rows) · Kp bytes.
+void pack_vnni_u8s8(const int8_t* W, int rows, int Kp, int8_t* Bp);
+
+// The activation tables of a cell in byte form, for the cell kernel: gate g (z, r, n) has one when its
+// activation is a table of at most 256 entries whose codes all fit u8 (is_signed false) or i8 (true);
+// table[g][i] holds entry i's low byte, zeros beyond the table. Prepared once at load.
+struct CellByteTables {
+  bool bytes[3];
+  bool is_signed[3];
+  alignas(64) int8_t table[3][256];
+};
+void prepare_byte_tables(const GruCellParamsView& p, CellByteTables* out);
+
+void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int Kp, const int32_t* bias_rowsum,
+                    int c0, int c1, int32_t* C, size_t ldc);
+
+// The same step on sixteen int32 lanes (cell_rows_avx512_i32): int32 accumulators, the folded offsets as
+// int32, and every intermediate proved by cell_fits_int32 to stay within ±2^30 (so that one more addition
+// of a term within ±2^30 cannot wrap, |v| + 2^(s-1) fits vpsrlvd's unsigned lane, and the vpmulld products
+// are exact). The proof, per cell at load, from the accumulator bounds (|gemm_x| <= gemm_x_max_abs, e.g.
+// Kp·max|W|·max|x|) and the code ranges: |gemm + offset[c]| and its shifted value plus the linear's zero
+// point; each gate input's two shifted code differences plus its zero point; |r - zp_r|·|hh - zp_hh| and
+// its shifted value; |n - zp_n| aligned to h; |u - zp_u|·|h - zp_h| + |1 - u|·|n_aligned|, shifted, plus zp_h.
+// The int8 preset passes while Kp·max|W|·max|x| plus the offsets stays below 2^30 (K up to tens of
+// thousands); 16-bit activations do not (their products reach 2^32) and use the int64 kernel.
+bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t gemm_h_max_abs,
+                     const int64_t* offset_x, const int64_t* offset_h);
+void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const int32_t* offset_x,
+                          const int32_t* offset_h, const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0,
+                          int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+
+void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                      const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                      const int32_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                      const int64_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                      const int64_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
 
 // True when the AVX2 kernels were compiled in (x86-64 with GCC or Clang).
 bool avx2_kernels_built();
+
+// quantize_f32_avx2(x, n, shift, zp, q_min, q_max, q): q[i] = TensorQuant::quantize(x[i]) for the tensor
+// (shift, zp, [q_min, q_max]), i.e. clamp(round(x·2^shift) + zp) with round half away from zero and NaN -> zp,
+// for |shift| <= 60. Four doubles at a time: float -> double and the product by 2^shift are exact (no
+// overflow or underflow for |shift| <= 60), t = trunc(v) and v - t are exact, and t ± 1 where
+// |v - t| >= 0.5 is std::round's result; ±inf saturate like the scalar comparison.
+void quantize_f32_avx2(const float* x, size_t n, int shift, int32_t zp, int32_t q_min, int32_t q_max, int32_t* q);
 
 void gemm_avx2(const int16_t* A, size_t lda, int M, const int8_t* B, size_t ldb, int Nc, int Kp, int chunk_vecs,
                int32_t* C, size_t ldc);

@@ -5,6 +5,7 @@
 #include "fast_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -122,6 +123,41 @@ QGRU_AVX2 void gemm_impl(const int16_t* A, size_t lda, int M, const WT* B, size_
 
 bool avx2_kernels_built() { return true; }
 
+namespace {
+// Four floats quantized (contract of quantize_f32_avx2 in fast_kernels.h).
+struct QuantizeConsts {
+  __m256d scale, half, one, sign_bit, lo, hi, z;
+};
+QGRU_AVX2 inline __m128i quantize4(__m128 x, const QuantizeConsts& c) {
+  const __m256d v = _mm256_mul_pd(_mm256_cvtps_pd(x), c.scale);                   // x·2^shift, exact
+  const __m256d t = _mm256_round_pd(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);   // trunc(v)
+  const __m256d frac = _mm256_andnot_pd(c.sign_bit, _mm256_sub_pd(v, t));        // |v - t|, exact
+  const __m256d away = _mm256_and_pd(_mm256_cmp_pd(frac, c.half, _CMP_GE_OQ),
+                                     _mm256_or_pd(c.one, _mm256_and_pd(v, c.sign_bit)));  // ±1 on >= 0.5
+  __m256d r = _mm256_add_pd(_mm256_add_pd(t, away), c.z);                         // round(v) + zp
+  r = _mm256_min_pd(_mm256_max_pd(r, c.lo), c.hi);                                 // ±inf saturate too
+  r = _mm256_blendv_pd(r, c.z, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));                // NaN -> zp
+  return _mm256_cvttpd_epi32(r);                                                    // integral: exact
+}
+}  // namespace
+
+QGRU_AVX2 void quantize_f32_avx2(const float* x, size_t n, int shift, int32_t zp, int32_t q_min, int32_t q_max,
+                                 int32_t* q) {
+  const QuantizeConsts c{_mm256_set1_pd(std::ldexp(1.0, shift)), _mm256_set1_pd(0.5), _mm256_set1_pd(1.0),
+                         _mm256_set1_pd(-0.0), _mm256_set1_pd(q_min), _mm256_set1_pd(q_max), _mm256_set1_pd(zp)};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), quantize4(_mm_loadu_ps(x + i), c));
+  }
+  if (i < n) {
+    float in[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    alignas(16) int32_t out[4];
+    for (size_t k = i; k < n; ++k) in[k - i] = x[k];
+    _mm_store_si128(reinterpret_cast<__m128i*>(out), quantize4(_mm_loadu_ps(in), c));
+    for (size_t k = i; k < n; ++k) q[k] = out[k - i];
+  }
+}
+
 QGRU_AVX2 void gemm_avx2(const int16_t* A, size_t lda, int M, const int8_t* B, size_t ldb, int Nc, int Kp,
                          int chunk_vecs, int32_t* C, size_t ldc) {
   gemm_impl(A, lda, M, B, ldb, Nc, Kp, chunk_vecs, C, ldc);
@@ -142,6 +178,8 @@ QGRU_AVX2 void gemm_avx2(const int16_t* A, size_t lda, int M, const int16_t* B, 
 #else  // not x86-64: the fast executor never calls these (avx2_kernels_built() is false)
 
 bool avx2_kernels_built() { return false; }
+
+void quantize_f32_avx2(const float*, size_t, int, int32_t, int32_t, int32_t, int32_t*) { std::abort(); }
 
 void gemm_avx2(const int16_t*, size_t, int, const int8_t*, size_t, int, int, int, int32_t*, size_t) { std::abort(); }
 void gemm_avx2(const int16_t*, size_t, int, const int8_t*, size_t, int, int, int, int64_t*, size_t) { std::abort(); }

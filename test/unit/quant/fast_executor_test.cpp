@@ -3,6 +3,7 @@
 // be widened to int64. On a mismatch the first bad (t, n, column) is printed with both codes.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <string>
@@ -45,12 +46,32 @@ std::string codes_check(const QuantizedGru& model, const FastExecutorOptions& op
   return first_mismatch(ref, got, model.hidden_size, model.num_directions);
 }
 
-FastExecutorOptions opts(int threads, int min_units) {
+FastExecutorOptions opts(int threads, int min_units, FastIsa isa = FastIsa::Auto) {
   FastExecutorOptions o;
   o.threads = threads;
   o.min_units_per_thread = min_units;
+  o.isa = isa;
   return o;
 }
+
+// Every level of the fast path this CPU can run; the others are reported as not tested (never passed
+// silently) and must be refused with a reason.
+std::vector<FastIsa> levels_here() {
+  std::vector<FastIsa> out;
+  if (cpu_has_avx2()) {
+    out.push_back(FastIsa::Avx2);
+  } else {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2; only the reference fallback runs");
+  }
+  if (cpu_has_avx512_vnni()) {
+    out.push_back(FastIsa::Avx512Vnni);
+  } else {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the avx512-vnni level cannot run here");
+  }
+  return out;
+}
+
+const char* isa_name(FastIsa isa) { return isa == FastIsa::Avx512Vnni ? "avx512-vnni" : "avx2"; }
 
 TEST_CASE("fast path codes drift from the reference on edge shapes (int8, int16-activations)") {
   if (!cpu_has_avx2()) {
@@ -72,9 +93,16 @@ TEST_CASE("fast path codes drift from the reference on edge shapes (int8, int16-
                                                      101u + static_cast<uint32_t>(s.H * 7 + s.N));
       CHECK(fast_path_support(c.quantized).supported == cpu_has_avx2());
       const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
-      // One thread; two threads split by batch (N >= 2) or by units with a barrier per step (N = 1).
-      for (const FastExecutorOptions& o : {opts(1, 128), opts(2, 1)}) {
+      // One thread; two threads split by batch (N >= 2) or by units with a barrier per step (N = 1); every level.
+      std::vector<FastExecutorOptions> options;
+      for (FastIsa isa : levels_here()) {
+        options.push_back(opts(1, 128, isa));
+        options.push_back(opts(2, 1, isa));
+      }
+      for (const FastExecutorOptions& o : options) {
         CAPTURE(o.threads);
+        CAPTURE(isa_name(o.isa));
+        CHECK(fast_path_support(c.quantized, o).isa == isa_name(o.isa));
         FastQuantGru fast(c.quantized, o);
         const QuantGruResult got = fast.run(c.x.data(), c.T, c.N, nullptr);
         const std::string bad = first_mismatch(ref, got, s.H, 2);
@@ -101,7 +129,13 @@ TEST_CASE("fast path codes drift at the ends of the code ranges (x and h0 at qmi
       const TensorQuant& hq = m.cells[static_cast<size_t>(cell)].q(GruTensor::h);
       for (int i = 0; i < N * H; ++i) q_h0[static_cast<size_t>(cell) * N * H + i] = (rng() & 1u) ? hq.qmin() : hq.qmax();
     }
-    for (const FastExecutorOptions& o : {opts(1, 128), opts(2, 1)}) {
+    std::vector<FastExecutorOptions> options;
+    for (FastIsa isa : levels_here()) {
+      options.push_back(opts(1, 128, isa));
+      options.push_back(opts(2, 1, isa));
+    }
+    for (const FastExecutorOptions& o : options) {
+      CAPTURE(isa_name(o.isa));
       std::string bad = codes_check(m, o, q_x.data(), T, N, q_h0.data());
       CHECK_MESSAGE(bad.empty(), bad);
       // all x at qmin, h0 at qmax, and the reverse
@@ -137,8 +171,11 @@ TEST_CASE("an int32 lane overflows when a long int8 x int16 row is not widened i
   const TensorQuant& xq = c.quantized.input_quant();
   for (int32_t x_code : {xq.qmin(), xq.qmax()}) {
     std::vector<int32_t> q_x(static_cast<size_t>(T) * N * C, x_code);
-    const std::string bad = codes_check(c.quantized, opts(2, 1), q_x.data(), T, N, nullptr);
-    CHECK_MESSAGE(bad.empty(), bad);
+    for (FastIsa isa : levels_here()) {
+      CAPTURE(isa_name(isa));
+      const std::string bad = codes_check(c.quantized, opts(2, 1, isa), q_x.data(), T, N, nullptr);
+      CHECK_MESSAGE(bad.empty(), bad);
+    }
   }
 }
 
@@ -167,6 +204,29 @@ TEST_CASE("16-bit weights: a madd pair at the int32 edge stays exact, a code of 
   MESSAGE("refused: " << refused.reason);
   bad = codes_check(c.quantized, opts(2, 1), q_x.data(), c.T, c.N, nullptr);
   CHECK_MESSAGE(bad.empty(), bad);
+}
+
+TEST_CASE("a level the CPU lacks or a bad QGRU_FAST_ISA runs the reference instead of faulting") {
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  test::CalibratedCase c = test::calibrated_case(5, 9, 1, 1, 4, 2, config, 12u);
+  const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+  FastQuantGru forced(c.quantized, opts(1, 128, FastIsa::Avx512Vnni));
+  CHECK(forced.support().supported == cpu_has_avx512_vnni());
+  if (!forced.support().supported) MESSAGE("avx512-vnni refused: " << forced.support().reason);
+  CHECK(first_mismatch(ref, forced.run(c.x.data(), c.T, c.N, nullptr), 9, 1).empty());
+  // the environment variable picks the level when the options leave it at Auto
+  for (const char* env : {"reference", "avx2", "avx512-vnni", "sse9"}) {
+    CAPTURE(env);
+    setenv("QGRU_FAST_ISA", env, 1);
+    const FastPathSupport s = fast_path_support(c.quantized);
+    unsetenv("QGRU_FAST_ISA");
+    const std::string e = env;
+    if (e == "avx2") CHECK(s.supported == cpu_has_avx2());
+    if (e == "avx512-vnni") CHECK(s.supported == cpu_has_avx512_vnni());
+    if (e == "reference" || e == "sse9") CHECK_FALSE(s.supported);
+    if (s.supported) CHECK(s.isa == e);
+    if (!s.supported) CHECK_FALSE(s.reason.empty());
+  }
 }
 
 TEST_CASE("disabling SIMD or attaching an observer still gives the reference codes") {

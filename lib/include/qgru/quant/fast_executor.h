@@ -13,7 +13,8 @@
 // What is different:
 // - W and R are prepacked once (FastQuantGru's constructor) as int8 (or int16 when a code is outside
 //   [-128, 127]) rows padded to a multiple of 16 with zeros; x and h are int16 codes (sign-extended).
-// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (threads over rows); B-2 is a batch-N GEMV per step.
+// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (threads over rows; at the avx512-vnni level with
+//   N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step.
 // - Products use _mm256_madd_epi16 (int16 x int16 -> int32, pairs added). Overflow proof, per cell: with
 //   Wmax = max |q_W| and Xmax = max(|qmin_x|, |qmax_x|), one madd lane holds at most 2·Wmax·Xmax
 //   (must be <= 2^31-1, else the cell is not supported); an int32 lane accumulator takes at most
@@ -22,6 +23,20 @@
 //   the accumulators stay int32; int8 x int16: 255 vectors (4080 elements) per chunk.
 // - Threads: the recurrence is split over batch rows (independent, no synchronisation) when N >= threads,
 //   else over hidden units with one barrier per step (only when H is large enough to pay for it).
+//
+// - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
+//   environment forces one when the options leave it at Auto):
+//   avx2:        the GEMMs above; the cell step element by element (the QGRU_HD functions).
+//   avx512-vnni: (AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI: Ice Lake, Sapphire Rapids, Zen 4) GEMMs whose
+//                operands are 8-bit (x or h codes in [-128, 127] or [0, 255], int8 weights, K <= 65536) by
+//                vpdpbusd: u8 x s8 with the activation codes shifted into u8 by a_bias and a_bias·Σ_k W[c, k]
+//                subtracted once per output (exact in int32); weights prepacked at load in groups of 64
+//                rows x 4 k. The cell step a row at a time with the same integer operations as
+//                gru_cell_element: on sixteen int32 lanes when a per-cell proof (fast::cell_fits_int32)
+//                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes. Contracts
+//                and proofs in lib/src/quant/fast_kernels.h. Other GEMMs (16-bit activations) keep the
+//                AVX2 kernel.
+//   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
 // e.g. the int16 preset with 16-bit weights; an observer is attached), the reference executor runs.
@@ -34,22 +49,30 @@
 
 namespace qgru {
 
+// Instruction set level of the fast path (see above). Auto: QGRU_FAST_ISA when set, else the best the CPU has.
+enum class FastIsa { Auto, Avx2, Avx512Vnni };
+
 struct FastExecutorOptions {
+  FastIsa isa = FastIsa::Auto;
   int threads = 0;                // 0: std::thread::hardware_concurrency() (at most 2 on the reference machine)
   bool allow_simd = true;         // false: behave as if the CPU had no AVX2 (tests the fallback)
-  int min_units_per_thread = 1024; // split one step over hidden units only when H / threads >= this (a
-                                  // barrier per step: measured not to pay at H <= 1024 on a loaded 2-core VM)
+  int min_units_per_thread = 512;  // split one step over hidden units only when H / threads >= this (a
+                                  // barrier per step). avx512-vnni, N = 1, 2 threads, 2-core VM at load 2.5:
+                                  // 1.1x slower at H = 256 (R fits L2), 2.4x faster at H = 1024 (each core keeps
+                                  // its half of R, 1.5 MiB, in its own L2 instead of streaming 3 MiB per step)
 };
 
 // Whether and how the fast path runs a model.
 struct FastPathSupport {
   bool supported = false;
-  std::string isa;     // "avx2" when supported
+  std::string isa;     // "avx2" or "avx512-vnni" when supported
   std::string reason;  // why not, naming the cell and the operand bound, when not supported
 };
 
 // True when the CPU this process runs on has AVX2 (and the library was built for x86-64).
 bool cpu_has_avx2();
+// True when the CPU has AVX512F/BW/DQ/VL/VBMI and AVX512-VNNI (and the library was built for x86-64).
+bool cpu_has_avx512_vnni();
 
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options = {});
 

@@ -1,0 +1,591 @@
+// AVX-512 kernels of the fast executor (contracts in fast_kernels.h): the u8 x s8 VNNI GEMM and the cell
+// step over a row of hidden units. Compiled for any x86-64: every function here carries a target
+// attribute and is only called after the CPU was found to have AVX512F/BW/DQ/VL and AVX512-VNNI
+// (fast_executor.cpp, cpu_has_avx512_vnni); on other architectures the entry points exist but are never
+// called.
+#include "fast_kernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QGRU_FAST_HAVE_AVX512 1
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32() and trip -Wmaybe-uninitialized when
+// inlined (GCC bug 105593, fixed in the headers of GCC 13): a false positive of the system header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#endif
+
+namespace qgru::fast {
+
+void pack_vnni_u8s8(const int8_t* W, int rows, int Kp, int8_t* Bp) {
+  const int groups = vnni_padded_rows(rows) / 64;
+  const int K4 = Kp / 4;
+  for (int g = 0; g < groups; ++g) {
+    for (int k4 = 0; k4 < K4; ++k4) {
+      for (int r = 0; r < 64; ++r) {  // r = 16·bb + lane
+        const int row = 64 * g + r;
+        for (int i = 0; i < 4; ++i) {
+          const size_t dst = ((static_cast<size_t>(g) * K4 + k4) * 64 + r) * 4 + i;
+          Bp[dst] = row < rows ? W[static_cast<size_t>(row) * Kp + 4 * k4 + i] : int8_t{0};
+        }
+      }
+    }
+  }
+}
+
+void prepare_byte_tables(const GruCellParamsView& p, CellByteTables* out) {
+  const ActivationView* gates[3] = {&p.update_gate, &p.reset_gate, &p.new_gate};
+  for (int g = 0; g < 3; ++g) {
+    const ActivationView& a = *gates[g];
+    std::memset(out->table[g], 0, sizeof(out->table[g]));
+    out->bytes[g] = false;
+    out->is_signed[g] = false;
+    const int64_t count = static_cast<int64_t>(a.q_in_max) - a.q_in_min + 1;
+    if (a.impl != ActivationImpl::Table || count <= 0 || count > 256) continue;
+    int32_t lo = 0, hi = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      lo = std::min(lo, a.table[i]);
+      hi = std::max(hi, a.table[i]);
+    }
+    if (lo >= 0 && hi <= 255) {
+      out->bytes[g] = true;
+    } else if (lo >= -128 && hi <= 127) {
+      out->bytes[g] = true;
+      out->is_signed[g] = true;
+    }
+    if (out->bytes[g]) {
+      for (int64_t i = 0; i < count; ++i) out->table[g][i] = static_cast<int8_t>(a.table[i]);  // u8 or i8 bits
+    }
+  }
+}
+
+namespace {
+constexpr int64_t kLane32Limit = int64_t{1} << 30;  // every intermediate of the int32 cell stays within ±2^30
+constexpr int64_t kHuge = int64_t{1} << 62;
+
+// A bound of |rshift_round(v, s)| for |v| <= b (b <= 2^62): b / 2^s rounded up for s > 0, b·2^-s for s <= 0
+// (kHuge when that exceeds the int32 lane limit).
+int64_t shifted_bound(int64_t b, int s) {
+  if (s > 0) return s >= 62 ? 1 : (b >> s) + 1;
+  if (-s >= 31 || b > (kLane32Limit >> -s)) return kHuge;
+  return b << -s;
+}
+int64_t max_abs_diff(int32_t q_min, int32_t q_max, int64_t zp) {
+  return std::max(std::abs(q_min - zp), std::abs(q_max - zp));
+}
+}  // namespace
+
+bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t gemm_h_max_abs,
+                     const int64_t* offset_x, const int64_t* offset_h) {
+  const int64_t L = kLane32Limit;
+  const int H = p.hidden_size;
+  if (p.shift_update_gate_output > 62) return false;
+  // B-1 / B-2: accumulator + folded offset, shifted, plus the linear's zero point
+  for (int c = 0; c < 3 * H; ++c) {
+    const int64_t sx = gemm_x_max_abs + std::abs(offset_x[c]);
+    const int64_t sh = gemm_h_max_abs + std::abs(offset_h[c]);
+    if (sx > L || sh > L) return false;
+    if (shifted_bound(sx, p.shift_gemm_x_to_weight_ih_linear[c]) + std::abs(int64_t{p.weight_ih_linear.zp}) > L) return false;
+    if (shifted_bound(sh, p.shift_gemm_h_to_weight_hh_linear[c]) + std::abs(int64_t{p.weight_hh_linear.zp}) > L) return false;
+  }
+  const int64_t d_ih = max_abs_diff(p.weight_ih_linear.q_min, p.weight_ih_linear.q_max, p.weight_ih_linear.zp);
+  const int64_t d_hh = max_abs_diff(p.weight_hh_linear.q_min, p.weight_hh_linear.q_max, p.weight_hh_linear.zp);
+  // C-1, C-2: two shifted terms plus the gate input's zero point
+  if (shifted_bound(d_ih, p.shift_weight_ih_linear_to_update_gate_input) +
+          shifted_bound(d_hh, p.shift_weight_hh_linear_to_update_gate_input) + std::abs(int64_t{p.update_gate_input.zp}) > L) {
+    return false;
+  }
+  if (shifted_bound(d_ih, p.shift_weight_ih_linear_to_reset_gate_input) +
+          shifted_bound(d_hh, p.shift_weight_hh_linear_to_reset_gate_input) + std::abs(int64_t{p.reset_gate_input.zp}) > L) {
+    return false;
+  }
+  // C-3: the product r_diff·hh_diff, then two shifted terms plus the zero point
+  const int64_t d_r = max_abs_diff(p.reset_gate.q_out_min, p.reset_gate.q_out_max, p.zp_reset_gate_output);
+  if (d_r * d_hh > L) return false;
+  if (shifted_bound(d_r * d_hh, p.shift_reset_mul_hh_to_new_gate_input) +
+          shifted_bound(d_ih, p.shift_weight_ih_linear_to_new_gate_input) + std::abs(int64_t{p.new_gate_input.zp}) > L) {
+    return false;
+  }
+  // C-4: n aligned to h (without its zero point), 1 - u, the two products and their sum
+  const int64_t d_n = max_abs_diff(p.new_gate.q_out_min, p.new_gate.q_out_max, p.zp_new_gate_output);
+  const int64_t n_aligned = shifted_bound(d_n, p.shift_new_gate_output_to_h);
+  const int64_t d_u = max_abs_diff(p.update_gate.q_out_min, p.update_gate.q_out_max, p.zp_update_gate_output);
+  const int64_t d_h = max_abs_diff(p.h.q_min, p.h.q_max, p.h.zp);
+  const int64_t one = p.quant_one_in_update_gate_scale;
+  if (std::abs(one) > L || n_aligned > L) return false;
+  const int64_t one_minus_u = std::max(std::abs(one - p.update_gate.q_out_min), std::abs(one - p.update_gate.q_out_max));
+  if (d_u > L || d_h > L || one_minus_u > L) return false;
+  if (d_u * d_h > L || one_minus_u * n_aligned > L || d_u * d_h + one_minus_u * n_aligned > L) return false;
+  if (shifted_bound(d_u * d_h + one_minus_u * n_aligned, p.shift_update_gate_output) + std::abs(int64_t{p.h.zp}) > L) return false;
+  return true;
+}
+
+#if QGRU_FAST_HAVE_AVX512
+
+#define QGRU_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")))
+
+namespace {
+
+// ---- GEMM ---------------------------------------------------------------------------------------------
+
+// MR rows of A against NG groups of 64 channels (4 blocks of 16 each). acc[m][nb] lane r is the int32
+// Σ_k A[m, k]·W[64 g0 + 16 nb + r, k] (exact: see fast_kernels.h); of the 64·NG channels, those in
+// [lo, hi) are stored. Each group is read as one sequential stream (256 bytes per k4).
+template <int MR, int NG>
+QGRU_AVX512 void vnni_block(const uint8_t* A, size_t lda, const int8_t* Bp, int K4, const int32_t* bias_rowsum,
+                            int32_t* C, size_t ldc, int lo, int hi) {
+  constexpr int NB = 4 * NG;
+  __m512i acc[MR][NB];
+  for (int m = 0; m < MR; ++m) {
+    for (int nb = 0; nb < NB; ++nb) acc[m][nb] = _mm512_setzero_si512();
+  }
+  const size_t group_bytes = static_cast<size_t>(K4) * 256;
+  for (int k4 = 0; k4 < K4; ++k4) {
+    __m512i w[NB];
+    for (int nb = 0; nb < NB; ++nb) {
+      w[nb] = _mm512_loadu_si512(Bp + (nb / 4) * group_bytes + static_cast<size_t>(k4) * 256 + (nb % 4) * 64);
+    }
+    for (int m = 0; m < MR; ++m) {
+      int32_t four;  // four consecutive u8 activations of row m
+      std::memcpy(&four, A + m * lda + static_cast<size_t>(k4) * 4, 4);
+      const __m512i a = _mm512_set1_epi32(four);
+      for (int nb = 0; nb < NB; ++nb) acc[m][nb] = _mm512_dpbusd_epi32(acc[m][nb], a, w[nb]);
+    }
+  }
+  for (int nb = 0; nb < NB; ++nb) {
+    const __m512i bias = _mm512_loadu_si512(bias_rowsum + 16 * nb);  // a_bias·Σ_k W[c, k], int32
+    const int first = std::max(0, lo - 16 * nb);   // lanes [first, last) are inside [lo, hi)
+    const int last = std::min(16, hi - 16 * nb);
+    if (first >= last) continue;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
+    for (int m = 0; m < MR; ++m) {
+      // Σ (x + a_bias)·w - a_bias·Σ w = Σ x·w, int32 (|.| <= 2^30)
+      _mm512_mask_storeu_epi32(C + m * ldc + 16 * nb, mask, _mm512_sub_epi32(acc[m][nb], bias));
+    }
+  }
+}
+
+// Rows [0, M) against NG groups starting at Bp: strips of MR rows, then single rows.
+template <int MR, int NG>
+QGRU_AVX512 void vnni_rows(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int K4, const int32_t* bias_rowsum,
+                           int32_t* C, size_t ldc, int lo, int hi) {
+  int m = 0;
+  for (; m + MR <= M; m += MR) {
+    vnni_block<MR, NG>(A + static_cast<size_t>(m) * lda, lda, Bp, K4, bias_rowsum, C + static_cast<size_t>(m) * ldc,
+                       ldc, lo, hi);
+  }
+  for (; m < M; ++m) {
+    vnni_block<1, NG>(A + static_cast<size_t>(m) * lda, lda, Bp, K4, bias_rowsum, C + static_cast<size_t>(m) * ldc,
+                      ldc, lo, hi);
+  }
+}
+
+// ---- the cell step --------------------------------------------------------------------------------------
+
+// rshift_round (qgru/fixed/rounding.h) on eight int64 lanes with per-lane shifts s in -62..62:
+//   s > 0: sign(v)·((|v| + 2^(s-1)) >> s), which is floor(|v| / 2^s) + [|v| mod 2^s >= 2^(s-1)], i.e.
+//          half away from zero. |v| <= 2^62 (the overflow proof), so |v| + 2^61 does not wrap.
+//   s <= 0: v·2^-s as a left shift (s = 0: v); the proof bounds the product below 2^62.
+// Shift counts outside 0..63 give 0 in vpsllvq/vpsrlvq; the lanes where that happens are not selected.
+QGRU_AVX512 inline __m512i rshift_round_v(__m512i v, __m512i s) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi64(1);
+  const __mmask8 right = _mm512_cmpgt_epi64_mask(s, zero);
+  const __mmask8 negative = _mm512_cmplt_epi64_mask(v, zero);
+  const __m512i magnitude = _mm512_abs_epi64(v);
+  const __m512i half = _mm512_sllv_epi64(one, _mm512_sub_epi64(s, one));  // 2^(s-1) for s > 0
+  const __m512i rounded = _mm512_srlv_epi64(_mm512_add_epi64(magnitude, half), s);
+  const __m512i signed_rounded = _mm512_mask_sub_epi64(rounded, negative, zero, rounded);
+  const __m512i left = _mm512_sllv_epi64(v, _mm512_sub_epi64(zero, s));
+  return _mm512_mask_blend_epi64(right, left, signed_rounded);
+}
+
+// A shift that is the same for every lane (a cell constant), with its rounding constants prepared once.
+struct UniformShift {
+  int s = 0;
+  __m128i count;   // s > 0: s; s < 0: -s (the left shift)
+  __m512i half;    // s > 0: 2^(s-1)
+};
+QGRU_AVX512 inline UniformShift uniform_shift(int s) {
+  UniformShift u;
+  u.s = s;
+  u.count = _mm_cvtsi32_si128(s > 0 ? s : -s);
+  u.half = _mm512_set1_epi64(s > 0 ? int64_t{1} << (s - 1) : 0);
+  return u;
+}
+// rshift_round with a uniform shift: the same formulas as rshift_round_v.
+QGRU_AVX512 inline __m512i rshift_round_u(__m512i v, const UniformShift& u) {
+  if (u.s > 0) {
+    const __mmask8 negative = _mm512_movepi64_mask(v);
+    const __m512i rounded = _mm512_srl_epi64(_mm512_add_epi64(_mm512_abs_epi64(v), u.half), u.count);
+    return _mm512_mask_sub_epi64(rounded, negative, _mm512_setzero_si512(), rounded);
+  }
+  if (u.s == 0) return v;
+  return _mm512_sll_epi64(v, u.count);  // v·2^-s
+}
+
+// One code space's zero point and range as lanes.
+struct SpaceV {
+  __m512i zp, q_min, q_max;
+};
+QGRU_AVX512 inline SpaceV space_v(const CodeSpace& c) {
+  return {_mm512_set1_epi64(c.zp), _mm512_set1_epi64(c.q_min), _mm512_set1_epi64(c.q_max)};
+}
+QGRU_AVX512 inline __m512i saturate_v(__m512i v, const SpaceV& s) {
+  return _mm512_min_epi64(_mm512_max_epi64(v, s.q_min), s.q_max);
+}
+
+// Eight accumulators as int64 lanes (masked lanes read as 0).
+QGRU_AVX512 inline __m512i load_acc(const int32_t* p, __mmask8 k) {
+  return _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, p));
+}
+QGRU_AVX512 inline __m512i load_acc(const int64_t* p, __mmask8 k) { return _mm512_maskz_loadu_epi64(k, p); }
+
+// requantize (rounding.h) of accumulator + folded offset into a linear's code space, per-channel shifts.
+template <class AT>
+QGRU_AVX512 inline __m512i linear_v(const AT* acc, const int64_t* offset, const int32_t* shift, __mmask8 k,
+                                    const SpaceV& space) {
+  const __m512i sum = _mm512_add_epi64(load_acc(acc, k), _mm512_maskz_loadu_epi64(k, offset));  // S_W[c]·S_x
+  const __m512i s = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, shift));
+  return saturate_v(_mm512_add_epi64(rshift_round_v(sum, s), space.zp), space);
+}
+
+// evaluate_activation (activation.h) of a Table activation: table[sat(q) - q_in_min], from the byte form
+// (CellByteTables, four zmm registers read with vpermt2b) when there is one, else by a 32-bit gather. The
+// index is saturated into the table first, so either read stays inside it.
+struct TableV {
+  const int32_t* table = nullptr;
+  __m512i q_in_min, q_in_max;
+  bool bytes = false;
+  bool is_signed = false;
+};
+QGRU_AVX512 inline TableV table_v(const ActivationView& a, const CellByteTables& b, int g, __m512i* regs) {
+  TableV t;
+  t.table = a.table;
+  t.q_in_min = _mm512_set1_epi64(a.q_in_min);
+  t.q_in_max = _mm512_set1_epi64(a.q_in_max);
+  t.bytes = b.bytes[g];
+  t.is_signed = b.is_signed[g];
+  for (int i = 0; i < 4; ++i) regs[i] = _mm512_load_si512(b.table[g] + 64 * i);
+  return t;
+}
+
+QGRU_AVX512 inline __m512i activation_v(const TableV& t, const __m512i* regs, __m512i q) {
+  const __m512i index = _mm512_sub_epi64(_mm512_min_epi64(_mm512_max_epi64(q, t.q_in_min), t.q_in_max), t.q_in_min);
+  if (!t.bytes) return _mm512_cvtepi32_epi64(_mm512_i64gather_epi32(index, t.table, 4));
+  // index in 0..255 as bytes 0..7; vpermt2b picks from the 128 bytes regs[0..1] (bit 7 clear) or regs[2..3].
+  const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi64_epi8(index));
+  const __m512i from_lo = _mm512_permutex2var_epi8(regs[0], idx8, regs[1]);
+  const __m512i from_hi = _mm512_permutex2var_epi8(regs[2], idx8, regs[3]);
+  const __mmask64 upper = _mm512_movepi8_mask(idx8);  // bit 7 of each index byte
+  const __m128i bytes = _mm512_castsi512_si128(_mm512_mask_blend_epi8(upper, from_lo, from_hi));
+  return t.is_signed ? _mm512_cvtepi8_epi64(bytes) : _mm512_cvtepu8_epi64(bytes);
+}
+
+template <class GX, class GH>
+QGRU_AVX512 void cell_impl(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                           const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                           uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  const int H = p.hidden_size;
+  // Every cell constant as lanes, once (the loop below stores through pointers that could alias p).
+  const SpaceV ih_space = space_v(p.weight_ih_linear), hh_space = space_v(p.weight_hh_linear);
+  const SpaceV z_in = space_v(p.update_gate_input), r_in = space_v(p.reset_gate_input), n_in = space_v(p.new_gate_input);
+  const SpaceV h_space = space_v(p.h);
+  const UniformShift s_ih_z = uniform_shift(p.shift_weight_ih_linear_to_update_gate_input);
+  const UniformShift s_hh_z = uniform_shift(p.shift_weight_hh_linear_to_update_gate_input);
+  const UniformShift s_ih_r = uniform_shift(p.shift_weight_ih_linear_to_reset_gate_input);
+  const UniformShift s_hh_r = uniform_shift(p.shift_weight_hh_linear_to_reset_gate_input);
+  const UniformShift s_ih_n = uniform_shift(p.shift_weight_ih_linear_to_new_gate_input);
+  const UniformShift s_rh_n = uniform_shift(p.shift_reset_mul_hh_to_new_gate_input);
+  const UniformShift s_n_h = uniform_shift(p.shift_new_gate_output_to_h);
+  const UniformShift s_u = uniform_shift(p.shift_update_gate_output);
+  const __m512i zp_z_out = _mm512_set1_epi64(p.zp_update_gate_output);
+  const __m512i zp_r_out = _mm512_set1_epi64(p.zp_reset_gate_output);
+  const __m512i zp_n_out = _mm512_set1_epi64(p.zp_new_gate_output);
+  const __m512i one_u = _mm512_set1_epi64(p.quant_one_in_update_gate_scale);
+  const __m512i bias_u8 = _mm512_set1_epi64(h_bias);
+  __m512i rz[4], rr[4], rn[4];
+  const TableV tz = table_v(p.update_gate, byte_tables, 0, rz);
+  const TableV tr = table_v(p.reset_gate, byte_tables, 1, rr);
+  const TableV tn = table_v(p.new_gate, byte_tables, 2, rn);
+  const int32_t* shift_x = p.shift_gemm_x_to_weight_ih_linear;
+  const int32_t* shift_h = p.shift_gemm_h_to_weight_hh_linear;
+
+  for (int j = j0; j < j1; j += 8) {
+    const int left = j1 - j;
+    const __mmask8 k = left >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << left) - 1u);
+    __m512i q_ih[3];
+    __m512i q_hh[3];
+    for (int g = 0; g < 3; ++g) {
+      const size_t c = static_cast<size_t>(g) * H + j;
+      q_ih[g] = linear_v(gx + c, offset_x + c, shift_x + c, k, ih_space);  // weight_ih_linear codes
+      q_hh[g] = linear_v(gh + c, offset_h + c, shift_h + c, k, hh_space);  // weight_hh_linear codes
+    }
+    __m512i ih_diff[3], hh_diff[3];  // S_weight_ih_linear, S_weight_hh_linear
+    for (int g = 0; g < 3; ++g) {
+      ih_diff[g] = _mm512_sub_epi64(q_ih[g], ih_space.zp);
+      hh_diff[g] = _mm512_sub_epi64(q_hh[g], hh_space.zp);
+    }
+    // C-1, C-2 (compute_sigmoid_gate_input): each term rounded into the gate input's space, then added
+    const __m512i q_update_gate_input = saturate_v(
+        _mm512_add_epi64(_mm512_add_epi64(rshift_round_u(ih_diff[0], s_ih_z), rshift_round_u(hh_diff[0], s_hh_z)), z_in.zp), z_in);
+    const __m512i q_update_gate_output = activation_v(tz, rz, q_update_gate_input);
+    const __m512i q_reset_gate_input = saturate_v(
+        _mm512_add_epi64(_mm512_add_epi64(rshift_round_u(ih_diff[1], s_ih_r), rshift_round_u(hh_diff[1], s_hh_r)), r_in.zp), r_in);
+    const __m512i q_reset_gate_output = activation_v(tr, rr, q_reset_gate_input);
+    // C-3 (compute_new_gate_input)
+    const __m512i r_diff = _mm512_sub_epi64(q_reset_gate_output, zp_r_out);   // S_r
+    const __m512i product = _mm512_mullo_epi64(r_diff, hh_diff[2]);          // S_r·S_hh, |.| < 2^32
+    const __m512i q_rh = rshift_round_u(product, s_rh_n);                     // S_new_gate_input
+    const __m512i ih_shifted = rshift_round_u(ih_diff[2], s_ih_n);            // S_new_gate_input
+    const __m512i q_new_gate_input = saturate_v(_mm512_add_epi64(_mm512_add_epi64(ih_shifted, q_rh), n_in.zp), n_in);
+    const __m512i q_new_gate_output = activation_v(tn, rn, q_new_gate_input);
+    // C-4 (compute_hidden_state)
+    const __m512i q_h_old = _mm512_cvtepi16_epi64(_mm_maskz_loadu_epi16(k, h_old + j));
+    const __m512i q_new_gate_aligned_to_h =
+        _mm512_add_epi64(rshift_round_u(_mm512_sub_epi64(q_new_gate_output, zp_n_out), s_n_h), h_space.zp);  // S_h
+    const __m512i u_diff = _mm512_sub_epi64(q_update_gate_output, zp_z_out);
+    const __m512i q_old_contribution_mul = _mm512_mullo_epi64(u_diff, _mm512_sub_epi64(q_h_old, h_space.zp));  // S_u·S_h
+    const __m512i one_minus_u = _mm512_sub_epi64(one_u, q_update_gate_output);
+    const __m512i q_new_contribution_mul =
+        _mm512_mullo_epi64(one_minus_u, _mm512_sub_epi64(q_new_gate_aligned_to_h, h_space.zp));  // S_u·S_h
+    const __m512i q_combined = _mm512_add_epi64(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
+    const __m512i q_h_new = saturate_v(_mm512_add_epi64(rshift_round_u(q_combined, s_u), h_space.zp), h_space);
+    _mm512_mask_cvtepi64_storeu_epi32(dst + j, k, q_h_new);
+    _mm512_mask_cvtepi64_storeu_epi16(h_new16 + j, k, q_h_new);  // h's codes fit int16 (checked at pack time)
+    if (h_new_u8) _mm512_mask_cvtepi64_storeu_epi8(h_new_u8 + j, k, _mm512_add_epi64(q_h_new, bias_u8));
+  }
+}
+
+
+// ---- the cell step on sixteen int32 lanes (cell_rows_avx512_i32; the bounds in cell_fits_int32) ----------
+
+// rshift_round on int32 lanes, per-lane shifts: the formulas of rshift_round_v. |v| <= 2^30 (proved), so
+// |v| + 2^(s-1) <= 2^31 fits the unsigned lane that vpsrlvd shifts; counts of 32 and more give 0, which is
+// rshift_round's result for |v| < 2^(s-1).
+QGRU_AVX512 inline __m512i rshift_round_v32(__m512i v, __m512i s) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi32(1);
+  const __mmask16 right = _mm512_cmpgt_epi32_mask(s, zero);
+  const __mmask16 negative = _mm512_movepi32_mask(v);
+  const __m512i half = _mm512_sllv_epi32(one, _mm512_sub_epi32(s, one));
+  const __m512i rounded = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), half), s);
+  const __m512i signed_rounded = _mm512_mask_sub_epi32(rounded, negative, zero, rounded);
+  const __m512i left = _mm512_sllv_epi32(v, _mm512_sub_epi32(zero, s));
+  return _mm512_mask_blend_epi32(right, left, signed_rounded);
+}
+
+struct UniformShift32 {
+  int s = 0;
+  __m128i count;
+  __m512i half;
+};
+QGRU_AVX512 inline UniformShift32 uniform_shift32(int s) {
+  UniformShift32 u;
+  u.s = s;
+  u.count = _mm_cvtsi32_si128(s > 0 ? s : -s);
+  u.half = _mm512_set1_epi32(s > 0 && s <= 32 ? static_cast<int32_t>(uint32_t{1} << (s - 1)) : 0);
+  return u;
+}
+QGRU_AVX512 inline __m512i rshift_round_u32(__m512i v, const UniformShift32& u) {
+  if (u.s > 0) {
+    const __mmask16 negative = _mm512_movepi32_mask(v);
+    const __m512i rounded = _mm512_srl_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), u.half), u.count);
+    return _mm512_mask_sub_epi32(rounded, negative, _mm512_setzero_si512(), rounded);
+  }
+  if (u.s == 0) return v;
+  return _mm512_sll_epi32(v, u.count);
+}
+
+struct SpaceV32 {
+  __m512i zp, q_min, q_max;
+};
+QGRU_AVX512 inline SpaceV32 space_v32(const CodeSpace& c) {
+  return {_mm512_set1_epi32(c.zp), _mm512_set1_epi32(c.q_min), _mm512_set1_epi32(c.q_max)};
+}
+QGRU_AVX512 inline __m512i saturate_v32(__m512i v, const SpaceV32& s) {
+  return _mm512_min_epi32(_mm512_max_epi32(v, s.q_min), s.q_max);
+}
+
+QGRU_AVX512 inline __m512i linear_v32(const int32_t* acc, const int32_t* offset, const int32_t* shift, __mmask16 k,
+                                      const SpaceV32& space) {
+  const __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, offset));
+  return saturate_v32(_mm512_add_epi32(rshift_round_v32(sum, _mm512_maskz_loadu_epi32(k, shift)), space.zp), space);
+}
+
+struct TableV32 {
+  const int32_t* table = nullptr;
+  __m512i q_in_min, q_in_max;
+  bool bytes = false;
+  bool is_signed = false;
+};
+QGRU_AVX512 inline TableV32 table_v32(const ActivationView& a, const CellByteTables& b, int g, __m512i* regs) {
+  TableV32 t;
+  t.table = a.table;
+  t.q_in_min = _mm512_set1_epi32(a.q_in_min);
+  t.q_in_max = _mm512_set1_epi32(a.q_in_max);
+  t.bytes = b.bytes[g];
+  t.is_signed = b.is_signed[g];
+  for (int i = 0; i < 4; ++i) regs[i] = _mm512_load_si512(b.table[g] + 64 * i);
+  return t;
+}
+QGRU_AVX512 inline __m512i activation_v32(const TableV32& t, const __m512i* regs, __m512i q) {
+  const __m512i index = _mm512_sub_epi32(_mm512_min_epi32(_mm512_max_epi32(q, t.q_in_min), t.q_in_max), t.q_in_min);
+  if (!t.bytes) return _mm512_i32gather_epi32(index, t.table, 4);
+  const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(index));
+  const __m512i from_lo = _mm512_permutex2var_epi8(regs[0], idx8, regs[1]);
+  const __m512i from_hi = _mm512_permutex2var_epi8(regs[2], idx8, regs[3]);
+  const __m128i bytes = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
+  return t.is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+}
+
+QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const int32_t* offset_x,
+                             const int32_t* offset_h, const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0,
+                             int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  const int H = p.hidden_size;
+  const SpaceV32 ih_space = space_v32(p.weight_ih_linear), hh_space = space_v32(p.weight_hh_linear);
+  const SpaceV32 z_in = space_v32(p.update_gate_input), r_in = space_v32(p.reset_gate_input), n_in = space_v32(p.new_gate_input);
+  const SpaceV32 h_space = space_v32(p.h);
+  const UniformShift32 s_ih_z = uniform_shift32(p.shift_weight_ih_linear_to_update_gate_input);
+  const UniformShift32 s_hh_z = uniform_shift32(p.shift_weight_hh_linear_to_update_gate_input);
+  const UniformShift32 s_ih_r = uniform_shift32(p.shift_weight_ih_linear_to_reset_gate_input);
+  const UniformShift32 s_hh_r = uniform_shift32(p.shift_weight_hh_linear_to_reset_gate_input);
+  const UniformShift32 s_ih_n = uniform_shift32(p.shift_weight_ih_linear_to_new_gate_input);
+  const UniformShift32 s_rh_n = uniform_shift32(p.shift_reset_mul_hh_to_new_gate_input);
+  const UniformShift32 s_n_h = uniform_shift32(p.shift_new_gate_output_to_h);
+  const UniformShift32 s_u = uniform_shift32(p.shift_update_gate_output);
+  const __m512i zp_z_out = _mm512_set1_epi32(p.zp_update_gate_output);
+  const __m512i zp_r_out = _mm512_set1_epi32(p.zp_reset_gate_output);
+  const __m512i zp_n_out = _mm512_set1_epi32(p.zp_new_gate_output);
+  const __m512i one_u = _mm512_set1_epi32(static_cast<int32_t>(p.quant_one_in_update_gate_scale));  // |.| <= 2^30 (proved)
+  const __m512i bias_u8 = _mm512_set1_epi32(h_bias);
+  __m512i rz[4], rr[4], rn[4];
+  const TableV32 tz = table_v32(p.update_gate, byte_tables, 0, rz);
+  const TableV32 tr = table_v32(p.reset_gate, byte_tables, 1, rr);
+  const TableV32 tn = table_v32(p.new_gate, byte_tables, 2, rn);
+  const int32_t* shift_x = p.shift_gemm_x_to_weight_ih_linear;
+  const int32_t* shift_h = p.shift_gemm_h_to_weight_hh_linear;
+
+  for (int j = j0; j < j1; j += 16) {
+    const int left = j1 - j;
+    const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+    __m512i ih_diff[3], hh_diff[3];  // S_weight_ih_linear, S_weight_hh_linear
+    for (int g = 0; g < 3; ++g) {
+      const size_t c = static_cast<size_t>(g) * H + j;
+      ih_diff[g] = _mm512_sub_epi32(linear_v32(gx + c, offset_x + c, shift_x + c, k, ih_space), ih_space.zp);
+      hh_diff[g] = _mm512_sub_epi32(linear_v32(gh + c, offset_h + c, shift_h + c, k, hh_space), hh_space.zp);
+    }
+    // C-1, C-2
+    const __m512i q_update_gate_input = saturate_v32(
+        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[0], s_ih_z), rshift_round_u32(hh_diff[0], s_hh_z)), z_in.zp), z_in);
+    const __m512i q_update_gate_output = activation_v32(tz, rz, q_update_gate_input);
+    const __m512i q_reset_gate_input = saturate_v32(
+        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[1], s_ih_r), rshift_round_u32(hh_diff[1], s_hh_r)), r_in.zp), r_in);
+    const __m512i q_reset_gate_output = activation_v32(tr, rr, q_reset_gate_input);
+    // C-3
+    const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, zp_r_out), hh_diff[2]);  // S_r·S_hh
+    const __m512i q_new_gate_input = saturate_v32(
+        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[2], s_ih_n), rshift_round_u32(product, s_rh_n)), n_in.zp), n_in);
+    const __m512i q_new_gate_output = activation_v32(tn, rn, q_new_gate_input);
+    // C-4
+    const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
+    const __m512i n_diff_aligned = rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, zp_n_out), s_n_h);  // aligned - zp_h
+    const __m512i q_old_contribution_mul =
+        _mm512_mullo_epi32(_mm512_sub_epi32(q_update_gate_output, zp_z_out), _mm512_sub_epi32(q_h_old, h_space.zp));  // S_u·S_h
+    const __m512i q_new_contribution_mul = _mm512_mullo_epi32(_mm512_sub_epi32(one_u, q_update_gate_output), n_diff_aligned);
+    const __m512i q_combined = _mm512_add_epi32(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
+    const __m512i q_h_new = saturate_v32(_mm512_add_epi32(rshift_round_u32(q_combined, s_u), h_space.zp), h_space);
+    _mm512_mask_storeu_epi32(dst + j, k, q_h_new);
+    _mm512_mask_cvtepi32_storeu_epi16(h_new16 + j, k, q_h_new);
+    if (h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(h_new_u8 + j, k, _mm512_add_epi32(q_h_new, bias_u8));
+  }
+}
+
+}  // namespace
+
+bool avx512_kernels_built() { return true; }
+
+QGRU_AVX512 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int Kp,
+                                const int32_t* bias_rowsum, int c0, int c1, int32_t* C, size_t ldc) {
+  if (M <= 0 || c1 <= c0) return;
+  const int K4 = Kp / 4;
+  const int g1 = (c1 + 63) / 64;
+  const size_t group_bytes = static_cast<size_t>(K4) * 256;
+  int g = c0 / 64;
+  // From group g: channels [64 g, ...) are stored when inside [c0, c1).
+#define QGRU_VNNI_GROUP(KERNEL, ...) \
+  KERNEL<__VA_ARGS__>(A, lda, M, Bp + g * group_bytes, K4, bias_rowsum + 64 * g, C + 64 * g, ldc, c0 - 64 * g, c1 - 64 * g)
+  if (M == 1) {  // GEMV (the batch-1 recurrence): eight independent accumulators over 128 channels
+    for (; g + 2 <= g1; g += 2) QGRU_VNNI_GROUP(vnni_rows, 1, 2);
+    for (; g < g1; ++g) QGRU_VNNI_GROUP(vnni_rows, 1, 1);
+    return;
+  }
+  // GEMM: chunks of 64 rows of A (64·Kp bytes, in L1 for Kp <= 512) against every panel of 4 blocks (64
+  // channels, streamed from L2 once per chunk), 4 rows x 4 blocks per register tile.
+  constexpr int kRowChunk = 64;
+  if (M > kRowChunk) {
+    for (int m0 = 0; m0 < M; m0 += kRowChunk) {
+      gemm_vnni_u8s8(A + static_cast<size_t>(m0) * lda, lda, std::min(kRowChunk, M - m0), Bp, Kp, bias_rowsum, c0, c1,
+                     C + static_cast<size_t>(m0) * ldc, ldc);
+    }
+    return;
+  }
+  for (; g < g1; ++g) QGRU_VNNI_GROUP(vnni_rows, 4, 1);
+#undef QGRU_VNNI_GROUP
+}
+
+QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                                  const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
+                                  int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                                  const int32_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1,
+                                  int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                                  const int64_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
+                                  int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
+                                  const int64_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1,
+                                  int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables,
+                                      const int32_t* offset_x, const int32_t* offset_h, const int32_t* gx,
+                                      const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl32(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+#else  // not x86-64: the fast executor never calls these (avx512_kernels_built() is false)
+
+void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const int32_t*, const int32_t*,
+                          const int32_t*, const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t,
+                          int32_t*) { std::abort(); }
+
+bool avx512_kernels_built() { return false; }
+
+void gemm_vnni_u8s8(const uint8_t*, size_t, int, const int8_t*, int, const int32_t*, int, int, int32_t*, size_t) {
+  std::abort();
+}
+void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int32_t*,
+                      const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int64_t*,
+                      const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int64_t*, const int32_t*,
+                      const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int64_t*, const int64_t*,
+                      const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+
+#endif
+
+}  // namespace qgru::fast

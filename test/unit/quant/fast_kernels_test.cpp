@@ -1,0 +1,249 @@
+// The fast executor's kernels against the specification, one kernel at a time: the AVX-512 cell step
+// against gru_cell_element (qgru/fixed/gru_cell.h) on random accumulators, rounding ties and the ends of
+// every code range, for every preset; the VNNI GEMM against the plain integer sum at the ends of the
+// operand ranges and at the longest K its int32 contract allows. Levels this CPU lacks are reported, not
+// passed silently.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../../../lib/src/quant/fast_kernels.h"
+#include "qgru/fixed/gru_cell.h"
+#include "qgru/quant/fast_executor.h"
+#include "quant_test_support.h"
+
+namespace qgru {
+namespace {
+
+// A cell's view with every piecewise-linear activation replaced by a table of its own outputs (what the
+// fast executor does at load); the tables live in `storage`.
+GruCellParamsView tabulated_view(const GruCellParamsView& v, std::vector<std::vector<int32_t>>& storage) {
+  GruCellParamsView t = v;
+  ActivationView* gates[3] = {&t.update_gate, &t.reset_gate, &t.new_gate};
+  storage.resize(3);
+  for (int g = 0; g < 3; ++g) {
+    ActivationView& a = *gates[g];
+    if (a.impl != ActivationImpl::Pwl) continue;
+    storage[g].clear();
+    for (int64_t q = a.q_in_min; q <= a.q_in_max; ++q) storage[g].push_back(evaluate_activation(a, static_cast<int32_t>(q)));
+    a.impl = ActivationImpl::Table;
+    a.table = storage[g].data();
+  }
+  return t;
+}
+
+// The int64 kernel (cell_rows_avx512), and with int32 accumulators the int32 one (cell_rows_avx512_i32)
+// when cell_fits_int32 proves it for the accumulator bounds bx, bh, against gru_cell_element.
+template <class GX, class GH>
+std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView& tab, const std::vector<GX>& gx,
+                          const std::vector<GH>& gh, const std::vector<int16_t>& h_old, int j0, int j1, int32_t h_bias,
+                          int64_t bx, int64_t bh, bool* ran_int32 = nullptr) {
+  const int H = spec.hidden_size;
+  std::vector<int64_t> off_x(3 * static_cast<size_t>(H)), off_h(3 * static_cast<size_t>(H));
+  for (int c = 0; c < 3 * H; ++c) {
+    off_x[c] = rshift_round(spec.q_bw[c], spec.shift_bw_to_gemm_x[c]) - spec.W_sum[c] * static_cast<int64_t>(spec.zp_x);
+    off_h[c] = rshift_round(spec.q_br[c], spec.shift_br_to_gemm_h[c]) - spec.R_sum[c] * static_cast<int64_t>(spec.h.zp);
+  }
+  fast::CellByteTables bytes;
+  fast::prepare_byte_tables(tab, &bytes);
+  constexpr int32_t kSentinel = 0x5A5A5A5A;
+  std::vector<int32_t> dst(static_cast<size_t>(H), kSentinel);
+  std::vector<int16_t> h16(static_cast<size_t>(H), int16_t{0x5A5A});
+  std::vector<uint8_t> hu8(static_cast<size_t>(H), uint8_t{0x5A});
+  bool int32_kernel = false;
+  if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+    if (fast::cell_fits_int32(tab, bx, bh, off_x.data(), off_h.data())) {
+      int32_kernel = true;
+      const std::vector<int32_t> ox(off_x.begin(), off_x.end()), oh(off_h.begin(), off_h.end());
+      fast::cell_rows_avx512_i32(tab, bytes, ox.data(), oh.data(), gx.data(), gh.data(), h_old.data(), j0, j1,
+                                 h16.data(), h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
+    }
+  }
+  if (ran_int32) *ran_int32 = int32_kernel;
+  if (!int32_kernel) {
+    fast::cell_rows_avx512(tab, bytes, off_x.data(), off_h.data(), gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
+                           h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
+  }
+  for (int j = 0; j < H; ++j) {
+    std::ostringstream os;
+    if (j < j0 || j >= j1) {
+      if (dst[j] != kSentinel || h16[j] != int16_t{0x5A5A} || hu8[j] != uint8_t{0x5A}) {
+        os << "unit " << j << " outside [" << j0 << ", " << j1 << ") was written";
+        return os.str();
+      }
+      continue;
+    }
+    GruCellAccumulators acc{};
+    for (int g = 0; g < 3; ++g) {
+      acc.gemm_x[g] = gx[static_cast<size_t>(g) * H + j];
+      acc.gemm_h[g] = gh[static_cast<size_t>(g) * H + j];
+    }
+    GruCellTrace trace{};
+    const int32_t want = gru_cell_element(spec, j, acc, h_old[j], &trace);
+    const bool u8_bad = h_bias >= 0 && hu8[j] != static_cast<uint8_t>(want + h_bias);
+    if (dst[j] != want || h16[j] != want || u8_bad) {
+      os << (int32_kernel ? "int32" : "int64") << " kernel, unit " << j << ": reference " << want << ", kernel " << dst[j] << " (int16 " << h16[j] << ", u8 "
+         << int{hu8[j]} << "); gemm_x " << acc.gemm_x[0] << " " << acc.gemm_x[1] << " " << acc.gemm_x[2] << ", gemm_h "
+         << acc.gemm_h[0] << " " << acc.gemm_h[1] << " " << acc.gemm_h[2] << ", h_old " << h_old[j]
+         << "; reference ih " << trace.q_weight_ih_linear[0] << " " << trace.q_weight_ih_linear[1] << " "
+         << trace.q_weight_ih_linear[2] << ", hh " << trace.q_weight_hh_linear[0] << " " << trace.q_weight_hh_linear[1]
+         << " " << trace.q_weight_hh_linear[2] << ", z " << trace.q_update_gate_output << ", r "
+         << trace.q_reset_gate_output << ", n " << trace.q_new_gate_output;
+      return os.str();
+    }
+  }
+  return "";
+}
+
+TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_element (random, tie and edge accumulators, every preset)") {
+  if (!cpu_has_avx512_vnni()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the avx512-vnni cell kernel cannot run here");
+    return;
+  }
+  for (const char* preset : {"int8", "int16-activations", "int16"}) {
+    CAPTURE(preset);
+    for (int H : {1, 7, 8, 16, 17, 37, 64}) {
+      CAPTURE(H);
+      test::CalibratedCase c = test::calibrated_case(5, H, 1, 1, 2, 1, load_bitwidth_config(preset), 900u + H);
+      const GruCellQuantParams& p = c.quantized.cells[0];
+      const GruCellParamsView spec = p.view();
+      std::vector<std::vector<int32_t>> storage;
+      const GruCellParamsView tab = tabulated_view(spec, storage);
+      // Accumulator bounds the overflow proof allows: K · max|W| · max|x| (likewise R, h).
+      auto max_abs = [](const std::vector<int32_t>& v) {
+        int64_t m = 1;
+        for (int32_t q : v) m = std::max<int64_t>(m, q < 0 ? -int64_t{q} : q);
+        return m;
+      };
+      const TensorQuant& xq = p.q(GruTensor::x);
+      const TensorQuant& hq = p.q(GruTensor::h);
+      const int64_t bx = std::min<int64_t>(INT32_MAX, p.input_size * max_abs(p.q_W) * std::max(-int64_t{xq.qmin()}, int64_t{xq.qmax()}));
+      const int64_t bh = std::min<int64_t>(INT32_MAX, H * max_abs(p.q_R) * std::max(-int64_t{hq.qmin()}, int64_t{hq.qmax()}));
+      std::mt19937_64 rng(17u + static_cast<unsigned>(H));
+      const int32_t h_bias = hq.qmin() >= -128 && hq.qmax() <= 127 ? 128 : -1;  // the u8 copy when h is 8-bit
+      for (int trial = 0; trial < 300; ++trial) {
+        CAPTURE(trial);
+        std::vector<int32_t> gx(3 * static_cast<size_t>(H)), gh(3 * static_cast<size_t>(H));
+        std::vector<int16_t> h_old(static_cast<size_t>(H));
+        for (int cidx = 0; cidx < 3 * H; ++cidx) {
+          for (int side = 0; side < 2; ++side) {
+            const int64_t b = side == 0 ? bx : bh;
+            const int shift = side == 0 ? spec.shift_gemm_x_to_weight_ih_linear[cidx] : spec.shift_gemm_h_to_weight_hh_linear[cidx];
+            const int64_t off = side == 0 ? rshift_round(spec.q_bw[cidx], spec.shift_bw_to_gemm_x[cidx]) - spec.W_sum[cidx] * int64_t{spec.zp_x}
+                                          : rshift_round(spec.q_br[cidx], spec.shift_br_to_gemm_h[cidx]) - spec.R_sum[cidx] * int64_t{spec.h.zp};
+            int64_t v = 0;
+            switch (rng() % 6) {
+              case 0: v = b; break;
+              case 1: v = -b; break;
+              case 2:  // a rounding tie of B-1/B-2: (v + offset) mod 2^s == 2^(s-1)
+                if (shift > 0) {
+                  const int64_t unit = int64_t{1} << shift;
+                  v = (static_cast<int64_t>(rng() % 64) - 32) * unit + unit / 2 - off;
+                }
+                break;
+              case 3: v = static_cast<int64_t>(rng() % 2001) - 1000; break;  // near zero: the gates' centre
+              default: v = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * b + 1)) - b;
+            }
+            v = std::max<int64_t>(-b, std::min<int64_t>(b, v));
+            (side == 0 ? gx : gh)[static_cast<size_t>(cidx)] = static_cast<int32_t>(v);
+          }
+        }
+        for (auto& q : h_old) {
+          const uint64_t pick = rng() % 4;
+          q = static_cast<int16_t>(pick == 0 ? hq.qmin() : pick == 1 ? hq.qmax() : hq.qmin() + static_cast<int32_t>(rng() % static_cast<uint64_t>(hq.qmax() - hq.qmin() + 1)));
+        }
+        const int j0 = trial % 3 == 0 ? 0 : static_cast<int>(rng() % static_cast<uint64_t>(H));
+        const int j1 = trial % 3 == 0 ? H : j0 + static_cast<int>(rng() % static_cast<uint64_t>(H - j0 + 1));
+        bool ran_int32 = false;
+        std::string bad = cell_mismatch(spec, tab, gx, gh, h_old, j0, j1, h_bias, bx, bh, &ran_int32);
+        REQUIRE_MESSAGE(bad.empty(), bad);
+        // the int8 preset must get the int32 kernel; 16-bit activations must not (products up to 2^32)
+        if (std::string(preset) == "int8") REQUIRE(ran_int32);
+        if (std::string(preset) != "int8") REQUIRE_FALSE(ran_int32);
+        // the same values through the int64 accumulator overloads
+        const std::vector<int64_t> gx64(gx.begin(), gx.end()), gh64(gh.begin(), gh.end());
+        bad = cell_mismatch(spec, tab, gx64, gh, h_old, j0, j1, h_bias, bx, bh);
+        REQUIRE_MESSAGE(bad.empty(), bad);
+        bad = cell_mismatch(spec, tab, gx, gh64, h_old, j0, j1, h_bias, bx, bh);
+        REQUIRE_MESSAGE(bad.empty(), bad);
+        bad = cell_mismatch(spec, tab, gx64, gh64, h_old, j0, j1, h_bias, bx, bh);
+        REQUIRE_MESSAGE(bad.empty(), bad);
+      }
+    }
+  }
+}
+
+// Plain Σ x·w for rows of A (codes, already biased into u8) against W.
+void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t seed, int fill /* 0 random, 1 max, 2 min */) {
+  const int Kp = (K + 15) / 16 * 16;
+  std::mt19937 rng(seed);
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
+  std::vector<uint8_t> A(static_cast<size_t>(M) * Kp, 0);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < K; ++k) {
+      W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % 256) - 128 : (fill == 1 ? 127 : -128));
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < Kp; ++k) A[static_cast<size_t>(m) * Kp + k] = static_cast<uint8_t>(fill == 0 ? rng() % 256 : 255);
+  }
+  const int rows_padded = fast::vnni_padded_rows(rows);
+  std::vector<int8_t> Bp(static_cast<size_t>(rows_padded) * Kp);
+  fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  std::vector<int32_t> bias(static_cast<size_t>(rows_padded), 0);
+  for (int r = 0; r < rows; ++r) {
+    int32_t s = 0;
+    for (int k = 0; k < Kp; ++k) s += W[static_cast<size_t>(r) * Kp + k];
+    bias[static_cast<size_t>(r)] = a_bias * s;
+  }
+  const size_t ldc = static_cast<size_t>(rows) + 3;
+  constexpr int32_t kSentinel = -0x12345678;
+  std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel);
+  fast::gemm_vnni_u8s8(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), c0, c1, C.data(), ldc);
+  for (int m = 0; m < M; ++m) {
+    for (size_t c = 0; c < ldc; ++c) {
+      const int32_t got = C[static_cast<size_t>(m) * ldc + c];
+      if (static_cast<int>(c) < c0 || static_cast<int>(c) >= c1) {
+        REQUIRE_MESSAGE(got == kSentinel, "row " << m << " channel " << c << " outside [" << c0 << ", " << c1 << ") written");
+        continue;
+      }
+      int64_t want = 0;
+      for (int k = 0; k < Kp; ++k) {
+        want += (int64_t{A[static_cast<size_t>(m) * Kp + k]} - a_bias) * W[c * Kp + static_cast<size_t>(k)];
+      }
+      REQUIRE_MESSAGE(got == want, "M " << M << " rows " << rows << " K " << K << ": C[" << m << ", " << c << "] = " << got
+                                        << ", Σ x·w = " << want);
+    }
+  }
+}
+
+TEST_CASE("the VNNI GEMM drifts from Σ x·w (shapes that fill no block, operand ends, the longest K)") {
+  if (!cpu_has_avx512_vnni()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the VNNI GEMM cannot run here");
+    return;
+  }
+  for (int M : {1, 3, 4, 9}) {
+    for (int rows : {1, 15, 16, 17, 129}) {
+      for (int K : {1, 16, 33, 200}) {
+        CAPTURE(M);
+        CAPTURE(rows);
+        CAPTURE(K);
+        vnni_check(M, rows, K, 0, rows, 128, 7u * M + rows + K, 0);
+        vnni_check(M, rows, K, rows / 3, rows - rows / 4, 0, 11u * M + rows + K, 0);
+        vnni_check(M, rows, K, 0, rows, 128, 1u, 1);
+        vnni_check(M, rows, K, 0, rows, 128, 1u, 2);
+      }
+    }
+  }
+  // K = kVnniMaxK with every product at its extreme: the int32 lane holds 65536·255·(-128) exactly.
+  vnni_check(1, 16, fast::kVnniMaxK, 0, 16, 128, 3u, 2);
+  vnni_check(2, 17, fast::kVnniMaxK, 0, 17, 0, 3u, 1);
+}
+
+}  // namespace
+}  // namespace qgru
