@@ -1,17 +1,22 @@
 // qgru calibrate: run the float model over calibration data and write the statistics (qgru/calib/calibrate.h),
 // or merge statistics of shards (--merge). Prints a table of the chosen range and shift per tensor on stdout,
-// for the int8 preset of seed 001 Appendix A (sigmoid outputs u8, new_gate_output i8 symmetric, others i8).
+// under the bit widths of --config (default the int8 preset of seed 001 Appendix A: sigmoid outputs u8,
+// new_gate_output i8 symmetric, others i8). --html writes the calibration report
+// (qgru/verify/calibration_report.h); `--merge stats.json --html r.html` makes it from existing statistics.
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
+#include "qgru/quant/bitwidth_config.h"
 #include "qgru/quant/tensor_quant.h"
+#include "qgru/verify/calibration_report.h"
 #include "subcommand.h"
 
 namespace {
@@ -23,17 +28,11 @@ struct CalibrateCli {
   bool exclude_zeros = false;
   std::vector<std::string> merge;
   std::string output;
+  std::string html;
+  std::string config = "int8";
 };
 
-qgru::TensorQuant int8_preset(qgru::GruTensor tensor) {
-  qgru::TensorQuant spec;
-  spec.bits = 8;
-  spec.is_unsigned = tensor == qgru::GruTensor::update_gate_output || tensor == qgru::GruTensor::reset_gate_output;
-  spec.symmetric = tensor == qgru::GruTensor::new_gate_output;
-  return spec;
-}
-
-void print_range_table(const qgru::CalibrationStats& stats) {
+void print_range_table(const qgru::CalibrationStats& stats, const qgru::BitwidthConfig& config) {
   std::printf("%-5s %-3s %-18s %12s %12s %12s %-22s %12s %12s %-6s %6s %5s\n", "layer", "dir", "tensor", "count",
               "min", "max", "method", "range_min", "range_max", "type", "shift", "zp");
   for (int layer = 0; layer < stats.num_layers; ++layer) {
@@ -45,11 +44,12 @@ void print_range_table(const qgru::CalibrationStats& stats) {
           std::printf("%-5d %-3d %-18s %12s (not observed)\n", layer, direction, name, "0");
           continue;
         }
-        const qgru::TensorQuant spec = int8_preset(tensor);
+        const qgru::TensorQuant spec = config.spec(tensor);
         const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, "", spec);
         const qgru::RangeQuantResult quant =
             qgru::quant_from_range(choice.min, choice.max, spec.bits, spec.is_unsigned, spec.symmetric);
-        const std::string type = std::string(spec.is_unsigned ? "u" : "i") + "8" + (spec.symmetric ? "s" : "");
+        const std::string type =
+            std::string(spec.is_unsigned ? "u" : "i") + std::to_string(spec.bits) + (spec.symmetric ? "s" : "");
         std::printf("%-5d %-3d %-18s %12llu %12.6g %12.6g %-22s %12.6g %12.6g %-6s %6d %5d\n", layer, direction, name,
                     static_cast<unsigned long long>(t.count), t.min, t.max, choice.method.c_str(), choice.min,
                     choice.max, type.c_str(), quant.quant.shift, quant.quant.zp);
@@ -57,6 +57,24 @@ void print_range_table(const qgru::CalibrationStats& stats) {
       }
     }
   }
+}
+
+// The statistics (-o) and the report (--html) appear together or not at all.
+void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats, const qgru::BitwidthConfig& config,
+                   const std::vector<std::string>& sources) {
+  std::string html;
+  if (!cli.html.empty()) {
+    qgru::CalibrationReportOptions options;
+    options.stats_sources = sources;
+    options.config_source = cli.config;
+    options.config = &config;
+    html = qgru::calibration_report_html(stats, options);
+  }
+  qgru::AtomicFileGroup group;
+  if (!cli.output.empty()) group.add(cli.output).write(qgru::serialize_calibration_stats(stats));
+  if (!cli.html.empty()) group.add(cli.html).write(html);
+  group.commit_all();
+  if (!cli.html.empty()) qgru::log()->info("calibrate: report written to {} ({} bytes)", cli.html, html.size());
 }
 
 std::function<int()> setup_calibrate(CLI::App& command) {
@@ -84,21 +102,43 @@ std::function<int()> setup_calibrate(CLI::App& command) {
   auto* exclude_zeros = command.add_flag("--exclude-zeros", cli->exclude_zeros,
                                          "Histogram-based methods ignore exact zeros");
   auto* merge = command.add_option("--merge", cli->merge,
-                                   "Merge statistics files (shards of one model) instead of running the model")
+                                   "Merge statistics files (shards of one model) instead of running the model; "
+                                   "with one file and --html, make its report")
                     ->check(CLI::ExistingFile)->expected(1, -1);
-  command.add_option("-o,--output", cli->output, "Output statistics (.json)")->required();
+  command.add_option("-o,--output", cli->output,
+                     "Output statistics (.json); required except with --merge STATS --html REPORT");
+  command.add_option("--html", cli->html,
+                     "Also write the calibration report: per-tensor histograms and the range, grid and error of "
+                     "every range method (.html)");
+  command.add_option("--config", cli->config,
+                     "Bit-width config for the range table and the report: a preset (int8, int16-activations, "
+                     "int16) or a JSON file")
+      ->capture_default_str();
+  // -o may be left out only when the statistics exist already and the report is all that is asked for.
+  command.parse_complete_callback([cli] {
+    if (cli->output.empty() && (cli->merge.empty() || cli->html.empty())) {
+      throw CLI::RequiredError("--output is required (only --merge STATS --html REPORT may leave it out)",
+                               CLI::ExitCodes::RequiredError);
+    }
+  });
   for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros}) {
     merge->excludes(option);
   }
   return [cli]() {
+    if (!cli->html.empty() && cli->html == cli->output) {
+      throw qgru::Error("--html " + cli->html + " names the statistics output (-o) too; give two files");
+    }
+    const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli->config);
     if (!cli->merge.empty()) {
       std::vector<qgru::CalibrationStats> shards;
       for (const auto& path : cli->merge) shards.push_back(qgru::read_calibration_stats(path));
       const qgru::CalibrationStats merged = qgru::merge_calibration_stats(shards, cli->merge);
-      qgru::write_calibration_stats(cli->output, merged);
-      qgru::log()->info("calibrate: merged {} statistics files ({} sequences) into {}", shards.size(),
-                        merged.total_sequences(), cli->output);
-      print_range_table(merged);
+      write_outputs(*cli, merged, config, cli->merge);
+      if (!cli->output.empty()) {
+        qgru::log()->info("calibrate: merged {} statistics files ({} sequences) into {}", shards.size(),
+                          merged.total_sequences(), cli->output);
+      }
+      print_range_table(merged, config);
       return qgru::kExitOk;
     }
     auto& opts = cli->options;
@@ -109,10 +149,10 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     if (parsed.name == "percentile" && opts.method.find(':') == std::string::npos) parsed.percentile = cli->percentile;
     opts.method = parsed.text();
     const qgru::CalibrationStats stats = qgru::run_calibration(opts);
-    qgru::write_calibration_stats(cli->output, stats);
+    write_outputs(*cli, stats, config, {cli->output});
     qgru::log()->info("calibrate: wrote {} ({} files, {} sequences, method {})", cli->output, stats.data_files.size(),
                       stats.total_sequences(), stats.method);
-    print_range_table(stats);
+    print_range_table(stats, config);
     return qgru::kExitOk;
   };
 }

@@ -97,7 +97,7 @@ MethodRange mse_range(const TensorStats& stats, const TensorQuant& spec) {
   return range;
 }
 
-double grid_mse(const TensorStats& stats, const TensorQuant& grid, bool include_zeros) {
+GridFit grid_fit(const TensorStats& stats, const TensorQuant& grid, bool include_zeros) {
   const double step = grid.scale();
   const double low_edge = grid.dequantize(grid.qmin());
   const double high_edge = grid.dequantize(grid.qmax());
@@ -106,22 +106,34 @@ double grid_mse(const TensorStats& stats, const TensorQuant& grid, bool include_
   const double high_clip = high_edge + 0.5 * step;
   const auto& fine = stats.histogram.bins();
   const double width = stats.histogram.bin_width();
-  double error = 0;
-  double total = include_zeros ? static_cast<double>(stats.zero_count) : 0.0;
+  GridFit fit;
+  double error = 0, square = 0;
+  fit.total = include_zeros ? static_cast<double>(stats.zero_count) : 0.0;
   for (int k = 0; k < Pow2Histogram::kBins; ++k) {
     const double count = static_cast<double>(fine[static_cast<size_t>(k)]);
     if (count == 0) continue;
-    total += count;
+    fit.total += count;
     const double centre = stats.histogram.bin_lower(k) + 0.5 * width;
+    square += count * centre * centre;
     if (centre > high_clip) {
       error += count * (centre - high_edge) * (centre - high_edge);
+      fit.clipped_high += count;
     } else if (centre < low_clip) {
       error += count * (low_edge - centre) * (low_edge - centre);
+      fit.clipped_low += count;
     } else {
       error += count * step * step / 12.0;
     }
   }
-  return total > 0 ? error / total : 0.0;
+  if (fit.total > 0) {
+    fit.mse = error / fit.total;
+    fit.mean_square = square / fit.total;
+  }
+  return fit;
+}
+
+double grid_mse(const TensorStats& stats, const TensorQuant& grid, bool include_zeros) {
+  return grid_fit(stats, grid, include_zeros).mse;
 }
 
 }  // namespace qgru

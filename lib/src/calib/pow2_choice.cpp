@@ -30,29 +30,6 @@ bool range_for_finer_shift(double min, double max, const TensorQuant& spec, int 
   return finest_pow2_grid(out_min, out_max, spec).shift == finer;
 }
 
-struct TailMass {
-  double low = 0, high = 0, total = 0;
-};
-
-TailMass clipped_mass(const TensorStats& stats, const TensorQuant& grid, bool include_zeros) {
-  const double step = grid.scale();
-  const double low_clip = grid.dequantize(grid.qmin()) - 0.5 * step;
-  const double high_clip = grid.dequantize(grid.qmax()) + 0.5 * step;
-  TailMass mass;
-  mass.total = include_zeros ? static_cast<double>(stats.zero_count) : 0.0;
-  const double width = stats.histogram.bin_width();
-  const auto& fine = stats.histogram.bins();
-  for (int k = 0; k < Pow2Histogram::kBins; ++k) {
-    const double count = static_cast<double>(fine[static_cast<size_t>(k)]);
-    if (count == 0) continue;
-    mass.total += count;
-    const double centre = stats.histogram.bin_lower(k) + 0.5 * width;
-    if (centre > high_clip) mass.high += count;
-    if (centre < low_clip) mass.low += count;
-  }
-  return mass;
-}
-
 double kl_for_grid(const TensorStats& stats, const std::vector<double>& abs_bins, double absmax,
                    const TensorQuant& grid) {
   const double step = grid.scale();
@@ -99,13 +76,13 @@ Pow2Choice choose_pow2_range(const TensorStats& stats, double min, double max, c
         out << "KL " << value;
         break;
       case Pow2Objective::ClippedMass: {
-        const TailMass mass = clipped_mass(stats, grid, include_zeros);
-        const double budget = budget_fraction * mass.total;
-        const bool within = spec.symmetric ? mass.low + mass.high <= budget
-                                           : (mass.low <= budget && mass.high <= budget);
+        const GridFit fit = grid_fit(stats, grid, include_zeros);
+        const double budget = budget_fraction * fit.total;
+        const bool within = spec.symmetric ? fit.clipped_low + fit.clipped_high <= budget
+                                           : (fit.clipped_low <= budget && fit.clipped_high <= budget);
         // Within budget: finer is better (score -shift); over budget: disqualified.
         value = within ? -static_cast<double>(grid.shift) : std::numeric_limits<double>::infinity();
-        out << "clipped " << (mass.low + mass.high) / std::max(1.0, mass.total) * 100.0 << "%"
+        out << "clipped " << (fit.clipped_low + fit.clipped_high) / std::max(1.0, fit.total) * 100.0 << "%"
             << (within ? "" : " (over budget)");
         break;
       }

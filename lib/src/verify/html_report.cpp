@@ -10,6 +10,7 @@
 #include "qgru/fixed/activation.h"
 #include "qgru/quant/activation_tables.h"
 #include "qgru/version.h"
+#include "html_page.h"
 #include "svg_plot.h"
 
 namespace qgru {
@@ -17,23 +18,6 @@ namespace {
 
 using svg::escape;
 using svg::format_number;
-
-const char* kStyle = R"(
-body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #222; margin: 24px 32px; max-width: 1400px; }
-h1 { font-size: 22px; margin-bottom: 4px; }
-h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 3px; margin-top: 28px; }
-h3 { font-size: 15px; margin: 18px 0 6px; }
-p.lead, p.help { color: #555; font-size: 13px; margin: 4px 0 10px; max-width: 1000px; }
-dl.meta { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; font-size: 13px; margin: 8px 0; }
-dl.meta dt { color: #666; } dl.meta dd { margin: 0; font-family: "DejaVu Sans Mono", monospace; }
-table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0 12px; }
-th, td { border: 1px solid #d5d5d5; padding: 3px 9px; }
-th { background: #f1f3f6; text-align: left; }
-td.num { text-align: right; font-family: "DejaVu Sans Mono", monospace; }
-td.good { background: #e3f4e1; } td.fair { background: #fbf3d5; } td.poor { background: #f9dede; }
-.plots { display: flex; flex-wrap: wrap; gap: 10px; }
-svg.chart { border: 1px solid #e2e2e2; background: #fff; }
-)";
 
 // Background class of an SQNR cell: >= 30 dB good, >= 15 dB fair, else poor.
 const char* sqnr_class(double sqnr) {
@@ -56,13 +40,10 @@ std::string metric_cells(const ErrorMetrics& m) {
 const char* kMetricHeader =
     "<th>max abs error</th><th>mean abs error</th><th>NMSE</th><th>SQNR (dB)</th><th>cosine</th><th>values</th>";
 
-std::string cell_id(int layer, int direction) {
-  return "l" + std::to_string(layer) + "-d" + std::to_string(direction);
-}
+using html::cell_id;
 
 std::string cell_title(const QuantizedGru& model, int layer, int direction) {
-  return "layer " + std::to_string(layer) +
-         (model.num_directions == 2 ? (direction ? ", reverse direction" : ", forward direction") : "");
+  return html::cell_title(layer, direction, model.num_directions);
 }
 
 std::vector<double> per_step_sqnr(const std::vector<ErrorMetrics>& steps) {
@@ -234,11 +215,10 @@ std::string histogram_chart(const TensorStats& stats, const GruCellQuantParams& 
   chart.markers.push_back({grid_lo, "grid min " + format_number(grid_lo), "#2ca02c", false});
   chart.markers.push_back({grid_hi, "grid max " + format_number(grid_hi), "#2ca02c", false});
   // The grid: every code when there are few, else every 2^k-th code (at most ~128 marks).
-  const int64_t codes = int64_t{q.qmax()} - q.qmin() + 1;
-  int64_t every = 1;
-  while (codes / every > 128) every *= 2;
-  for (int64_t c = q.qmin(); c <= q.qmax(); c += every) chart.rug.push_back(q.dequantize(c));
-  chart.rug_label = "grid step 2^" + std::to_string(-q.shift) + (every > 1 ? ", one mark per " + std::to_string(every) + " codes" : "");
+  const html::GridMarks marks = html::grid_marks(q, 128);
+  chart.rug = marks.values;
+  chart.rug_label = "grid step 2^" + std::to_string(-q.shift) +
+                    (marks.every > 1 ? ", one mark per " + std::to_string(marks.every) + " codes" : "");
   return svg::render(chart);
 }
 
@@ -265,26 +245,20 @@ std::string histograms_section(const QuantizedGru& model, const CalibrationStats
 std::string verify_report_html(const GruVerifyReport& report, const QuantizedGru& model,
                                const HtmlReportOptions& options) {
   std::ostringstream out;
-  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << escape(options.title)
-      << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
-  out << "<h1>" << escape(options.title) << "</h1>\n";
+  out << html::page_begin(options.title);
   out << "<p class=\"lead\">The float model and its fixed-point artifact on the same inputs. The integer run "
          "follows its own state (no teacher forcing), so the figures include the drift of h over time. "
          "SQNR = 10·log10(Σ float² / Σ (int − float)²); cells: green ≥ 30 dB, yellow ≥ 15 dB, red below.</p>\n";
-  out << "<dl class=\"meta\">";
-  auto meta = [&](const std::string& key, const std::string& value) {
-    if (!value.empty()) out << "<dt>" << escape(key) << "</dt><dd>" << escape(value) << "</dd>";
-  };
-  meta("model", options.model_path);
-  meta("artifact", options.artifact_path);
-  meta("input", options.input_path);
-  meta("config", model.config.name);
-  meta("shape", "C = " + std::to_string(model.input_size) + ", H = " + std::to_string(model.hidden_size) + ", " +
-                    std::to_string(model.num_layers) + " layer(s), " + std::to_string(model.num_directions) +
-                    " direction(s)");
-  meta("data", "T = " + std::to_string(report.T) + " steps, N = " + std::to_string(report.N) + " sequences");
-  meta("qgru", QGRU_VERSION_STRING);
-  out << "</dl>\n";
+  out << html::meta_list(
+      {{"model", options.model_path},
+       {"artifact", options.artifact_path},
+       {"input", options.input_path},
+       {"config", model.config.name},
+       {"shape", "C = " + std::to_string(model.input_size) + ", H = " + std::to_string(model.hidden_size) + ", " +
+                     std::to_string(model.num_layers) + " layer(s), " + std::to_string(model.num_directions) +
+                     " direction(s)"},
+       {"data", "T = " + std::to_string(report.T) + " steps, N = " + std::to_string(report.N) + " sequences"},
+       {"qgru", QGRU_VERSION_STRING}});
 
   // Summary.
   out << "<section id=\"summary\">\n<h2>Summary</h2>\n<table class=\"metrics\"><tr><th>tensor</th>" << kMetricHeader
@@ -336,8 +310,7 @@ std::string verify_report_html(const GruVerifyReport& report, const QuantizedGru
 
   out << activations_section(model);
   if (options.stats) out << histograms_section(model, *options.stats);
-  out << "<p class=\"help\">Written by qgru " << QGRU_VERSION_STRING
-      << ". The integer algorithm is described in docs/FIXED_POINT.md.</p>\n</body>\n</html>\n";
+  out << html::page_end("The integer algorithm is described in docs/FIXED_POINT.md.");
   return out.str();
 }
 

@@ -12,6 +12,7 @@ namespace svg {
 namespace {
 
 constexpr double kLeft = 64, kRight = 16, kTop = 40, kBottom = 44;
+constexpr double kRowHeight = 14, kRowsPad = 6;  // range strip rows
 
 struct Axis {
   double lo = 0, hi = 1;
@@ -98,10 +99,14 @@ const char* palette(size_t index) {
 }
 
 std::string render(const Chart& chart) {
+  // H is the plot's height; the range strip adds rows below it.
   const double W = chart.width, H = chart.height;
-  // Named series get a legend in a right margin, outside the data.
+  const double rows_height =
+      chart.range_rows.empty() ? 0 : kRowsPad * 2 + kRowHeight * static_cast<double>(chart.range_rows.size());
+  const double total_height = H + rows_height;
+  // Named series and range rows get labels in a right margin, outside the data.
   const bool has_legend = std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.name.empty(); });
-  const double right = has_legend ? 150 : kRight;
+  const double right = !chart.range_rows.empty() ? 190 : has_legend ? 150 : kRight;
   // Data ranges.
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
   for (const Series& s : chart.series) {
@@ -116,6 +121,11 @@ std::string render(const Chart& chart) {
   }
   for (const Marker& m : chart.markers) {
     if (std::isfinite(m.x)) x_lo = std::min(x_lo, m.x), x_hi = std::max(x_hi, m.x);
+  }
+  for (const RangeRow& r : chart.range_rows) {
+    for (double x : {r.lo, r.hi, r.grid_lo, r.grid_hi}) {
+      if (std::isfinite(x)) x_lo = std::min(x_lo, x), x_hi = std::max(x_hi, x);
+    }
   }
   const bool has_data = std::isfinite(y_lo) && std::isfinite(x_lo);
   if (!has_data) x_lo = 0, x_hi = 1, y_lo = chart.log_y ? 1 : 0, y_hi = chart.log_y ? 10 : 1;
@@ -143,9 +153,9 @@ std::string render(const Chart& chart) {
 
   std::ostringstream out;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"" << escape(chart.id) << "\" width=\"" << W
-      << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << ' ' << H << "\" role=\"img\" aria-label=\""
+      << "\" height=\"" << total_height << "\" viewBox=\"0 0 " << W << ' ' << total_height << "\" role=\"img\" aria-label=\""
       << escape(chart.title) << "\">\n";
-  out << "<rect x=\"0\" y=\"0\" width=\"" << W << "\" height=\"" << H << "\" fill=\"#ffffff\"/>\n";
+  out << "<rect x=\"0\" y=\"0\" width=\"" << W << "\" height=\"" << total_height << "\" fill=\"#ffffff\"/>\n";
   out << "<text x=\"" << kLeft << "\" y=\"16\" font-size=\"13\" font-weight=\"bold\" fill=\"#222\">"
       << escape(chart.title) << "</text>\n";
   if (!chart.note.empty()) {
@@ -278,6 +288,35 @@ std::string render(const Chart& chart) {
         << "/><text x=\"" << px(x + 20) << "\" y=\"" << px(legend_y + 3.5) << "\" font-size=\"10\" fill=\"#222\">"
         << escape(s.name) << "</text>\n";
     legend_y += 13;
+  }
+  // Range strip: one row per range, on the plot's x axis, below the axis labels.
+  if (!chart.range_rows.empty()) {
+    out << "<rect x=\"" << px(kLeft) << "\" y=\"" << px(H) << "\" width=\"" << px(W - kLeft - right) << "\" height=\""
+        << px(rows_height) << "\" fill=\"#fbfbfb\" stroke=\"#999\" stroke-width=\"0.8\"/>\n";
+    for (double t : ticks(ax, 8, chart.integer_x)) {
+      out << "<line x1=\"" << px(ax.map(t)) << "\" y1=\"" << px(H) << "\" x2=\"" << px(ax.map(t)) << "\" y2=\""
+          << px(total_height) << "\" stroke=\"#e4e4e4\" stroke-width=\"0.8\"/>";
+    }
+    out << '\n';
+    for (size_t i = 0; i < chart.range_rows.size(); ++i) {
+      const RangeRow& r = chart.range_rows[i];
+      const double y = H + kRowsPad + kRowHeight * (static_cast<double>(i) + 0.5);
+      const double half = r.emphasis ? 4 : 3;
+      out << "<g class=\"range-marker\" data-name=\"" << escape(r.name) << "\">";
+      out << "<line x1=\"" << px(ax.map(r.grid_lo)) << "\" y1=\"" << px(y) << "\" x2=\"" << px(ax.map(r.grid_hi))
+          << "\" y2=\"" << px(y) << "\" stroke=\"" << r.color << "\" stroke-opacity=\"0.6\" stroke-width=\"1\"/>";
+      if (!r.ticks.empty()) {
+        std::ostringstream path;
+        for (double t : r.ticks) path << "M" << px(ax.map(t)) << ' ' << px(y - half - 1.5) << "v" << px(2 * half + 3);
+        out << "<path d=\"" << path.str() << "\" stroke=\"" << r.color
+            << "\" stroke-opacity=\"0.55\" stroke-width=\"0.6\"/>";
+      }
+      out << "<rect x=\"" << px(ax.map(r.lo)) << "\" y=\"" << px(y - half) << "\" width=\""
+          << px(std::max(1.0, ax.map(r.hi) - ax.map(r.lo))) << "\" height=\"" << px(2 * half) << "\" fill=\"" << r.color
+          << "\" fill-opacity=\"0.8\"/>";
+      out << "<text x=\"" << px(W - right + 8) << "\" y=\"" << px(y + 3.5) << "\" font-size=\"10\" fill=\"#222\""
+          << (r.emphasis ? " font-weight=\"bold\"" : "") << ">" << escape(r.label) << "</text></g>\n";
+    }
   }
   if (!has_data) {
     out << "<text x=\"" << px((kLeft + W - right) / 2) << "\" y=\"" << px((kTop + H - kBottom) / 2)

@@ -1,6 +1,7 @@
 #pragma once
-// Small self-contained SVG charts for the HTML report (no script, no external resource): line charts with
-// several series, filled step histograms, vertical markers, nice ticks, a legend. Private to the verify area.
+// Small self-contained SVG charts for the HTML reports (no script, no external resource): line charts with
+// several series, filled step histograms, vertical markers, range strips, nice ticks, a legend. Private to
+// the verify area.
 #include <string>
 #include <vector>
 
@@ -30,6 +31,19 @@ struct Marker {
   bool dashed = true;
 };
 
+// One row of a range strip under the plot, on the plot's x axis: a bar over [lo, hi] (e.g. the range a
+// calibration method picks) over a thin line across [grid_lo, grid_hi] (the representable range of the grid
+// it maps to) with a tick at every value of `ticks` (the grid's codes), and `label` in the right margin.
+struct RangeRow {
+  std::string label;
+  double lo = 0, hi = 0;
+  double grid_lo = 0, grid_hi = 0;
+  std::vector<double> ticks;
+  std::string color = "#1f77b4";
+  bool emphasis = false;  // a bold label and a thicker bar
+  std::string name;       // the row group's data-name attribute (class "range-marker")
+};
+
 struct Chart {
   std::string id;  // the svg element's id
   std::string title;
@@ -45,6 +59,8 @@ struct Chart {
   bool fixed_y = false;        // use y_min/y_max instead of the data's range
   double y_min = 0, y_max = 1;
   std::string note;            // a line of small text under the title
+  // Range strip: rows under the x axis (the svg grows by their height; `height` is the plot's part).
+  std::vector<RangeRow> range_rows;
 };
 
 // The <svg> element (inline in HTML). Empty or all-non-finite data draws the axes and "no data".

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../../../lib/src/verify/svg_plot.h"
+#include "html_checks.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/quant/artifact.h"
 #include "qgru/verify/html_report.h"
@@ -18,11 +19,8 @@ namespace {
 
 const std::string kData = std::string(QGRU_TEST_DATA_DIR) + "/golden_fixed";
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using test::check_self_contained;
+using test::count;
 
 // A verify report with known figures, made by hand (no float run needed).
 GruVerifyReport synthetic_report(const QuantizedGru& model, int T) {
@@ -59,13 +57,7 @@ TEST_CASE("the HTML report has one svg per plot, one row per tensor, and nothing
   options.model_path = "m<odel>.safetensors";
   const std::string html = verify_report_html(report, model, options);
 
-  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
-  CHECK(html.find("</html>") != std::string::npos);
-  // Self-contained: no script, no link, no image or frame source, no URL but the SVG namespace.
-  CHECK(count(html, "<script") == 0);
-  CHECK(count(html, "<link") == 0);
-  CHECK(count(html, " src=") == 0);
-  CHECK(count(html, "http") == count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  check_self_contained(html);
   // Escaped user text.
   CHECK(html.find("m&lt;odel&gt;.safetensors") != std::string::npos);
   // One svg per plot: output SQNR, one SQNR plot per cell, two per gate activation (curve and error).

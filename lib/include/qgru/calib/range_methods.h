@@ -50,8 +50,21 @@ MethodRange percentile_range(const TensorStats& stats, const TensorQuant& spec, 
 // Searched over kKlBins edges per side (asymmetric: every pair of a lower edge <= 0 and an upper edge >= 0).
 MethodRange mse_range(const TensorStats& stats, const TensorQuant& spec);
 
-// Expected squared quantization error per value under the histogram for a concrete power-of-two grid
-// (inside: Δ²/12, exact zeros 0; clipped: squared distance to the dequantized edge code).
+// How a concrete power-of-two grid fits the histogram. Each fine bin is taken at its centre c; a value
+// saturates when its rounded code lies beyond the edge code, i.e. c > dequantize(qmax) + Δ/2 (high) or
+// c < dequantize(qmin) − Δ/2 (low), Δ = grid.scale(). Exact zeros count when include_zeros (they are on every
+// grid: no error, never clipped).
+struct GridFit {
+  double total = 0;         // values counted (the histogram's, plus exact zeros when included)
+  double clipped_low = 0;   // values saturating at the lowest code (a count)
+  double clipped_high = 0;  // values saturating at the highest code (a count)
+  double mse = 0;           // per value: Δ²/12 inside, the squared distance to the edge code when clipped
+  double mean_square = 0;   // per value: E[c²], the signal power (SQNR = mean_square / mse)
+  double clipped_fraction() const { return total > 0 ? (clipped_low + clipped_high) / total : 0.0; }
+};
+GridFit grid_fit(const TensorStats& stats, const TensorQuant& grid, bool include_zeros);
+
+// grid_fit(...).mse: the expected squared quantization error per value under the histogram.
 double grid_mse(const TensorStats& stats, const TensorQuant& grid, bool include_zeros);
 
 }  // namespace qgru
