@@ -1,9 +1,12 @@
 /* An embedder's use of the qgru GPTQ C API, in plain C11: quantize a layer, run the quantized linear, check
- * the output against the float layer, and exercise the statuses that only C can reach (enum values that
- * are not in the header). Exit 0 when everything holds, 1 with a message otherwise. */
+ * the output against the float layer, again with act-order and a stronger damping, and exercise the
+ * statuses that only C can reach (enum values that are not in the header) and the CUDA device type's answer
+ * for this build (QGRU_CAPI_EXPECT_CUDA, from test/CMakeLists.txt). Exit 0 when everything holds, 1 with a
+ * message otherwise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "qgru/capi/qgru_gptq.h"
 
@@ -17,6 +20,10 @@
     }                                                                                               \
   } while (0)
 
+#ifndef QGRU_CAPI_EXPECT_CUDA
+#error "test/CMakeLists.txt defines QGRU_CAPI_EXPECT_CUDA (1 when qgru is built with CUDA)"
+#endif
+
 enum { N = 32, K = 128, M = 64, G = 4 };
 
 static unsigned long long rng_state = 12345u;
@@ -25,6 +32,63 @@ static float uniform(void) { /* xorshift64*, in [-1, 1) */
   rng_state ^= rng_state << 25;
   rng_state ^= rng_state >> 27;
   return (float)((double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* ||c - b.a||^2 / ||b.a||^2 over the whole output. */
+static double relative_error(const float* a, const float* b, const float* c) {
+  double err = 0.0, ref = 0.0;
+  int n, m, k;
+  for (n = 0; n < N; ++n) {
+    for (m = 0; m < M; ++m) {
+      double y = 0.0;
+      for (k = 0; k < K; ++k) y += (double)b[n * K + k] * a[k * M + m];
+      err += (y - c[n * M + m]) * (y - c[n * M + m]);
+      ref += y * y;
+    }
+  }
+  return ref > 0.0 ? err / ref : -1.0; /* -1: a zero reference, which the caller refuses */
+}
+
+static int contains(const char* text, const char* part) { return strstr(text, part) != NULL; }
+
+/* The CUDA device type answers what this build and machine allow, by status and message; never a crash. */
+static int check_cuda_device_type(qgruTensorDescriptor_t c_desc, qgruTensorDescriptor_t a_desc,
+                                  qgruTensorDescriptor_t p_desc, qgruTensorDescriptor_t s_desc,
+                                  qgruTensorDescriptor_t z_desc) {
+  qgruHandle_t cuda = NULL;
+  qgruQuantizeGPTQDescriptor_t desc = NULL;
+  int count = -1;
+  static float scratch[1];
+  qgruStatus_t available = qgruGetDeviceCount(QGRU_DEVICE_CUDA, &count), created;
+  CHECK_STATUS(qgruCreateHandle(&cuda, QGRU_DEVICE_CUDA, -1), QGRU_STATUS_BAD_PARAM);
+  CHECK_STATUS(qgruCreateHandle(&cuda, QGRU_DEVICE_CUDA, 0), QGRU_STATUS_SUCCESS);
+  created = qgruCreateQuantizeGPTQDescriptor(cuda, &desc, c_desc, a_desc, p_desc, s_desc, z_desc);
+  if (!QGRU_CAPI_EXPECT_CUDA) {
+    CHECK_STATUS(available, QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+    CHECK_STATUS(created, QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+    if (!contains(qgruGetLastErrorMessage(), "not built into this qgru")) {
+      fprintf(stderr, "gptq_embed: unexpected message for a CUDA descriptor: %s\n", qgruGetLastErrorMessage());
+      return 1;
+    }
+    printf("gptq_embed: CUDA device type: not built in (%s)\n", qgruGetLastErrorMessage());
+  } else if (available == QGRU_STATUS_SUCCESS) {
+    CHECK_STATUS(created, QGRU_STATUS_SUCCESS);
+    /* GPTQ itself runs on the CPU: refused on a CUDA descriptor before any pointer is read. */
+    CHECK_STATUS(qgruQuantizeGPTQ(desc, scratch, 1, scratch, scratch, scratch, scratch, scratch, NULL),
+                 QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+    CHECK_STATUS(qgruDestroyQuantizeGPTQDescriptor(desc), QGRU_STATUS_SUCCESS);
+    printf("gptq_embed: CUDA device type: %d GPU(s); descriptor created (numbers: test_cuda_gpu)\n", count);
+  } else {
+    CHECK_STATUS(available, QGRU_STATUS_DEVICE_UNAVAILABLE);
+    CHECK_STATUS(created, QGRU_STATUS_DEVICE_UNAVAILABLE);
+    if (count != 0 || !contains(qgruGetLastErrorMessage(), "no CUDA device: ")) {
+      fprintf(stderr, "gptq_embed: count %d, message %s\n", count, qgruGetLastErrorMessage());
+      return 1;
+    }
+    printf("gptq_embed: CUDA device type: no GPU present (%s)\n", qgruGetLastErrorMessage());
+  }
+  CHECK_STATUS(qgruDestroyHandle(cuda), QGRU_STATUS_SUCCESS);
+  return 0;
 }
 
 int main(void) {
@@ -36,8 +100,9 @@ int main(void) {
   const int64_t c_shape[2] = {N, M}, a_shape[2] = {K, M}, p_shape[2] = {N, K / 8}, s_shape[2] = {N, G};
   size_t workspace_size = 0;
   void* workspace;
-  double err = 0.0, ref = 0.0;
-  int i, n, m, k;
+  double rel_plain, rel_options;
+  int i, m, k, changed = 0;
+  static int packed_plain[N * K / 8];
 
   /* Correlated inputs: 8 latent factors per token; weights uniform. */
   for (m = 0; m < M; ++m) {
@@ -66,21 +131,41 @@ int main(void) {
                QGRU_STATUS_INSUFFICIENT_WORKSPACE);
 
   /* The quantized layer's output against the float layer's: GPTQ keeps it close. */
-  for (n = 0; n < N; ++n) {
-    for (m = 0; m < M; ++m) {
-      double y = 0.0;
-      for (k = 0; k < K; ++k) y += (double)b[n * K + k] * a[k * M + m];
-      err += (y - c[n * M + m]) * (y - c[n * M + m]);
-      ref += y * y;
-    }
-  }
+  rel_plain = relative_error(a, b, c);
   printf("gptq_embed: N=%d K=%d M=%d groups=%d workspace=%zu bytes, ||C - W.A||^2 / ||W.A||^2 = %.3g\n", N, K, M, G,
-         workspace_size, err / ref);
-  if (!(ref > 0.0) || !(err / ref < 0.01)) {
-    fprintf(stderr, "gptq_embed: relative output error %.3g, expected < 0.01\n", err / ref);
+         workspace_size, rel_plain);
+  if (!(rel_plain >= 0.0 && rel_plain < 0.01)) {
+    fprintf(stderr, "gptq_embed: relative output error %.3g, expected in [0, 0.01)\n", rel_plain);
+    return 1;
+  }
+
+  /* Act-order and damping: bad values are refused, good ones change the codes and keep the layer close. */
+  CHECK_STATUS(qgruSetQuantizeGPTQActOrder(desc, 7), QGRU_STATUS_BAD_PARAM);
+  CHECK_STATUS(qgruSetQuantizeGPTQDamping(desc, -0.5), QGRU_STATUS_BAD_PARAM);
+  CHECK_STATUS(qgruSetQuantizeGPTQDamping(desc, nan("")), QGRU_STATUS_BAD_PARAM);
+  CHECK_STATUS(qgruSetQuantizeGPTQDamping(desc, 1.5), QGRU_STATUS_BAD_PARAM);
+  if (!contains(qgruGetLastErrorMessage(), "damp 1.5, expected a finite value in [0, 1]")) {
+    fprintf(stderr, "gptq_embed: unexpected damping message: %s\n", qgruGetLastErrorMessage());
+    return 1;
+  }
+  CHECK_STATUS(qgruSetQuantizeGPTQActOrder(NULL, 1), QGRU_STATUS_NULL_POINTER);
+  CHECK_STATUS(qgruSetQuantizeGPTQActOrder(desc, 1), QGRU_STATUS_SUCCESS);
+  CHECK_STATUS(qgruSetQuantizeGPTQDamping(desc, 0.05), QGRU_STATUS_SUCCESS);
+  memcpy(packed_plain, packed, sizeof packed);
+  CHECK_STATUS(qgruQuantizeGPTQ(desc, workspace, workspace_size, packed, scale, zero, a, b, NULL), QGRU_STATUS_SUCCESS);
+  for (i = 0; i < N * K / 8; ++i) changed += packed[i] != packed_plain[i];
+  CHECK_STATUS(qgruQuantizeLinearGPTQ(desc, workspace, workspace_size, c, a, packed, scale, zero, NULL), QGRU_STATUS_SUCCESS);
+  rel_options = relative_error(a, b, c);
+  printf("gptq_embed: act-order, damp 0.05: %d of %d words changed, relative output error %.3g\n", changed, N * K / 8,
+         rel_options);
+  if (changed == 0 || !(rel_options >= 0.0 && rel_options < 0.01)) {
+    fprintf(stderr, "gptq_embed: act-order/damping changed %d words, relative error %.3g (expected > 0 and < 0.01)\n",
+            changed, rel_options);
     return 1;
   }
   free(workspace);
+
+  if (check_cuda_device_type(c_desc, a_desc, p_desc, s_desc, z_desc) != 0) return 1;
   CHECK_STATUS(qgruDestroyQuantizeGPTQDescriptor(desc), QGRU_STATUS_SUCCESS);
   CHECK_STATUS(qgruDestroyTensorDescriptor(c_desc), QGRU_STATUS_SUCCESS);
   CHECK_STATUS(qgruDestroyTensorDescriptor(a_desc), QGRU_STATUS_SUCCESS);

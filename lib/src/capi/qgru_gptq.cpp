@@ -1,9 +1,11 @@
-// The C API of seed 004 over qgru::gptq. Every entry point validates its arguments, then runs inside a
-// try/catch: no exception crosses the C boundary, failures become statuses with a thread-local message.
+// The C API of seed 004 over qgru::gptq (CPU) and qgru::cuda::QuantLinear (CUDA, qgru_gptq_cuda.cpp). Every
+// entry point validates its arguments, then runs inside a try/catch: no exception crosses the C boundary,
+// failures become statuses with a thread-local message.
 #include "qgru/capi/qgru_gptq.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -16,24 +18,7 @@
 #include "qgru/gptq/linear.h"
 #include "qgru/gptq/pack.h"
 #include "qgru/half.h"
-
-struct qgruHandle {
-  qgruDevice_t device;
-  int device_id;
-};
-
-struct qgruTensorDescriptor {
-  qgruDtype_t dtype;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-};
-
-struct qgruQuantizeGPTQDescriptor {
-  qgruDevice_t device;
-  qgruDtype_t dtype;  // of a, b, c, b_scale, zero
-  int64_t N, K, M, G;
-  int64_t stride_a, stride_c, stride_packed, stride_scale, stride_zero;  // row strides (elements)
-};
+#include "capi_internal.h"
 
 namespace {
 
@@ -48,6 +33,15 @@ qgruStatus_t ok() {
   last_error.clear();
   return QGRU_STATUS_SUCCESS;
 }
+
+#ifdef QGRU_CAPI_WITH_CUDA
+qgruStatus_t answer(const char* fn, const qgru::capi::Outcome& outcome) {
+  return outcome.ok() ? ok() : fail(outcome.status, std::string(fn) + ": " + outcome.message);
+}
+#else
+constexpr const char* kNoCudaBuilt =
+    "the CUDA device type is not built into this qgru (configured without CUDA: QGRU_ENABLE_CUDA=OFF or no nvcc)";
+#endif
 
 // Runs `body`; any exception becomes INTERNAL_ERROR with its message.
 template <class Body>
@@ -94,6 +88,9 @@ size_t linear_workspace_bytes(const qgruQuantizeGPTQDescriptor& d) {
 }
 
 size_t workspace_bytes(const qgruQuantizeGPTQDescriptor& d) {
+#ifdef QGRU_CAPI_WITH_CUDA
+  if (d.device == QGRU_DEVICE_CUDA) return qgru::capi::cuda_linear_workspace_bytes(d);
+#endif
   return kAlign + std::max(quantize_workspace_bytes(d), linear_workspace_bytes(d));
 }
 
@@ -147,16 +144,39 @@ const char* qgruStatusString(qgruStatus_t status) {
     case QGRU_STATUS_INSUFFICIENT_WORKSPACE: return "QGRU_STATUS_INSUFFICIENT_WORKSPACE";
     case QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED: return "QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED";
     case QGRU_STATUS_INTERNAL_ERROR: return "QGRU_STATUS_INTERNAL_ERROR";
+    case QGRU_STATUS_DEVICE_UNAVAILABLE: return "QGRU_STATUS_DEVICE_UNAVAILABLE";
+    case QGRU_STATUS_NOT_SUPPORTED: return "QGRU_STATUS_NOT_SUPPORTED";
+    case QGRU_STATUS_EXECUTION_FAILED: return "QGRU_STATUS_EXECUTION_FAILED";
   }
   return "QGRU_STATUS_UNKNOWN";
 }
 
 const char* qgruGetLastErrorMessage(void) { return last_error.c_str(); }
 
+qgruStatus_t qgruGetDeviceCount(qgruDevice_t device, int* count) {
+  if (!count) return fail(QGRU_STATUS_NULL_POINTER, "qgruGetDeviceCount: count is NULL");
+  *count = 0;
+  if (device == QGRU_DEVICE_CPU) {
+    *count = 1;
+    return ok();
+  }
+  if (device != QGRU_DEVICE_CUDA) {
+    return fail(QGRU_STATUS_BAD_PARAM, "qgruGetDeviceCount: unknown device type " + std::to_string(static_cast<int>(device)));
+  }
+#ifdef QGRU_CAPI_WITH_CUDA
+  return guarded("qgruGetDeviceCount", [&] { return answer("qgruGetDeviceCount", qgru::capi::cuda_device_count(count)); });
+#else
+  return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string("qgruGetDeviceCount: ") + kNoCudaBuilt);
+#endif
+}
+
 qgruStatus_t qgruCreateHandle(qgruHandle_t* handle, qgruDevice_t device, int device_id) {
   if (!handle) return fail(QGRU_STATUS_NULL_POINTER, "qgruCreateHandle: handle is NULL");
   if (device != QGRU_DEVICE_CPU && device != QGRU_DEVICE_CUDA) {
     return fail(QGRU_STATUS_BAD_PARAM, "qgruCreateHandle: unknown device type " + std::to_string(static_cast<int>(device)));
+  }
+  if (device == QGRU_DEVICE_CUDA && device_id < 0) {
+    return fail(QGRU_STATUS_BAD_PARAM, "qgruCreateHandle: CUDA device_id " + std::to_string(device_id) + ", expected >= 0");
   }
   return guarded("qgruCreateHandle", [&] {
     *handle = new qgruHandle{device, device_id};
@@ -217,9 +237,6 @@ qgruStatus_t qgruCreateQuantizeGPTQDescriptor(qgruHandle_t handle, qgruQuantizeG
   if (!handle || !desc_ptr || !c_desc || !a_desc || !packed_weights_desc || !b_scale_desc || !zero_desc) {
     return fail(QGRU_STATUS_NULL_POINTER, std::string(fn) + "a handle, descriptor or desc_ptr is NULL");
   }
-  if (handle->device != QGRU_DEVICE_CPU) {
-    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string(fn) + "only the CPU device is built");
-  }
   const qgruDtype_t dtype = a_desc->dtype;
   if (dtype != QGRU_DTYPE_F16 && dtype != QGRU_DTYPE_F32) {
     return fail(QGRU_STATUS_BAD_TENSOR_DTYPE, std::string(fn) + "a is " + dtype_text(dtype) + ", expected F16 or F32");
@@ -262,40 +279,71 @@ qgruStatus_t qgruCreateQuantizeGPTQDescriptor(qgruHandle_t handle, qgruQuantizeG
     if (strides != QGRU_STATUS_SUCCESS) return strides;
   }
   return guarded("qgruCreateQuantizeGPTQDescriptor", [&] {
-    *desc_ptr = new qgruQuantizeGPTQDescriptor{handle->device,
-                                               dtype,
-                                               N,
-                                               K,
-                                               M,
-                                               G,
-                                               a_desc->strides[0],
-                                               c_desc->strides[0],
-                                               packed_weights_desc->strides[0],
-                                               b_scale_desc->strides[0],
-                                               zero_desc->strides[0]};
+    qgruQuantizeGPTQDescriptor d{handle->device,
+                                 handle->device_id,
+                                 dtype,
+                                 N,
+                                 K,
+                                 M,
+                                 G,
+                                 a_desc->strides[0],
+                                 c_desc->strides[0],
+                                 packed_weights_desc->strides[0],
+                                 b_scale_desc->strides[0],
+                                 zero_desc->strides[0]};
+    if (d.device == QGRU_DEVICE_CUDA) {
+#ifdef QGRU_CAPI_WITH_CUDA
+      const qgru::capi::Outcome cuda = qgru::capi::cuda_check_descriptor(d);
+      if (!cuda.ok()) return fail(cuda.status, fn + cuda.message);
+#else
+      return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, fn + std::string(kNoCudaBuilt));
+#endif
+    }
+    *desc_ptr = new qgruQuantizeGPTQDescriptor(d);
     return ok();
   });
 }
 
 qgruStatus_t qgruGetQuantizeGPTQWorkspaceSize(qgruQuantizeGPTQDescriptor_t desc, size_t* size) {
   if (!desc || !size) return fail(QGRU_STATUS_NULL_POINTER, "qgruGetQuantizeGPTQWorkspaceSize: desc or size is NULL");
-  if (desc->device != QGRU_DEVICE_CPU) {
-    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, "qgruGetQuantizeGPTQWorkspaceSize: only the CPU device is built");
-  }
   *size = workspace_bytes(*desc);
+  return ok();
+}
+
+qgruStatus_t qgruSetQuantizeGPTQActOrder(qgruQuantizeGPTQDescriptor_t desc, int act_order) {
+  if (!desc) return fail(QGRU_STATUS_NULL_POINTER, "qgruSetQuantizeGPTQActOrder: desc is NULL");
+  if (act_order != 0 && act_order != 1) {
+    return fail(QGRU_STATUS_BAD_PARAM, "qgruSetQuantizeGPTQActOrder: act_order " + std::to_string(act_order) + ", expected 0 or 1");
+  }
+  desc->act_order = act_order == 1;
+  return ok();
+}
+
+qgruStatus_t qgruSetQuantizeGPTQDamping(qgruQuantizeGPTQDescriptor_t desc, double damp) {
+  if (!desc) return fail(QGRU_STATUS_NULL_POINTER, "qgruSetQuantizeGPTQDamping: desc is NULL");
+  if (!(damp >= 0.0 && damp <= 1.0)) {  // also refuses NaN
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", damp);
+    return fail(QGRU_STATUS_BAD_PARAM, std::string("qgruSetQuantizeGPTQDamping: damp ") + text +
+                                           ", expected a finite value in [0, 1] (relative to mean(diag H))");
+  }
+  desc->damp = damp;
   return ok();
 }
 
 namespace {
 
+// Argument checks of a call, in this order, before any device is touched: desc, tensor pointers, whether
+// the operator runs on the descriptor's device, workspace size, workspace pointer.
 qgruStatus_t check_call(const char* fn, qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
-                        std::initializer_list<const void*> pointers) {
+                        std::initializer_list<const void*> pointers, bool runs_on_cuda) {
   if (!desc) return fail(QGRU_STATUS_NULL_POINTER, std::string(fn) + ": desc is NULL");
   for (const void* p : pointers) {
     if (!p) return fail(QGRU_STATUS_NULL_POINTER, std::string(fn) + ": a tensor pointer is NULL");
   }
-  if (desc->device != QGRU_DEVICE_CPU) {
-    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string(fn) + ": only the CPU device is built");
+  if (desc->device == QGRU_DEVICE_CUDA && !runs_on_cuda) {
+    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED,
+                std::string(fn) + ": runs on the CPU only; create its descriptor on a CPU handle");
   }
   const size_t need = workspace_bytes(*desc);
   if (workspace_size < need) {
@@ -312,7 +360,7 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
                               void* packed_weights, void* b_scale, void* zero, const void* a, const void* b,
                               void* /*stream*/) {
   const qgruStatus_t status =
-      check_call("qgruQuantizeGPTQ", desc, workspace, workspace_size, {packed_weights, b_scale, zero, a, b});
+      check_call("qgruQuantizeGPTQ", desc, workspace, workspace_size, {packed_weights, b_scale, zero, a, b}, false);
   if (status != QGRU_STATUS_SUCCESS) return status;
   return guarded("qgruQuantizeGPTQ", [&] {
     const auto& d = *desc;
@@ -327,7 +375,16 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
     qgru::gptq::GptqOptions options;
     options.bits = 4;
     options.group_size = d.G == 1 ? -1 : d.K / d.G;
+    options.damp = d.damp;
+    options.act_order = d.act_order;
+    options.static_groups = d.act_order;  // groups stay [g·size, (g+1)·size): the [N, G] layout has no g_idx
     const auto result = qgru::gptq::gptq_quantize(W, d.N, d.K, hessian.hessian(), options);
+    for (int64_t k = 0; k < d.K; ++k) {
+      if (result.g_idx[static_cast<size_t>(k)] != k / (d.K / d.G)) {
+        throw qgru::Error("column " + std::to_string(k) + " landed in group " +
+                          std::to_string(result.g_idx[static_cast<size_t>(k)]) + ", not k / group_size");
+      }
+    }
     auto* words = static_cast<uint32_t*>(packed_weights);
     for (int64_t n = 0; n < d.N; ++n) {
       uint32_t* row = words + n * d.stride_packed;
@@ -347,10 +404,22 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
 
 qgruStatus_t qgruQuantizeLinearGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
                                     void* c, const void* a, const void* packed_weights, const void* b_scale,
-                                    const void* zero, void* /*stream*/) {
+                                    const void* zero, void* stream) {
   const qgruStatus_t status =
-      check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero});
+      check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero}, true);
   if (status != QGRU_STATUS_SUCCESS) return status;
+  if (desc->device == QGRU_DEVICE_CUDA) {
+#ifdef QGRU_CAPI_WITH_CUDA
+    return guarded("qgruQuantizeLinearGPTQ", [&] {
+      return answer("qgruQuantizeLinearGPTQ",
+                    qgru::capi::cuda_linear(*desc, workspace, c, a, packed_weights, b_scale, zero, stream));
+    });
+#else
+    // Unreachable: without CUDA no CUDA descriptor can be created. Kept as an answer, not a crash.
+    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string("qgruQuantizeLinearGPTQ: ") + kNoCudaBuilt);
+#endif
+  }
+  (void)stream;  // the CPU ignores streams
   return guarded("qgruQuantizeLinearGPTQ", [&] {
     const auto& d = *desc;
     Carver carve(workspace);

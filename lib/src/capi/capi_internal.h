@@ -1,0 +1,82 @@
+#pragma once
+// Internal to lib/src/capi: the objects behind the C API's handles, and the CUDA device's entry points
+// (qgru_gptq_cuda.cpp, compiled only when qgru is built with CUDA: QGRU_CAPI_WITH_CUDA). Plain C++, no
+// CUDA headers, so qgru_gptq.cpp stays the same in both builds.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qgru/base/error.h"
+#include "qgru/capi/qgru_gptq.h"
+
+struct qgruHandle {
+  qgruDevice_t device;
+  int device_id;
+};
+
+struct qgruTensorDescriptor {
+  qgruDtype_t dtype;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+};
+
+struct qgruQuantizeGPTQDescriptor {
+  qgruDevice_t device;
+  int device_id;
+  qgruDtype_t dtype;  // of a, b, c, b_scale, zero
+  int64_t N, K, M, G;
+  int64_t stride_a, stride_c, stride_packed, stride_scale, stride_zero;  // row strides (elements)
+  bool act_order = false;  // qgruQuantizeGPTQ options (qgruSetQuantizeGPTQ*)
+  double damp = 0.01;
+};
+
+namespace qgru::capi {
+
+// A status and its message ("" on success); the caller records it as the thread's last error.
+struct Outcome {
+  qgruStatus_t status = QGRU_STATUS_SUCCESS;
+  std::string message;
+  bool ok() const { return status == QGRU_STATUS_SUCCESS; }
+};
+
+// A zero point the 4-bit qzeros of the GPU kernels cannot hold (BAD_PARAM, not a device failure).
+class BadZeroPoint : public qgru::Error {
+ public:
+  using Error::Error;
+};
+
+// The seed's weights in the checkpoint layout of qgru/dequant/gptq_layout.h that the GPU kernels read:
+// qweight int32 [K/8, N] (the seed's [N, K/8] words, transposed: both hold 8 codes along K, lowest first),
+// qzeros int32 [G, N/8] holding the zero itself (gptq_v2, zero_adjust 0), scales fp16 bits [G, N].
+struct CheckpointLayer {
+  std::vector<int32_t> qweight, qzeros;
+  std::vector<uint16_t> scales;
+};
+
+// Host data, rows without padding: packed [N, K/8], scale and zero [N, G] in `dtype` (F16 or F32; F32
+// scales are rounded to fp16). N a multiple of 8. Throws BadZeroPoint naming the first zero point that
+// is not an integer in [0, 15]. Plain C++ (tested on the CPU); the CUDA linear is its only user.
+CheckpointLayer seed_to_checkpoint(qgruDtype_t dtype, int64_t N, int64_t K, int64_t G, const int32_t* packed,
+                                   const void* scale, const void* zero);
+
+#ifdef QGRU_CAPI_WITH_CUDA
+// Number of usable CUDA devices (SUCCESS), or DEVICE_UNAVAILABLE with the runtime's reason.
+Outcome cuda_device_count(int* count);
+
+// Whether a GPU kernel exists for the descriptor's shape (NOT_SUPPORTED naming M, N, K, bits and group
+// size otherwise), then whether device_id is usable (DEVICE_UNAVAILABLE). The first needs no device.
+Outcome cuda_check_descriptor(const qgruQuantizeGPTQDescriptor& d);
+
+// Device workspace bytes of the CUDA linear: fp16 a [M, K] and c [M, N] staging and the split-K fp32
+// partial sums [M, N], each 256-byte aligned, plus 256 bytes to align the caller's pointer.
+size_t cuda_linear_workspace_bytes(const qgruQuantizeGPTQDescriptor& d);
+
+// qgruQuantizeLinearGPTQ on the GPU (every pointer device memory, stream a cudaStream_t; returns after
+// synchronizing the stream). NoDevice, NotSupported and CUDA failures come back as DEVICE_UNAVAILABLE,
+// NOT_SUPPORTED and EXECUTION_FAILED, BadZeroPoint as BAD_PARAM; other exceptions propagate.
+Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
+                    const void* packed_weights, const void* b_scale, const void* zero, void* stream);
+#endif
+
+}  // namespace qgru::capi

@@ -1,0 +1,208 @@
+// The C API's CUDA device: qgruQuantizeLinearGPTQ through qgru::cuda::QuantLinear (W4A16, docs/CUDA.md).
+// Compiled to code only when qgru is built with CUDA (QGRU_CAPI_WITH_CUDA, set by lib/CMakeLists.txt).
+//
+// The seed's layouts are not the kernel's: a [K, M] and c [N, M] are the transposes of the kernel's A [M, K]
+// and C [M, N]; packed_weights [N, K/8] holds the same words as the checkpoint's qweight [K/8, N] (8 codes
+// along K per word, lowest first), transposed; b_scale / zero [N, G] in dT become scales fp16 [G, N] and
+// qzeros int32 [G, N/8] (gptq_v2: the zero itself, zero_adjust 0). Each call copies the operands to the
+// host, re-lays them out there, builds the QuantLinear (upload), stages a and c through the workspace and
+// runs on the caller's stream, then synchronizes it.
+#ifdef QGRU_CAPI_WITH_CUDA
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capi_internal.h"
+#include "qgru/base/error.h"
+#include "qgru/dequant/linear_plan.h"
+#include "qgru/half.h"
+#include "qgru_cuda/check.h"
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/quant_linear.h"
+#include "qgru_cuda/status.h"
+
+namespace qgru::capi {
+
+namespace {
+
+constexpr size_t kDeviceAlign = 256;
+constexpr int kBits = 4;  // the seed's packed_weights hold 4-bit codes
+
+size_t align_up(size_t bytes) { return (bytes + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign; }
+
+dequant::LinearProblem problem_of(const qgruQuantizeGPTQDescriptor& d) {
+  return {d.M, d.N, d.K, kBits, d.K / d.G};
+}
+
+size_t element_bytes(qgruDtype_t dtype) { return dtype == QGRU_DTYPE_F16 ? 2 : 4; }
+
+uint16_t load_half(qgruDtype_t dtype, const std::vector<unsigned char>& bytes, size_t index) {
+  if (dtype == QGRU_DTYPE_F16) {
+    uint16_t bits = 0;
+    std::memcpy(&bits, bytes.data() + 2 * index, 2);
+    return bits;
+  }
+  float value = 0.0f;
+  std::memcpy(&value, bytes.data() + 4 * index, 4);
+  return qgru::float_to_half_bits(value);
+}
+
+// A rows × cols tensor with row stride `stride` (elements) on the device, copied into a packed host buffer.
+std::vector<unsigned char> download_rows(const void* device, int64_t rows, int64_t cols, int64_t stride, size_t esize,
+                                         cudaStream_t stream) {
+  std::vector<unsigned char> host(static_cast<size_t>(rows * cols) * esize);
+  const size_t row_bytes = static_cast<size_t>(cols) * esize;
+  QGRU_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), row_bytes, device, static_cast<size_t>(stride) * esize, row_bytes,
+                                    static_cast<size_t>(rows), cudaMemcpyDeviceToHost, stream));
+  return host;
+}
+
+// Makes device_id current for the call and gives the caller's current device back afterwards.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device_id) {
+    QGRU_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_id) QGRU_CUDA_CHECK(cudaSetDevice(device_id));
+  }
+  void restore() {
+    QGRU_CUDA_CHECK(cudaSetDevice(previous_));
+    restored_ = true;
+  }
+  ~CurrentDevice() {
+    // Only on an exception path (restore() is called on success); a destructor must not throw, and the
+    // exception already in flight is the failure to report.
+    if (!restored_) static_cast<void>(cudaSetDevice(previous_));
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool restored_ = false;
+};
+
+Outcome check_device(int device_id) {
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.device_count == 0) return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no CUDA device: " + probe.reason};
+  if (device_id >= probe.device_count) {
+    return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no CUDA device " + std::to_string(device_id) + ": the CUDA runtime sees " +
+                                                std::to_string(probe.device_count) + " device(s)"};
+  }
+  return {};
+}
+
+void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a, const void* packed_weights,
+                const void* b_scale, const void* zero, void* stream_handle) {
+  CurrentDevice current(d.device_id);
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  const int64_t N = d.N, K = d.K, M = d.M, G = d.G, words = K / 8;
+  const size_t esize = element_bytes(d.dtype);
+
+  // Operands to the host, in the seed's layout without row padding.
+  const std::vector<unsigned char> packed_host = download_rows(packed_weights, N, words, d.stride_packed, 4, stream);
+  const std::vector<unsigned char> scale_host = download_rows(b_scale, N, G, d.stride_scale, esize, stream);
+  const std::vector<unsigned char> zero_host = download_rows(zero, N, G, d.stride_zero, esize, stream);
+  const std::vector<unsigned char> a_host = download_rows(a, K, M, d.stride_a, esize, stream);
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  // The checkpoint layer (gptq_v2 zeros) the kernel reads.
+  std::vector<int32_t> packed_words(static_cast<size_t>(N * words));
+  std::memcpy(packed_words.data(), packed_host.data(), packed_host.size());
+  CheckpointLayer layer_data = seed_to_checkpoint(d.dtype, N, K, G, packed_words.data(), scale_host.data(), zero_host.data());
+  cuda::GptqLinearWeights w;
+  w.K = K;
+  w.N = N;
+  w.bits = kBits;
+  w.group_size = K / G;
+  w.zero_adjust = 0;
+  w.qweight = std::move(layer_data.qweight);
+  w.qzeros = std::move(layer_data.qzeros);
+  w.scales = std::move(layer_data.scales);
+  std::vector<uint16_t> a_half(static_cast<size_t>(M * K));  // A [M, K] = aᵀ
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t m = 0; m < M; ++m) a_half[static_cast<size_t>(m * K + k)] = load_half(d.dtype, a_host, static_cast<size_t>(k * M + m));
+
+  const cuda::QuantLinear layer(w);  // validates and uploads (cudaMemcpy on the legacy default stream)
+  // The uploads must be complete before `stream` (possibly non-blocking) reads them.
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+
+  // Workspace: A fp16 [M, K] | C fp16 [M, N] | split-K fp32 [M, N], each 256-byte aligned.
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign;
+  void* a_dev = reinterpret_cast<void*>(base);
+  void* c_dev = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)));
+  void* split_dev = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)) + align_up(2 * static_cast<size_t>(M * N)));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(a_dev, a_half.data(), a_half.size() * 2, cudaMemcpyHostToDevice, stream));
+  layer.run(a_dev, M, c_dev, split_dev, stream);
+  std::vector<uint16_t> c_half(static_cast<size_t>(M * N));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(c_half.data(), c_dev, c_half.size() * 2, cudaMemcpyDeviceToHost, stream));
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  // c [N, M] = Cᵀ in dT, written row by row (padding between rows untouched).
+  std::vector<unsigned char> c_host(static_cast<size_t>(N * M) * esize);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t m = 0; m < M; ++m) {
+      const uint16_t bits = c_half[static_cast<size_t>(m * N + n)];
+      unsigned char* out = c_host.data() + static_cast<size_t>(n * M + m) * esize;
+      if (d.dtype == QGRU_DTYPE_F16) {
+        std::memcpy(out, &bits, 2);
+      } else {
+        const float value = qgru::half_bits_to_float(bits);
+        std::memcpy(out, &value, 4);
+      }
+    }
+  }
+  const size_t row_bytes = static_cast<size_t>(M) * esize;
+  QGRU_CUDA_CHECK(cudaMemcpy2DAsync(c, static_cast<size_t>(d.stride_c) * esize, c_host.data(), row_bytes, row_bytes,
+                                    static_cast<size_t>(N), cudaMemcpyHostToDevice, stream));
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+  current.restore();
+}
+
+}  // namespace
+
+Outcome cuda_device_count(int* count) {
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  *count = probe.device_count;
+  if (probe.device_count == 0) return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no CUDA device: " + probe.reason};
+  return {};
+}
+
+Outcome cuda_check_descriptor(const qgruQuantizeGPTQDescriptor& d) {
+  // The shape rules do not depend on the device (the multiprocessor count only sets split-K).
+  const dequant::LinearPlan plan = dequant::plan_linear(problem_of(d), 1);
+  if (!plan.supported) return {QGRU_STATUS_NOT_SUPPORTED, plan.reason};
+  return check_device(d.device_id);
+}
+
+size_t cuda_linear_workspace_bytes(const qgruQuantizeGPTQDescriptor& d) {
+  const auto M = static_cast<size_t>(d.M), N = static_cast<size_t>(d.N), K = static_cast<size_t>(d.K);
+  // The split-K partial sums are counted whatever the split: the plan's split depends on the device.
+  return kDeviceAlign + align_up(2 * M * K) + align_up(2 * M * N) + align_up(4 * M * N);
+}
+
+Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
+                    const void* packed_weights, const void* b_scale, const void* zero, void* stream) {
+  const Outcome device = check_device(d.device_id);
+  if (!device.ok()) return device;
+  try {
+    run_linear(d, workspace, c, a, packed_weights, b_scale, zero, stream);
+    return {};
+  } catch (const cuda::NoDevice& e) {
+    return {QGRU_STATUS_DEVICE_UNAVAILABLE, e.what()};
+  } catch (const cuda::NotSupported& e) {
+    return {QGRU_STATUS_NOT_SUPPORTED, e.what()};
+  } catch (const cuda::CudaFailure& e) {
+    return {QGRU_STATUS_EXECUTION_FAILED, e.what()};
+  } catch (const BadZeroPoint& e) {
+    return {QGRU_STATUS_BAD_PARAM, e.what()};
+  }
+}
+
+}  // namespace qgru::capi
+
+#endif  // QGRU_CAPI_WITH_CUDA
