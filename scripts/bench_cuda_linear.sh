@@ -5,13 +5,9 @@
 # Without a GPU it says "no GPU present: <reason>" and exits 1.
 # Usage: scripts/bench_cuda_linear.sh [build-dir] [iters]    (build-dir defaults to ./build)
 set -euo pipefail
-build="${1:-build}"
+source "$(dirname "$0")/bench_cuda.bash"
 iters="${2:-50}"
-bench="$build/test/bench_cuda_linear"
-if [[ ! -x "$bench" ]]; then
-  echo "bench_cuda_linear.sh: $bench not found; build it with: cmake --build $build --target bench_cuda_linear" >&2
-  exit 1
-fi
+find_cuda_bench "${1:-build}" bench_cuda_linear
 status=0
 for bits in 4 8; do
   "$bench" --bits "$bits" --iters "$iters" || status=$?

@@ -11,6 +11,11 @@
 #include "device_option.h"
 #include "subcommand.h"
 
+#ifdef QGRU_WITH_CUDA
+#include "qgru_cuda/float_gru_cuda.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+#endif
+
 namespace {
 
 struct RunCliOptions {
@@ -35,11 +40,19 @@ int run_float(const RunCliOptions& cli) {
     throw qgru::Error("--dump-intermediates " + cli.dump + ": a float model has no integer codes; it needs a "
                       "quantized artifact (.qgru.json) as --model");
   }
-  if (cli.device == "cuda") {
-    throw qgru::Error("--device cuda: the float model (" + cli.model + ") runs on the CPU only in this build; "
-                      "use --device cpu or auto");
-  }
+  const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
   qgru::FloatRunOptions options;
+#ifdef QGRU_WITH_CUDA
+  if (device == qgru::cli::Device::Cuda) {
+    // cublasSgemm for the linears, the shared float cell per element (qgru_cuda/float_gru_cuda.h).
+    options.device_executor = [](const qgru::FloatGruModel& model, const float* x, int T, int N, const float* h0) {
+      return qgru::cuda::FloatGruCuda(model).run(x, T, N, h0);
+    };
+    options.device_executor_name = "float, cuda";
+  }
+#else
+  (void)device;  // resolve_device already refused cuda in a build without it
+#endif
   options.model_path = cli.model;
   options.input_path = cli.input;
   options.output_path = cli.output;
@@ -56,18 +69,27 @@ int run_float(const RunCliOptions& cli) {
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
   if (!cli.hn.empty()) std::printf("h_n %s: [%d, %d, %d] float32\n", cli.hn.c_str(),
                                    model.num_layers * model.num_directions, summary.N, model.hidden_size);
-  std::printf("time: %.3f ms (float reference, cpu)\n", summary.seconds * 1e3);
+  std::printf("time: %.3f ms (%s)\n", summary.seconds * 1e3, summary.executor.c_str());
   return qgru::kExitOk;
 }
 
 int run_quantized(const RunCliOptions& cli) {
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
-  if (device == qgru::cli::Device::Cuda) {
-    throw qgru::Error("--device cuda: " + cli.model + ": whole-model execution of quantized artifacts on CUDA is "
-                      "not supported by this build (the CUDA cell kernel exists; layer chaining does not); use "
-                      "--device cpu");
-  }
   qgru::QuantRunOptions options;
+#ifdef QGRU_WITH_CUDA
+  if (device == qgru::cli::Device::Cuda) {
+    // Every cell on the GPU (int8 cuBLAS or the 16-bit kernel), the shared layer loop on the host
+    // (qgru_cuda/quant_gru_cuda.h): the same codes as the CPU executors.
+    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0) {
+      const qgru::cuda::QuantGruCuda executor(model);
+      qgru::log()->info("CUDA cells: {}", executor.describe());
+      return executor.run_codes(q_x, T, N, q_h0);
+    };
+    options.device_executor_name = "cuda";
+  }
+#else
+  (void)device;  // resolve_device already refused cuda in a build without it
+#endif
   options.artifact_path = cli.model;
   options.input_path = cli.input;
   options.output_path = cli.output;
@@ -83,7 +105,8 @@ int run_quantized(const RunCliOptions& cli) {
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
   if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
-  std::printf("time: %.3f ms (integer executor, cpu, %s)\n", summary.seconds * 1e3, summary.executor.c_str());
+  std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
+              device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
   if (!cli.dump.empty()) {
     qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.batch_first);
     std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
@@ -113,7 +136,7 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                       ->capture_default_str()
                       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
                   command.add_option("--executor", cli->executor,
-                                     "Integer CPU executor for artifacts: fast (AVX2 where supported, else the "
+                                     "Integer CPU executor for artifacts: fast (AVX-512 VNNI or AVX2 where supported, else the "
                                      "reference) or reference; both compute the same codes")
                       ->capture_default_str()
                       ->check(CLI::IsMember({"fast", "reference"}));

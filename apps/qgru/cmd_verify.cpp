@@ -13,10 +13,17 @@
 #include "qgru/model/float_gru.h"
 #include "qgru/model/sequence_io.h"
 #include "qgru/quant/artifact.h"
+#include "qgru/quant/quant_executor.h"
+#include "qgru/verify/device_compare.h"
 #include "qgru/verify/gru_verify.h"
 #include "qgru/verify/html_report.h"
 #include "qgru/verify/verify_report.h"
 #include "subcommand.h"
+
+#ifdef QGRU_WITH_CUDA
+#include "qgru_cuda/float_gru_cuda.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+#endif
 
 namespace {
 
@@ -31,10 +38,6 @@ struct VerifyCliOptions {
 
 int run_verify(const VerifyCliOptions& cli) {
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
-  if (device == qgru::cli::Device::Cuda) {
-    throw qgru::Error("--device cuda: verify compares the CPU integer executor with the float model; the CUDA "
-                      "executor is not part of this build's verify (use --device cpu)");
-  }
   const qgru::FloatGruModel float_model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
   const qgru::QuantizedGru quant_model = qgru::read_artifact(cli.artifact);
   const qgru::SequenceBatch x = qgru::read_sequence_input(cli.input, float_model.input_size, cli.batch_first);
@@ -56,9 +59,40 @@ int run_verify(const VerifyCliOptions& cli) {
       qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
 
   std::fputs(qgru::verify_report_table(report).c_str(), stdout);
+  // --device cuda: the CUDA executors against the CPU ones on the same input, integer codes one for one and
+  // the float GRU within kFloatDeviceTolerance (qgru/verify/device_compare.h).
+  nlohmann::json device_json;
+  bool device_passed = true;
+  std::string device_failure;
+#ifdef QGRU_WITH_CUDA
+  if (device == qgru::cli::Device::Cuda) {
+    const float* h0_data = h0.empty() ? nullptr : h0.data();
+    const qgru::QuantGruResult cpu_codes = qgru::run_quantized_gru(quant_model, x.values.data(), x.T, x.N, h0_data);
+    const qgru::cuda::QuantGruCuda quant_cuda(quant_model);
+    qgru::log()->info("CUDA cells: {}", quant_cuda.describe());
+    const qgru::QuantGruResult cuda_codes = quant_cuda.run(x.values.data(), x.T, x.N, h0_data);
+    const qgru::FloatGruResult cpu_float = qgru::run_float_gru(float_model, x.values.data(), x.T, x.N, h0_data);
+    const qgru::FloatGruResult cuda_float = qgru::cuda::FloatGruCuda(float_model).run(x.values.data(), x.T, x.N, h0_data);
+    const int H = quant_model.hidden_size, D = quant_model.num_directions;
+    const qgru::CodeComparison codes = qgru::compare_quant_codes(cpu_codes, cuda_codes, H, D);
+    const qgru::FloatComparison floats = qgru::compare_float_outputs(cpu_float, cuda_float, H, D);
+    std::fputs(qgru::device_comparison_text("cuda", codes, floats).c_str(), stdout);
+    device_json = qgru::device_comparison_json("cuda", codes, floats);
+    device_passed = codes.equal() && floats.within();
+    if (!codes.equal()) {
+      device_failure = "integer codes differ (" + std::to_string(codes.mismatches) + " of " + std::to_string(codes.compared) +
+                       "; first at " + codes.first + ")";
+    } else if (!floats.within()) {
+      device_failure = "float GRU outside the tolerance (worst at " + floats.worst + ")";
+    }
+  }
+#else
+  (void)device;  // resolve_device already refused cuda in a build without it
+#endif
   std::fflush(stdout);
   if (!cli.report.empty()) {
     nlohmann::json json = qgru::verify_report_json(report);
+    if (!device_json.is_null()) json["device_check"] = device_json;
     json["model"] = cli.model;
     json["artifact"] = cli.artifact;
     json["input"] = cli.input;
@@ -74,6 +108,7 @@ int run_verify(const VerifyCliOptions& cli) {
     qgru::write_verify_report_html(cli.html, report, quant_model, html);
     qgru::log()->info("HTML report written to {}", cli.html);
   }
+  if (!device_passed) throw qgru::Error("--device cuda: the CUDA executor differs from the CPU: " + device_failure);
   const double sqnr = report.output.sqnr_db();
   if (!std::isnan(cli.fail_below_sqnr) && !(sqnr >= cli.fail_below_sqnr)) {
     throw qgru::Error("output SQNR " + std::to_string(sqnr) + " dB is below --fail-below-sqnr " +
@@ -104,7 +139,10 @@ QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, te
                   command.add_option("--layout", cli->layout, "Float weight layout")
                       ->capture_default_str()
                       ->check(CLI::IsMember({"auto", "pytorch", "haste"}));
-                  command.add_option("--device", cli->device, "Where the integer model runs")
+                  command.add_option("--device", cli->device,
+                                     "cpu: the CPU executors; cuda: also run the CUDA executors and compare them "
+                                     "with the CPU (integer codes one for one, float within 1e-4; exit 1 on a "
+                                     "difference); auto: cuda when a GPU is usable, else cpu")
                       ->capture_default_str()
                       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
                   command.footer(

@@ -3,28 +3,11 @@
 # h_n), and the failure contract: bad input -> exit 1, one line on stderr, no output file; usage -> exit 2.
 # Usage: run_float.sh <qgru-binary> <scratch-dir> <source-root>
 set -euo pipefail
-qgru="$1"
-scratch="$2"
-root="$3"
-rm -rf "$scratch"
-mkdir -p "$scratch"
+source "$(dirname "$0")/common.bash"
+start_cli_test "$@"
 example="$root/examples/digits"
 golden="$root/test/data/golden"
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# A Python with numpy (scripts/setup.sh installs Debian's python3-numpy; another python3 may come first in PATH).
-python=""
-for candidate in "${PYTHON:-}" python3 /usr/bin/python3; do
-  if [ -n "$candidate" ] && "$candidate" -c "import numpy" 2>/dev/null; then
-    python="$candidate"
-    break
-  fi
-done
-[ -n "$python" ] || fail "no python3 with numpy found (run scripts/setup.sh)"
+find_python
 
 # expect_failure CODE OUTPUT-FILE PATTERN -- qgru args...: exit code, one stderr line matching PATTERN, no file.
 expect_failure() {
@@ -87,8 +70,15 @@ expect_failure 1 "$scratch/out4.npy" "truncated.safetensors" -- run --model "$sc
   --input "$example/test.npy" --output "$scratch/out4.npy"
 expect_failure 1 "$scratch/out5.npy" "no haste GRU tensors" -- run --model "$example/gru.safetensors" \
   --layout haste --input "$example/test.npy" --output "$scratch/out5.npy"
-expect_failure 1 "$scratch/out6.npy" "runs on the CPU only" -- run --model "$example/gru.safetensors" \
-  --input "$example/test.npy" --output "$scratch/out6.npy" --device cuda
+# --device cuda without a usable GPU (or without CUDA in the build): one line naming the cause. With a GPU it
+# runs (test/cli/device_cuda.sh compares the GPU's results with the CPU's).
+"$qgru" run --model "$example/gru.safetensors" --input "$example/test.npy" --output "$scratch/auto.npy" \
+  --device auto >/dev/null 2>"$scratch/auto.err"
+if ! grep -q "using CUDA" "$scratch/auto.err"; then
+  expect_failure 1 "$scratch/out6.npy" "--device cuda: no usable CUDA device: " -- run \
+    --model "$example/gru.safetensors" --input "$example/test.npy" --output "$scratch/out6.npy" --device cuda
+fi
+rm -f "$scratch/out6.npy" "$scratch/auto.npy"
 expect_failure 1 "$scratch/out7.npy" "a float model has no integer codes" -- run \
   --model "$example/gru.safetensors" --input "$example/test.npy" --output "$scratch/out7.npy" --codes "$scratch/c.npy"
 expect_failure 1 "$scratch/out8.npy" "missing.npy" -- run --model "$example/gru.safetensors" \

@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_timing.h"
 #include "qgru/dequant/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
@@ -28,25 +29,7 @@ using qgru::cuda::DeviceBuffer;
 
 // Median time in microseconds of `iters` runs of fn after `warmup` runs, each timed with its own events.
 double median_us(const std::function<void()>& fn, int warmup, int iters) {
-  for (int i = 0; i < warmup; ++i) fn();
-  QGRU_CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t start, stop;
-  QGRU_CUDA_CHECK(cudaEventCreate(&start));
-  QGRU_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    QGRU_CUDA_CHECK(cudaEventRecord(start));
-    fn();
-    QGRU_CUDA_CHECK(cudaEventRecord(stop));
-    QGRU_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    QGRU_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(1000.0 * ms);
-  }
-  QGRU_CUDA_CHECK(cudaEventDestroy(start));
-  QGRU_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return 1000.0 * qgru::cuda::bench::time_calls(fn, warmup, iters).median_ms;
 }
 
 qgru::cuda::GptqLinearWeights random_layer(int64_t K, int64_t N, int bits, std::mt19937& rng) {

@@ -14,4 +14,15 @@ int check_quant_linear();
 // GruCellCuda (cuBLAS int8 GEMMs + the shared cell kernel) against a CPU loop over the same cell function.
 int check_gru_cell();
 
+// Whole quantized models on the GPU (QuantGruCuda) against the CPU reference executor, code for code: every
+// preset, 2 layers, bidirectional, with and without h0 (quant_gru_check.cpp).
+int check_quant_gru();
+
+// FloatGruCuda against the CPU float executor within kFloatDeviceTolerance (quant_gru_check.cpp).
+int check_float_gru();
+
+// The C API's CUDA device (qgruQuantizeLinearGPTQ on QGRU_DEVICE_CUDA) against the same API's CPU path,
+// within fp16 rounding, plus the CUDA path's call-time statuses (capi_check.cpp).
+int check_capi_linear();
+
 }  // namespace qgru::cuda_test

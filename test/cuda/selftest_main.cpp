@@ -1,5 +1,7 @@
 // qgru CUDA self-test: device dequantization vs host emulation, the GPU quantized linear vs a CPU reference,
-// and the GRU cell executor vs the CPU cell loop. Without a GPU it says so plainly and does NOT pass:
+// the GRU cell executor vs the CPU cell loop, whole quantized models (every preset) vs the CPU reference
+// executor code for code, the float GRU vs the CPU float executor within tolerance, and the C API's CUDA
+// linear vs its CPU path. Without a GPU it says so plainly and does NOT pass:
 //   exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
 #include <cstdio>
 #include <cstring>
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
     int failures = qgru::cuda_test::check_dequant_on_device();
     failures += qgru::cuda_test::check_quant_linear();
     failures += qgru::cuda_test::check_gru_cell();
+    failures += qgru::cuda_test::check_quant_gru();
+    failures += qgru::cuda_test::check_float_gru();
+    failures += qgru::cuda_test::check_capi_linear();
     std::printf("%s: %d failing check(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
   } catch (const std::exception& e) {

@@ -19,7 +19,10 @@ FloatRunSummary run_float_files(const FloatRunOptions& options) {
   if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, model.hidden_size);
 
   const auto start = std::chrono::steady_clock::now();
-  const FloatGruResult result = run_float_gru(model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+  const float* h0_data = h0.empty() ? nullptr : h0.data();
+  if (options.device_executor) summary.executor = options.device_executor_name;
+  const FloatGruResult result = options.device_executor ? options.device_executor(model, x.values.data(), x.T, x.N, h0_data)
+                                                        : run_float_gru(model, x.values.data(), x.T, x.N, h0_data);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.T = x.T;
   summary.N = x.N;

@@ -18,6 +18,7 @@
 #endif
 
 #include "qgru/model/float_gru.h"
+#include "qgru/model/float_gru_cell.h"
 
 namespace qgru {
 namespace {
@@ -85,8 +86,6 @@ std::vector<float> transposed(const std::vector<float>& M, size_t G, size_t K) {
   return Mt;
 }
 
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
 // Per-step buffers of one cell, [N, H] each except the recurrent linear [N, 3H].
 struct StepBuffers {
   std::vector<float> h_prev, h_new, weight_hh_linear;
@@ -110,15 +109,15 @@ void cell_step(const GruCellWeights& cell, const std::vector<float>& Rt, const f
     const float* hh = b.weight_hh_linear.data() + n * 3 * H;
     for (size_t j = 0; j < H; ++j) {
       const size_t i = n * H + j;
-      b.update_gate_input[i] = static_cast<float>(static_cast<double>(ih[j]) + static_cast<double>(hh[j]));
-      b.update_gate_output[i] = static_cast<float>(sigmoid(b.update_gate_input[i]));
-      b.reset_gate_input[i] = static_cast<float>(static_cast<double>(ih[H + j]) + static_cast<double>(hh[H + j]));
-      b.reset_gate_output[i] = static_cast<float>(sigmoid(b.reset_gate_input[i]));
-      b.new_gate_input[i] = static_cast<float>(static_cast<double>(ih[2 * H + j]) +
-                                               static_cast<double>(b.reset_gate_output[i]) * hh[2 * H + j]);
-      b.new_gate_output[i] = static_cast<float>(std::tanh(static_cast<double>(b.new_gate_input[i])));
-      const double z = b.update_gate_output[i];
-      b.h_new[i] = static_cast<float>(z * b.h_prev[i] + (1.0 - z) * b.new_gate_output[i]);
+      // The shared element (qgru/model/float_gru_cell.h), also the CUDA float executor's kernel body.
+      const FloatGruElement e = float_gru_cell_element(ih[j], ih[H + j], ih[2 * H + j], hh[j], hh[H + j], hh[2 * H + j], b.h_prev[i]);
+      b.update_gate_input[i] = e.update_gate_input;
+      b.update_gate_output[i] = e.update_gate_output;
+      b.reset_gate_input[i] = e.reset_gate_input;
+      b.reset_gate_output[i] = e.reset_gate_output;
+      b.new_gate_input[i] = e.new_gate_input;
+      b.new_gate_output[i] = e.new_gate_output;
+      b.h_new[i] = e.h_new;
     }
   }
 }

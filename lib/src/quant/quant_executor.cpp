@@ -5,6 +5,7 @@
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
+#include "qgru/quant/layer_loop.h"
 
 namespace qgru {
 
@@ -48,8 +49,8 @@ struct StepBuffers {
 
 // Run one cell over all T steps. q_x: [T, N, C] in the cell's x space. q_h: [N, H] initial codes in, final
 // codes out. out: [T, N, out_stride], this direction's codes written at column offset out_offset.
-void run_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h,
-              int32_t* out, int out_stride, int out_offset, QuantGruObserver* observer) {
+void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h,
+                        int32_t* out, int out_stride, int out_offset, QuantGruObserver* observer) {
   const int C = p.input_size;
   const int H = p.hidden_size;
   const int channels = 3 * H;
@@ -121,6 +122,20 @@ void run_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, int N, std
   }
 }
 
+// The reference cell: run_reference_cell above, for the shared layer loop (qgru/quant/layer_loop.h).
+class ReferenceCellRunner : public GruCellRunner {
+ public:
+  ReferenceCellRunner(const QuantizedGru& model, QuantGruObserver* observer) : model_(model), observer_(observer) {}
+  void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
+                int out_stride, int out_offset) override {
+    run_reference_cell(model_.cell(layer, direction), q_x, T, N, q_h, out, out_stride, out_offset, observer_);
+  }
+
+ private:
+  const QuantizedGru& model_;
+  QuantGruObserver* observer_;
+};
+
 }  // namespace
 
 std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* values, size_t count) {
@@ -131,43 +146,8 @@ std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* valu
 
 QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N,
                                        const int32_t* q_h0, QuantGruObserver* observer) {
-  if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
-  if (model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions || model.cells.empty()) {
-    throw Error("run_quantized_gru: the model has " + std::to_string(model.cells.size()) + " cells, expected " +
-                std::to_string(model.num_layers * model.num_directions));
-  }
-  const int D = model.num_directions;
-  const int H = model.hidden_size;
-  check_input_codes(model, q_x, T, N);
-  const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
-
-  QuantGruResult result;
-  result.T = T;
-  result.N = N;
-  result.h_n_codes.resize(static_cast<size_t>(model.num_layers) * D * N * H);
-  std::vector<int32_t> layer_input(q_x, q_x + x_count);
-  std::vector<int32_t> layer_output(static_cast<size_t>(T) * N * D * H);
-  for (int l = 0; l < model.num_layers; ++l) {
-    for (int d = 0; d < D; ++d) {
-      const GruCellQuantParams& p = model.cell(l, d);
-      const size_t h_offset = (static_cast<size_t>(l) * D + d) * N * H;
-      std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
-      run_cell(p, layer_input.data(), T, N, q_h, layer_output.data(), D * H, d * H, observer);
-      std::copy(q_h.begin(), q_h.end(), result.h_n_codes.begin() + static_cast<std::ptrdiff_t>(h_offset));
-    }
-    if (l + 1 < model.num_layers) {
-      // Requantize each direction's h codes into layer l+1's x space (shared by its directions).
-      layer_input.resize(layer_output.size());
-      for (size_t i = 0; i < layer_output.size(); ++i) {
-        const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-        layer_input[i] = requantize_h_to_next_x(model, l, d, layer_output[i]);
-      }
-    }
-  }
-
-  result.output_codes = std::move(layer_output);
-  dequantize_result(model, result);
-  return result;
+  ReferenceCellRunner runner(model, observer);
+  return run_layer_loop(model, q_x, T, N, q_h0, runner);
 }
 
 std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const float* h0, int N) {

@@ -96,7 +96,10 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
     throw Error("--executor " + options.executor + ": expected fast or reference");
   }
   bool use_fast = options.executor == "fast";
-  if (use_fast) {
+  if (options.device_executor) {
+    use_fast = false;
+    summary.executor = options.device_executor_name;
+  } else if (use_fast) {
     const FastPathSupport support = fast_path_support(model);
     use_fast = support.supported;
     summary.executor = support.supported ? "fast (" + support.isa + ")" : "reference (fast path: " + support.reason + ")";
@@ -106,7 +109,13 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
-  if (x.is_codes) {
+  if (options.device_executor) {
+    std::vector<int32_t> q_x_quantized;
+    if (!x.is_codes) q_x_quantized = quantize_values(model.input_quant(), x.values.data(), x.values.size());
+    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
+    result = options.device_executor(model, x.is_codes ? x.q_x.data() : q_x_quantized.data(), x.T, x.N,
+                                     q_h0.empty() ? nullptr : q_h0.data());
+  } else if (x.is_codes) {
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
     const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
     result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data)

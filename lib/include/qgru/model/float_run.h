@@ -2,6 +2,7 @@
 // `qgru run` on a float model, as one library call: load the weights, read and check x (and h0), run the
 // reference executor, write y (and h_n) atomically, and report what was done.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct FloatRunOptions {
   std::string hn_path;      // optional: write h_n [L*D, N, H] (float32 .npy)
   WeightLayout layout = WeightLayout::Auto;
   bool batch_first = false;
+  // When set, this runs the model instead of run_float_gru (the CLI's --device cuda; the library stays free
+  // of CUDA), with run_float_gru's contract; device_executor_name is what the summary reports.
+  std::function<FloatGruResult(const FloatGruModel& model, const float* x, int T, int N, const float* h0)> device_executor;
+  std::string device_executor_name;
 };
 
 struct FloatRunSummary {
@@ -25,6 +30,7 @@ struct FloatRunSummary {
   double seconds = 0.0;                      // the executor alone (no file I/O)
   int T = 0, N = 0;
   FloatGruModel model;                       // as loaded (sizes, layout)
+  std::string executor = "float reference, cpu";  // what ran
 };
 
 // Throws qgru::Error (one line naming the file) on any bad input; writes nothing in that case. When hn_path

@@ -10,7 +10,9 @@
 //     the cell per element (qgru/fixed/gru_cell.h gru_cell_element): q_h[n, j] <- new code
 // Layer l's output codes (direction d in cell(l, d)'s h space) are requantized into layer l+1's x space
 // (requantize, rounding half away from zero, saturating); the directions are concatenated as the float
-// model does: output [T, N, D*H], direction d at columns [d*H, (d+1)*H).
+// model does: output [T, N, D*H], direction d at columns [d*H, (d+1)*H). That loop over layers and
+// directions is run_layer_loop (qgru/quant/layer_loop.h), shared with the CUDA executor; this file's
+// executor supplies the CPU cell.
 #include <array>
 #include <cstdint>
 #include <vector>

@@ -4,9 +4,11 @@
 // executor, write y (dequantized float32), and on request the output codes and h_n, all together or not
 // at all.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "qgru/quant/quant_executor.h"
 #include "qgru/quant/quantized_gru.h"
 
 namespace qgru {
@@ -22,6 +24,13 @@ struct QuantRunOptions {
   // "fast" (default): the AVX2 executor where the CPU and the model allow it, else the reference;
   // "reference": the obviously-right executor. Both compute the same codes (tested).
   std::string executor = "fast";
+  // When set, this runs the model instead of the CPU executors (the CLI's --device cuda; the library
+  // itself stays free of CUDA): q_x [T, N, C] codes, q_h0 [L*D, N, H] codes or null, exactly the contract
+  // of run_quantized_gru_codes (float input and h0 are quantized first, as run_quantized_gru does).
+  // device_executor_name is what the summary reports as the executor.
+  std::function<QuantGruResult(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0)>
+      device_executor;
+  std::string device_executor_name;
 };
 
 struct QuantRunSummary {

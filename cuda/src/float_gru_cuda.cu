@@ -1,0 +1,183 @@
+// FloatGruCuda: cublasSgemm for the two linears, one elementwise kernel per step calling the shared
+// float_gru_cell_element (qgru/model/float_gru_cell.h).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "qgru/base/error.h"
+#include "qgru/dequant/workspace.h"
+#include "qgru/model/float_gru_cell.h"
+#include "qgru_cuda/check.h"
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/device_buffer.h"
+#include "qgru_cuda/float_gru_cuda.h"
+
+namespace qgru::cuda {
+
+namespace {
+
+constexpr int kFloatStepThreads = 256;
+
+// One step of one cell, one thread per (n, j). ih_t [N, 3H] = W·x of this step and hh [N, 3H] = R·h, both
+// without bias; h [N, H] old state in, new state out (each thread reads and writes only its own element,
+// and the R·h GEMM that read h finished before this kernel on the same stream); out_t: the step's row of
+// the layer output, [N, out_stride] at column offset out_offset.
+__global__ void __launch_bounds__(kFloatStepThreads)
+    float_gru_step_kernel(const float* ih_t, const float* hh, const float* bw, const float* br, float* h, float* out_t,
+                          int64_t out_stride, int64_t out_offset, int64_t N, int64_t H) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= N * H) return;
+  const int64_t n = idx / H, j = idx % H;
+  float ih[3], hr[3];
+  for (int g = 0; g < 3; ++g) {
+    const int64_t c = g * H + j;
+    // W x + bw, R h + br: the sum rounded to float once, as the CPU executor adds the bias in double.
+    ih[g] = static_cast<float>(static_cast<double>(ih_t[n * 3 * H + c]) + static_cast<double>(bw[c]));
+    hr[g] = static_cast<float>(static_cast<double>(hh[n * 3 * H + c]) + static_cast<double>(br[c]));
+  }
+  const FloatGruElement e = float_gru_cell_element(ih[0], ih[1], ih[2], hr[0], hr[1], hr[2], h[idx]);
+  h[idx] = e.h_new;
+  out_t[n * out_stride + out_offset + j] = e.h_new;
+}
+
+struct DeviceCell {
+  int64_t C = 0;
+  DeviceBuffer W, R, bw, br;  // float [3H, C], [3H, H], [3H], [3H]
+};
+
+float* at(const DeviceBuffer& buffer, const dequant::WorkspaceCarve& carve, size_t i) {
+  return reinterpret_cast<float*>(static_cast<char*>(buffer.data()) + carve.offsets[i]);
+}
+
+dequant::WorkspaceCarve float_workspace(const FloatGruModel& model, int64_t T, int64_t N) {
+  const int64_t H = model.hidden_size, D = model.num_directions;
+  const int64_t width = std::max<int64_t>(model.input_size, D * H);
+  return dequant::carve_workspace({4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H});
+}
+
+}  // namespace
+
+int64_t float_gru_workspace_bytes(const FloatGruModel& model, int T, int N) {
+  return float_workspace(model, T, N).total_bytes;
+}
+
+struct FloatGruCuda::Impl {
+  int C = 0, H = 0, L = 0, D = 0;
+  std::vector<DeviceCell> cells;
+  cublasHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;
+  mutable DeviceBuffer workspace;
+  ~Impl() {
+    if (handle != nullptr) cublasDestroy(handle);   // destructor: nothing to report to
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.C = model.input_size;
+  d.H = model.hidden_size;
+  d.L = model.num_layers;
+  d.D = model.num_directions;
+  if (d.C < 1 || d.H < 1 || d.L < 1 || (d.D != 1 && d.D != 2) || model.cells.size() != static_cast<size_t>(d.L * d.D)) {
+    throw Error("CUDA float GRU: inconsistent model (C = " + std::to_string(d.C) + ", H = " + std::to_string(d.H) +
+                ", " + std::to_string(model.cells.size()) + " cells for " + std::to_string(d.L) + " layer(s) x " +
+                std::to_string(d.D) + " direction(s))");
+  }
+  const size_t H = static_cast<size_t>(d.H);
+  for (const GruCellWeights& w : model.cells) {
+    if (w.W.size() != 3 * H * static_cast<size_t>(w.input_size) || w.R.size() != 3 * H * H || w.bw.size() != 3 * H ||
+        w.br.size() != 3 * H) {
+      throw Error("CUDA float GRU: a cell's tensors do not have the sizes of C = " + std::to_string(w.input_size) +
+                  ", H = " + std::to_string(d.H));
+    }
+  }
+  require_device();
+  QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+  QGRU_CUBLAS_CHECK(cublasCreate(&d.handle));
+  QGRU_CUBLAS_CHECK(cublasSetStream(d.handle, d.stream));
+  QGRU_CUBLAS_CHECK(cublasSetMathMode(d.handle, CUBLAS_DEFAULT_MATH));  // fp32 GEMMs, no TF32
+  for (const GruCellWeights& w : model.cells) {
+    DeviceCell cell;
+    cell.C = w.input_size;
+    cell.W = DeviceBuffer::from(w.W);
+    cell.R = DeviceBuffer::from(w.R);
+    cell.bw = DeviceBuffer::from(w.bw);
+    cell.br = DeviceBuffer::from(w.br);
+    d.cells.push_back(std::move(cell));
+  }
+}
+
+FloatGruCuda::~FloatGruCuda() = default;
+FloatGruCuda::FloatGruCuda(FloatGruCuda&&) noexcept = default;
+FloatGruCuda& FloatGruCuda::operator=(FloatGruCuda&&) noexcept = default;
+
+FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0) const {
+  const Impl& d = *impl_;
+  if (T_ < 1 || N_ < 1) {
+    throw Error("CUDA float GRU: sequence length and batch must be positive, got T = " + std::to_string(T_) +
+                ", N = " + std::to_string(N_));
+  }
+  const int64_t T = T_, N = N_, H = d.H, D = d.D;
+  if (T * N > INT32_MAX || 3 * H > INT32_MAX) throw Error("CUDA float GRU: T·N or 3H exceeds cuBLAS's int");
+  FloatGruModel shape;
+  shape.input_size = d.C;
+  shape.hidden_size = d.H;
+  shape.num_directions = d.D;
+  const dequant::WorkspaceCarve w = float_workspace(shape, T, N);
+  if (d.workspace.bytes() < static_cast<size_t>(w.total_bytes)) d.workspace = DeviceBuffer(static_cast<size_t>(w.total_bytes));
+  float* layer_in = at(d.workspace, w, 0);
+  float* layer_out = at(d.workspace, w, 1);
+  float* ih = at(d.workspace, w, 2);
+  float* hh = at(d.workspace, w, 3);
+  float* h = at(d.workspace, w, 4);
+
+  FloatGruResult result;
+  result.T = T_;
+  result.N = N_;
+  result.h_n.assign(static_cast<size_t>(d.L * D * N * H), 0.0f);
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(layer_in, x, static_cast<size_t>(4 * T * N * d.C), cudaMemcpyHostToDevice, d.stream));
+  const float one = 1.0f, zero = 0.0f;
+  const int64_t blocks = dequant::elementwise_blocks(N * H, kFloatStepThreads);
+  for (int l = 0; l < d.L; ++l) {
+    for (int dir = 0; dir < D; ++dir) {
+      const size_t cell_index = static_cast<size_t>(l * D + dir);
+      const DeviceCell& cell = d.cells[cell_index];
+      // W·x for every (t, n): ih[t·N + n, c] = Σ_k W[c, k] · x[t·N + n, k] (the TN form, as the int8 path).
+      QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(T * N),
+                                    static_cast<int>(cell.C), &one, static_cast<const float*>(cell.W.data()),
+                                    static_cast<int>(cell.C), layer_in, static_cast<int>(cell.C), &zero, ih,
+                                    static_cast<int>(3 * H)));
+      if (h0 != nullptr) {
+        QGRU_CUDA_CHECK(cudaMemcpyAsync(h, h0 + cell_index * N * H, static_cast<size_t>(4 * N * H), cudaMemcpyHostToDevice,
+                                        d.stream));
+      } else {
+        QGRU_CUDA_CHECK(cudaMemsetAsync(h, 0, static_cast<size_t>(4 * N * H), d.stream));
+      }
+      for (int64_t s = 0; s < T; ++s) {
+        const int64_t t = dir == 0 ? s : T - 1 - s;
+        // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k]
+        QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(N),
+                                      static_cast<int>(H), &one, static_cast<const float*>(cell.R.data()),
+                                      static_cast<int>(H), h, static_cast<int>(H), &zero, hh, static_cast<int>(3 * H)));
+        float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
+            ih + t * N * 3 * H, hh, static_cast<const float*>(cell.bw.data()), static_cast<const float*>(cell.br.data()), h,
+            layer_out + t * N * D * H, D * H, dir * H, N, H);
+        QGRU_CUDA_CHECK_LAUNCH("float_gru_step_kernel<<<...>>>");
+      }
+      QGRU_CUDA_CHECK(cudaMemcpyAsync(result.h_n.data() + cell_index * N * H, h, static_cast<size_t>(4 * N * H),
+                                      cudaMemcpyDeviceToHost, d.stream));
+    }
+    std::swap(layer_in, layer_out);  // layer l's output is layer l+1's input
+  }
+  result.output.resize(static_cast<size_t>(T * N * D * H));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(result.output.data(), layer_in, result.output.size() * sizeof(float),
+                                  cudaMemcpyDeviceToHost, d.stream));
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  return result;
+}
+
+}  // namespace qgru::cuda

@@ -1,0 +1,95 @@
+#include "qgru_cuda/quant_gru_cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "qgru/quant/layer_loop.h"
+#include "qgru_cuda/check.h"
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/gru_cell_cuda.h"
+
+namespace qgru::cuda {
+
+namespace {
+
+class CudaCellRunner : public GruCellRunner {
+ public:
+  CudaCellRunner(const std::vector<GruCellCuda>& cells, int num_directions, int hidden_size)
+      : cells_(cells), D_(num_directions), H_(hidden_size) {}
+  void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
+                int out_stride, int out_offset) override {
+    const GruCellCuda& cell = cells_.at(static_cast<size_t>(layer * D_ + direction));
+    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1);
+    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset);
+  }
+
+ private:
+  const std::vector<GruCellCuda>& cells_;
+  int D_, H_;
+};
+
+}  // namespace
+
+struct QuantGruCuda::Impl {
+  QuantizedGru model;
+  cudaStream_t stream = nullptr;
+  std::vector<GruCellCuda> cells;  // destroyed before the stream (declared after it)
+  ~Impl() {
+    cells.clear();
+    if (stream != nullptr) cudaStreamDestroy(stream);  // destructor: nothing to report to
+  }
+};
+
+QuantGruCuda::QuantGruCuda(const QuantizedGru& model) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.model = model;
+  if (model.cells.empty() || model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
+    throw Error("CUDA executor: the model has " + std::to_string(model.cells.size()) + " cells, expected " +
+                std::to_string(model.num_layers * model.num_directions));
+  }
+  require_device();
+  QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+  for (const GruCellQuantParams& p : d.model.cells) {
+    const TensorQuant& xq = p.q(GruTensor::x);
+    const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
+    try {
+      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream);
+    } catch (const NotSupported& e) {
+      throw NotSupported("layer " + std::to_string(p.layer) + " direction " + std::to_string(p.direction) + ": " +
+                         e.what());
+    }
+  }
+}
+
+QuantGruCuda::~QuantGruCuda() = default;
+QuantGruCuda::QuantGruCuda(QuantGruCuda&&) noexcept = default;
+QuantGruCuda& QuantGruCuda::operator=(QuantGruCuda&&) noexcept = default;
+
+QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const {
+  const Impl& d = *impl_;
+  CudaCellRunner runner(d.cells, d.model.num_directions, d.model.hidden_size);
+  return run_layer_loop(d.model, q_x, T, N, q_h0, runner);
+}
+
+QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0) const {
+  const QuantizedGru& model = impl_->model;
+  const std::vector<int32_t> q_x =
+      quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
+  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
+  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+}
+
+std::string QuantGruCuda::describe() const {
+  std::string text;
+  for (size_t i = 0; i < impl_->cells.size(); ++i) {
+    const GruCellQuantParams& p = impl_->model.cells[i];
+    if (!text.empty()) text += ", ";
+    text += "l" + std::to_string(p.layer) + ".d" + std::to_string(p.direction) +
+            (impl_->cells[i].wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
+  }
+  return text;
+}
+
+}  // namespace qgru::cuda

@@ -1,0 +1,96 @@
+// Benchmark of the CUDA GRU executors: the quantized executor (QuantGruCuda) for each preset and the float
+// one (FloatGruCuda), one layer, one direction, for the shapes (C = H, T, N) of the CPU benchmark
+// (docs/BENCHMARKS.md). Each figure is the median over --runs timed calls after --warmup calls, each call
+// timed with CUDA events around it (end to end: host packing, copies, every GEMM and kernel, copy back;
+// the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
+// "no GPU present: <reason>" and exits 77, with no table.
+// Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes small]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "../unit/quant/quant_test_support.h"
+#include "bench_timing.h"
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/float_gru_cuda.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+
+namespace {
+
+using qgru::cuda::bench::time_calls;
+
+struct Shape {
+  int H, T, N;  // C = H
+};
+
+int usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s [--runs N] [--warmup N] [--shapes all|small]\n", argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 20, warmup = 3;
+  bool small = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+      runs = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) {
+      warmup = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--shapes") == 0 && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "all" && v != "small") return usage(argv[0]);
+      small = v == "small";
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  if (runs < 1 || warmup < 0) return usage(argv[0]);
+  const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
+  if (probe.device_count == 0) {
+    std::printf("no GPU present: %s\nGRU benchmark NOT RUN (no figures)\n", probe.reason.c_str());
+    return 77;
+  }
+  try {
+    std::vector<Shape> shapes = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
+    if (small) shapes = {{64, 100, 1}, {256, 100, 64}};
+    std::printf("GPU: %s; median of %d runs after %d warm-up, ms per call (end to end), 1 layer, 1 direction\n\n",
+                qgru::cuda::device_name().c_str(), runs, warmup);
+    std::printf("| C = H | T | N | executor | median ms | min ms | µs per step |\n|---|---|---|---|---|---|---|\n");
+    for (const Shape& s : shapes) {
+      // Calibrated on its own input with the min/max observer of the tests (ranges do not change the work).
+      for (const char* preset : {"int8", "int16-activations", "int16"}) {
+        qgru::test::CalibratedCase c;
+        try {
+          c = qgru::test::calibrated_case(s.H, s.H, 1, 1, s.T, s.N, qgru::load_bitwidth_config(preset),
+                                          1u + static_cast<uint32_t>(s.H));
+        } catch (const qgru::Error& e) {  // quantize refused the random model (overflow proof): say so, go on
+          std::printf("| %d | %d | %d | %s | not quantized: %s | | |\n", s.H, s.T, s.N, preset, e.what());
+          continue;
+        }
+        const std::vector<int32_t> q_x = qgru::quantize_values(c.quantized.input_quant(), c.x.data(), c.x.size());
+        const qgru::cuda::QuantGruCuda executor(c.quantized);
+        // run_codes is synchronous: it returns after the results are back on the host.
+        const auto t = time_calls([&] { executor.run_codes(q_x.data(), s.T, s.N, nullptr); }, warmup, runs);
+        std::printf("| %d | %d | %d | %s (%s) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, preset, executor.describe().c_str(),
+                    t.median_ms, t.min_ms, 1000.0 * t.median_ms / s.T);
+        std::fflush(stdout);
+      }
+      const qgru::FloatGruModel model = qgru::test::random_float_gru(s.H, s.H, 1, 1, 2u);
+      const std::vector<float> x = qgru::test::random_input(static_cast<size_t>(s.T) * s.N * s.H, 3u);
+      const qgru::cuda::FloatGruCuda executor(model);
+      const auto t = time_calls([&] { executor.run(x.data(), s.T, s.N, nullptr); }, warmup, runs);
+      std::printf("| %d | %d | %d | float (cublasSgemm) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, t.median_ms, t.min_ms,
+                  1000.0 * t.median_ms / s.T);
+      std::fflush(stdout);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_gru: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,77 @@
+// Whole models on the GPU: QuantGruCuda (every cell on cuBLAS int8 or the 16-bit kernel, chained by the shared
+// layer loop) against the CPU reference executor, code for code, for every preset on random 2-layer
+// bidirectional models (H off multiples of 4 and 16, with and without h0, inputs wide enough to saturate);
+// FloatGruCuda against the CPU float executor within kFloatDeviceTolerance.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../unit/quant/quant_test_support.h"
+#include "gpu_checks.h"
+#include "qgru/quant/quant_executor.h"
+#include "qgru/verify/device_compare.h"
+#include "qgru_cuda/float_gru_cuda.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+
+namespace qgru::cuda_test {
+
+namespace {
+
+struct Shape {
+  int C, H, T, N;
+};
+constexpr Shape kShapes[] = {{5, 1, 4, 1}, {5, 33, 6, 3}, {16, 64, 20, 5}, {7, 130, 9, 17}};
+
+}  // namespace
+
+int check_quant_gru() {
+  int failures = 0;
+  for (const char* preset : {"int8", "int16-activations", "int16"}) {
+    const BitwidthConfig config = load_bitwidth_config(preset);
+    for (const Shape& s : kShapes) {
+      for (bool with_h0 : {false, true}) {
+        const int L = 2, D = 2;
+        std::vector<float> h0;
+        if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * s.N * s.H), 5u + static_cast<uint32_t>(s.H), 0.5f);
+        test::CalibratedCase c = test::calibrated_case(s.C, s.H, L, D, s.T, s.N, config, 17u + static_cast<uint32_t>(s.H), h0);
+        std::vector<float> x = c.x;
+        for (float& v : x) v *= 3.0f;  // beyond the calibration range: x saturates
+        const float* h0_data = h0.empty() ? nullptr : h0.data();
+        const QuantGruResult cpu = run_quantized_gru(c.quantized, x.data(), s.T, s.N, h0_data);
+        const cuda::QuantGruCuda gpu_model(c.quantized);
+        const QuantGruResult gpu = gpu_model.run(x.data(), s.T, s.N, h0_data);
+        const CodeComparison cmp = compare_quant_codes(cpu, gpu, s.H, D);
+        std::printf("%s quantized GRU %-17s C=%d H=%d T=%d N=%d L=2 D=2 h0=%d [%s]: %zu codes, %zu differ%s%s\n",
+                    cmp.equal() ? "ok  " : "FAIL", preset, s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, gpu_model.describe().c_str(),
+                    cmp.compared, cmp.mismatches, cmp.first.empty() ? "" : "; first at ", cmp.first.c_str());
+        failures += cmp.equal() ? 0 : 1;
+      }
+    }
+  }
+  return failures;
+}
+
+int check_float_gru() {
+  int failures = 0;
+  for (const Shape& s : kShapes) {
+    for (bool with_h0 : {false, true}) {
+      const int L = 2, D = 2;
+      const FloatGruModel model = test::random_float_gru(s.C, s.H, L, D, 40u + static_cast<uint32_t>(s.H));
+      const std::vector<float> x = test::random_input(static_cast<size_t>(s.T) * s.N * s.C, 41u);
+      std::vector<float> h0;
+      if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * s.N * s.H), 42u, 0.5f);
+      const float* h0_data = h0.empty() ? nullptr : h0.data();
+      const FloatGruResult cpu = run_float_gru(model, x.data(), s.T, s.N, h0_data);
+      const FloatGruResult gpu = cuda::FloatGruCuda(model).run(x.data(), s.T, s.N, h0_data);
+      const FloatComparison cmp = compare_float_outputs(cpu, gpu, s.H, D);
+      std::printf("%s float GRU C=%d H=%d T=%d N=%d L=2 D=2 h0=%d: max |gpu - cpu| = %.3g (tolerance %.0e)%s%s\n",
+                  cmp.within() ? "ok  " : "FAIL", s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, cmp.max_abs_diff, cmp.tolerance,
+                  cmp.within() ? "" : "; worst at ", cmp.within() ? "" : cmp.worst.c_str());
+      failures += cmp.within() ? 0 : 1;
+    }
+  }
+  return failures;
+}
+
+}  // namespace qgru::cuda_test
