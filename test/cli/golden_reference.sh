@@ -12,24 +12,11 @@
 #      copy of the reference, must be reported as a mismatch.
 # Usage: golden_reference.sh <qgru> <scratch-dir> <source-root>. Needs python3 with numpy only.
 set -euo pipefail
-qgru="$1"
-scratch="$2"
-root="$3"
+source "$(dirname "$0")/common.bash"
+start_cli_test "$@"
 reference="$root/scripts/reference_fixed_point.py"
 data="$root/test/data/golden_fixed"
-rm -rf "$scratch"
-mkdir -p "$scratch"
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# A Python with numpy (scripts/setup.sh installs Debian's python3-numpy; another python3 may come first in PATH).
-python=""
-for candidate in "${PYTHON:-}" python3 /usr/bin/python3; do
-  if [ -n "$candidate" ] && "$candidate" -c "import numpy" 2>/dev/null; then
-    python="$candidate"
-    break
-  fi
-done
-[ -n "$python" ] || fail "no python3 with numpy found (run scripts/setup.sh)"
+find_python
 
 # ---- 1. committed golden vectors against the independent reference ------------------------------------
 checked=0

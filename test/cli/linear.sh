@@ -5,23 +5,10 @@
 # exit 1 and no output file (no GPU, or a CPU-only build). Bad input shape: exit 1, one line, no file.
 # Usage: linear.sh <qgru-binary> <scratch-dir> <source-root>
 set -euo pipefail
-qgru="$1"
-scratch="$2"
-rm -rf "$scratch"
-mkdir -p "$scratch"
+source "$(dirname "$0")/common.bash"
+start_cli_test "$@"
 cd "$scratch"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-python=""
-for candidate in "${PYTHON:-}" python3 /usr/bin/python3; do
-  if [ -n "$candidate" ] && "$candidate" -c "import numpy" 2>/dev/null; then
-    python="$candidate"
-    break
-  fi
-done
-[ -n "$python" ] || fail "no python3 with numpy found (run scripts/setup.sh)"
+find_python
 
 "$python" - <<'PY'
 import json, struct
