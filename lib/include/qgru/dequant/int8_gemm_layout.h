@@ -34,18 +34,25 @@ QGRU_HD constexpr int64_t pad_to_multiple(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-// Offset so that q - offset fits int8 for every code in [q_min, q_max]; "" or the reason it cannot.
-inline std::string int8_operand_offset(int32_t q_min, int32_t q_max, int32_t& offset) {
-  if (q_min >= -128 && q_max <= 127) {
+// Offset so that q - offset fits a signed `bits`-bit operand for every code in [q_min, q_max]: 0 when the
+// codes are signed already, 2^(bits-1) when they fit the unsigned range; "" or the reason it cannot.
+inline std::string signed_operand_offset(int bits, int32_t q_min, int32_t q_max, int32_t& offset) {
+  const int64_t half = int64_t{1} << (bits - 1);
+  if (q_min >= -half && q_max <= half - 1) {
     offset = 0;
     return "";
   }
-  if (q_min >= 0 && q_max <= 255) {
-    offset = 128;
+  if (q_min >= 0 && q_max <= 2 * half - 1) {
+    offset = static_cast<int32_t>(half);
     return "";
   }
-  return "codes in [" + std::to_string(q_min) + ", " + std::to_string(q_max) +
-         "] fit neither int8 nor uint8 (the int8 GEMM path needs operands of at most 8 bits)";
+  const std::string b = std::to_string(bits);
+  return "codes in [" + std::to_string(q_min) + ", " + std::to_string(q_max) + "] fit neither int" + b + " nor uint" + b +
+         " (this GEMM path takes operands of at most " + b + " bits)";
+}
+
+inline std::string int8_operand_offset(int32_t q_min, int32_t q_max, int32_t& offset) {
+  return signed_operand_offset(8, q_min, q_max, offset);
 }
 
 // The raw accumulator Σ_k q_W[c,k]·q_x[k] from the int8 GEMM of the stored operand (q_x - offset).

@@ -36,18 +36,9 @@ inline constexpr int kWideTileLd = kWideTile + 1;  // shared-memory row length (
 inline constexpr int64_t kWideGemmMaxK = int64_t{1} << 31;
 inline constexpr int64_t kWideGemmMaxChannelBlocks = 65535;  // grid.y limit
 
-// Offset so that q - offset fits int16 for every code in [q_min, q_max]; "" or the reason it cannot.
+// Offset so that q - offset fits int16 (signed_operand_offset, qgru/dequant/int8_gemm_layout.h).
 inline std::string int16_operand_offset(int32_t q_min, int32_t q_max, int32_t& offset) {
-  if (q_min >= -32768 && q_max <= 32767) {
-    offset = 0;
-    return "";
-  }
-  if (q_min >= 0 && q_max <= 65535) {
-    offset = 32768;
-    return "";
-  }
-  return "codes in [" + std::to_string(q_min) + ", " + std::to_string(q_max) +
-         "] fit neither int16 nor uint16 (the GEMM paths take operands of at most 16 bits)";
+  return signed_operand_offset(16, q_min, q_max, offset);
 }
 
 // The raw accumulator Σ_k q_W[c,k]·q_x[k] from the wide GEMM of the stored operand (q_x - offset):
