@@ -35,11 +35,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The enums below have the underlying type int in C++ as in C: a caller may pass any int (an out-of-range
+// value is answered with a status), and reading it is then defined behaviour on both sides.
+#ifdef __cplusplus
+#define QGRU_CAPI_ENUM_BASE : int
+#else
+#define QGRU_CAPI_ENUM_BASE
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
+typedef enum QGRU_CAPI_ENUM_BASE {
   QGRU_STATUS_SUCCESS = 0,
   QGRU_STATUS_BAD_PARAM = 1,
   QGRU_STATUS_BAD_TENSOR_SHAPE = 2,
@@ -54,9 +62,9 @@ typedef enum {
   QGRU_STATUS_EXECUTION_FAILED = 11   /* a device runtime call failed */
 } qgruStatus_t;
 
-typedef enum { QGRU_DEVICE_CPU = 0, QGRU_DEVICE_CUDA = 1 } qgruDevice_t;
+typedef enum QGRU_CAPI_ENUM_BASE { QGRU_DEVICE_CPU = 0, QGRU_DEVICE_CUDA = 1 } qgruDevice_t;
 
-typedef enum { QGRU_DTYPE_F16 = 0, QGRU_DTYPE_F32 = 1, QGRU_DTYPE_I32 = 2 } qgruDtype_t;
+typedef enum QGRU_CAPI_ENUM_BASE { QGRU_DTYPE_F16 = 0, QGRU_DTYPE_F32 = 1, QGRU_DTYPE_I32 = 2 } qgruDtype_t;
 
 typedef struct qgruHandle* qgruHandle_t;
 typedef struct qgruTensorDescriptor* qgruTensorDescriptor_t;
