@@ -33,11 +33,9 @@ import numpy as np
 
 C_IN, HID = 4, 5  # tiny model: input size, hidden size
 
-# Cases that show a bug in a reader, not yet fixed (docs/HARDENING.md, "Known bugs"): written with expect
+# Cases that show a bug in a reader, not yet fixed (docs/HARDENING.md, "Bugs found by this work"): written with expect
 # "known", so corpus.sh skips them unless QGRU_CORPUS_KNOWN=1. Remove a name here once its fix lands.
 KNOWN = {
-    "stats_num_layers_huge_allocation": "calib/stats_json.cpp: CalibrationStats::for_shape allocates num_layers x "
-                                        "num_directions x 10 MiB of histograms before the tensors are counted",
 }
 
 
@@ -237,6 +235,10 @@ def build(c):
     st_case("shape_overflow", st_raw(json.dumps({
         "gru.a": {"dtype": "F32", "shape": [1 << 62, 1 << 62], "data_offsets": [0, 16]}}).encode(), b"\0" * 16),
         "overflow")
+    # 2^32 * (2^32 - 1) fits in uint64 but not in int64; the zero extent makes the data empty (bug 7).
+    st_case("shape_partial_product_overflow", st_raw(json.dumps({
+        "gru.a": {"dtype": "F32", "shape": [1 << 32, (1 << 32) - 1, 0], "data_offsets": [0, 0]}}).encode(), b""),
+        "overflow")
     st_case("dtype_unsupported", st_raw(json.dumps({
         "gru.a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}}).encode(), b"\0" * 2), "not supported")
     st_case("dtype_missing", st_raw(json.dumps({
@@ -322,10 +324,11 @@ def build(c):
                                        b"\0" * 64), "data bytes")
     npy_case("shape_overflow", npy_raw("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, "
                                        "4611686018427387904, 4), }", b""), "overflow")
-    # Accepted by the reader (the product is checked in uint64), but Tensor::numel() overflows int64 on the way
-    # to 0: UBSan in fuzz_npy. The CLI refuses it by shape before computing numel.
+    # 2^32 * (2^32 - 1) fits in uint64 but not in int64; the zero extent makes the data empty. NumPy refuses the
+    # shape ("array is too big"), and so does the reader (bug 7: it used to accept it, and Tensor::numel()
+    # overflowed int64 on the way to 0).
     npy_case("shape_partial_product_overflow", npy_raw("{'descr': '<f4', 'fortran_order': False, 'shape': "
-                                                       "(4294967296, 4294967295, 0), }", b""), "C = 0|shape")
+                                                       "(4294967296, 4294967295, 0), }", b""), "non-zero extents.*overflow")
     npy_case("extent_too_long", npy_raw("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 4), }",
                                         b""), "64 bits")
     bad = x.copy()
@@ -434,12 +437,13 @@ def build(c):
     stats_case("model_shape_mismatch", mutated(lambda s: s["model"].update(hidden_size=HID + 1)), "hidden|shape|model",
                via="quantize")
     stats_case("model_layers_mismatch", mutated(lambda s: s["model"].update(num_layers=2)), "layer|missing", via="merge")
-    # Known bugs (see docs/HARDENING.md): not run by default.
+    # Cases of fixed bugs (docs/HARDENING.md, bugs 1 and 2): ordinary refusals that guard the fixes.
     stats_case("histogram_run_int64_max",
                mutated(lambda s: s["tensors"][1]["histogram"]["runs"].__setitem__(0, [9223372036854775807, 1])),
                "outside|overlap", expect="fail")
+    # 1024 layers x 2 directions claimed by 10 entries: refused by the entry count before 20 GiB of histograms.
     stats_case("num_layers_huge_allocation", mutated(lambda s: s["model"].update(num_layers=1024, num_directions=2)),
-               "missing|tensors", expect="fail")
+               "10 entries, expected 20480", expect="fail")
 
     # ---------------------------------------------------------------- bit-width config (through quantize --config)
     cfg_text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "int8.json")).read()

@@ -7,6 +7,8 @@ bash "$root/scripts/build.sh" -DQGRU_WERROR=ON
 build="${QGRU_BUILD_DIR:-$root/build}"
 cd "$build"
 ctest --output-on-failure -j "$(nproc)"
-# Sanitizers (harden, docs/HARDENING.md): ASan + UBSan build of qgru in build-asan/, then the CLI tests on
-# malformed and concurrent input there. QGRU_SKIP_SANITIZERS=1 skips it; QGRU_SANITIZE_SCOPE=all runs everything.
+# Sanitizers (docs/HARDENING.md): clang ASan + UBSan build of qgru, the unit tests and the fuzz targets in
+# build-asan/, then the unit tests and the CLI tests there with a short fuzz run of every reader beside them
+# (QGRU_FUZZ_SECONDS per target, default 8; any finding fails). QGRU_SKIP_SANITIZERS=1 skips it all;
+# QGRU_SANITIZE_SCOPE picks what runs (ci, the default; readers; all).
 bash "$root/scripts/test_sanitizers.sh"

@@ -8,7 +8,8 @@ namespace {
 template <class Out, class In>
 void convert_all(const Tensor& tensor, std::vector<Out>& out) {
   const In* values = reinterpret_cast<const In*>(tensor.bytes.data());
-  for (int64_t i = 0; i < tensor.numel(); ++i) out[static_cast<size_t>(i)] = static_cast<Out>(values[i]);
+  const int64_t numel = tensor.numel();
+  for (int64_t i = 0; i < numel; ++i) out[static_cast<size_t>(i)] = static_cast<Out>(values[i]);
 }
 
 template <class Out>

@@ -235,6 +235,19 @@ CalibrationStats parse_calibration_stats(const std::string& json_text, const std
   const int directions = static_cast<int>(reader.integer(model, "num_directions", "model", 1, 2));
   const int input_size = static_cast<int>(reader.integer(model, "input_size", "model", 1, INT32_MAX));
   const int hidden_size = static_cast<int>(reader.integer(model, "hidden_size", "model", 1, INT32_MAX));
+  // Every (layer, direction, tensor) holds a histogram of kBins counts (1 MiB), so the entries are counted
+  // before any is allocated: the statistics take memory in proportion to the entries the file holds, never
+  // to what its model section claims (1024 layers x 2 directions would be 20 GiB). More entries than
+  // expected are left to the loop below, which names the duplicate or the entry out of range.
+  const json& tensors = reader.field(root, "tensors", "top level");
+  if (!tensors.is_array()) reader.fail("tensors", "expected an array");
+  const size_t expected_tensors =
+      static_cast<size_t>(layers) * static_cast<size_t>(directions) * static_cast<size_t>(kObservedCount);
+  if (tensors.size() < expected_tensors) {
+    reader.fail("tensors", std::to_string(tensors.size()) + " entries, expected " + std::to_string(expected_tensors) +
+                               " (" + std::to_string(layers) + " layers x " + std::to_string(directions) +
+                               " directions x " + std::to_string(kObservedCount) + " tensors): entries are missing");
+  }
   CalibrationStats stats = CalibrationStats::for_shape(layers, directions, input_size, hidden_size);
   stats.model_path = reader.text(model, "path", "model");
   stats.model_sha256 = reader.text(model, "sha256", "model");
@@ -263,8 +276,6 @@ CalibrationStats parse_calibration_stats(const std::string& json_text, const std
     file.sequences = reader.integer(files[i], "sequences", where, 0, INT64_MAX);
     stats.data_files.push_back(file);
   }
-  const json& tensors = reader.field(root, "tensors", "top level");
-  if (!tensors.is_array()) reader.fail("tensors", "expected an array");
   std::vector<bool> seen(stats.tensors.size(), false);
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::string where = "tensors[" + std::to_string(i) + "]";

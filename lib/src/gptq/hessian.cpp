@@ -10,11 +10,20 @@
 namespace qgru::gptq {
 namespace {
 constexpr int64_t kChunkTokens = 1024;  // tokens converted to float64 at a time
-}
+// K is checked before K·K is formed: 2^24 keeps K·K·8 bytes (2^51) far from int64 overflow, and no machine
+// holds such a matrix anyway (callers bound K by memory first, as run_job does).
+constexpr int64_t kMaxOrder = int64_t{1} << 24;
 
-HessianAccumulator::HessianAccumulator(int64_t K) : K_(K), upper_(static_cast<size_t>(K * K), 0.0) {
-  if (K <= 0) throw Error("gptq: Hessian needs K > 0, got " + std::to_string(K));
+int64_t checked_order(int64_t K) {
+  if (K <= 0 || K > kMaxOrder) {
+    throw Error("gptq: Hessian needs 0 < K <= " + std::to_string(kMaxOrder) + ", got " + std::to_string(K));
+  }
+  return K;
 }
+}  // namespace
+
+HessianAccumulator::HessianAccumulator(int64_t K)
+    : K_(checked_order(K)), upper_(static_cast<size_t>(K_) * static_cast<size_t>(K_), 0.0) {}
 
 void HessianAccumulator::add_token_major(const float* X_rows, int64_t M) {
   std::vector<double> chunk;
@@ -43,7 +52,7 @@ void HessianAccumulator::add_feature_major(const float* X, int64_t M) {
   tokens_ += M;
 }
 
-void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_major, const std::string& source) {
+void check_activations(const Tensor& activations, int64_t K, bool feature_major, const std::string& source) {
   if (activations.dtype != DType::F32 && activations.dtype != DType::F16 && activations.dtype != DType::BF16 &&
       activations.dtype != DType::F64) {
     throw Error(source + ": activations have dtype " + dtype_name(activations.dtype) +
@@ -52,13 +61,17 @@ void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_majo
   const std::string want = feature_major ? "[K, M] with K = " : "[M, K] (or [..., K]) with K = ";
   if (activations.rank() < 2 || (feature_major && activations.rank() != 2)) {
     throw Error(source + ": activations have shape " + shape_string(activations.shape) + ", expected " + want +
-                std::to_string(K_));
+                std::to_string(K));
   }
   const int64_t features = feature_major ? activations.shape[0] : activations.shape.back();
-  if (features != K_) {
+  if (features != K) {
     throw Error(source + ": activations have shape " + shape_string(activations.shape) + ", expected " + want +
-                std::to_string(K_) + " (the weight's input size)");
+                std::to_string(K) + " (the weight's input size)");
   }
+}
+
+void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_major, const std::string& source) {
+  check_activations(activations, K_, feature_major, source);
   const std::vector<float> values = tensor_to_f32(activations);
   const int64_t M = activations.numel() / K_;
   if (feature_major) add_feature_major(values.data(), M);

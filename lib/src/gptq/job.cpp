@@ -2,8 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <new>
+#include <optional>
 #include <set>
 
 #include "qgru/base/atomic_file.h"
@@ -52,7 +58,34 @@ void check_packable(const std::string& source, const std::string& name, int64_t 
   }
 }
 
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return UINT64_MAX;  // unknown: no bound beyond what allocation allows
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(pages), static_cast<uint64_t>(page_size), &bytes)) return UINT64_MAX;
+  return bytes;
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
+  return text;
+}
+
 }  // namespace
+
+uint64_t hessian_bytes_needed(int64_t K, bool save_hessian) {
+  // run_job's H, gptq_quantize's copy of it, the damped copy U and the Cholesky work matrix live together
+  // (act-order's permuted copy replaces one of them while it exists); --save-hessian keeps one more.
+  const uint64_t matrices = save_hessian ? 5 : 4;
+  uint64_t bytes = 0;
+  const uint64_t order = K > 0 ? static_cast<uint64_t>(K) : 0;
+  if (__builtin_mul_overflow(order, order, &bytes) || __builtin_mul_overflow(bytes, matrices * sizeof(double), &bytes)) {
+    return UINT64_MAX;
+  }
+  return bytes;
+}
 
 std::vector<LayerJob> read_manifest(const std::string& path) {
   nlohmann::json json;
@@ -101,12 +134,23 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
   }
   const SafetensorsFile input = read_safetensors(options.weights_path);
   const std::string& source = options.weights_path;
-  // Check every layer before the long work starts.
+  // Check every layer before the long work starts, the memory its K×K matrices need included: K comes from
+  // a small file (a [8, 65536] F16 weight is 1 MiB and asks for 128 GiB), so it is bounded before any of
+  // them is allocated.
+  const uint64_t memory_bound = options.max_hessian_bytes != 0 ? options.max_hessian_bytes : physical_memory_bytes();
   std::set<std::string> seen;
   for (const LayerJob& job : options.layers) {
     if (!seen.insert(job.tensor).second) throw Error("gptq: layer '" + job.tensor + "' is listed twice");
     const Tensor& weight = weight_tensor(input, job.tensor, source);
     check_packable(source, job.tensor, weight.shape[0], weight.shape[1], options.gptq.bits);
+    const uint64_t needed = hessian_bytes_needed(weight.shape[1], !options.save_hessian_path.empty());
+    if (needed > memory_bound) {
+      throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
+                  ": GPTQ needs its K×K float64 Hessian and work copies (" +
+                  (needed == UINT64_MAX ? std::string("more than 2^64 bytes") : gib(needed)) + " for K = " +
+                  std::to_string(weight.shape[1]) + "), more than the " + gib(memory_bound) +
+                  (options.max_hessian_bytes != 0 ? " allowed" : " of memory this machine has"));
+    }
     if (job.activations.empty() && job.hessian.empty()) {
       throw Error("gptq: layer '" + job.tensor + "' has neither activations nor a Hessian");
     }
@@ -139,23 +183,36 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
 
     auto start = std::chrono::steady_clock::now();
     std::vector<double> H;
-    if (!job.hessian.empty()) {
-      H = load_hessian(job.hessian, report.K);
-    } else {
-      HessianAccumulator accumulator(report.K);
-      for (const std::string& path : job.activations) {
-        accumulator.add_tensor(read_npy(path), options.activations_feature_major,
-                               path + " (activations of '" + job.tensor + "')");
+    GptqResult result;
+    std::vector<double> W;
+    try {  // the memory bound above is an estimate: an allocation that still fails names the layer
+      if (!job.hessian.empty()) {
+        H = load_hessian(job.hessian, report.K);
+      } else {
+        // Each activation file is read (memory bounded by its size) and checked against K before the
+        // K×K accumulator exists, so a wrong file is refused without allocating the Hessian.
+        std::optional<HessianAccumulator> accumulator;
+        for (const std::string& path : job.activations) {
+          const std::string what = path + " (activations of '" + job.tensor + "')";
+          const Tensor activations = read_npy(path);
+          check_activations(activations, report.K, options.activations_feature_major, what);
+          if (!accumulator) accumulator.emplace(report.K);
+          accumulator->add_tensor(activations, options.activations_feature_major, what);
+        }
+        report.tokens = accumulator->tokens();
+        H = accumulator->hessian();
       }
-      report.tokens = accumulator.tokens();
-      H = accumulator.hessian();
-    }
-    report.hessian_seconds = seconds_since(start);
-    if (!options.save_hessian_path.empty()) saved_hessian = H;
+      report.hessian_seconds = seconds_since(start);
+      if (!options.save_hessian_path.empty()) saved_hessian = H;
 
-    const std::vector<double> W = tensor_to_f64(weight);
-    start = std::chrono::steady_clock::now();
-    const GptqResult result = gptq_quantize(W, report.N, report.K, H, options.gptq);
+      W = tensor_to_f64(weight);
+      start = std::chrono::steady_clock::now();
+      result = gptq_quantize(W, report.N, report.K, H, options.gptq);
+    } catch (const std::bad_alloc&) {
+      throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
+                  ": out of memory for its K×K Hessian and work copies (about " +
+                  gib(hessian_bytes_needed(report.K, !options.save_hessian_path.empty())) + ")");
+    }
     report.seconds = seconds_since(start);
     report.damp_used = result.damp_used;
     report.dead_columns = result.dead_columns;

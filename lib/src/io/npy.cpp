@@ -236,16 +236,16 @@ Tensor read_npy_bytes(const ReadAt& read_at, uint64_t total_size, const std::str
   Tensor tensor;
   HeaderParser(header, source).parse(tensor.dtype, tensor.shape);
 
-  // numel and byte count in uint64_t with checked multiplication, compared with the bytes present before
-  // anything is allocated.
-  uint64_t numel = 1;
-  for (int64_t extent : tensor.shape) {
-    if (!checked_mul(numel, static_cast<uint64_t>(extent), numel)) {
-      fail(source, "shape " + shape_string(tensor.shape) + ": expected a product that fits in 64 bits, got an overflow");
-    }
+  // numel exactly (shape_numel_checked: the product of the non-zero extents must fit in int64, as NumPy asks,
+  // so a zero extent cannot hide an overflow of the others), then the byte count in uint64_t with checked
+  // multiplication, compared with the bytes present before anything is allocated.
+  int64_t numel = 0;
+  if (!shape_numel_checked(tensor.shape, numel)) {
+    fail(source, "shape " + shape_string(tensor.shape) +
+                     ": expected a product of the non-zero extents that fits in 64 bits (int64), got an overflow");
   }
   uint64_t data_bytes = 0;
-  if (!checked_mul(numel, dtype_size(tensor.dtype), data_bytes)) {
+  if (!checked_mul(static_cast<uint64_t>(numel), dtype_size(tensor.dtype), data_bytes)) {
     fail(source, "shape " + shape_string(tensor.shape) + ": expected a byte count that fits in 64 bits, got an overflow");
   }
   const uint64_t data_offset = preamble_bytes + header_bytes;

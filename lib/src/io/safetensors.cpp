@@ -186,18 +186,23 @@ Entry parse_entry(const std::string& name, const json& value, uint64_t data_size
 
   const json& shape = value.at("shape");
   if (!shape.is_array()) fail_tensor(source, name, "shape: expected an array of non-negative integers, got " + brief(shape));
-  // numel and byte count in uint64_t with checked multiplication: an overflowing product is refused, as
-  // the reference implementation does, before anything is allocated.
-  uint64_t numel = 1;
+  // numel exactly (shape_numel_checked: the product of the non-zero extents must fit in int64, so a zero
+  // extent cannot hide an overflow of the others), then the byte count in uint64_t with checked
+  // multiplication: an overflowing product is refused, as the reference implementation does, before
+  // anything is allocated.
   for (const json& extent_json : shape) {
     const uint64_t extent = json_unsigned(extent_json, source, name, "shape");
-    if (extent > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || !checked_mul(numel, extent, numel)) {
+    if (extent > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       fail_tensor(source, name, "shape " + shape.dump() + ": expected a product of extents that fits in 64 bits, got an overflow");
     }
     entry.shape.push_back(static_cast<int64_t>(extent));
   }
+  int64_t numel = 0;
+  if (!shape_numel_checked(entry.shape, numel)) {
+    fail_tensor(source, name, "shape " + shape.dump() + ": expected a product of extents that fits in 64 bits, got an overflow");
+  }
   uint64_t byte_count = 0;
-  if (!checked_mul(numel, dtype_size(entry.dtype), byte_count)) {
+  if (!checked_mul(static_cast<uint64_t>(numel), dtype_size(entry.dtype), byte_count)) {
     fail_tensor(source, name, "shape " + shape.dump() + " of dtype " + dtype_name(entry.dtype) +
                                   ": expected a byte count that fits in 64 bits, got an overflow");
   }

@@ -50,7 +50,8 @@ TEST_CASE("sha256 padding is right at the block-boundary lengths") {
       {119, "9ce7368e4daf32341631b492e80359dc9f594b48453cd0dd5bf0b19279cc177e"},
       {120, "7836b787757e95e58b3ca5aec90b1b004e8deba1e50e9675af9cabf1a13a04b5"},
       {128, "d2742f1f4ac6bb7ca2b239ee18402ba8b3f9f8e652d2a72973c2b9ba11c08cf6"}};
-  for (const auto& [length, digest] : cases) {
+  for (const auto& [case_length, digest] : cases) {
+    const size_t length = case_length;  // CAPTURE needs a variable: C++17 lambdas cannot capture a binding (clang)
     std::vector<uint8_t> bytes(length);
     for (size_t i = 0; i < length; ++i) bytes[i] = static_cast<uint8_t>((i * 7 + 3) & 0xFF);
     CAPTURE(length);

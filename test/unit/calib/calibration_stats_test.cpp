@@ -52,6 +52,14 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
+// text with its first `from` replaced by `to`; `from` must occur (a replacement that found nothing would test
+// nothing).
+std::string replace_first(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, "no '" << from << "' in the serialized statistics");
+  return text.replace(at, from.size(), to);
+}
+
 }  // namespace
 
 TEST_CASE("stats JSON round trip keeps every count, range, EMA and histogram bit for bit") {
@@ -84,30 +92,20 @@ TEST_CASE("truncated or inconsistent stats are refused with one line naming the 
   CHECK(truncated.find("stats.json: not valid JSON") == 0);
   CHECK(truncated.find('\n') == std::string::npos);
 
-  std::string wrong_count = text;
-  const size_t at = wrong_count.find("\"count\":120");
-  REQUIRE(at != std::string::npos);
-  wrong_count.replace(at, 11, "\"count\":121");
-  const std::string count_error = error_of(wrong_count);
+  const std::string count_error = error_of(replace_first(text, "\"count\":120", "\"count\":121"));
   CHECK(count_error.find("stats.json: tensors[0] (layer 0, direction 0, x)") == 0);
   CHECK(count_error.find("histogram holds 114 values, expected count - zero_count = 115") != std::string::npos);
 
-  std::string wrong_schema = text;
-  wrong_schema.replace(wrong_schema.find("qgru.calibration_stats"), 22, "qgru.quantized_model__");
+  const std::string wrong_schema = replace_first(text, "qgru.calibration_stats", "qgru.quantized_model__");
   CHECK(error_of(wrong_schema).find("stats.json: schema:") == 0);
 
-  std::string wrong_version = text;
-  wrong_version.replace(wrong_version.find("\"schema_version\": 1"), 19, "\"schema_version\": 9");
+  const std::string wrong_version = replace_first(text, "\"schema_version\": 1", "\"schema_version\": 9");
   CHECK(error_of(wrong_version).find("9 is not supported") != std::string::npos);
 
-  std::string wrong_method = text;
-  wrong_method.replace(wrong_method.find("\"kl+pow2\""), 9, "\"entropy\"");
+  const std::string wrong_method = replace_first(text, "\"kl+pow2\"", "\"entropy\"");
   CHECK(error_of(wrong_method).find("stats.json: method.name: method 'entropy' is not one of") == 0);
 
-  std::string missing = text;
-  const size_t tensor = missing.find("\"tensor\":\"new_gate_output\"");
-  REQUIRE(tensor != std::string::npos);
-  missing.replace(tensor, 26, "\"tensor\":\"new_gate_input\"");
+  const std::string missing = replace_first(text, "\"tensor\":\"new_gate_output\"", "\"tensor\":\"new_gate_input\"");
   CHECK(error_of(missing).find("appears twice") != std::string::npos);
 }
 
@@ -161,4 +159,14 @@ TEST_CASE("histogram runs that overlap or leave the bins are refused") {
   const std::string message = error_of(with_runs("[[5,1],[5,1]]"));
   CHECK(message.find("stats.json: tensors[0] (layer 0, direction 0, x).histogram.runs[1]") == 0);
   CHECK(message.find("overlap") != std::string::npos);
+}
+
+TEST_CASE("stats claiming more layers than their entries are refused by the entry count, before allocating") {
+  // 40 entries (2 layers x 2 directions x 10 tensors) under a header claiming 64 layers: 1280 histograms of
+  // 1 MiB would be allocated if the shape were trusted; the count is compared first and names both figures.
+  const std::string text = qgru::serialize_calibration_stats(filled_stats(11));
+  const std::string error = error_of(replace_first(text, "\"num_layers\": 2", "\"num_layers\": 64"));
+  CHECK(error.find("stats.json: tensors: 40 entries, expected 1280 (64 layers x 2 directions x 10 tensors)") == 0);
+  CHECK(error.find("entries are missing") != std::string::npos);
+  CHECK(error.find('\n') == std::string::npos);
 }

@@ -151,6 +151,20 @@ TEST_CASE("npy refuses an absurd shape from the byte count, before allocating") 
                  {"fit in 64 bits"});
 }
 
+TEST_CASE("npy refuses a shape whose zero extent hides an int64 overflow of the others, as NumPy does") {
+  // 2^32 * (2^32 - 1) fits in uint64_t but not in int64; the zero makes the data empty. Accepted, numel()
+  // would overflow int64 later.
+  check_rejected(make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967295, 0), }", 0),
+                 {"shape [4294967296, 4294967295, 0]", "non-zero extents", "overflow"});
+  check_rejected(make_npy(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (0, 9223372036854775807, 2), }", 0),
+                 {"overflow"});
+  // A zero extent beside extents whose product fits is an ordinary empty array.
+  const Tensor empty =
+      qgru::parse_npy(make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 0), }", 0), "x");
+  CHECK(empty.numel() == 0);
+  CHECK(empty.bytes.empty());
+}
+
 TEST_CASE("npy header dict is parsed strictly") {
   const std::string tail = " 'fortran_order': False, 'shape': (2,), }";
   // Accepted variants: double quotes, no trailing comma, Python 2 long suffix, version 2.0 and 3.0 framing.

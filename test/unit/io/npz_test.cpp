@@ -138,7 +138,8 @@ TEST_CASE("npz round trip keeps every dtype bit for bit and replaces the target 
   const auto back = qgru::read_npz(path);
   REQUIRE(back.size() == arrays.size());
   for (const auto& [key, tensor] : arrays) {
-    INFO("array " << key);
+    const std::string& array_key = key;  // INFO needs a variable: C++17 lambdas cannot capture a binding (clang)
+    INFO("array " << array_key);
     CHECK(back.at(key).dtype == tensor.dtype);
     CHECK(back.at(key).shape == tensor.shape);
     CHECK(back.at(key).bytes == tensor.bytes);

@@ -67,7 +67,8 @@ TEST_CASE("safetensors round trip keeps every dtype bit for bit, and the metadat
     CHECK(back.metadata == file.metadata);
     REQUIRE(back.tensors.size() == file.tensors.size());
     for (const auto& [name, tensor] : file.tensors) {
-      INFO("tensor " << name);
+      const std::string& tensor_name = name;  // INFO needs a variable: C++17 lambdas cannot capture a binding (clang)
+      INFO("tensor " << tensor_name);
       const Tensor& got = back.tensors.at(name);
       CHECK(got.dtype == tensor.dtype);
       CHECK(got.shape == tensor.shape);
@@ -167,6 +168,12 @@ TEST_CASE("safetensors refuses a shape whose byte count differs from the offsets
                  {"tensor 'big'", "overflow"});
   check_rejected(make_file("{\"big\": " + entry("F64", "[4294967296, 1073741824]", 0, 8) + "}", 8),
                  {"tensor 'big'", "byte count that fits in 64 bits"});
+  // A zero extent must not hide an int64 overflow of the others (2^32 * (2^32 - 1) fits in uint64_t only).
+  check_rejected(make_file("{\"z\": " + entry("F32", "[4294967296, 4294967295, 0]", 0, 0) + "}", 0),
+                 {"tensor 'z'", "overflow"});
+  CHECK(qgru::parse_safetensors(make_file("{\"z\": " + entry("U8", "[4611686018427387904, 0]", 0, 0) + "}", 0), "x")
+            .tensors.at("z")
+            .numel() == 0);
   check_rejected(make_file("{\"a\": " + entry("F32", "[-1]", 0, 0) + "}", 0), {"tensor 'a'", "shape: expected non-negative integers"});
   check_rejected(make_file("{\"a\": " + entry("F32", "[1.5]", 0, 0) + "}", 0), {"tensor 'a'", "shape: expected non-negative integers"});
   check_rejected(make_file("{\"a\": " + entry("F32", "3", 0, 0) + "}", 0), {"tensor 'a'", "shape: expected an array"});

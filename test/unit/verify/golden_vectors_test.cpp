@@ -59,7 +59,8 @@ TEST_CASE("the golden vectors regenerated from the committed artifacts equal the
                                                     golden_options_for_artifact(c.artifact));
     REQUIRE(fresh.tensors.size() == committed.tensors.size());
     for (const auto& [name, tensor] : committed.tensors) {
-      CAPTURE(name);
+      const std::string& tensor_name = name;  // CAPTURE needs a variable: C++17 lambdas cannot capture a binding (clang)
+      CAPTURE(tensor_name);
       REQUIRE(fresh.tensors.count(name) == 1);
       const Tensor& mine = fresh.tensors.at(name);
       CHECK(mine.shape == tensor.shape);
@@ -144,7 +145,8 @@ TEST_CASE("every golden tensor holds what its name says (GEMMs, corrections, h c
             {"q_new_gate_input", GruTensor::new_gate_input}, {"q_new_gate_output", GruTensor::new_gate_output},
             {"q_h_new", GruTensor::h}, {"q_x", GruTensor::x}};
         for (const auto& [name, tensor] : coded) {
-          CAPTURE(name);
+          const std::string tensor_name = name;  // CAPTURE needs a variable: C++17 lambdas cannot capture a binding (clang)
+          CAPTURE(tensor_name);
           for (int64_t v : values(t, prefix + name)) {
             REQUIRE(v >= p.q(tensor).qmin());
             REQUIRE(v <= p.q(tensor).qmax());

@@ -56,10 +56,35 @@ inline std::string shape_string(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
+// The number of elements of `shape`, exactly, into `numel`: 0 when any extent is 0, whatever the others are,
+// otherwise the product of the extents. Returns false, leaving `numel` unspecified, for a negative extent or
+// when the product of the non-zero extents exceeds INT64_MAX (NumPy refuses such shapes too, zero extent or
+// not). Overflow contract: every partial product is formed with __builtin_mul_overflow over non-zero extents
+// only, so nothing wraps, whatever the order of the extents.
+inline bool shape_numel_checked(const std::vector<int64_t>& shape, int64_t& numel) {
+  int64_t nonzero_product = 1;
+  bool has_zero = false;
+  for (int64_t extent : shape) {
+    if (extent < 0) return false;
+    if (extent == 0) {
+      has_zero = true;
+    } else if (__builtin_mul_overflow(nonzero_product, extent, &nonzero_product)) {
+      return false;
+    }
+  }
+  numel = has_zero ? 0 : nonzero_product;
+  return true;
+}
+
+// The number of elements of `shape` (see shape_numel_checked); throws qgru::Error for a shape it refuses.
+// The readers refuse such shapes with the file's name first, so here it only guards tensors built in code.
 inline int64_t shape_numel(const std::vector<int64_t>& shape) {
-  int64_t count = 1;
-  for (int64_t extent : shape) count *= extent;
-  return count;
+  int64_t numel = 0;
+  if (!shape_numel_checked(shape, numel)) {
+    throw Error("internal: shape " + shape_string(shape) +
+                " has a negative extent or more elements than int64 can count");
+  }
+  return numel;
 }
 
 struct Tensor {

@@ -11,6 +11,10 @@
 
 namespace qgru::gptq {
 
+// Checks an activation tensor as add_tensor takes it (float dtype; token-major [..., K], or feature-major
+// [K, M]) without allocating anything. Throws qgru::Error naming `source` and the expected shape.
+void check_activations(const Tensor& activations, int64_t K, bool feature_major, const std::string& source);
+
 class HessianAccumulator {
  public:
   explicit HessianAccumulator(int64_t K);

@@ -31,7 +31,15 @@ struct JobOptions {
   std::string output_path;                 // the .safetensors; quantize_config.json goes beside it
   std::string save_hessian_path;           // one layer only: write its H here
   bool keep_other_tensors = false;         // copy every input tensor not quantized (embeddings, norms...) as is
+  // Bound on the K×K float64 matrices one layer holds at once (the Hessian, its copies and its Cholesky
+  // factor: hessian_bytes_needed). A layer over it is refused, naming the tensor, before anything is
+  // allocated or any activation read. 0: the machine's physical memory.
+  uint64_t max_hessian_bytes = 0;
 };
+
+// Bytes of the K×K float64 matrices GPTQ holds at once for one layer of input size K (4 matrices, 5 with
+// --save-hessian); UINT64_MAX when that does not fit in 64 bits.
+uint64_t hessian_bytes_needed(int64_t K, bool save_hessian);
 
 struct LayerReport {
   std::string tensor;
