@@ -5,7 +5,9 @@
 //                                          iteration; path 0 = integer reference (int8 preset), 1 = fast
 //                                          int8, 2 = fast int16-activations, 3 = float reference, 4 = fast
 //                                          int8 with every step split over hidden units (a barrier per
-//                                          step; min_units_per_thread = 1), 5 = fast int8 at the avx2 level.
+//                                          step; min_units_per_thread = 1), 5 = fast int8 at the avx2 level,
+//                                          6 = fast int8 with B-1 pipelined beside a one-thread recurrence
+//                                          (min_pipelined_b1_macs = 0; N = 1, two threads).
 //   BM_madd_peak                            the machine's int16 multiply-add rate with _mm256_madd_epi16
 //                                          (register-only, 8 independent chains): MACs/s in items_per_second.
 //   BM_vnni_peak                            the same for AVX-512 VNNI vpdpbusd (u8 x s8, 64 MACs per
@@ -55,6 +57,7 @@ void BM_gru(benchmark::State& state) {
   options.threads = threads;
   if (path == 4) options.min_units_per_thread = 1;
   if (path == 5) options.isa = qgru::FastIsa::Avx2;
+  if (path == 6) options.min_pipelined_b1_macs = 0;
   qgru::FastQuantGru fast(c.quantized, options);
   if (path != 0 && path != 3 && !fast.support().supported) {
     state.SkipWithError(("fast path not supported: " + fast.support().reason).c_str());
@@ -142,24 +145,32 @@ void BM_vnni_gemm(benchmark::State& state) {
   std::vector<uint8_t> A(static_cast<size_t>(M) * Kp);
   for (auto& a : A) a = static_cast<uint8_t>(rng());
   std::vector<int32_t> bias(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)), 0), C(static_cast<size_t>(M) * rows);
+  bool descending = false;
   for (auto _ : state) {
+    if (M == 1 && state.range(3) == 1) {  // the recurrence's alternating order
+      qgru::fast::gemv_vnni_u8s8(A.data(), Bp.data(), Kp, bias.data(), 0, rows, C.data(), descending);
+      descending = !descending;
+      benchmark::DoNotOptimize(C.data());
+      continue;
+    }
     qgru::fast::gemm_vnni_u8s8(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), 0, rows, C.data(),
                                static_cast<size_t>(rows));
     benchmark::DoNotOptimize(C.data());
   }
   state.SetItemsProcessed(state.iterations() * int64_t{M} * rows * Kp);  // MACs
 }
-BENCHMARK(BM_vnni_gemm)->Args({1, 768, 256})->Args({1, 3072, 1024})->Args({64, 768, 256})->Args({6400, 768, 256})
-    ->ArgNames({"M", "rows", "K"})->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_vnni_gemm)->Args({1, 192, 64, 0})->Args({1, 768, 256, 0})->Args({1, 768, 256, 1})->Args({1, 3072, 1024, 0})
+    ->Args({1, 3072, 1024, 1})->Args({64, 768, 256, 0})->Args({6400, 768, 256, 0})->Args({100, 192, 64, 0})
+    ->ArgNames({"M", "rows", "K", "alternate"})->MeasureProcessCPUTime()->UseRealTime();
 #endif
 
 void shapes(benchmark::internal::Benchmark* b) {
   const int list[][3] = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
-  for (int path : {0, 1, 2, 3, 4, 5}) {
+  for (int path : {0, 1, 2, 3, 4, 5, 6}) {
     for (const auto& s : list) {
       for (int threads : {1, 2}) {
         if ((path == 0 || path == 3) && threads != 1) continue;  // single-threaded by construction
-        if (path == 4 && (threads != 2 || s[2] != 1)) continue;   // the unit split: N = 1, two threads
+        if ((path == 4 || path == 6) && (threads != 2 || s[2] != 1)) continue;  // N = 1, two threads
         b->Args({path, s[0], s[1], s[2], threads});
       }
     }

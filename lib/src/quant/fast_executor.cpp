@@ -70,6 +70,12 @@ struct PackedMatrix {
     fast::gemm_vnni_u8s8(A, lda, M, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, ldc);
   }
 
+  // gemm_u8 for one operand row (M = 1): channels [c0, c1) of C, the weight groups visited in descending
+  // order when `descending` (fast::gemv_vnni_u8s8: the same sums in the same int32 lanes).
+  void gemv_u8(const uint8_t* a, int c0, int c1, int32_t* C, bool descending) const {
+    fast::gemv_vnni_u8s8(a, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, descending);
+  }
+
   // Pack `codes` and prove the GEMM against operands with |code| <= operand_max_abs. Returns "" when
   // supported, else why not.
   std::string pack(const std::vector<int32_t>& codes, int rows_, int K_, int64_t operand_max_abs) {
@@ -332,7 +338,7 @@ struct PackedCell {
   bool vector_cell = false;  // the avx512-vnni level's cell kernel (every activation a table)
   fast::CellByteTables byte_tables{};  // for vector_cell
   bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
-  std::vector<int32_t> offset32_x, offset32_h;  // the folded offsets as int32 (|.| <= 2^30 by that proof)
+  fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
 };
 
 // Step-loop of one cell on the fast path. x16: [T*N, Kx] int16 codes (padded with zeros) in the cell's x
@@ -341,7 +347,7 @@ struct PackedCell {
 template <class GX, class GH>
 void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16,
                    int T, int N, const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
-                   int32_t* h_final, int threads, int min_units_per_thread) {
+                   int32_t* h_final, int threads, int min_units_per_thread, int64_t min_pipelined_b1_macs) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const PackedMatrix& W = pc.W;
@@ -370,11 +376,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   if (W.vnni) {
     const size_t count = static_cast<size_t>(M) * W.Kp;
     xu8.reset(new uint8_t[count]);
-    for (size_t i = 0; i < count; ++i) xu8[i] = static_cast<uint8_t>(x16[i] + W.a_bias);  // in [0, 255]
+    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8.get());  // codes + a_bias in [0, 255] (pack_vnni)
   }
-  if (!b1_per_step) parallel_for(parts_x, [&](int part) {
-    const int m0 = static_cast<int>(static_cast<int64_t>(M) * part / parts_x);
-    const int m1 = static_cast<int>(static_cast<int64_t>(M) * (part + 1) / parts_x);
+  // B-1 of the rows [m0, m1) of x (rows t·N + n).
+  auto b1_rows = [&](int m0, int m1) {
     if constexpr (std::is_same_v<GX, int32_t>) {
       if (W.vnni) {
         W.gemm_u8(xu8.get() + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
@@ -384,7 +389,31 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
     W.gemm(x16 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
            gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
-  });
+  };
+  // Pipelined B-1: when the recurrence runs on one thread (N below the thread count and H too small to
+  // split) and B-1 has enough MACs, a second thread computes B-1 a few steps at a time in the recurrence's
+  // step order and publishes how many steps are ready (release); the recurrence waits (acquire) only when
+  // it catches up. Each core keeps its own matrix in its own L2 (W there, R here).
+  const bool b1_pipelined = !b1_per_step && threads > 1 && N < threads && H / threads < min_units_per_thread &&
+                            T > 1 && macs_x >= static_cast<double>(min_pipelined_b1_macs);
+  constexpr int kPipelineSteps = 4;  // steps per published chunk (a 4-row VNNI strip: as efficient per MAC)
+  std::atomic<int> b1_steps_ready{0};
+  std::thread b1_thread;
+  if (b1_pipelined) {
+    b1_thread = std::thread([&] {
+      for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
+        const int s1 = std::min(T, s0 + kPipelineSteps);
+        const int t0 = p.direction == 0 ? s0 : T - s1;  // steps [s0, s1) are rows [t0, t0 + s1 - s0)
+        b1_rows(t0 * N, (t0 + s1 - s0) * N);
+        b1_steps_ready.store(s1, std::memory_order_release);
+      }
+    });
+  } else if (!b1_per_step) {
+    parallel_for(parts_x, [&](int part) {
+      b1_rows(static_cast<int>(static_cast<int64_t>(M) * part / parts_x),
+              static_cast<int>(static_cast<int64_t>(M) * (part + 1) / parts_x));
+    });
+  }
 
   // The recurrence: h double-buffered as int16 [N, Kh] (padding stays zero), gemm_h [N, 3H].
   std::vector<int16_t> hbuf[2] = {std::vector<int16_t>(static_cast<size_t>(N) * Kh, 0),
@@ -446,7 +475,17 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         if (R.vnni) {
           const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
           int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-          if (j0 == 0 && j1 == H) {
+          if (n1 - n0 == 1) {
+            // Batch 1: a GEMV whose weight order alternates from step to step, so that each step starts on
+            // the rows of R the previous one read last (still in L1, or in L2 when R does not fit L2:
+            // BM_vnni_gemm/M:1/rows:3072/K:1024 with alternate:1).
+            const bool descending = (step & 1) != 0;
+            if (j0 == 0 && j1 == H) {
+              R.gemv_u8(hu, 0, G, gh0, descending);
+            } else {
+              for (int g = 0; g < 3; ++g) R.gemv_u8(hu, g * H + j0, g * H + j1, gh0, descending);
+            }
+          } else if (j0 == 0 && j1 == H) {
             R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, 0, G, gh0, static_cast<size_t>(G));
           } else {
             for (int g = 0; g < 3; ++g) R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G));
@@ -465,6 +504,12 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
                  gemm_h.data() + static_cast<size_t>(n0) * G + g * H + j0, static_cast<size_t>(G));
         }
       }
+      if (b1_pipelined) {  // this step's B-1 rows: wait for the B-1 thread only when it is behind
+        int spins = 0;
+        while (b1_steps_ready.load(std::memory_order_acquire) <= step) {
+          if (++spins > 64) std::this_thread::yield();
+        }
+      }
       // The cell per element: gru_cell_element with B-1/B-2's constants folded (fused_cell_element).
       for (int n = n0; n < n1; ++n) {
         const GX* gx = gemm_x + ((b1_per_step ? 0 : static_cast<size_t>(t) * N) + n) * G;
@@ -475,8 +520,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
           if (pc.cell32) {
-            fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.offset32_x.data(), pc.offset32_h.data(), gx, gh, hc, j0,
-                                       j1, hn, hn_u8, R.a_bias, dst);
+            fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
             continue;
           }
         }
@@ -495,6 +539,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       if (sync) barrier.wait();
     }
   });
+  if (b1_thread.joinable()) b1_thread.join();  // already done: the last step waited for its rows
   const int last = T % 2;  // every step flips the buffer
   for (int n = 0; n < N; ++n) {
     for (int j = 0; j < H; ++j) {
@@ -572,8 +617,7 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       pc.cell32 = pc.vector_cell && pc.W.out_int32 && pc.R.out_int32 &&
                   fast::cell_fits_int32(v, pc.W.acc_max_abs, pc.R.acc_max_abs, pc.folded.x.data(), pc.folded.h.data());
       if (pc.cell32) {
-        pc.offset32_x.assign(pc.folded.x.begin(), pc.folded.x.end());  // narrowing proved exact above
-        pc.offset32_h.assign(pc.folded.h.begin(), pc.folded.h.end());
+        fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
       }
     }
   }
@@ -589,8 +633,6 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   const int D = model.num_directions;
   const int H = model.hidden_size;
   const int L = model.num_layers;
-  check_input_codes(model, q_x, T, N);
-
   QuantGruResult result;
   result.T = T;
   result.N = N;
@@ -599,10 +641,10 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   // Layer 0's x as padded int16 codes (x's code range fits int16: checked at pack time).
   int C = model.input_size;
   int Kx = pad16(C);
-  std::vector<int16_t> x16(rows * Kx, 0);
-  for (size_t r = 0; r < rows; ++r) {
-    for (int k = 0; k < C; ++k) x16[r * Kx + k] = static_cast<int16_t>(q_x[r * C + k]);
-  }
+  // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its message)
+  std::vector<int16_t> x16(rows * Kx);
+  const TensorQuant& xq = model.input_quant();
+  if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
   for (int l = 0; l < L; ++l) {
     for (int d = 0; d < D; ++d) {
@@ -613,14 +655,15 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       int32_t* h_final = result.h_n_codes.data() + h_offset;
       const int th = options_.threads;
       const int mu = options_.min_units_per_thread;
+      const int64_t mp = options_.min_pipelined_b1_macs;
       if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu);
+        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
       } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu);
+        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
       } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu);
+        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
       } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu);
+        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
       }
     }
     if (l + 1 < L) {

@@ -44,6 +44,7 @@
 // has at most 256 entries that fit a byte (u8 or i8), else by 32-bit gathers.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "qgru/fixed/gru_cell.h"
 
@@ -74,6 +75,11 @@ void prepare_byte_tables(const GruCellParamsView& p, CellByteTables* out);
 
 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int Kp, const int32_t* bias_rowsum,
                     int c0, int c1, int32_t* C, size_t ldc);
+// gemm_vnni_u8s8 with M = 1 (the batch-1 recurrence's GEMV): the same sums, the weight groups visited in
+// ascending order or, when `descending`, in descending order. Alternating the order from step to step
+// starts each step on the weights the previous step read last, which are still in L1.
+void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
+                    int32_t* c, bool descending);
 
 // The same step on sixteen int32 lanes (cell_rows_avx512_i32): int32 accumulators, the folded offsets as
 // int32, and every intermediate proved by cell_fits_int32 to stay within ±2^30 (so that one more addition
@@ -86,9 +92,28 @@ void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int K
 // thousands); 16-bit activations do not (their products reach 2^32) and use the int64 kernel.
 bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t gemm_h_max_abs,
                      const int64_t* offset_x, const int64_t* offset_h);
-void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const int32_t* offset_x,
-                          const int32_t* offset_h, const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0,
-                          int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+// The int32 cell's constants, prepared once per cell at load by prepare_cell32_plan (only after
+// cell_fits_int32 held for the same offsets) so that the step does fewer operations per lane:
+// - per channel c of [3H]: the folded offset as int32 (|.| <= 2^30 by the proof) and the shift s of
+//   rshift_round split into right = max(s, 0), left = max(-s, 0), half = 2^(right-1) as u32 bits (0 when
+//   right is 0 or above 32): rshift_round(v, s) = sign(v)·(((|v| + half) >> right) << left), one formula for
+//   both signs of s (for s <= 0 it is sign(v)·(|v| << -s) = v·2^-s; counts of 32 and more give 0 as in
+//   rshift_round_v32);
+// - a linear's code minus its zero point, saturate(v + zp) - zp, is min(max(v, q_min - zp), q_max - zp);
+// - a gate's table index from the sum of its two shifted terms (without the gate input's zero point):
+//   clamp(clamp(sum + zp, q_min, q_max), q_in_min, q_in_max) - q_in_min = clamp(sum, lo, hi) + add with
+//   [lo, hi] the intersection of [q_min - zp, q_max - zp] and [q_in_min - zp, q_in_max - zp] (when they are
+//   disjoint, the one end of the table range that every value saturates to) and add = zp - q_in_min.
+struct Cell32Plan {
+  std::vector<int32_t> offset_x, right_x, left_x, half_x;  // [3H], B-1's channels
+  std::vector<int32_t> offset_h, right_h, left_h, half_h;  // [3H], B-2's channels
+  int32_t ih_lo = 0, ih_hi = 0, hh_lo = 0, hh_hi = 0;      // linear code - zp ranges (ih: weight_ih_linear)
+  int32_t gate_lo[3] = {0, 0, 0}, gate_hi[3] = {0, 0, 0}, gate_add[3] = {0, 0, 0};  // z, r, n
+};
+void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out);
+void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                          const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                          uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
 
 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
                       const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
@@ -111,7 +136,23 @@ bool avx2_kernels_built();
 // for |shift| <= 60. Four doubles at a time: float -> double and the product by 2^shift are exact (no
 // overflow or underflow for |shift| <= 60), t = trunc(v) and v - t are exact, and t ± 1 where
 // |v - t| >= 0.5 is std::round's result; ±inf saturate like the scalar comparison.
+// When q_min, q_max and zp lie within ±2^20 (every code range the fast path accepts), eight floats at a time
+// in float arithmetic instead, the same result: 2^shift is exact in float for |shift| <= 60; x·2^shift is
+// exact unless it overflows (±inf: saturates, as the double product beyond the range does) or falls below
+// 2^-126 (then both round to 0); trunc and v - t are exact; t + away + zp is exact while |t| <= 2^23, and
+// beyond that its magnitude exceeds 2^23 - 2^20 > 2^20 on either side of rounding, so the clamp gives the
+// same end (rounding is monotone and q_min, q_max are floats); the clamped value is an integer within
+// ±2^20, converted exactly.
 void quantize_f32_avx2(const float* x, size_t n, int shift, int32_t zp, int32_t q_min, int32_t q_max, int32_t* q);
+
+// codes_to_int16_checked(q, rows, C, Kp, q_min, q_max, x16): x16[r * Kp + k] = q[r * C + k] for k < C, 0 for
+// C <= k < Kp (q: [rows, C] int32 codes, x16: [rows, Kp]); returns false when some code lies outside
+// [q_min, q_max] (x16 is then unspecified). The caller guarantees [q_min, q_max] within int16, so every code
+// it accepts converts exactly.
+bool codes_to_int16_checked(const int32_t* q, size_t rows, int C, int Kp, int32_t q_min, int32_t q_max, int16_t* x16);
+// int16_to_u8_biased(x16, n, a_bias, u8): u8[i] = x16[i] + a_bias for i < n; the caller guarantees every
+// x16[i] + a_bias lies in [0, 255] (the VNNI operands: codes in [-128, 127] with a_bias 128, or [0, 255] with 0).
+void int16_to_u8_biased(const int16_t* x16, size_t n, int32_t a_bias, uint8_t* u8);
 
 void gemm_avx2(const int16_t* A, size_t lda, int M, const int8_t* B, size_t ldb, int Nc, int Kp, int chunk_vecs,
                int32_t* C, size_t ldc);

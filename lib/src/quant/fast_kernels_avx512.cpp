@@ -124,6 +124,43 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
   return true;
 }
 
+void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out) {
+  const size_t G = 3 * static_cast<size_t>(p.hidden_size);
+  auto split = [G](const int32_t* shift, const int64_t* offset, std::vector<int32_t>& off, std::vector<int32_t>& right,
+                   std::vector<int32_t>& left, std::vector<int32_t>& half) {
+    off.resize(G);
+    right.resize(G);
+    left.resize(G);
+    half.resize(G);
+    for (size_t c = 0; c < G; ++c) {
+      off[c] = static_cast<int32_t>(offset[c]);  // |.| <= 2^30 (cell_fits_int32)
+      const int32_t s = shift[c];
+      right[c] = s > 0 ? s : 0;
+      left[c] = s < 0 ? -s : 0;
+      half[c] = s >= 1 && s <= 32 ? static_cast<int32_t>(uint32_t{1} << (s - 1)) : 0;  // u32 bits
+    }
+  };
+  split(p.shift_gemm_x_to_weight_ih_linear, offset_x, out->offset_x, out->right_x, out->left_x, out->half_x);
+  split(p.shift_gemm_h_to_weight_hh_linear, offset_h, out->offset_h, out->right_h, out->left_h, out->half_h);
+  // code ranges are at most 16-bit and zero points inside them: every difference below fits int32
+  out->ih_lo = p.weight_ih_linear.q_min - p.weight_ih_linear.zp;
+  out->ih_hi = p.weight_ih_linear.q_max - p.weight_ih_linear.zp;
+  out->hh_lo = p.weight_hh_linear.q_min - p.weight_hh_linear.zp;
+  out->hh_hi = p.weight_hh_linear.q_max - p.weight_hh_linear.zp;
+  const CodeSpace* inputs[3] = {&p.update_gate_input, &p.reset_gate_input, &p.new_gate_input};
+  const ActivationView* acts[3] = {&p.update_gate, &p.reset_gate, &p.new_gate};
+  for (int g = 0; g < 3; ++g) {
+    const int64_t zp = inputs[g]->zp;
+    const int64_t a = inputs[g]->q_min - zp, b = inputs[g]->q_max - zp;        // saturate(sum + zp) - zp
+    const int64_t c = acts[g]->q_in_min - zp, d = acts[g]->q_in_max - zp;      // the table's input range - zp
+    int64_t lo = std::max(a, c), hi = std::min(b, d);
+    if (lo > hi) lo = hi = b < c ? c : d;  // disjoint: every saturated value clamps to one end of the table
+    out->gate_lo[g] = static_cast<int32_t>(lo);
+    out->gate_hi[g] = static_cast<int32_t>(hi);
+    out->gate_add[g] = static_cast<int32_t>(zp - acts[g]->q_in_min);
+  }
+}
+
 #if QGRU_FAST_HAVE_AVX512
 
 #define QGRU_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")))
@@ -364,21 +401,9 @@ QGRU_AVX512 void cell_impl(const GruCellParamsView& p, const CellByteTables& byt
 
 // ---- the cell step on sixteen int32 lanes (cell_rows_avx512_i32; the bounds in cell_fits_int32) ----------
 
-// rshift_round on int32 lanes, per-lane shifts: the formulas of rshift_round_v. |v| <= 2^30 (proved), so
-// |v| + 2^(s-1) <= 2^31 fits the unsigned lane that vpsrlvd shifts; counts of 32 and more give 0, which is
-// rshift_round's result for |v| < 2^(s-1).
-QGRU_AVX512 inline __m512i rshift_round_v32(__m512i v, __m512i s) {
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i one = _mm512_set1_epi32(1);
-  const __mmask16 right = _mm512_cmpgt_epi32_mask(s, zero);
-  const __mmask16 negative = _mm512_movepi32_mask(v);
-  const __m512i half = _mm512_sllv_epi32(one, _mm512_sub_epi32(s, one));
-  const __m512i rounded = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), half), s);
-  const __m512i signed_rounded = _mm512_mask_sub_epi32(rounded, negative, zero, rounded);
-  const __m512i left = _mm512_sllv_epi32(v, _mm512_sub_epi32(zero, s));
-  return _mm512_mask_blend_epi32(right, left, signed_rounded);
-}
-
+// rshift_round (rounding.h) on int32 lanes by one shift s for all lanes: s > 0: sign(v)·((|v| + 2^(s-1)) >> s)
+// (|v| <= 2^30 proved, so |v| + 2^(s-1) <= 2^31 + 2^30 fits the unsigned lane; counts of 32 and more give 0,
+// rshift_round's result for |v| < 2^(s-1)); s <= 0: v·2^-s (exact: cell_fits_int32 bounds the result).
 struct UniformShift32 {
   int s = 0;
   __m128i count;
@@ -411,44 +436,47 @@ QGRU_AVX512 inline __m512i saturate_v32(__m512i v, const SpaceV32& s) {
   return _mm512_min_epi32(_mm512_max_epi32(v, s.q_min), s.q_max);
 }
 
-QGRU_AVX512 inline __m512i linear_v32(const int32_t* acc, const int32_t* offset, const int32_t* shift, __mmask16 k,
-                                      const SpaceV32& space) {
-  const __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, offset));
-  return saturate_v32(_mm512_add_epi32(rshift_round_v32(sum, _mm512_maskz_loadu_epi32(k, shift)), space.zp), space);
+// rshift_round of int32 lanes with the shift split by prepare_cell32_plan (right, left, half):
+// sign(v)·(((|v| + half) >> right) << left). |v| <= 2^30 (proved), so |v| + half <= 2^31 + 2^30 fits the
+// unsigned lane vpsrlvd shifts, and the left shift of |v| is exact (cell_fits_int32 bounds the result).
+QGRU_AVX512 inline __m512i rshift_round_split32(__m512i v, __m512i right, __m512i left, __m512i half) {
+  const __mmask16 negative = _mm512_movepi32_mask(v);
+  const __m512i magnitude = _mm512_sllv_epi32(_mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), half), right), left);
+  return _mm512_mask_sub_epi32(magnitude, negative, _mm512_setzero_si512(), magnitude);
 }
 
-struct TableV32 {
-  const int32_t* table = nullptr;
-  __m512i q_in_min, q_in_max;
-  bool bytes = false;
-  bool is_signed = false;
-};
-QGRU_AVX512 inline TableV32 table_v32(const ActivationView& a, const CellByteTables& b, int g, __m512i* regs) {
-  TableV32 t;
-  t.table = a.table;
-  t.q_in_min = _mm512_set1_epi32(a.q_in_min);
-  t.q_in_max = _mm512_set1_epi32(a.q_in_max);
-  t.bytes = b.bytes[g];
-  t.is_signed = b.is_signed[g];
-  for (int i = 0; i < 4; ++i) regs[i] = _mm512_load_si512(b.table[g] + 64 * i);
-  return t;
+// A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp).
+QGRU_AVX512 inline __m512i linear_diff32(const int32_t* acc, const int32_t* offset, const int32_t* right,
+                                         const int32_t* left, const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
+  const __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
+  const __m512i shifted = rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
+                                               _mm512_maskz_loadu_epi32(k, half));
+  return _mm512_min_epi32(_mm512_max_epi32(shifted, lo), hi);
 }
-QGRU_AVX512 inline __m512i activation_v32(const TableV32& t, const __m512i* regs, __m512i q) {
-  const __m512i index = _mm512_sub_epi32(_mm512_min_epi32(_mm512_max_epi32(q, t.q_in_min), t.q_in_max), t.q_in_min);
-  if (!t.bytes) return _mm512_i32gather_epi32(index, t.table, 4);
+
+// A table activation read at an index already inside the table (see Cell32Plan): the byte form by
+// vpermt2b, else a 32-bit gather.
+QGRU_AVX512 inline __m512i table_read32(const int32_t* table, bool bytes, bool is_signed, const __m512i* regs, __m512i index) {
+  if (!bytes) return _mm512_i32gather_epi32(index, table, 4);
   const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(index));
   const __m512i from_lo = _mm512_permutex2var_epi8(regs[0], idx8, regs[1]);
   const __m512i from_hi = _mm512_permutex2var_epi8(regs[2], idx8, regs[3]);
-  const __m128i bytes = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
-  return t.is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+  const __m128i b = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
+  return is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
 }
 
-QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const int32_t* offset_x,
-                             const int32_t* offset_h, const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0,
-                             int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                             const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                             uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
   const int H = p.hidden_size;
-  const SpaceV32 ih_space = space_v32(p.weight_ih_linear), hh_space = space_v32(p.weight_hh_linear);
-  const SpaceV32 z_in = space_v32(p.update_gate_input), r_in = space_v32(p.reset_gate_input), n_in = space_v32(p.new_gate_input);
+  const __m512i ih_lo = _mm512_set1_epi32(plan.ih_lo), ih_hi = _mm512_set1_epi32(plan.ih_hi);
+  const __m512i hh_lo = _mm512_set1_epi32(plan.hh_lo), hh_hi = _mm512_set1_epi32(plan.hh_hi);
+  __m512i gate_lo[3], gate_hi[3], gate_add[3];
+  for (int g = 0; g < 3; ++g) {
+    gate_lo[g] = _mm512_set1_epi32(plan.gate_lo[g]);
+    gate_hi[g] = _mm512_set1_epi32(plan.gate_hi[g]);
+    gate_add[g] = _mm512_set1_epi32(plan.gate_add[g]);
+  }
   const SpaceV32 h_space = space_v32(p.h);
   const UniformShift32 s_ih_z = uniform_shift32(p.shift_weight_ih_linear_to_update_gate_input);
   const UniformShift32 s_hh_z = uniform_shift32(p.shift_weight_hh_linear_to_update_gate_input);
@@ -464,33 +492,38 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
   const __m512i one_u = _mm512_set1_epi32(static_cast<int32_t>(p.quant_one_in_update_gate_scale));  // |.| <= 2^30 (proved)
   const __m512i bias_u8 = _mm512_set1_epi32(h_bias);
   __m512i rz[4], rr[4], rn[4];
-  const TableV32 tz = table_v32(p.update_gate, byte_tables, 0, rz);
-  const TableV32 tr = table_v32(p.reset_gate, byte_tables, 1, rr);
-  const TableV32 tn = table_v32(p.new_gate, byte_tables, 2, rn);
-  const int32_t* shift_x = p.shift_gemm_x_to_weight_ih_linear;
-  const int32_t* shift_h = p.shift_gemm_h_to_weight_hh_linear;
+  for (int i = 0; i < 4; ++i) {
+    rz[i] = _mm512_load_si512(byte_tables.table[0] + 64 * i);
+    rr[i] = _mm512_load_si512(byte_tables.table[1] + 64 * i);
+    rn[i] = _mm512_load_si512(byte_tables.table[2] + 64 * i);
+  }
+  const int32_t* t_z = p.update_gate.table;
+  const int32_t* t_r = p.reset_gate.table;
+  const int32_t* t_n = p.new_gate.table;
 
   for (int j = j0; j < j1; j += 16) {
     const int left = j1 - j;
     const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-    __m512i ih_diff[3], hh_diff[3];  // S_weight_ih_linear, S_weight_hh_linear
+    __m512i ih_diff[3], hh_diff[3];  // linear code - zp: S_weight_ih_linear, S_weight_hh_linear
     for (int g = 0; g < 3; ++g) {
       const size_t c = static_cast<size_t>(g) * H + j;
-      ih_diff[g] = _mm512_sub_epi32(linear_v32(gx + c, offset_x + c, shift_x + c, k, ih_space), ih_space.zp);
-      hh_diff[g] = _mm512_sub_epi32(linear_v32(gh + c, offset_h + c, shift_h + c, k, hh_space), hh_space.zp);
+      ih_diff[g] = linear_diff32(gx + c, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
+                                 plan.half_x.data() + c, k, ih_lo, ih_hi);
+      hh_diff[g] = linear_diff32(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
+                                 plan.half_h.data() + c, k, hh_lo, hh_hi);
     }
-    // C-1, C-2
-    const __m512i q_update_gate_input = saturate_v32(
-        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[0], s_ih_z), rshift_round_u32(hh_diff[0], s_hh_z)), z_in.zp), z_in);
-    const __m512i q_update_gate_output = activation_v32(tz, rz, q_update_gate_input);
-    const __m512i q_reset_gate_input = saturate_v32(
-        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[1], s_ih_r), rshift_round_u32(hh_diff[1], s_hh_r)), r_in.zp), r_in);
-    const __m512i q_reset_gate_output = activation_v32(tr, rr, q_reset_gate_input);
+    // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
+    const __m512i z_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[0], s_ih_z), rshift_round_u32(hh_diff[0], s_hh_z));
+    const __m512i z_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(z_sum, gate_lo[0]), gate_hi[0]), gate_add[0]);
+    const __m512i q_update_gate_output = table_read32(t_z, byte_tables.bytes[0], byte_tables.is_signed[0], rz, z_index);
+    const __m512i r_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[1], s_ih_r), rshift_round_u32(hh_diff[1], s_hh_r));
+    const __m512i r_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(r_sum, gate_lo[1]), gate_hi[1]), gate_add[1]);
+    const __m512i q_reset_gate_output = table_read32(t_r, byte_tables.bytes[1], byte_tables.is_signed[1], rr, r_index);
     // C-3
     const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, zp_r_out), hh_diff[2]);  // S_r·S_hh
-    const __m512i q_new_gate_input = saturate_v32(
-        _mm512_add_epi32(_mm512_add_epi32(rshift_round_u32(ih_diff[2], s_ih_n), rshift_round_u32(product, s_rh_n)), n_in.zp), n_in);
-    const __m512i q_new_gate_output = activation_v32(tn, rn, q_new_gate_input);
+    const __m512i n_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[2], s_ih_n), rshift_round_u32(product, s_rh_n));
+    const __m512i n_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(n_sum, gate_lo[2]), gate_hi[2]), gate_add[2]);
+    const __m512i q_new_gate_output = table_read32(t_n, byte_tables.bytes[2], byte_tables.is_signed[2], rn, n_index);
     // C-4
     const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
     const __m512i n_diff_aligned = rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, zp_n_out), s_n_h);  // aligned - zp_h
@@ -509,6 +542,43 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
 
 bool avx512_kernels_built() { return true; }
 
+QGRU_AVX512 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
+                                int32_t* c, bool descending) {
+  if (c1 <= c0) return;
+  const int K4 = Kp / 4;
+  const size_t group_bytes = static_cast<size_t>(K4) * 256;
+  const int first = c0 / 64;
+  const int groups = (c1 + 63) / 64 - first;
+  // Runs of four groups (16 independent accumulators over 256 channels: more loads in flight than two
+  // groups' 8), then one run of the 1 to 3 groups left (3: twelve accumulators, so that a short K is not
+  // bound by vpdpbusd's latency); `descending` visits the same runs last to first.
+  auto one_run = [&](int g, int size) {
+    const int8_t* B = Bp + g * group_bytes;
+    const int32_t* bias = bias_rowsum + 64 * g;
+    int32_t* out = c + 64 * g;
+    const int lo = c0 - 64 * g, hi = c1 - 64 * g;
+    if (size == 4) {
+      vnni_block<1, 4>(a, 0, B, K4, bias, out, 0, lo, hi);
+    } else if (size == 3) {
+      vnni_block<1, 3>(a, 0, B, K4, bias, out, 0, lo, hi);
+    } else if (size == 2) {
+      vnni_block<1, 2>(a, 0, B, K4, bias, out, 0, lo, hi);
+    } else {
+      vnni_block<1, 1>(a, 0, B, K4, bias, out, 0, lo, hi);
+    }
+  };
+  const int quads = groups / 4;
+  const int rest = groups % 4;                 // one run of `rest` groups after the quads
+  const int rest_at = first + 4 * quads;
+  if (descending) {
+    if (rest > 0) one_run(rest_at, rest);
+    for (int q = quads - 1; q >= 0; --q) one_run(first + 4 * q, 4);
+  } else {
+    for (int q = 0; q < quads; ++q) one_run(first + 4 * q, 4);
+    if (rest > 0) one_run(rest_at, rest);
+  }
+}
+
 QGRU_AVX512 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int Kp,
                                 const int32_t* bias_rowsum, int c0, int c1, int32_t* C, size_t ldc) {
   if (M <= 0 || c1 <= c0) return;
@@ -519,9 +589,8 @@ QGRU_AVX512 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_
   // From group g: channels [64 g, ...) are stored when inside [c0, c1).
 #define QGRU_VNNI_GROUP(KERNEL, ...) \
   KERNEL<__VA_ARGS__>(A, lda, M, Bp + g * group_bytes, K4, bias_rowsum + 64 * g, C + 64 * g, ldc, c0 - 64 * g, c1 - 64 * g)
-  if (M == 1) {  // GEMV (the batch-1 recurrence): eight independent accumulators over 128 channels
-    for (; g + 2 <= g1; g += 2) QGRU_VNNI_GROUP(vnni_rows, 1, 2);
-    for (; g < g1; ++g) QGRU_VNNI_GROUP(vnni_rows, 1, 1);
+  if (M == 1) {
+    gemv_vnni_u8s8(A, Bp, Kp, bias_rowsum, c0, c1, C, false);
     return;
   }
   // GEMM: chunks of 64 rows of A (64·Kp bytes, in L1 for Kp <= 512) against every panel of 4 blocks (64
@@ -559,24 +628,23 @@ QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTabl
   cell_impl(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
 }
 
-QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables,
-                                      const int32_t* offset_x, const int32_t* offset_h, const int32_t* gx,
-                                      const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
-                                      uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  cell_impl32(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                                      const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
+                                      int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_impl32(p, byte_tables, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
 }
 
 #else  // not x86-64: the fast executor never calls these (avx512_kernels_built() is false)
 
-void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const int32_t*, const int32_t*,
-                          const int32_t*, const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t,
-                          int32_t*) { std::abort(); }
+void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
+                          const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
 
 bool avx512_kernels_built() { return false; }
 
 void gemm_vnni_u8s8(const uint8_t*, size_t, int, const int8_t*, int, const int32_t*, int, int, int32_t*, size_t) {
   std::abort();
 }
+void gemv_vnni_u8s8(const uint8_t*, const int8_t*, int, const int32_t*, int, int, int32_t*, bool) { std::abort(); }
 void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int32_t*,
                       const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
 void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int64_t*,

@@ -113,6 +113,33 @@ TEST_CASE("fast path codes drift from the reference on edge shapes (int8, int16-
   }
 }
 
+TEST_CASE("batch-1 recurrence codes drift with the alternating GEMV, the unit split or the pipelined B-1 (every preset)") {
+  // N = 1: the recurrence's GEMV visits R's groups ascending on even steps and descending on odd ones, with
+  // one thread over all units, with two threads over halves of the units (a barrier per step), and with
+  // one recurrence thread beside a thread that computes B-1 a few steps ahead (min_pipelined_b1_macs = 0).
+  for (const char* preset : {"int8", "int16-activations", "int16"}) {
+    const BitwidthConfig config = load_bitwidth_config(preset);
+    for (int H : {1, 7, 31, 32, 33, 64, 257}) {
+      CAPTURE(preset);
+      CAPTURE(H);
+      test::CalibratedCase c = test::calibrated_case(H, H, /*L=*/2, /*D=*/2, /*T=*/5, /*N=*/1, config, 31u + static_cast<uint32_t>(H));
+      const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+      for (FastIsa isa : levels_here()) {
+        FastExecutorOptions pipelined = opts(2, 1 << 20, isa);
+        pipelined.min_pipelined_b1_macs = 0;
+        for (const FastExecutorOptions& o : {opts(1, 128, isa), opts(2, 1, isa), pipelined}) {
+          CAPTURE(isa_name(isa));
+          CAPTURE(o.threads);
+          CAPTURE(o.min_pipelined_b1_macs);
+          FastQuantGru fast(c.quantized, o);
+          const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr), H, 2);
+          CHECK_MESSAGE(bad.empty(), bad);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("fast path codes drift at the ends of the code ranges (x and h0 at qmin/qmax)") {
   for (const char* preset : {"int8", "int16-activations"}) {
     CAPTURE(preset);

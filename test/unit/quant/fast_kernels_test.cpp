@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -59,9 +61,10 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
   if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
     if (fast::cell_fits_int32(tab, bx, bh, off_x.data(), off_h.data())) {
       int32_kernel = true;
-      const std::vector<int32_t> ox(off_x.begin(), off_x.end()), oh(off_h.begin(), off_h.end());
-      fast::cell_rows_avx512_i32(tab, bytes, ox.data(), oh.data(), gx.data(), gh.data(), h_old.data(), j0, j1,
-                                 h16.data(), h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
+      fast::Cell32Plan plan;
+      fast::prepare_cell32_plan(tab, off_x.data(), off_h.data(), &plan);
+      fast::cell_rows_avx512_i32(tab, bytes, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
+                                 h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
     }
   }
   if (ran_int32) *ran_int32 = int32_kernel;
@@ -179,7 +182,9 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
 }
 
 // Plain Σ x·w for rows of A (codes, already biased into u8) against W.
-void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t seed, int fill /* 0 random, 1 max, 2 min */) {
+// order: 0 the GEMM entry point; 1, 2 (M = 1 only) the GEMV in ascending, descending group order.
+void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t seed, int fill /* 0 random, 1 max, 2 min */,
+                int order = 0) {
   const int Kp = (K + 15) / 16 * 16;
   std::mt19937 rng(seed);
   std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
@@ -204,7 +209,12 @@ void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t
   const size_t ldc = static_cast<size_t>(rows) + 3;
   constexpr int32_t kSentinel = -0x12345678;
   std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel);
-  fast::gemm_vnni_u8s8(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), c0, c1, C.data(), ldc);
+  if (order == 0) {
+    fast::gemm_vnni_u8s8(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), c0, c1, C.data(), ldc);
+  } else {
+    REQUIRE(M == 1);
+    fast::gemv_vnni_u8s8(A.data(), Bp.data(), Kp, bias.data(), c0, c1, C.data(), order == 2);
+  }
   for (int m = 0; m < M; ++m) {
     for (size_t c = 0; c < ldc; ++c) {
       const int32_t got = C[static_cast<size_t>(m) * ldc + c];
@@ -240,9 +250,101 @@ TEST_CASE("the VNNI GEMM drifts from Σ x·w (shapes that fill no block, operand
       }
     }
   }
+  // The batch-1 GEMV in both group orders (the recurrence alternates them): runs of four groups, a pair and a
+  // single, channel ranges that start and end inside groups.
+  for (int rows : {1, 64, 65, 192, 257, 320, 448, 768, 1100}) {
+    for (int K : {16, 64, 200}) {
+      for (int order : {1, 2}) {
+        CAPTURE(rows);
+        CAPTURE(K);
+        CAPTURE(order);
+        vnni_check(1, rows, K, 0, rows, 128, 13u * rows + K, 0, order);
+        vnni_check(1, rows, K, rows / 3, rows - rows / 5, 0, 17u * rows + K, 0, order);
+        vnni_check(1, rows, K, 0, rows, 128, 1u, 2, order);
+      }
+    }
+  }
   // K = kVnniMaxK with every product at its extreme: the int32 lane holds 65536·255·(-128) exactly.
   vnni_check(1, 16, fast::kVnniMaxK, 0, 16, 128, 3u, 2);
   vnni_check(2, 17, fast::kVnniMaxK, 0, 17, 0, 3u, 1);
+}
+
+TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties, saturation, inf, NaN, tiny values)") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2");
+    return;
+  }
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int bits : {8, 16}) {
+    for (bool is_unsigned : {false, true}) {
+      for (int shift : {-60, -31, -7, -1, 0, 1, 3, 7, 12, 15, 24, 31, 60}) {
+        TensorQuant q;
+        q.bits = bits;
+        q.is_unsigned = is_unsigned;
+        q.shift = shift;
+        for (int32_t zp : {q.qmin(), 0, 3, q.qmax()}) {
+          q.zp = zp;
+          CAPTURE(bits);
+          CAPTURE(is_unsigned);
+          CAPTURE(shift);
+          CAPTURE(zp);
+          std::vector<float> x;
+          const float scale = std::ldexp(1.0f, -shift);
+          for (int k = -40; k <= 40; ++k) {  // exact ties k + 1/2 and their neighbours, in x's scale
+            const float tie = (static_cast<float>(k) + 0.5f) * scale;
+            x.push_back(tie);
+            x.push_back(std::nextafter(tie, 0.0f));
+            x.push_back(std::nextafter(tie, 2.0f * tie));
+          }
+          for (float v : {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-38f, 3.4e38f, -3.4e38f, std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e30f, -1e30f,
+                          8388608.5f * scale, 16777216.0f * scale, -16777217.0f * scale}) {
+            x.push_back(v);
+          }
+          for (int i = 0; i < 200; ++i) x.push_back(normal(rng) * scale * 300.0f);
+          x.push_back(0.5f);  // a tail that fills no vector of eight (n % 8 != 0 below)
+          std::vector<int32_t> got(x.size(), 0x5A5A5A5A);
+          fast::quantize_f32_avx2(x.data(), x.size(), shift, zp, q.qmin(), q.qmax(), got.data());
+          for (size_t i = 0; i < x.size(); ++i) {
+            REQUIRE_MESSAGE(got[i] == q.quantize(static_cast<double>(x[i])),
+                            "x[" << i << "] = " << x[i] << ": TensorQuant::quantize " << q.quantize(x[i]) << ", vector " << got[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an out-of-range input code slips through the fused int32 -> int16 conversion, or the u8 bias is off") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2");
+    return;
+  }
+  for (int C : {1, 15, 16, 17, 40}) {
+    CAPTURE(C);
+    const int Kp = (C + 15) / 16 * 16;
+    const size_t rows = 3;
+    std::vector<int32_t> q(rows * C);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int32_t>(i % 2 ? -128 : 127) - static_cast<int32_t>(i % 5);
+    std::vector<int16_t> x16(rows * Kp, 0x5A5A);
+    REQUIRE(fast::codes_to_int16_checked(q.data(), rows, C, Kp, -132, 127, x16.data()));
+    for (size_t r = 0; r < rows; ++r) {
+      for (int k = 0; k < Kp; ++k) CHECK(x16[r * Kp + k] == (k < C ? q[r * C + k] : 0));
+    }
+    for (size_t bad : {size_t{0}, q.size() / 2, q.size() - 1}) {  // in a vector of sixteen or in the tail
+      for (int32_t v : {-133, 128, 1 << 20}) {
+        std::vector<int32_t> qb = q;
+        qb[bad] = v;
+        CHECK_FALSE(fast::codes_to_int16_checked(qb.data(), rows, C, Kp, -132, 127, x16.data()));
+      }
+    }
+    std::vector<int16_t> codes(static_cast<size_t>(C) * 3 + 5);
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int16_t>(static_cast<int>(i * 37 % 256) - 128);
+    std::vector<uint8_t> u8(codes.size());
+    fast::int16_to_u8_biased(codes.data(), codes.size(), 128, u8.data());
+    for (size_t i = 0; i < codes.size(); ++i) CHECK(int{u8[i]} == codes[i] + 128);
+  }
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 // - W and R are prepacked once (FastQuantGru's constructor) as int8 (or int16 when a code is outside
 //   [-128, 127]) rows padded to a multiple of 16 with zeros; x and h are int16 codes (sign-extended).
 // - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (threads over rows; at the avx512-vnni level with
-//   N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step.
+//   N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step
+//   (at N = 1 and the avx512-vnni level, R's row groups visited in alternating order from step to step, so
+//   that each step starts on what the previous one read last).
 // - Products use _mm256_madd_epi16 (int16 x int16 -> int32, pairs added). Overflow proof, per cell: with
 //   Wmax = max |q_W| and Xmax = max(|qmin_x|, |qmax_x|), one madd lane holds at most 2·Wmax·Xmax
 //   (must be <= 2^31-1, else the cell is not supported); an int32 lane accumulator takes at most
@@ -22,7 +24,8 @@
 //   chunks of that many 16-element vectors). int8 x int8: chunks of 65535 vectors (K up to ~10^6) so
 //   the accumulators stay int32; int8 x int16: 255 vectors (4080 elements) per chunk.
 // - Threads: the recurrence is split over batch rows (independent, no synchronisation) when N >= threads,
-//   else over hidden units with one barrier per step (only when H is large enough to pay for it).
+//   else over hidden units with one barrier per step (only when H is large enough to pay for it); when it
+//   runs on one thread, B-1 may run beside it on a second thread a few steps ahead (min_pipelined_b1_macs).
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
 //   environment forces one when the options leave it at Auto):
@@ -41,6 +44,7 @@
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
 // e.g. the int16 preset with 16-bit weights; an observer is attached), the reference executor runs.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -60,6 +64,13 @@ struct FastExecutorOptions {
                                   // barrier per step). avx512-vnni, N = 1, 2 threads, 2-core VM at load 2.5:
                                   // 1.1x slower at H = 256 (R fits L2), 2.4x faster at H = 1024 (each core keeps
                                   // its half of R, 1.5 MiB, in its own L2 instead of streaming 3 MiB per step)
+  int64_t min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();  // when the recurrence runs on one
+                                  // thread (N < threads, H too small to split), a second thread computes B-1
+                                  // (W·x) a few steps ahead of it when B-1 has at least this many MACs (T·N·3H·C).
+                                  // Off by default: avx512-vnni, N = 1, T = 100, 2-core VM at load 7 (the
+                                  // process got about one CPU), median wall 1.2 ms vs 0.48 ms at H = 256 and
+                                  // 1.0 ms vs 0.05 ms at H = 64 (bench_cpu path 6); set it where the process
+                                  // owns two cores (B-1 is ~25% of a run at H = 256)
 };
 
 // Whether and how the fast path runs a model.
