@@ -30,11 +30,6 @@ namespace {
 // The SSE2 block computes exactly what the scalar loop computes, two lanes at a time.
 constexpr size_t kBlock = 8;
 
-// sum[0..8) += a * M_k[0..8)
-inline void axpy_block(double a, const float* M_k, double* sum) {
-  for (size_t i = 0; i < kBlock; ++i) sum[i] += a * static_cast<double>(M_k[i]);
-}
-
 void linear_block(const float* in_row, const float* Mt_g0, size_t G, size_t K, double* sum) {
 #if defined(__SSE2__)
   __m128d s0 = _mm_setzero_pd(), s1 = _mm_setzero_pd(), s2 = _mm_setzero_pd(), s3 = _mm_setzero_pd();
@@ -53,7 +48,10 @@ void linear_block(const float* in_row, const float* Mt_g0, size_t G, size_t K, d
   _mm_storeu_pd(sum + 6, s3);
 #else
   std::fill(sum, sum + kBlock, 0.0);
-  for (size_t k = 0; k < K; ++k) axpy_block(static_cast<double>(in_row[k]), Mt_g0 + k * G, sum);
+  for (size_t k = 0; k < K; ++k) {
+    const double a = static_cast<double>(in_row[k]);
+    for (size_t i = 0; i < kBlock; ++i) sum[i] += a * static_cast<double>(Mt_g0[k * G + i]);  // sum += a * M_k
+  }
 #endif
 }
 

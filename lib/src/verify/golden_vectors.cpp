@@ -31,7 +31,7 @@ struct CellRecord {
 
 class GoldenRecorder : public QuantGruObserver {
  public:
-  GoldenRecorder(const QuantizedGru& model, int T, int N) : model_(model), T_(T), N_(N) {
+  GoldenRecorder(const QuantizedGru& model, int T, int N) : model_(model), N_(N) {
     cells_.resize(model.cells.size());
     for (size_t i = 0; i < model.cells.size(); ++i) {
       const GruCellQuantParams& p = model.cells[i];
@@ -123,7 +123,7 @@ class GoldenRecorder : public QuantGruObserver {
 
  private:
   const QuantizedGru& model_;
-  int T_, N_;
+  int N_;  // sequences per step: the row of (t, n) in a step-major table
   std::vector<CellRecord> cells_;
 };
 
