@@ -200,9 +200,14 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
         " ".join(["scripts/bench_cpu.py"] + [a for a in sys.argv[1:]]) or "scripts/bench_cpu.py",
         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
     lines.append("- Machine: %s (`lscpu`), Linux %s, %s." % (cpu_model(), platform.release(), "python " + platform.python_version()))
-    lines.append("- **The machine was shared and heavily loaded while measuring** (load average %.1f before, %.1f after, "
-                 "on 2 CPUs): wall times include waiting for a CPU and are noisy; the CPU time per run (all threads of "
-                 "the process, `getrusage`/`process_time`) is the steadier figure of the work done." % (load_before[0], load_after[0]))
+    if load_before[0] > 1.0:  # the load after includes the benchmark itself
+        lines.append("- **The machine was shared and loaded while measuring** (load average %.1f before, %.1f after, "
+                     "on %d CPUs): wall times include waiting for a CPU and are noisy; the CPU time per run (all threads "
+                     "of the process, `getrusage`/`process_time`) is the steadier figure of the work done."
+                     % (load_before[0], load_after[0], os.cpu_count()))
+    else:
+        lines.append("- The machine was otherwise idle (load average %.1f before, %.1f after, on %d CPUs)."
+                     % (load_before[0], load_after[0], os.cpu_count()))
     lines.append("- Model: one GRU layer, C = H, unidirectional, batch N, T steps per run; qgru models are quantized "
                  "from ranges observed on the same input (int8 preset unless named). Peers use their own random "
                  "weights of the same shape. Median of %d runs (the reference paths: of max(3, reps/2))." % args.reps)
