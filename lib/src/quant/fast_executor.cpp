@@ -301,7 +301,7 @@ struct TabulatedActivations {
 };
 
 // gru_cell_element (qgru/fixed/gru_cell.h) with B-1/B-2's constants folded (FoldedOffsets), no trace:
-// the same QGRU_HD functions for C-1 .. C-4, in the same order.
+// C-1 .. C-4 are gru_cell_gates itself.
 template <class GX, class GH>
 inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,
                                   int32_t j, const GX* gx, const GH* gh, int32_t q_h_old) {
@@ -315,17 +315,7 @@ inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* off
     q_hh[g] = requantize(static_cast<int64_t>(gh[c]) + offset_h[c], p.shift_gemm_h_to_weight_hh_linear[c],
                          p.weight_hh_linear.zp, p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
   }
-  const int32_t q_update_gate_input = compute_sigmoid_gate_input(
-      p, q_ih[0], q_hh[0], p.shift_weight_ih_linear_to_update_gate_input,
-      p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input);
-  const int32_t q_update_gate_output = evaluate_activation(p.update_gate, q_update_gate_input);
-  const int32_t q_reset_gate_input = compute_sigmoid_gate_input(
-      p, q_ih[1], q_hh[1], p.shift_weight_ih_linear_to_reset_gate_input,
-      p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
-  const int32_t q_reset_gate_output = evaluate_activation(p.reset_gate, q_reset_gate_input);
-  const int32_t q_new_gate_input = compute_new_gate_input(p, q_ih[2], q_reset_gate_output, q_hh[2]);
-  const int32_t q_new_gate_output = evaluate_activation(p.new_gate, q_new_gate_input);
-  return compute_hidden_state(p, q_update_gate_output, q_new_gate_output, q_h_old, nullptr);
+  return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
 }
 
 // Everything the time loop of one cell needs, prepared once at load.

@@ -169,16 +169,11 @@ QGRU_HD int32_t compute_hidden_state(const GruCellParamsView& p, int32_t q_updat
   return saturate(rshift_round(q_combined, p.shift_update_gate_output) + p.h.zp, p.h.q_min, p.h.q_max);
 }
 
-// The whole step for hidden unit j: B-1, B-2, C-1 .. C-4. `trace` may be null.
-QGRU_HD int32_t gru_cell_element(const GruCellParamsView& p, int32_t j, const GruCellAccumulators& acc,
-                                 int32_t q_h_old, GruCellTrace* trace) {
-  const int32_t H = p.hidden_size;
-  int32_t q_ih[3];
-  int32_t q_hh[3];
-  for (int32_t g = 0; g < 3; ++g) {
-    q_ih[g] = compute_weight_ih_linear(p, g * H + j, acc.gemm_x[g]);
-    q_hh[g] = compute_weight_hh_linear(p, g * H + j, acc.gemm_h[g]);
-  }
+// C-1 .. C-4 for hidden unit j from the linear stage's codes (q_ih, q_hh: gates z, r, n). `trace` may be
+// null; it receives every value from q_update_gate_input on. Shared by gru_cell_element and by executors
+// that compute B-1/B-2 their own way (the fast CPU executor folds their constants).
+QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, const int32_t* q_hh, int32_t q_h_old,
+                               GruCellTrace* trace) {
   // C-1 update gate
   const int32_t q_update_gate_input = compute_sigmoid_gate_input(
       p, q_ih[0], q_hh[0], p.shift_weight_ih_linear_to_update_gate_input,
@@ -197,10 +192,6 @@ QGRU_HD int32_t gru_cell_element(const GruCellParamsView& p, int32_t j, const Gr
   const int32_t q_h_new = compute_hidden_state(p, q_update_gate_output, q_new_gate_output, q_h_old,
                                                &q_new_gate_aligned_to_h);
   if (trace) {
-    for (int32_t g = 0; g < 3; ++g) {
-      trace->q_weight_ih_linear[g] = q_ih[g];
-      trace->q_weight_hh_linear[g] = q_hh[g];
-    }
     trace->q_update_gate_input = q_update_gate_input;
     trace->q_update_gate_output = q_update_gate_output;
     trace->q_reset_gate_input = q_reset_gate_input;
@@ -211,6 +202,25 @@ QGRU_HD int32_t gru_cell_element(const GruCellParamsView& p, int32_t j, const Gr
     trace->q_h_new = q_h_new;
   }
   return q_h_new;
+}
+
+// The whole step for hidden unit j: B-1, B-2, C-1 .. C-4. `trace` may be null.
+QGRU_HD int32_t gru_cell_element(const GruCellParamsView& p, int32_t j, const GruCellAccumulators& acc,
+                                 int32_t q_h_old, GruCellTrace* trace) {
+  const int32_t H = p.hidden_size;
+  int32_t q_ih[3];
+  int32_t q_hh[3];
+  for (int32_t g = 0; g < 3; ++g) {
+    q_ih[g] = compute_weight_ih_linear(p, g * H + j, acc.gemm_x[g]);
+    q_hh[g] = compute_weight_hh_linear(p, g * H + j, acc.gemm_h[g]);
+  }
+  if (trace) {
+    for (int32_t g = 0; g < 3; ++g) {
+      trace->q_weight_ih_linear[g] = q_ih[g];
+      trace->q_weight_hh_linear[g] = q_hh[g];
+    }
+  }
+  return gru_cell_gates(p, q_ih, q_hh, q_h_old, trace);
 }
 
 }  // namespace qgru
