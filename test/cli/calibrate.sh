@@ -4,16 +4,15 @@
 # with one line and write nothing.
 # Usage: bash calibrate.sh <qgru-binary> <scratch-dir> <source-root>
 set -euo pipefail
-QGRU=$1
-SCRATCH=$2
-ROOT=$3
+source "$(dirname "$0")/common.bash"
+start_cli_test "$@"
+QGRU=$qgru
+SCRATCH=$scratch
+ROOT=$root
 MODEL=$ROOT/examples/digits/gru.safetensors
 CALIB=$ROOT/examples/digits/calib.npy
 OTHER=$ROOT/examples/digits/test.npy
-rm -rf "$SCRATCH"
-mkdir -p "$SCRATCH"
 cd "$SCRATCH"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 1. One run: the table has one row per observed tensor, the JSON names the schema and the model shape.
 "$QGRU" calibrate --model "$MODEL" --data "$CALIB" --method kl -o stats.json > table.txt 2> log.txt ||

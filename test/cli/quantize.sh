@@ -5,16 +5,15 @@
 # overflow, statistics of another model) that exit 1 with one line and write nothing.
 # Usage: bash quantize.sh <qgru-binary> <scratch-dir> <source-root>
 set -euo pipefail
-QGRU=$1
-SCRATCH=$2
-ROOT=$3
+source "$(dirname "$0")/common.bash"
+start_cli_test "$@"
+QGRU=$qgru
+SCRATCH=$scratch
+ROOT=$root
 MODEL=$ROOT/examples/digits/gru.safetensors
 CALIB=$ROOT/examples/digits/calib.npy
 TEST=$ROOT/examples/digits/test.npy
-rm -rf "$SCRATCH"
-mkdir -p "$SCRATCH"
 cd "$SCRATCH"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$QGRU" calibrate --model "$MODEL" --data "$CALIB" -o stats.json > /dev/null 2> calibrate.log ||
   fail "calibrate exited $?: $(cat calibrate.log)"
