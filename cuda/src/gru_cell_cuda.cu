@@ -157,9 +157,9 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   d.device_view.reset_gate = d.copy_activation(v.reset_gate);
   d.device_view.new_gate = d.copy_activation(v.new_gate);
   if (d.wide()) {
-    const dequant::GruWideLayout l = dequant::plan_gru_wide(d.H, d.C, 1, 1);
-    d.W = DeviceBuffer::from(dequant::pack_int16_rows(q_W, rows, d.C, l.rows, l.C_p, 0, "q_W"));
-    d.R = DeviceBuffer::from(dequant::pack_int16_rows(q_R, rows, d.H, l.rows, l.H_p, 0, "q_R"));
+    const dequant::GruGemmLayout l = dequant::plan_gru_wide(d.H, d.C, 1, 1);
+    d.W = DeviceBuffer::from(dequant::pack_int16_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
+    d.R = DeviceBuffer::from(dequant::pack_int16_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
   } else {
     const dequant::GruGemmLayout l = dequant::plan_gru_gemm(d.H, d.C, 1, 1);
     d.W = DeviceBuffer::from(dequant::pack_int8_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
@@ -222,7 +222,7 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
 
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                  int32_t* out_host) const {
-  const dequant::GruWideLayout l = dequant::plan_gru_wide(H, C, N, T);
+  const dequant::GruGemmLayout l = dequant::plan_gru_wide(H, C, N, T);
   const dequant::WorkspaceCarve w = reserve(dequant::gru_cell_workspace(plan.path, H, C, N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
   int16_t* h16 = region<int16_t>(workspace, w, 1);
@@ -239,15 +239,15 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
   const auto* W16 = static_cast<const int16_t*>(W.data());
   const auto* R16 = static_cast<const int16_t*>(R.data());
   // B-1 for every step: gemm_x[t·N + n, c] = Σ_k W16[c, k] · x16[t·N + n, k]
-  launch_wide_gemm(dequant::plan_wide_gemm(l.rows, T * N, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows, stream);
-  const dequant::WideGemmGeometry step_gemm = dequant::plan_wide_gemm(l.rows, N, l.H_p);
+  launch_wide_gemm(dequant::plan_wide_gemm(l.rows_p, T * N, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
+  const dequant::WideGemmGeometry step_gemm = dequant::plan_wide_gemm(l.rows_p, N, l.H_p);
   const int64_t blocks = dequant::elementwise_blocks(N * H, kStepThreads);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
     // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]
-    launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows, stream);
+    launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
     gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
-        device_view, gemm_x + t * N * l.rows, gemm_h, l.rows, plan.x_offset, plan.h_offset, h_state, h16, l.H_p,
+        device_view, gemm_x + t * N * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16, l.H_p,
         out + t * N * H, N);
     QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
   }

@@ -104,7 +104,7 @@ TEST_CASE("wide GEMM geometry refuses what the kernel cannot launch") {
   const dq::WideGemmGeometry g = dq::plan_wide_gemm(16 * 65535, 1, 16);
   CHECK(g.grid_y == 65535);
   CHECK(g.smem_bytes == 2 * 16 * 17 * 2);
-  const dq::GruWideLayout l = dq::plan_gru_wide(33, 5, 3, 7);
+  const dq::GruGemmLayout l = dq::plan_gru_wide(33, 5, 3, 7);
   CHECK(l.C_p == 16);
   CHECK(l.H_p == 48);
   CHECK(l.workspace_bytes() == 2 * 21 * 16 + 2 * 3 * 48 + 8 * 21 * 99 + 8 * 3 * 99 + 4 * 3 * 33 + 4 * 21 * 33);
@@ -171,7 +171,7 @@ TEST_CASE("a cell's device workspace holds every region of its layout, aligned a
           sizes = {l.x_bytes, l.h_bytes, l.gemm_x_bytes, l.gemm_h_bytes, l.state_bytes, l.output_bytes};
           layout_bytes = l.workspace_bytes();
         } else {
-          const dq::GruWideLayout l = dq::plan_gru_wide(H, C, N, T);
+          const dq::GruGemmLayout l = dq::plan_gru_wide(H, C, N, T);
           sizes = {l.x_bytes, l.h_bytes, l.gemm_x_bytes, l.gemm_h_bytes, l.state_bytes, l.output_bytes};
           layout_bytes = l.workspace_bytes();
         }

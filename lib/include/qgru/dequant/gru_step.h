@@ -90,7 +90,7 @@ inline WorkspaceCarve gru_cell_workspace(GruGemmPath path, int64_t H, int64_t C,
     const GruGemmLayout l = plan_gru_gemm(H, C, N, T);
     return carve_workspace({l.x_bytes, l.h_bytes, l.gemm_x_bytes, l.gemm_h_bytes, l.state_bytes, l.output_bytes});
   }
-  const GruWideLayout l = plan_gru_wide(H, C, N, T);
+  const GruGemmLayout l = plan_gru_wide(H, C, N, T);
   return carve_workspace({l.x_bytes, l.h_bytes, l.gemm_x_bytes, l.gemm_h_bytes, l.state_bytes, l.output_bytes});
 }
 
@@ -101,23 +101,23 @@ inline std::vector<int32_t> emulate_gru_cell_wide(const GruCellParamsView& view,
                                                   int64_t C, int32_t x_offset, int32_t h_offset, const int32_t* q_x,
                                                   int64_t T, int64_t N, const int32_t* q_h0, bool reverse) {
   const int64_t H = view.hidden_size;
-  const GruWideLayout l = plan_gru_wide(H, C, N, T);
-  const auto W16 = pack_int16_rows(q_W, l.rows, C, l.rows, l.C_p, 0, "q_W");
-  const auto R16 = pack_int16_rows(q_R, l.rows, H, l.rows, l.H_p, 0, "q_R");
+  const GruGemmLayout l = plan_gru_wide(H, C, N, T);
+  const auto W16 = pack_int16_rows(q_W, l.rows_p, C, l.rows_p, l.C_p, 0, "q_W");
+  const auto R16 = pack_int16_rows(q_R, l.rows_p, H, l.rows_p, l.H_p, 0, "q_R");
   const auto x16 = pack_int16_rows(q_x, T * N, C, T * N, l.C_p, x_offset, "q_x");
   std::vector<int32_t> h_state(static_cast<size_t>(N * H), view.h.zp);
   if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
   std::vector<int16_t> h16 = pack_int16_rows(h_state.data(), N, H, N, l.H_p, h_offset, "q_h0");
-  std::vector<int64_t> gemm_x(static_cast<size_t>(T * N * l.rows)), gemm_h(static_cast<size_t>(N * l.rows));
+  std::vector<int64_t> gemm_x(static_cast<size_t>(T * N * l.rows_p)), gemm_h(static_cast<size_t>(N * l.rows_p));
   std::vector<int32_t> out(static_cast<size_t>(T * N * H));
-  emulate_wide_gemm_tiled(plan_wide_gemm(l.rows, T * N, l.C_p), W16.data(), l.C_p, x16.data(), l.C_p, gemm_x.data(), l.rows);
-  const WideGemmGeometry step_gemm = plan_wide_gemm(l.rows, N, l.H_p);
+  emulate_wide_gemm_tiled(plan_wide_gemm(l.rows_p, T * N, l.C_p), W16.data(), l.C_p, x16.data(), l.C_p, gemm_x.data(), l.rows_p);
+  const WideGemmGeometry step_gemm = plan_wide_gemm(l.rows_p, N, l.H_p);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
-    emulate_wide_gemm_tiled(step_gemm, R16.data(), l.H_p, h16.data(), l.H_p, gemm_h.data(), l.rows);
+    emulate_wide_gemm_tiled(step_gemm, R16.data(), l.H_p, h16.data(), l.H_p, gemm_h.data(), l.rows_p);
     for (int64_t n = 0; n < N; ++n)
       for (int32_t j = 0; j < H; ++j)
-        gru_step_element_t<int64_t, int16_t>(view, gemm_x.data() + t * N * l.rows, gemm_h.data(), l.rows, x_offset,
+        gru_step_element_t<int64_t, int16_t>(view, gemm_x.data() + t * N * l.rows_p, gemm_h.data(), l.rows_p, x_offset,
                                              h_offset, h_state.data(), h16.data(), l.H_p, out.data() + t * N * H, n, j);
   }
   return out;

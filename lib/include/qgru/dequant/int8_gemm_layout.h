@@ -60,29 +60,57 @@ QGRU_HD int64_t raw_gemm_accumulator(int32_t stored_gemm, int32_t operand_offset
   return static_cast<int64_t>(stored_gemm) + static_cast<int64_t>(operand_offset) * weight_row_sum;
 }
 
-// Sizes of one cell's int8 GEMMs: W [3H, C], R [3H, H], x for all steps [T·N, C], h [N, H].
+// Sizes of one cell's GEMMs: W [3H, C], R [3H, H], x for all steps [T·N, C], h [N, H], operands of
+// operand_bytes (int8 on the cuBLAS path, int16 on the wide path) and accumulators of accumulator_bytes
+// (int32, int64). plan_gru_gemm (here) and plan_gru_wide (qgru/dequant/wide_gemm.h) fill it.
 struct GruGemmLayout {
   int64_t H = 0, C = 0, N = 0, T = 0;
-  int64_t rows_p = 0;  // 3H padded: lda of nothing, ldc of both GEMMs
+  int64_t operand_bytes = 0, accumulator_bytes = 0;
+  int64_t rows_p = 0;  // 3H, padded where the GEMM wants it: ldc of both GEMMs
   int64_t C_p = 0;     // C padded: lda of W, ldb of x
   int64_t H_p = 0;     // H padded: lda of R, ldb of h
-  int64_t W_bytes = 0, R_bytes = 0;                 // int8 [rows_p, C_p], [rows_p, H_p]
-  int64_t x_bytes = 0, h_bytes = 0;                 // int8 [T·N, C_p], [N, H_p]
-  int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;       // int32 [T·N, rows_p], [N, rows_p]
+  int64_t W_bytes = 0, R_bytes = 0;                 // operands [rows_p, C_p], [rows_p, H_p]
+  int64_t x_bytes = 0, h_bytes = 0;                 // operands [T·N, C_p], [N, H_p]
+  int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;       // accumulators [T·N, rows_p], [N, rows_p]
   int64_t state_bytes = 0, output_bytes = 0;        // int32 h codes [N, H], output codes [T, N, H]
   int64_t workspace_bytes() const { return x_bytes + h_bytes + gemm_x_bytes + gemm_h_bytes + state_bytes + output_bytes; }
 };
 
-// Throws qgru::Error naming the shape when the int8 GEMM cannot serve it.
-inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
-  const std::string shape = "H=" + std::to_string(H) + " C=" + std::to_string(C) + " N=" + std::to_string(N) +
-                            " T=" + std::to_string(T);
-  if (H < 1 || C < 1 || N < 1 || T < 1) throw Error("GRU int8 GEMM layout: every size must be at least 1 (" + shape + ")");
+// The layout's sizes once H, C, N, T and the padded dimensions are set; the "GRU <path> GEMM layout"
+// message prefix names the path. Throws qgru::Error naming the shape for a size below 1.
+inline GruGemmLayout gru_gemm_layout_shape(const char* path, int64_t H, int64_t C, int64_t N, int64_t T,
+                                           int64_t operand_bytes, int64_t accumulator_bytes) {
+  if (H < 1 || C < 1 || N < 1 || T < 1) {
+    throw Error(std::string("GRU ") + path + " GEMM layout: every size must be at least 1 (H=" + std::to_string(H) +
+                " C=" + std::to_string(C) + " N=" + std::to_string(N) + " T=" + std::to_string(T) + ")");
+  }
   GruGemmLayout l;
   l.H = H;
   l.C = C;
   l.N = N;
   l.T = T;
+  l.operand_bytes = operand_bytes;
+  l.accumulator_bytes = accumulator_bytes;
+  return l;
+}
+
+inline void size_gru_gemm_buffers(GruGemmLayout& l) {
+  const int64_t TN = l.T * l.N;
+  l.W_bytes = l.operand_bytes * l.rows_p * l.C_p;
+  l.R_bytes = l.operand_bytes * l.rows_p * l.H_p;
+  l.x_bytes = l.operand_bytes * TN * l.C_p;
+  l.h_bytes = l.operand_bytes * l.N * l.H_p;
+  l.gemm_x_bytes = l.accumulator_bytes * TN * l.rows_p;
+  l.gemm_h_bytes = l.accumulator_bytes * l.N * l.rows_p;
+  l.state_bytes = 4 * l.N * l.H;
+  l.output_bytes = 4 * TN * l.H;
+}
+
+// Throws qgru::Error naming the shape when the int8 GEMM cannot serve it.
+inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
+  GruGemmLayout l = gru_gemm_layout_shape("int8", H, C, N, T, 1, 4);
+  const std::string shape = "H=" + std::to_string(H) + " C=" + std::to_string(C) + " N=" + std::to_string(N) +
+                            " T=" + std::to_string(T);
   l.rows_p = pad_to_multiple(3 * H, kInt8LeadingDimMultiple);
   l.C_p = pad_to_multiple(C, kInt8LeadingDimMultiple);
   l.H_p = pad_to_multiple(H, kInt8LeadingDimMultiple);
@@ -91,14 +119,7 @@ inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
                 " could overflow the int32 accumulator (" + shape + ")");
   }
   if (l.rows_p > INT32_MAX || T * N > INT32_MAX) throw Error("GRU int8 GEMM layout: sizes exceed cuBLAS's int (" + shape + ")");
-  l.W_bytes = l.rows_p * l.C_p;
-  l.R_bytes = l.rows_p * l.H_p;
-  l.x_bytes = T * N * l.C_p;
-  l.h_bytes = N * l.H_p;
-  l.gemm_x_bytes = 4 * T * N * l.rows_p;
-  l.gemm_h_bytes = 4 * N * l.rows_p;
-  l.state_bytes = 4 * N * H;
-  l.output_bytes = 4 * T * N * H;
+  size_gru_gemm_buffers(l);
   return l;
 }
 

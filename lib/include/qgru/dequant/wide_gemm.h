@@ -141,42 +141,16 @@ inline std::vector<int16_t> pack_int16_rows(const int32_t* codes, int64_t rows, 
   return out;
 }
 
-// Sizes of one cell's wide GEMMs (the int16 counterpart of GruGemmLayout): W [3H, C], R [3H, H],
-// x for all steps [T·N, C], h [N, H]; K dimensions padded to kWideTile, outputs int64 with ldc = 3H.
-struct GruWideLayout {
-  int64_t H = 0, C = 0, N = 0, T = 0;
-  int64_t rows = 0;  // 3H: ldc of both GEMMs
-  int64_t C_p = 0;   // lda of W, ldb of x
-  int64_t H_p = 0;   // lda of R, ldb of h
-  int64_t W_bytes = 0, R_bytes = 0;            // int16 [rows, C_p], [rows, H_p]
-  int64_t x_bytes = 0, h_bytes = 0;            // int16 [T·N, C_p], [N, H_p]
-  int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;  // int64 [T·N, rows], [N, rows]
-  int64_t state_bytes = 0, output_bytes = 0;   // int32 h codes [N, H], output codes [T, N, H]
-  int64_t workspace_bytes() const { return x_bytes + h_bytes + gemm_x_bytes + gemm_h_bytes + state_bytes + output_bytes; }
-};
-
-inline GruWideLayout plan_gru_wide(int64_t H, int64_t C, int64_t N, int64_t T) {
-  const std::string shape = "H=" + std::to_string(H) + " C=" + std::to_string(C) + " N=" + std::to_string(N) +
-                            " T=" + std::to_string(T);
-  if (H < 1 || C < 1 || N < 1 || T < 1) throw Error("GRU wide GEMM layout: every size must be at least 1 (" + shape + ")");
-  GruWideLayout l;
-  l.H = H;
-  l.C = C;
-  l.N = N;
-  l.T = T;
-  l.rows = 3 * H;
+// Sizes of one cell's wide GEMMs (GruGemmLayout, qgru/dequant/int8_gemm_layout.h): int16 operands with K
+// dimensions padded to kWideTile, int64 accumulators with ldc = rows_p = 3H (unpadded).
+inline GruGemmLayout plan_gru_wide(int64_t H, int64_t C, int64_t N, int64_t T) {
+  GruGemmLayout l = gru_gemm_layout_shape("wide", H, C, N, T, 2, 8);
+  l.rows_p = 3 * H;
   l.C_p = pad_to_multiple(C, kWideTile);
   l.H_p = pad_to_multiple(H, kWideTile);
-  plan_wide_gemm(l.rows, T * N, l.C_p);  // throws on a shape the kernel cannot take
-  plan_wide_gemm(l.rows, N, l.H_p);
-  l.W_bytes = 2 * l.rows * l.C_p;
-  l.R_bytes = 2 * l.rows * l.H_p;
-  l.x_bytes = 2 * T * N * l.C_p;
-  l.h_bytes = 2 * N * l.H_p;
-  l.gemm_x_bytes = 8 * T * N * l.rows;
-  l.gemm_h_bytes = 8 * N * l.rows;
-  l.state_bytes = 4 * N * H;
-  l.output_bytes = 4 * T * N * H;
+  plan_wide_gemm(l.rows_p, T * N, l.C_p);  // throws on a shape the kernel cannot take
+  plan_wide_gemm(l.rows_p, N, l.H_p);
+  size_gru_gemm_buffers(l);
   return l;
 }
 
