@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "fast_kernels.h"
+#include "worker_team.h"
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
@@ -75,6 +79,10 @@ struct PackedMatrix {
   void gemv_u8(const uint8_t* a, int c0, int c1, int32_t* C, bool descending) const {
     fast::gemv_vnni_u8s8(a, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, descending);
   }
+  // gemv_u8 over the operand elements [k0, k1) only, stored or added (fast::gemv_vnni_u8s8_part).
+  void gemv_u8_part(const uint8_t* a, int c0, int c1, int32_t* C, int k0, int k1, bool accumulate) const {
+    fast::gemv_vnni_u8s8_part(a, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, false, k0, k1, accumulate);
+  }
 
   // Pack `codes` and prove the GEMM against operands with |code| <= operand_max_abs. Returns "" when
   // supported, else why not.
@@ -131,42 +139,52 @@ int64_t max_abs_code(const TensorQuant& q) {
 
 bool fits_int16(const TensorQuant& q) { return q.qmin() >= -32768 && q.qmax() <= 32767; }
 
-// A reusable spinning barrier (yields while waiting: the machine may be oversubscribed).
-class Barrier {
+// A heap array of integers aligned to a cache line (64 bytes): threads writing neighbouring parts of it
+// share no line when their boundaries lie at multiples of 64 bytes from the start.
+template <class T>
+class LineArray {
+  static_assert(std::is_trivially_copyable_v<T>, "integers only");
+
  public:
-  explicit Barrier(int count) : count_(count) {}
-  void wait() {
-    const int generation = generation_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_acq_rel);
-      return;
-    }
-    int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == generation) {
-      if (++spins > 64) std::this_thread::yield();
-    }
-  }
+  LineArray() = default;
+  explicit LineArray(size_t n) : n_(n), p_(static_cast<T*>(::operator new(bytes(n), std::align_val_t{64}))) {}
+  LineArray(size_t n, T fill) : LineArray(n) { std::fill_n(p_.get(), n, fill); }
+  T* data() { return p_.get(); }
+  const T* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
 
  private:
-  const int count_;
-  std::atomic<int> arrived_{0};
-  std::atomic<int> generation_{0};
+  static size_t bytes(size_t n) { return std::max<size_t>(64, (n * sizeof(T) + 63) / 64 * 64); }
+  struct Free {
+    void operator()(T* q) const { ::operator delete(q, std::align_val_t{64}); }
+  };
+  size_t n_ = 0;
+  std::unique_ptr<T[], Free> p_;
 };
 
-// Run fn(i) for i in [0, parts) on parts threads (the caller's thread is part 0).
-template <class Fn>
-void parallel_for(int parts, Fn fn) {
-  if (parts <= 1) {
+// Runs fn(i) for i in [0, parts) (the caller's thread is part 0): on the run's persistent team when it has
+// one (worker_team.h), else on threads started for the call.
+struct Parallel {
+  fast::WorkerTeam* team = nullptr;
+  template <class Fn>
+  void operator()(int parts, Fn& fn) const {
+    if (parts <= 1) {
+      fn(0);
+      return;
+    }
+    if (team && parts <= team->size()) {
+      team->run(parts, std::function<void(int)>(std::ref(fn)));
+      return;
+    }
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(parts - 1));
+    for (int i = 1; i < parts; ++i) threads.emplace_back([&fn, i] { fn(i); });
     fn(0);
-    return;
+    for (auto& t : threads) t.join();
   }
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(parts - 1));
-  for (int i = 1; i < parts; ++i) threads.emplace_back([&fn, i] { fn(i); });
-  fn(0);
-  for (auto& t : threads) t.join();
-}
+};
 
 }  // namespace
 
@@ -337,7 +355,8 @@ struct PackedCell {
 template <class GX, class GH>
 void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16,
                    int T, int N, const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
-                   int32_t* h_final, int threads, int min_units_per_thread, int64_t min_pipelined_b1_macs) {
+                   int32_t* h_final, const Parallel& parallel, int threads, int min_units_per_thread,
+                   int64_t min_pipelined_b1_macs) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const PackedMatrix& W = pc.W;
@@ -346,22 +365,34 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   const GruCellParamsView& view = pc.view;
   const FoldedOffsets& folded = pc.folded;
 
-  // B-1 for all steps: one GEMM, threads over rows. With VNNI and a batch of kB1PerStepBatch rows or more,
-  // B-1 runs inside the time loop instead, one [N, C] x [C, 3H] GEMM per step: it is as efficient per MAC
-  // as the all-steps GEMM and keeps gemm_x ([N, 3H]) in L2 for the cell, where the all-steps array
+  // B-1 for all steps before the time loop, computed by the thread that reads it in the loop (its batch
+  // rows or its units' channels): reading another core's freshly written gemm_x costs a cross-core transfer
+  // per cache line, which made splitting one thread's B-1 over two cores slower than not splitting it (at
+  // H = 256, T = 100, N = 1: 0.52 to 0.64 ms against 0.37 ms). With VNNI and a batch of kB1PerStepBatch rows
+  // or more, B-1 runs inside the time loop instead, one [N, C] x [C, 3H] GEMM per step: it is as efficient
+  // per MAC as the all-steps GEMM and keeps gemm_x ([N, 3H]) in L2 for the cell, where the all-steps array
   // ([T·N, 3H] int32, e.g. 19 MiB at H = 256, T = 100, N = 64) makes a round trip through memory.
   constexpr int kB1PerStepBatch = 8;
   const bool b1_per_step = W.vnni && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
   const int M = T * N;
   // [M, 3H] (per step: [N, 3H]), every element written by B-1 before it is read (left uninitialised: no
   // memset of up to tens of MiB per run)
-  std::unique_ptr<GX[]> gemm_x_owner(new GX[static_cast<size_t>(b1_per_step ? N : M) * G]);
-  GX* const gemm_x = gemm_x_owner.get();
+  LineArray<GX> gemm_x_owner(static_cast<size_t>(b1_per_step ? N : M) * G);
+  GX* const gemm_x = gemm_x_owner.data();
   const double macs_x = static_cast<double>(M) * G * W.Kp;
-  // A second thread pays for its start only with enough work: 2 M MACs for the AVX2 kernel; VNNI does ~4x
-  // the MACs per cycle, and at H = 256, T = 100, N = 1 (20 M MACs) two threads were measured 2.5x slower in
-  // wall time than one on the loaded 2-core VM, so 64 M there.
-  const int parts_x = macs_x >= (W.vnni ? 64e6 : 2e6) ? std::min(threads, std::max(1, M)) : 1;
+  // Partition of the recurrence: over batch rows when there are enough, else over hidden units (one barrier
+  // per step; each thread then also computes B-1 for its own units' channels, so that every thread finds
+  // its gemm_x columns in its own core's cache).
+  const bool by_batch = N >= threads;
+  int parts = 1;
+  if (threads > 1 && T > 0) {
+    if (by_batch) {
+      parts = threads;
+    } else if (H / threads >= min_units_per_thread) {
+      parts = threads;
+    }
+  }
+  const bool by_units = parts > 1 && !by_batch;
   std::unique_ptr<uint8_t[]> xu8;  // the VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights)
   if (W.vnni) {
     const size_t count = static_cast<size_t>(M) * W.Kp;
@@ -380,11 +411,23 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     W.gemm(x16 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
            gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
   };
+  // B-1 of all rows for the units [j0, j1) of each gate (channels g·H + j).
+  auto b1_units = [&](int j0, int j1) {
+    for (int g = 0; g < 3; ++g) {
+      if constexpr (std::is_same_v<GX, int32_t>) {
+        if (W.vnni) {
+          W.gemm_u8(xu8.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
+          continue;
+        }
+      }
+      W.gemm(x16, static_cast<size_t>(W.Kp), M, g * H + j0, j1 - j0, gemm_x + g * H + j0, static_cast<size_t>(G));
+    }
+  };
   // Pipelined B-1: when the recurrence runs on one thread (N below the thread count and H too small to
   // split) and B-1 has enough MACs, a second thread computes B-1 a few steps at a time in the recurrence's
   // step order and publishes how many steps are ready (release); the recurrence waits (acquire) only when
   // it catches up. Each core keeps its own matrix in its own L2 (W there, R here).
-  const bool b1_pipelined = !b1_per_step && threads > 1 && N < threads && H / threads < min_units_per_thread &&
+  const bool b1_pipelined = !b1_per_step && threads > 1 && N < threads && !by_units &&
                             T > 1 && macs_x >= static_cast<double>(min_pipelined_b1_macs);
   constexpr int kPipelineSteps = 4;  // steps per published chunk (a 4-row VNNI strip: as efficient per MAC)
   std::atomic<int> b1_steps_ready{0};
@@ -398,50 +441,68 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         b1_steps_ready.store(s1, std::memory_order_release);
       }
     });
-  } else if (!b1_per_step) {
-    parallel_for(parts_x, [&](int part) {
-      b1_rows(static_cast<int>(static_cast<int64_t>(M) * part / parts_x),
-              static_cast<int>(static_cast<int64_t>(M) * (part + 1) / parts_x));
-    });
   }
 
   // The recurrence: h double-buffered as int16 [N, Kh] (padding stays zero), gemm_h [N, 3H].
-  std::vector<int16_t> hbuf[2] = {std::vector<int16_t>(static_cast<size_t>(N) * Kh, 0),
-                                  std::vector<int16_t>(static_cast<size_t>(N) * Kh, 0)};
+  LineArray<int16_t> hbuf[2] = {LineArray<int16_t>(static_cast<size_t>(N) * Kh, 0),
+                                LineArray<int16_t>(static_cast<size_t>(N) * Kh, 0)};
   for (int n = 0; n < N; ++n) {
     for (int j = 0; j < H; ++j) {
       hbuf[0][static_cast<size_t>(n) * Kh + j] = static_cast<int16_t>(h_init[static_cast<size_t>(n) * H + j]);
     }
   }
   // The VNNI level: h also as u8 codes + a_bias [N, Kh], written by the cell beside the int16 codes.
-  std::vector<uint8_t> hu8[2];
+  LineArray<uint8_t> hu8[2];
   if (R.vnni) {
-    for (auto& b : hu8) b.assign(static_cast<size_t>(N) * Kh, static_cast<uint8_t>(R.a_bias));
+    for (auto& b : hu8) b = LineArray<uint8_t>(static_cast<size_t>(N) * Kh, static_cast<uint8_t>(R.a_bias));
     for (size_t i = 0; i < hbuf[0].size(); ++i) hu8[0][i] = static_cast<uint8_t>(hbuf[0][i] + R.a_bias);
   }
-  std::vector<GH> gemm_h(static_cast<size_t>(N) * G);
+  LineArray<GH> gemm_h(static_cast<size_t>(N) * G, 0);
 
-  // Partition: over batch rows when there are enough, else over hidden units (one barrier per step).
-  const bool by_batch = N >= threads;
-  int parts = 1;
-  if (threads > 1 && T > 0) {
-    if (by_batch) {
-      parts = threads;
-    } else if (H / threads >= min_units_per_thread) {
-      parts = threads;
+  // Split over units: part p owns the units [unit_bound(p), unit_bound(p + 1)), multiples of 16 (whole
+  // vectors of the cell, whole k4 blocks of the GEMV; of 64 when the parts are large enough) except the last
+  // bound H. After its cell of step s, a
+  // part publishes steps_done[p] = s + 1 (release: its h codes of step s are written); before reading the
+  // other parts' h codes of step s it waits until their counters reach s + 1 (acquire). A part that is one
+  // step ahead writes only its own units of the buffer the others may still read their own units from, so
+  // the double buffer needs no second wait.
+  const int unit_align = H / parts >= 64 ? 64 : 16;  // 64: the u8 h codes of two parts share no cache line
+  auto unit_bound = [&](int part) {
+    return part >= parts ? H : static_cast<int>(static_cast<int64_t>(H) * part / parts / unit_align * unit_align);
+  };
+  struct alignas(64) StepCounter {
+    std::atomic<int> steps_done{0};
+  };
+  std::unique_ptr<StepCounter[]> counters(new StepCounter[static_cast<size_t>(parts)]);
+  auto wait_for_others = [&](int part, int steps) {
+    for (int q = 0; q < parts; ++q) {
+      if (q == part) continue;
+      const std::atomic<int>& c = counters[static_cast<size_t>(q)].steps_done;
+      fast::spin_until([&] { return c.load(std::memory_order_acquire) >= steps; });
     }
-  }
-  Barrier barrier(parts);
-  parallel_for(parts, [&](int part) {
+  };
+  auto recurrence = [&](int part) {
     int n0 = 0, n1 = N, j0 = 0, j1 = H;
     if (parts > 1 && by_batch) {
       n0 = static_cast<int>(static_cast<int64_t>(N) * part / parts);
       n1 = static_cast<int>(static_cast<int64_t>(N) * (part + 1) / parts);
     } else if (parts > 1) {
-      j0 = static_cast<int>(static_cast<int64_t>(H) * part / parts);
-      j1 = static_cast<int>(static_cast<int64_t>(H) * (part + 1) / parts);
+      j0 = unit_bound(part);
+      j1 = unit_bound(part + 1);
     }
-    const bool sync = parts > 1 && !by_batch;
+    const bool sync = by_units;
+    // This part's own elements of h in the GEMV's k (the padding of the last part's row with it).
+    const int k_own0 = j0, k_own1 = part + 1 == parts ? Kh : j1;
+    // B-1 of all steps for what this thread reads (before its step 0)
+    if (!b1_per_step && !b1_pipelined) {
+      if (by_units) {
+        b1_units(j0, j1);
+      } else if (parts > 1) {
+        for (int t = 0; t < T; ++t) b1_rows(t * N + n0, t * N + n1);  // this thread's batch rows of step t
+      } else {
+        b1_rows(0, M);
+      }
+    }
     int cur = 0;
     for (int step = 0; step < T; ++step) {
       const int t = p.direction == 0 ? step : T - 1 - step;
@@ -461,11 +522,22 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
       // B-2 for this thread's rows and units: gates z, r, n.
       bool b2_done = false;
+      // h_cur complete: the other parts' codes of the previous step (the split GEMV below waits itself)
+      if (sync && step > 0 && !(R.vnni && n1 - n0 == 1 && std::is_same_v<GH, int32_t>)) wait_for_others(part, step);
       if constexpr (std::is_same_v<GH, int32_t>) {
         if (R.vnni) {
           const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
           int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-          if (n1 - n0 == 1) {
+          if (n1 - n0 == 1 && sync) {
+            // Batch 1 split over units: first the products with this part's own h codes (written by this
+            // thread), then, after waiting for the other parts' step, the products with theirs.
+            for (int g = 0; g < 3; ++g) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, k_own0, k_own1, false);
+            if (step > 0) wait_for_others(part, step);
+            for (int g = 0; g < 3; ++g) {
+              if (k_own0 > 0) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, 0, k_own0, true);
+              if (k_own1 < Kh) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, k_own1, Kh, true);
+            }
+          } else if (n1 - n0 == 1) {
             // Batch 1: a GEMV whose weight order alternates from step to step, so that each step starts on
             // the rows of R the previous one read last (still in L1, or in L2 when R does not fit L2:
             // BM_vnni_gemm/M:1/rows:3072/K:1024 with alternate:1).
@@ -526,9 +598,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         }
       }
       cur ^= 1;
-      if (sync) barrier.wait();
+      if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);
     }
-  });
+  };
+  parallel(parts, recurrence);
   if (b1_thread.joinable()) b1_thread.join();  // already done: the last step waited for its rows
   const int last = T % 2;  // every step flips the buffer
   for (int n = 0; n < N; ++n) {
@@ -578,6 +651,10 @@ void dequantize_fast(const QuantizedGru& model, QuantGruResult& result) {
 
 struct FastQuantGru::Packed {
   std::vector<PackedCell> cells;
+  // The persistent threads of runs with more than one thread (worker_team.h), started by the first such run.
+  // One run at a time uses them; a run that finds them busy (another thread's run) starts its own threads.
+  std::mutex team_mutex;
+  std::unique_ptr<fast::WorkerTeam> team;
 };
 
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options) {
@@ -636,6 +713,12 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   const TensorQuant& xq = model.input_quant();
   if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
+  Parallel parallel;
+  std::unique_lock<std::mutex> team_lock(packed_->team_mutex, std::defer_lock);
+  if (options_.threads > 1 && team_lock.try_lock()) {
+    if (!packed_->team) packed_->team = std::make_unique<fast::WorkerTeam>(options_.threads - 1);
+    parallel.team = packed_->team.get();
+  }
   for (int l = 0; l < L; ++l) {
     for (int d = 0; d < D; ++d) {
       const GruCellQuantParams& p = model.cell(l, d);
@@ -645,15 +728,16 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       int32_t* h_final = result.h_n_codes.data() + h_offset;
       const int th = options_.threads;
       const int mu = options_.min_units_per_thread;
+      const Parallel& par = parallel;
       const int64_t mp = options_.min_pipelined_b1_macs;
       if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
+        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
       } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
+        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
       } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
+        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
       } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, th, mu, mp);
+        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
       }
     }
     if (l + 1 < L) {

@@ -80,6 +80,14 @@ void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int K
 // starts each step on the weights the previous step read last, which are still in L1.
 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
                     int32_t* c, bool descending);
+// gemv_vnni_u8s8 over the operand elements k in [k_begin, k_end) only (multiples of 4 within [0, Kp]): without
+// `accumulate` c[ch] = Σ_{k in range} a[k]·W[ch, k] - bias_rowsum[ch]; with it c[ch] += Σ_{k in range}
+// a[k]·W[ch, k]. Parts covering [0, Kp) once, the first without `accumulate`, give gemv_vnni_u8s8's c: each
+// partial sum is an exact int32 (fewer terms than the whole, same bound), and int32 addition, exact modulo
+// 2^32, gives the exact total because the total fits int32 (the contract above). The split recurrence
+// computes its own units' part of h first and the part the other threads write after waiting for them.
+void gemv_vnni_u8s8_part(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
+                         int32_t* c, bool descending, int k_begin, int k_end, bool accumulate);
 
 // The same step on sixteen int32 lanes (cell_rows_avx512_i32): int32 accumulators, the folded offsets as
 // int32, and every intermediate proved by cell_fits_int32 to stay within ±2^30 (so that one more addition

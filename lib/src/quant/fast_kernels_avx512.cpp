@@ -170,18 +170,20 @@ namespace {
 // ---- GEMM ---------------------------------------------------------------------------------------------
 
 // MR rows of A against NG groups of 64 channels (4 blocks of 16 each). acc[m][nb] lane r is the int32
-// Σ_k A[m, k]·W[64 g0 + 16 nb + r, k] (exact: see fast_kernels.h); of the 64·NG channels, those in
-// [lo, hi) are stored. Each group is read as one sequential stream (256 bytes per k4).
+// Σ_k A[m, k]·W[64 g0 + 16 nb + r, k] over k in [4·k4_begin, 4·k4_end) (exact: see fast_kernels.h); of the
+// 64·NG channels, those in [lo, hi) are stored: C = acc - bias_rowsum, or with `accumulate` C += acc (the
+// caller subtracted the bias with an earlier part of the same sum). Each group is read as one sequential
+// stream (256 bytes per k4).
 template <int MR, int NG>
 QGRU_AVX512 void vnni_block(const uint8_t* A, size_t lda, const int8_t* Bp, int K4, const int32_t* bias_rowsum,
-                            int32_t* C, size_t ldc, int lo, int hi) {
+                            int32_t* C, size_t ldc, int lo, int hi, int k4_begin, int k4_end, bool accumulate) {
   constexpr int NB = 4 * NG;
   __m512i acc[MR][NB];
   for (int m = 0; m < MR; ++m) {
     for (int nb = 0; nb < NB; ++nb) acc[m][nb] = _mm512_setzero_si512();
   }
   const size_t group_bytes = static_cast<size_t>(K4) * 256;
-  for (int k4 = 0; k4 < K4; ++k4) {
+  for (int k4 = k4_begin; k4 < k4_end; ++k4) {
     __m512i w[NB];
     for (int nb = 0; nb < NB; ++nb) {
       w[nb] = _mm512_loadu_si512(Bp + (nb / 4) * group_bytes + static_cast<size_t>(k4) * 256 + (nb % 4) * 64);
@@ -200,8 +202,14 @@ QGRU_AVX512 void vnni_block(const uint8_t* A, size_t lda, const int8_t* Bp, int 
     if (first >= last) continue;
     const __mmask16 mask = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
     for (int m = 0; m < MR; ++m) {
-      // Σ (x + a_bias)·w - a_bias·Σ w = Σ x·w, int32 (|.| <= 2^30)
-      _mm512_mask_storeu_epi32(C + m * ldc + 16 * nb, mask, _mm512_sub_epi32(acc[m][nb], bias));
+      int32_t* c = C + m * ldc + 16 * nb;
+      if (accumulate) {
+        // the earlier part + this one: int32 addition is exact modulo 2^32, and the whole sum fits int32
+        _mm512_mask_storeu_epi32(c, mask, _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, c), acc[m][nb]));
+      } else {
+        // Σ (x + a_bias)·w - a_bias·Σ w = Σ x·w, int32 (|.| <= 2^30)
+        _mm512_mask_storeu_epi32(c, mask, _mm512_sub_epi32(acc[m][nb], bias));
+      }
     }
   }
 }
@@ -213,11 +221,11 @@ QGRU_AVX512 void vnni_rows(const uint8_t* A, size_t lda, int M, const int8_t* Bp
   int m = 0;
   for (; m + MR <= M; m += MR) {
     vnni_block<MR, NG>(A + static_cast<size_t>(m) * lda, lda, Bp, K4, bias_rowsum, C + static_cast<size_t>(m) * ldc,
-                       ldc, lo, hi);
+                       ldc, lo, hi, 0, K4, false);
   }
   for (; m < M; ++m) {
     vnni_block<1, NG>(A + static_cast<size_t>(m) * lda, lda, Bp, K4, bias_rowsum, C + static_cast<size_t>(m) * ldc,
-                      ldc, lo, hi);
+                      ldc, lo, hi, 0, K4, false);
   }
 }
 
@@ -542,10 +550,11 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
 
 bool avx512_kernels_built() { return true; }
 
-QGRU_AVX512 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
-                                int32_t* c, bool descending) {
+QGRU_AVX512 void gemv_vnni_u8s8_part(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0,
+                                     int c1, int32_t* c, bool descending, int k_begin, int k_end, bool accumulate) {
   if (c1 <= c0) return;
   const int K4 = Kp / 4;
+  const int k4_begin = k_begin / 4, k4_end = k_end / 4;
   const size_t group_bytes = static_cast<size_t>(K4) * 256;
   const int first = c0 / 64;
   const int groups = (c1 + 63) / 64 - first;
@@ -558,13 +567,13 @@ QGRU_AVX512 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, cons
     int32_t* out = c + 64 * g;
     const int lo = c0 - 64 * g, hi = c1 - 64 * g;
     if (size == 4) {
-      vnni_block<1, 4>(a, 0, B, K4, bias, out, 0, lo, hi);
+      vnni_block<1, 4>(a, 0, B, K4, bias, out, 0, lo, hi, k4_begin, k4_end, accumulate);
     } else if (size == 3) {
-      vnni_block<1, 3>(a, 0, B, K4, bias, out, 0, lo, hi);
+      vnni_block<1, 3>(a, 0, B, K4, bias, out, 0, lo, hi, k4_begin, k4_end, accumulate);
     } else if (size == 2) {
-      vnni_block<1, 2>(a, 0, B, K4, bias, out, 0, lo, hi);
+      vnni_block<1, 2>(a, 0, B, K4, bias, out, 0, lo, hi, k4_begin, k4_end, accumulate);
     } else {
-      vnni_block<1, 1>(a, 0, B, K4, bias, out, 0, lo, hi);
+      vnni_block<1, 1>(a, 0, B, K4, bias, out, 0, lo, hi, k4_begin, k4_end, accumulate);
     }
   };
   const int quads = groups / 4;
@@ -577,6 +586,11 @@ QGRU_AVX512 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, cons
     for (int q = 0; q < quads; ++q) one_run(first + 4 * q, 4);
     if (rest > 0) one_run(rest_at, rest);
   }
+}
+
+QGRU_AVX512 void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
+                                int32_t* c, bool descending) {
+  gemv_vnni_u8s8_part(a, Bp, Kp, bias_rowsum, c0, c1, c, descending, 0, Kp, false);
 }
 
 QGRU_AVX512 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_t* Bp, int Kp,
@@ -645,6 +659,9 @@ void gemm_vnni_u8s8(const uint8_t*, size_t, int, const int8_t*, int, const int32
   std::abort();
 }
 void gemv_vnni_u8s8(const uint8_t*, const int8_t*, int, const int32_t*, int, int, int32_t*, bool) { std::abort(); }
+void gemv_vnni_u8s8_part(const uint8_t*, const int8_t*, int, const int32_t*, int, int, int32_t*, bool, int, int, bool) {
+  std::abort();
+}
 void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int32_t*,
                       const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
 void cell_rows_avx512(const GruCellParamsView&, const CellByteTables&, const int64_t*, const int64_t*, const int32_t*, const int64_t*,

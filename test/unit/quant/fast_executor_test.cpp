@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "qgru/quant/fast_executor.h"
@@ -137,6 +138,45 @@ TEST_CASE("batch-1 recurrence codes drift with the alternating GEMV, the unit sp
         }
       }
     }
+  }
+}
+
+TEST_CASE("a unit split over three threads loses the middle part's two foreign ranges of h") {
+  // Three parts at N = 1: the middle part's GEMV adds the products with the h codes below and above its own
+  // units after waiting for both neighbours; more threads than this machine's cores (they spin, then yield).
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  for (int H : {48, 200, 257}) {
+    CAPTURE(H);
+    test::CalibratedCase c = test::calibrated_case(9, H, /*L=*/2, /*D=*/2, /*T=*/4, /*N=*/1, config, 71u + static_cast<uint32_t>(H));
+    const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+    for (FastIsa isa : levels_here()) {
+      CAPTURE(isa_name(isa));
+      FastQuantGru fast(c.quantized, opts(3, 1, isa));
+      for (int repeat = 0; repeat < 3; ++repeat) {  // the team persists between runs
+        const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr), H, 2);
+        CHECK_MESSAGE(bad.empty(), bad);
+      }
+    }
+  }
+}
+
+TEST_CASE("runs from two threads at once on one model corrupt each other's codes through the shared team") {
+  // FastQuantGru::run is const and thread-safe: one run holds the persistent team, a concurrent one starts
+  // its own threads. Both must give the reference's codes.
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  test::CalibratedCase c = test::calibrated_case(16, 256, /*L=*/1, /*D=*/1, /*T=*/20, /*N=*/1, config, 4242u);
+  const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+  for (FastIsa isa : levels_here()) {
+    CAPTURE(isa_name(isa));
+    FastQuantGru fast(c.quantized, opts(2, 1, isa));
+    std::vector<QuantGruResult> results(2 * 8);
+    auto worker = [&](int w) {
+      for (int i = 0; i < 8; ++i) results[static_cast<size_t>(w * 8 + i)] = fast.run(c.x.data(), c.T, c.N, nullptr);
+    };
+    std::thread other(worker, 1);
+    worker(0);
+    other.join();
+    for (const QuantGruResult& r : results) CHECK(r.output_codes == ref.output_codes);
   }
 }
 

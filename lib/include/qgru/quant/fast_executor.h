@@ -13,7 +13,7 @@
 // What is different:
 // - W and R are prepacked once (FastQuantGru's constructor) as int8 (or int16 when a code is outside
 //   [-128, 127]) rows padded to a multiple of 16 with zeros; x and h are int16 codes (sign-extended).
-// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (threads over rows; at the avx512-vnni level with
+// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (see Threads; at the avx512-vnni level with
 //   N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step
 //   (at N = 1 and the avx512-vnni level, R's row groups visited in alternating order from step to step, so
 //   that each step starts on what the previous one read last).
@@ -23,9 +23,14 @@
 //   floor((2^31-1) / (2·Wmax·Xmax)) madd results before it is widened to int64 (the K loop is cut into
 //   chunks of that many 16-element vectors). int8 x int8: chunks of 65535 vectors (K up to ~10^6) so
 //   the accumulators stay int32; int8 x int16: 255 vectors (4080 elements) per chunk.
-// - Threads: the recurrence is split over batch rows (independent, no synchronisation) when N >= threads,
-//   else over hidden units with one barrier per step (only when H is large enough to pay for it); when it
-//   runs on one thread, B-1 may run beside it on a second thread a few steps ahead (min_pipelined_b1_macs).
+// - Threads: a team started by the first run that uses more than one thread and kept for later runs
+//   (starting a thread costs 10-140 µs here, a step at H = 256 about 3 µs). The recurrence is split over
+//   batch rows (independent, no synchronisation) when N >= threads, else over hidden units with one wait
+//   per step (only when H is large enough to pay for it): at N = 1 each thread first multiplies its rows of
+//   R with its own units' h codes, then waits for the other threads' codes of the previous step and adds
+//   their products. B-1 is computed by the thread that reads it (its batch rows or its units' channels).
+//   When the recurrence runs on one thread, B-1 may run beside it on a second thread a few steps ahead
+//   (min_pipelined_b1_macs).
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
 //   environment forces one when the options leave it at Auto):
@@ -60,10 +65,12 @@ struct FastExecutorOptions {
   FastIsa isa = FastIsa::Auto;
   int threads = 0;                // 0: std::thread::hardware_concurrency() (at most 2 on the reference machine)
   bool allow_simd = true;         // false: behave as if the CPU had no AVX2 (tests the fallback)
-  int min_units_per_thread = 512;  // split one step over hidden units only when H / threads >= this (a
-                                  // barrier per step). avx512-vnni, N = 1, 2 threads, 2-core VM at load 2.5:
-                                  // 1.1x slower at H = 256 (R fits L2), 2.4x faster at H = 1024 (each core keeps
-                                  // its half of R, 1.5 MiB, in its own L2 instead of streaming 3 MiB per step)
+  int min_units_per_thread = 96;  // split one step over hidden units only when H / threads >= this (threads
+                                  // wait on each other once per step). avx512-vnni, N = 1, T = 100, 2 threads,
+                                  // persistent team, idle 2-core VM, interleaved runs (median): 1.8x slower at
+                                  // H = 64, 1.4x at H = 96, even at H = 128, 1.10x faster at H = 192, 1.4x at
+                                  // H = 256, 1.8x at H = 512, 2.5x at H = 1024 (each core keeps its part of R
+                                  // in its own L2 and the GEMV products with its own h codes hide the wait)
   int64_t min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();  // when the recurrence runs on one
                                   // thread (N < threads, H too small to split), a second thread computes B-1
                                   // (W·x) a few steps ahead of it when B-1 has at least this many MACs (T·N·3H·C).
