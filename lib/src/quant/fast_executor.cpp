@@ -380,6 +380,9 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   LineArray<GX> gemm_x_owner(static_cast<size_t>(b1_per_step ? N : M) * G);
   GX* const gemm_x = gemm_x_owner.data();
   const double macs_x = static_cast<double>(M) * G * W.Kp;
+  // Without the persistent team (another run holds it) threads are started for the call: the split over units
+  // then pays from about 512 units per thread (measured before the team existed), and B-1 is not pipelined.
+  constexpr int kMinUnitsStartedThreads = 512;
   // Partition of the recurrence: over batch rows when there are enough, else over hidden units (one barrier
   // per step; each thread then also computes B-1 for its own units' channels, so that every thread finds
   // its gemm_x columns in its own core's cache).
@@ -388,7 +391,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   if (threads > 1 && T > 0) {
     if (by_batch) {
       parts = threads;
-    } else if (H / threads >= min_units_per_thread) {
+    } else if (H / threads >= (parallel.team ? min_units_per_thread : std::max(min_units_per_thread, kMinUnitsStartedThreads))) {
       parts = threads;
     }
   }
@@ -424,25 +427,14 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
   };
   // Pipelined B-1: when the recurrence runs on one thread (N below the thread count and H too small to
-  // split) and B-1 has enough MACs, a second thread computes B-1 a few steps at a time in the recurrence's
-  // step order and publishes how many steps are ready (release); the recurrence waits (acquire) only when
-  // it catches up. Each core keeps its own matrix in its own L2 (W there, R here).
-  const bool b1_pipelined = !b1_per_step && threads > 1 && N < threads && !by_units &&
+  // split) and B-1 has enough MACs, a second thread of the team computes B-1 (and the int32 cell's x terms)
+  // a few steps at a time in the recurrence's step order and publishes how many steps are ready (release);
+  // the recurrence waits (acquire) only when it catches up, and prefetches the next step's rows when they
+  // are ready (they were written by the other core). Each core keeps its own matrix in its own L2.
+  const bool b1_pipelined = parallel.team && !b1_per_step && threads > 1 && N < threads && !by_units &&
                             T > 1 && macs_x >= static_cast<double>(min_pipelined_b1_macs);
   constexpr int kPipelineSteps = 4;  // steps per published chunk (a 4-row VNNI strip: as efficient per MAC)
   std::atomic<int> b1_steps_ready{0};
-  std::thread b1_thread;
-  if (b1_pipelined) {
-    b1_thread = std::thread([&] {
-      for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
-        const int s1 = std::min(T, s0 + kPipelineSteps);
-        const int t0 = p.direction == 0 ? s0 : T - s1;  // steps [s0, s1) are rows [t0, t0 + s1 - s0)
-        b1_rows(t0 * N, (t0 + s1 - s0) * N);
-        b1_steps_ready.store(s1, std::memory_order_release);
-      }
-    });
-  }
-
   // The recurrence: h double-buffered as int16 [N, Kh] (padding stays zero), gemm_h [N, 3H].
   LineArray<int16_t> hbuf[2] = {LineArray<int16_t>(static_cast<size_t>(N) * Kh, 0),
                                 LineArray<int16_t>(static_cast<size_t>(N) * Kh, 0)};
@@ -481,6 +473,23 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       fast::spin_until([&] { return c.load(std::memory_order_acquire) >= steps; });
     }
   };
+  // The int32 cell reads the gates' x terms computed with B-1, out of the time loop (not when B-1 runs inside it).
+  const bool x_terms = pc.cell32 && std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t> && !b1_per_step;
+  auto x_terms_rows = [&](int m0, int m1, int ja, int jb) {
+    if constexpr (std::is_same_v<GX, int32_t>) {
+      fast::x_terms_avx512_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
+    }
+  };
+  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh);
+  auto b1_producer = [&] {
+    for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
+      const int s1 = std::min(T, s0 + kPipelineSteps);
+      const int t0 = p.direction == 0 ? s0 : T - s1;  // steps [s0, s1) are rows [t0, t0 + s1 - s0)
+      b1_rows(t0 * N, (t0 + s1 - s0) * N);
+      if (x_terms) x_terms_rows(t0 * N, (t0 + s1 - s0) * N, 0, H);
+      b1_steps_ready.store(s1, std::memory_order_release);
+    }
+  };
   auto recurrence = [&](int part) {
     int n0 = 0, n1 = N, j0 = 0, j1 = H;
     if (parts > 1 && by_batch) {
@@ -493,14 +502,30 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     const bool sync = by_units;
     // This part's own elements of h in the GEMV's k (the padding of the last part's row with it).
     const int k_own0 = j0, k_own1 = part + 1 == parts ? Kh : j1;
-    // B-1 of all steps for what this thread reads (before its step 0)
+    // B-1 of all steps for what this thread reads (before its step 0), then, for the int32 cell, the x side of
+    // the gates (x_terms_avx512_i32) for the same rows and units, out of the time loop.
     if (!b1_per_step && !b1_pipelined) {
       if (by_units) {
         b1_units(j0, j1);
+        if (x_terms) x_terms_rows(0, M, j0, j1);
       } else if (parts > 1) {
-        for (int t = 0; t < T; ++t) b1_rows(t * N + n0, t * N + n1);  // this thread's batch rows of step t
+        for (int t = 0; t < T; ++t) {  // this thread's batch rows of step t
+          b1_rows(t * N + n0, t * N + n1);
+          if (x_terms) x_terms_rows(t * N + n0, t * N + n1, 0, H);
+        }
       } else {
         b1_rows(0, M);
+        if (x_terms) x_terms_rows(0, M, 0, H);
+      }
+    }
+    // Batch 1, one thread, H in {16, 32, 48, 64}: the whole time loop in one kernel that keeps h and the
+    // gate accumulators in registers (fast::recurrence_small_avx512_i32: the same codes as the loop below).
+    if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+      if (small_loop) {
+        fast::recurrence_small_avx512_i32(view, pc.byte_tables, pc.plan32, R.packed_vnni.data(), R.bias_rowsum.data(),
+                                          R.a_bias, gemm_x, T, p.direction != 0, b1_pipelined ? &b1_steps_ready : nullptr,
+                                          hbuf[0].data(), hbuf[T % 2].data(), out + out_offset, static_cast<size_t>(out_stride));
+        return;
       }
     }
     int cur = 0;
@@ -567,9 +592,12 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         }
       }
       if (b1_pipelined) {  // this step's B-1 rows: wait for the B-1 thread only when it is behind
-        int spins = 0;
-        while (b1_steps_ready.load(std::memory_order_acquire) <= step) {
-          if (++spins > 64) std::this_thread::yield();
+        fast::spin_until([&] { return b1_steps_ready.load(std::memory_order_acquire) > step; });
+        if (step + 1 < T && b1_steps_ready.load(std::memory_order_acquire) > step + 1) {
+          const int t_next = p.direction == 0 ? step + 1 : T - 2 - step;
+          const char* next = reinterpret_cast<const char*>(gemm_x + static_cast<size_t>(t_next) * N * G);
+          const size_t bytes = static_cast<size_t>(N) * G * sizeof(GX);
+          for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
         }
       }
       // The cell per element: gru_cell_element with B-1/B-2's constants folded (fused_cell_element).
@@ -581,6 +609,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+          if (x_terms) {
+            fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
+            continue;
+          }
           if (pc.cell32) {
             fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
             continue;
@@ -601,8 +633,18 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);
     }
   };
-  parallel(parts, recurrence);
-  if (b1_thread.joinable()) b1_thread.join();  // already done: the last step waited for its rows
+  if (b1_pipelined) {
+    auto producer_and_recurrence = [&](int part) {
+      if (part == 1) {
+        b1_producer();
+      } else {
+        recurrence(0);
+      }
+    };
+    parallel(2, producer_and_recurrence);
+  } else {
+    parallel(parts, recurrence);
+  }
   const int last = T % 2;  // every step flips the buffer
   for (int n = 0; n < N; ++n) {
     for (int j = 0; j < H; ++j) {

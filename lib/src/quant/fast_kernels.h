@@ -42,6 +42,7 @@
 // vpmullq (the exact int64 product whenever it fits int64, which the overflow proof guarantees); tables
 // read at the saturated index (always inside the table): by vpermt2b from four registers when the table
 // has at most 256 entries that fit a byte (u8 or i8), else by 32-bit gathers.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -112,16 +113,59 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
 //   clamp(clamp(sum + zp, q_min, q_max), q_in_min, q_in_max) - q_in_min = clamp(sum, lo, hi) + add with
 //   [lo, hi] the intersection of [q_min - zp, q_max - zp] and [q_in_min - zp, q_in_max - zp] (when they are
 //   disjoint, the one end of the table range that every value saturates to) and add = zp - q_in_min.
+// - every constant that is the same for all units, as sixteen equal int32 lanes (Cell32Lanes), so that a call
+//   of the kernel (one per time step) reads each where it is used instead of broadcasting ~40 of them first
+//   (a fifth of a step's instructions at H = 64).
+struct alignas(64) Cell32Lanes {
+  // The eight uniform shifts of C-1 .. C-4, in this order.
+  enum Shift { IhZ, HhZ, IhR, HhR, IhN, RhN, NToH, U, kShifts };
+  int32_t ih_lo[16], ih_hi[16], hh_lo[16], hh_hi[16];   // linear code - zp ranges (ih: weight_ih_linear)
+  int32_t gate_lo[3][16], gate_hi[3][16], gate_add[3][16];  // z, r, n
+  int32_t h_zp[16], h_min[16], h_max[16];
+  int32_t zp_update_gate_output[16], zp_reset_gate_output[16], zp_new_gate_output[16];
+  int32_t one_in_update_gate_scale[16];                 // |.| <= 2^30 (proved)
+  int32_t shift_count[kShifts][16];                     // |s| (a count of 32 or more shifts every bit out)
+  int32_t shift_half[kShifts][16];                      // s > 0: 2^(s-1) as u32 bits (0 beyond 32)
+  int32_t shift_sign[kShifts];                          // 1: s > 0 (rounded right shift), 0: s = 0, -1: left shift
+};
 struct Cell32Plan {
   std::vector<int32_t> offset_x, right_x, left_x, half_x;  // [3H], B-1's channels
   std::vector<int32_t> offset_h, right_h, left_h, half_h;  // [3H], B-2's channels
   int32_t ih_lo = 0, ih_hi = 0, hh_lo = 0, hh_hi = 0;      // linear code - zp ranges (ih: weight_ih_linear)
   int32_t gate_lo[3] = {0, 0, 0}, gate_hi[3] = {0, 0, 0}, gate_add[3] = {0, 0, 0};  // z, r, n
+  Cell32Lanes lanes{};
 };
 void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out);
 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                           const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                           uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+// The x side of the int32 cell moved out of the time loop: x_terms_avx512_i32 replaces, in place, the raw
+// B-1 accumulators of `rows` rows (stride ldg) for the units [j0, j1) of each gate (channels g·H + j) by that
+// gate's x term in its gate input's space: rshift_round(weight_ih_linear code - zp, shift_weight_ih_linear_to_
+// <gate>_input), the very operations cell_rows_avx512_i32 applies to them (it depends on x alone, not on h).
+// cell_rows_avx512_i32_xterms is cell_rows_avx512_i32 reading those terms instead of the accumulators: the
+// same codes, with fewer operations between two time steps.
+void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows, int j0, int j1);
+void cell_rows_avx512_i32_xterms(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                                 const int32_t* x_terms, const int32_t* gh, const int16_t* h_old, int j0, int j1,
+                                 int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+
+// The whole time loop of one cell at batch 1 on one thread, for H in {16, 32, 48, 64} with the int32 cell and
+// R in the VNNI layout with K = H (small_recurrence_applies): h (u8 codes + a_bias in one register, int32 codes
+// in up to four) and the GEMV's up to twelve accumulators stay in registers from one step to the next, and
+// the cell reads the accumulators directly. Per step the same operations as gemv_vnni_u8s8 followed by
+// cell_rows_avx512_i32_xterms (the same int32 sums, then the shared cell block), hence the same codes; what
+// goes is the round trip of the gate accumulators and h codes through memory and the per-call set-up that
+// dominate a step at these sizes.
+// x_terms: [T, 3H] x terms (x_terms_avx512_i32), row t for time t; steps run t = 0 .. T-1, or T-1 .. 0 when
+// `reverse`. steps_ready: null, or a counter the pipelined B-1 publishes: step s reads its x terms after
+// *steps_ready > s (acquire). h16_in: [H] int16 codes of the initial state; h16_out (may be h16_in): the codes
+// after the last step. out: the codes of time t at out + t·out_stride, H of them.
+inline bool small_recurrence_applies(int H, int Kp) { return H >= 16 && H <= 64 && H % 16 == 0 && Kp == H; }
+void recurrence_small_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                                 const int8_t* R_packed, const int32_t* R_bias_rowsum, int32_t a_bias,
+                                 const int32_t* x_terms, int T, bool reverse, const std::atomic<int>* steps_ready,
+                                 const int16_t* h16_in, int16_t* h16_out, int32_t* out, size_t out_stride);
 
 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
                       const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,

@@ -4,6 +4,7 @@
 // (fast_executor.cpp, cpu_has_avx512_vnni); on other architectures the entry points exist but are never
 // called.
 #include "fast_kernels.h"
+#include "worker_team.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,8 +14,10 @@
 #define QGRU_FAST_HAVE_AVX512 1
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32() and trip -Wmaybe-uninitialized when
-// inlined (GCC bug 105593, fixed in the headers of GCC 13): a false positive of the system header.
+// inlined (GCC bug 105593, fixed in the headers of GCC 13; -Wuninitialized when the conversion's result is
+// used in a loop): a false positive of the system header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 #endif
@@ -159,6 +162,37 @@ void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, co
     out->gate_hi[g] = static_cast<int32_t>(hi);
     out->gate_add[g] = static_cast<int32_t>(zp - acts[g]->q_in_min);
   }
+  Cell32Lanes& L = out->lanes;
+  auto fill = [](int32_t (&lanes)[16], int64_t v) {
+    for (int32_t& x : lanes) x = static_cast<int32_t>(v);  // every value fits int32 (code ranges, proved bounds)
+  };
+  fill(L.ih_lo, out->ih_lo);
+  fill(L.ih_hi, out->ih_hi);
+  fill(L.hh_lo, out->hh_lo);
+  fill(L.hh_hi, out->hh_hi);
+  for (int g = 0; g < 3; ++g) {
+    fill(L.gate_lo[g], out->gate_lo[g]);
+    fill(L.gate_hi[g], out->gate_hi[g]);
+    fill(L.gate_add[g], out->gate_add[g]);
+  }
+  fill(L.h_zp, p.h.zp);
+  fill(L.h_min, p.h.q_min);
+  fill(L.h_max, p.h.q_max);
+  fill(L.zp_update_gate_output, p.zp_update_gate_output);
+  fill(L.zp_reset_gate_output, p.zp_reset_gate_output);
+  fill(L.zp_new_gate_output, p.zp_new_gate_output);
+  fill(L.one_in_update_gate_scale, p.quant_one_in_update_gate_scale);
+  const int32_t shifts[Cell32Lanes::kShifts] = {
+      p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
+      p.shift_weight_ih_linear_to_reset_gate_input,  p.shift_weight_hh_linear_to_reset_gate_input,
+      p.shift_weight_ih_linear_to_new_gate_input,    p.shift_reset_mul_hh_to_new_gate_input,
+      p.shift_new_gate_output_to_h,                  p.shift_update_gate_output};
+  for (int i = 0; i < Cell32Lanes::kShifts; ++i) {
+    const int32_t sh = shifts[i];
+    L.shift_sign[i] = sh > 0 ? 1 : sh == 0 ? 0 : -1;
+    fill(L.shift_count[i], sh > 0 ? sh : -static_cast<int64_t>(sh));
+    fill(L.shift_half[i], sh > 0 && sh <= 32 ? static_cast<int32_t>(uint32_t{1} << (sh - 1)) : 0);  // u32 bits
+  }
 }
 
 #if QGRU_FAST_HAVE_AVX512
@@ -203,11 +237,14 @@ QGRU_AVX512 void vnni_block(const uint8_t* A, size_t lda, const int8_t* Bp, int 
     const __mmask16 mask = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
     for (int m = 0; m < MR; ++m) {
       int32_t* c = C + m * ldc + 16 * nb;
-      if (accumulate) {
-        // the earlier part + this one: int32 addition is exact modulo 2^32, and the whole sum fits int32
+      // the earlier part + this one (int32 addition is exact modulo 2^32, and the whole sum fits int32), or
+      // Σ (x + a_bias)·w - a_bias·Σ w = Σ x·w, int32 (|.| <= 2^30)
+      if (mask == 0xFFFF) {  // a whole block: plain load and store (the cell's loads read it by store forwarding)
+        const __m512i v = accumulate ? _mm512_add_epi32(_mm512_loadu_si512(c), acc[m][nb]) : _mm512_sub_epi32(acc[m][nb], bias);
+        _mm512_storeu_si512(c, v);
+      } else if (accumulate) {
         _mm512_mask_storeu_epi32(c, mask, _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, c), acc[m][nb]));
       } else {
-        // Σ (x + a_bias)·w - a_bias·Σ w = Σ x·w, int32 (|.| <= 2^30)
         _mm512_mask_storeu_epi32(c, mask, _mm512_sub_epi32(acc[m][nb], bias));
       }
     }
@@ -409,39 +446,20 @@ QGRU_AVX512 void cell_impl(const GruCellParamsView& p, const CellByteTables& byt
 
 // ---- the cell step on sixteen int32 lanes (cell_rows_avx512_i32; the bounds in cell_fits_int32) ----------
 
-// rshift_round (rounding.h) on int32 lanes by one shift s for all lanes: s > 0: sign(v)·((|v| + 2^(s-1)) >> s)
+// The lanes of a Cell32Lanes row, read where they are used.
+QGRU_AVX512 inline __m512i lanes(const int32_t (&row)[16]) { return _mm512_load_si512(row); }
+
+// rshift_round (rounding.h) on int32 lanes by the uniform shift i of the plan: s > 0: sign(v)·((|v| + 2^(s-1)) >> s)
 // (|v| <= 2^30 proved, so |v| + 2^(s-1) <= 2^31 + 2^30 fits the unsigned lane; counts of 32 and more give 0,
 // rshift_round's result for |v| < 2^(s-1)); s <= 0: v·2^-s (exact: cell_fits_int32 bounds the result).
-struct UniformShift32 {
-  int s = 0;
-  __m128i count;
-  __m512i half;
-};
-QGRU_AVX512 inline UniformShift32 uniform_shift32(int s) {
-  UniformShift32 u;
-  u.s = s;
-  u.count = _mm_cvtsi32_si128(s > 0 ? s : -s);
-  u.half = _mm512_set1_epi32(s > 0 && s <= 32 ? static_cast<int32_t>(uint32_t{1} << (s - 1)) : 0);
-  return u;
-}
-QGRU_AVX512 inline __m512i rshift_round_u32(__m512i v, const UniformShift32& u) {
-  if (u.s > 0) {
+QGRU_AVX512 inline __m512i rshift_round_u32(__m512i v, const Cell32Lanes& L, int i) {
+  if (L.shift_sign[i] > 0) {
     const __mmask16 negative = _mm512_movepi32_mask(v);
-    const __m512i rounded = _mm512_srl_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), u.half), u.count);
+    const __m512i rounded = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), lanes(L.shift_half[i])), lanes(L.shift_count[i]));
     return _mm512_mask_sub_epi32(rounded, negative, _mm512_setzero_si512(), rounded);
   }
-  if (u.s == 0) return v;
-  return _mm512_sll_epi32(v, u.count);
-}
-
-struct SpaceV32 {
-  __m512i zp, q_min, q_max;
-};
-QGRU_AVX512 inline SpaceV32 space_v32(const CodeSpace& c) {
-  return {_mm512_set1_epi32(c.zp), _mm512_set1_epi32(c.q_min), _mm512_set1_epi32(c.q_max)};
-}
-QGRU_AVX512 inline __m512i saturate_v32(__m512i v, const SpaceV32& s) {
-  return _mm512_min_epi32(_mm512_max_epi32(v, s.q_min), s.q_max);
+  if (L.shift_sign[i] == 0) return v;
+  return _mm512_sllv_epi32(v, lanes(L.shift_count[i]));
 }
 
 // rshift_round of int32 lanes with the shift split by prepare_cell32_plan (right, left, half):
@@ -454,57 +472,85 @@ QGRU_AVX512 inline __m512i rshift_round_split32(__m512i v, __m512i right, __m512
 }
 
 // A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp).
-QGRU_AVX512 inline __m512i linear_diff32(const int32_t* acc, const int32_t* offset, const int32_t* right,
-                                         const int32_t* left, const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
-  const __m512i sum = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc), _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
+QGRU_AVX512 inline __m512i linear_diff32_v(__m512i a, const int32_t* offset, const int32_t* right, const int32_t* left,
+                                           const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
+  const __m512i sum = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
   const __m512i shifted = rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
                                                _mm512_maskz_loadu_epi32(k, half));
   return _mm512_min_epi32(_mm512_max_epi32(shifted, lo), hi);
 }
+// The same with the accumulators read from memory (lanes outside k read as 0).
+QGRU_AVX512 inline __m512i linear_diff32(const int32_t* acc, const int32_t* offset, const int32_t* right,
+                                         const int32_t* left, const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
+  const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(acc) : _mm512_maskz_loadu_epi32(k, acc);  // plain: store forwarding
+  return linear_diff32_v(a, offset, right, left, half, k, lo, hi);
+}
 
 // A table activation read at an index already inside the table (see Cell32Plan): the byte form by
 // vpermt2b, else a 32-bit gather.
-QGRU_AVX512 inline __m512i table_read32(const int32_t* table, bool bytes, bool is_signed, const __m512i* regs, __m512i index) {
+QGRU_AVX512 inline __m512i table_read32(const int32_t* table, bool bytes, bool is_signed, const int8_t* byte_table,
+                                        __m512i index) {
   if (!bytes) return _mm512_i32gather_epi32(index, table, 4);
   const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(index));
-  const __m512i from_lo = _mm512_permutex2var_epi8(regs[0], idx8, regs[1]);
-  const __m512i from_hi = _mm512_permutex2var_epi8(regs[2], idx8, regs[3]);
+  const __m512i from_lo = _mm512_permutex2var_epi8(_mm512_load_si512(byte_table), idx8, _mm512_load_si512(byte_table + 64));
+  const __m512i from_hi = _mm512_permutex2var_epi8(_mm512_load_si512(byte_table + 128), idx8, _mm512_load_si512(byte_table + 192));
   const __m128i b = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
   return is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
 }
 
+// The x side of C-1 .. C-3 for gate g: the weight_ih_linear code minus its zero point, rounded into the gate
+// input's space (for the new gate, by s_ih_n; the reset product comes later).
+QGRU_AVX512 inline __m512i x_term32(const Cell32Plan& plan, const int32_t* gx, size_t c, __mmask16 k, int g) {
+  const Cell32Lanes& L = plan.lanes;
+  const int shift = g == 0 ? Cell32Lanes::IhZ : g == 1 ? Cell32Lanes::IhR : Cell32Lanes::IhN;
+  return rshift_round_u32(linear_diff32(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
+                                        plan.half_x.data() + c, k, lanes(L.ih_lo), lanes(L.ih_hi)), L, shift);
+}
+
+// A gate's table index from its two terms (see Cell32Plan): clamp(sum, lo, hi) + add.
+QGRU_AVX512 inline __m512i gate_index32(__m512i sum, const Cell32Lanes& L, int g) {
+  return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(sum, lanes(L.gate_lo[g])), lanes(L.gate_hi[g])), lanes(L.gate_add[g]));
+}
+
+// C-1 .. C-4 on sixteen units: the gates' x terms (each in its gate input's space), the weight_hh_linear codes
+// minus their zero point, and the old h codes give the new h codes (gru_cell_gates' operations, int32 lanes,
+// every intermediate within ±2^30 by cell_fits_int32).
+QGRU_AVX512 inline __m512i cell_block32(const Cell32Lanes& L, const CellByteTables& byte_tables, const int32_t* t_z,
+                                        const int32_t* t_r, const int32_t* t_n, const __m512i x_term[3],
+                                        const __m512i hh_diff[3], __m512i q_h_old) {
+  // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
+  const __m512i z_sum = _mm512_add_epi32(x_term[0], rshift_round_u32(hh_diff[0], L, Cell32Lanes::HhZ));
+  const __m512i q_update_gate_output =
+      table_read32(t_z, byte_tables.bytes[0], byte_tables.is_signed[0], byte_tables.table[0], gate_index32(z_sum, L, 0));
+  const __m512i r_sum = _mm512_add_epi32(x_term[1], rshift_round_u32(hh_diff[1], L, Cell32Lanes::HhR));
+  const __m512i q_reset_gate_output =
+      table_read32(t_r, byte_tables.bytes[1], byte_tables.is_signed[1], byte_tables.table[1], gate_index32(r_sum, L, 1));
+  // C-3
+  const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, lanes(L.zp_reset_gate_output)), hh_diff[2]);  // S_r·S_hh
+  const __m512i n_sum = _mm512_add_epi32(x_term[2], rshift_round_u32(product, L, Cell32Lanes::RhN));
+  const __m512i q_new_gate_output =
+      table_read32(t_n, byte_tables.bytes[2], byte_tables.is_signed[2], byte_tables.table[2], gate_index32(n_sum, L, 2));
+  // C-4
+  const __m512i n_diff_aligned =
+      rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, lanes(L.zp_new_gate_output)), L, Cell32Lanes::NToH);  // aligned - zp_h
+  const __m512i q_old_contribution_mul = _mm512_mullo_epi32(_mm512_sub_epi32(q_update_gate_output, lanes(L.zp_update_gate_output)),
+                                                            _mm512_sub_epi32(q_h_old, lanes(L.h_zp)));  // S_u·S_h
+  const __m512i q_new_contribution_mul =
+      _mm512_mullo_epi32(_mm512_sub_epi32(lanes(L.one_in_update_gate_scale), q_update_gate_output), n_diff_aligned);
+  const __m512i q_combined = _mm512_add_epi32(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
+  return _mm512_min_epi32(
+      _mm512_max_epi32(_mm512_add_epi32(rshift_round_u32(q_combined, L, Cell32Lanes::U), lanes(L.h_zp)), lanes(L.h_min)),
+      lanes(L.h_max));
+}
+
+// XTerms: gx holds x_terms_avx512_i32's output (each gate's x term already in its gate input's space)
+// instead of the raw B-1 accumulators. Every uniform constant is read from plan.lanes where it is used.
+template <bool XTerms>
 QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                              const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                              uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
   const int H = p.hidden_size;
-  const __m512i ih_lo = _mm512_set1_epi32(plan.ih_lo), ih_hi = _mm512_set1_epi32(plan.ih_hi);
-  const __m512i hh_lo = _mm512_set1_epi32(plan.hh_lo), hh_hi = _mm512_set1_epi32(plan.hh_hi);
-  __m512i gate_lo[3], gate_hi[3], gate_add[3];
-  for (int g = 0; g < 3; ++g) {
-    gate_lo[g] = _mm512_set1_epi32(plan.gate_lo[g]);
-    gate_hi[g] = _mm512_set1_epi32(plan.gate_hi[g]);
-    gate_add[g] = _mm512_set1_epi32(plan.gate_add[g]);
-  }
-  const SpaceV32 h_space = space_v32(p.h);
-  const UniformShift32 s_ih_z = uniform_shift32(p.shift_weight_ih_linear_to_update_gate_input);
-  const UniformShift32 s_hh_z = uniform_shift32(p.shift_weight_hh_linear_to_update_gate_input);
-  const UniformShift32 s_ih_r = uniform_shift32(p.shift_weight_ih_linear_to_reset_gate_input);
-  const UniformShift32 s_hh_r = uniform_shift32(p.shift_weight_hh_linear_to_reset_gate_input);
-  const UniformShift32 s_ih_n = uniform_shift32(p.shift_weight_ih_linear_to_new_gate_input);
-  const UniformShift32 s_rh_n = uniform_shift32(p.shift_reset_mul_hh_to_new_gate_input);
-  const UniformShift32 s_n_h = uniform_shift32(p.shift_new_gate_output_to_h);
-  const UniformShift32 s_u = uniform_shift32(p.shift_update_gate_output);
-  const __m512i zp_z_out = _mm512_set1_epi32(p.zp_update_gate_output);
-  const __m512i zp_r_out = _mm512_set1_epi32(p.zp_reset_gate_output);
-  const __m512i zp_n_out = _mm512_set1_epi32(p.zp_new_gate_output);
-  const __m512i one_u = _mm512_set1_epi32(static_cast<int32_t>(p.quant_one_in_update_gate_scale));  // |.| <= 2^30 (proved)
-  const __m512i bias_u8 = _mm512_set1_epi32(h_bias);
-  __m512i rz[4], rr[4], rn[4];
-  for (int i = 0; i < 4; ++i) {
-    rz[i] = _mm512_load_si512(byte_tables.table[0] + 64 * i);
-    rr[i] = _mm512_load_si512(byte_tables.table[1] + 64 * i);
-    rn[i] = _mm512_load_si512(byte_tables.table[2] + 64 * i);
-  }
+  const Cell32Lanes& L = plan.lanes;
   const int32_t* t_z = p.update_gate.table;
   const int32_t* t_r = p.reset_gate.table;
   const int32_t* t_n = p.new_gate.table;
@@ -512,37 +558,91 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
   for (int j = j0; j < j1; j += 16) {
     const int left = j1 - j;
     const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-    __m512i ih_diff[3], hh_diff[3];  // linear code - zp: S_weight_ih_linear, S_weight_hh_linear
+    __m512i x_term[3], hh_diff[3];  // x_term: S_*_gate_input (gate g's x side); hh_diff: S_weight_hh_linear
     for (int g = 0; g < 3; ++g) {
       const size_t c = static_cast<size_t>(g) * H + j;
-      ih_diff[g] = linear_diff32(gx + c, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
-                                 plan.half_x.data() + c, k, ih_lo, ih_hi);
+      if constexpr (XTerms) {
+        x_term[g] = _mm512_maskz_loadu_epi32(k, gx + c);
+      } else {
+        x_term[g] = x_term32(plan, gx + c, c, k, g);
+      }
       hh_diff[g] = linear_diff32(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
-                                 plan.half_h.data() + c, k, hh_lo, hh_hi);
+                                 plan.half_h.data() + c, k, lanes(L.hh_lo), lanes(L.hh_hi));
     }
-    // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
-    const __m512i z_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[0], s_ih_z), rshift_round_u32(hh_diff[0], s_hh_z));
-    const __m512i z_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(z_sum, gate_lo[0]), gate_hi[0]), gate_add[0]);
-    const __m512i q_update_gate_output = table_read32(t_z, byte_tables.bytes[0], byte_tables.is_signed[0], rz, z_index);
-    const __m512i r_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[1], s_ih_r), rshift_round_u32(hh_diff[1], s_hh_r));
-    const __m512i r_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(r_sum, gate_lo[1]), gate_hi[1]), gate_add[1]);
-    const __m512i q_reset_gate_output = table_read32(t_r, byte_tables.bytes[1], byte_tables.is_signed[1], rr, r_index);
-    // C-3
-    const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, zp_r_out), hh_diff[2]);  // S_r·S_hh
-    const __m512i n_sum = _mm512_add_epi32(rshift_round_u32(ih_diff[2], s_ih_n), rshift_round_u32(product, s_rh_n));
-    const __m512i n_index = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(n_sum, gate_lo[2]), gate_hi[2]), gate_add[2]);
-    const __m512i q_new_gate_output = table_read32(t_n, byte_tables.bytes[2], byte_tables.is_signed[2], rn, n_index);
-    // C-4
     const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
-    const __m512i n_diff_aligned = rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, zp_n_out), s_n_h);  // aligned - zp_h
-    const __m512i q_old_contribution_mul =
-        _mm512_mullo_epi32(_mm512_sub_epi32(q_update_gate_output, zp_z_out), _mm512_sub_epi32(q_h_old, h_space.zp));  // S_u·S_h
-    const __m512i q_new_contribution_mul = _mm512_mullo_epi32(_mm512_sub_epi32(one_u, q_update_gate_output), n_diff_aligned);
-    const __m512i q_combined = _mm512_add_epi32(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
-    const __m512i q_h_new = saturate_v32(_mm512_add_epi32(rshift_round_u32(q_combined, s_u), h_space.zp), h_space);
-    _mm512_mask_storeu_epi32(dst + j, k, q_h_new);
-    _mm512_mask_cvtepi32_storeu_epi16(h_new16 + j, k, q_h_new);
-    if (h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(h_new_u8 + j, k, _mm512_add_epi32(q_h_new, bias_u8));
+    const __m512i q_h_new = cell_block32(L, byte_tables, t_z, t_r, t_n, x_term, hh_diff, q_h_old);
+    if (k == 0xFFFF) {
+      // Whole vectors by plain stores: the next step's GEMV reads the u8 codes four at a time, which store
+      // forwarding serves from a plain store but not from a masked narrowing one.
+      _mm512_storeu_si512(dst + j, q_h_new);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(h_new16 + j), _mm512_cvtepi32_epi16(q_h_new));
+      if (h_new_u8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(h_new_u8 + j), _mm512_cvtepi32_epi8(_mm512_add_epi32(q_h_new, _mm512_set1_epi32(h_bias))));
+      }
+    } else {
+      _mm512_mask_storeu_epi32(dst + j, k, q_h_new);
+      _mm512_mask_cvtepi32_storeu_epi16(h_new16 + j, k, q_h_new);
+      if (h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(h_new_u8 + j, k, _mm512_add_epi32(q_h_new, _mm512_set1_epi32(h_bias)));
+    }
+  }
+}
+
+// recurrence_small_avx512_i32 for H = 16·NH (fast_kernels.h): per step the GEMV over R's 3·NH blocks of 16
+// channels (K = H: K4 = 4·NH dwords of u8 codes, each broadcast from the h register), the accumulators minus
+// a_bias·Σ_k W (gemv_vnni_u8s8's int32 sums), then cell_block32 per 16 units.
+template <int NH>
+QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                                  const int8_t* R_packed, const int32_t* R_bias_rowsum, int32_t a_bias,
+                                  const int32_t* x_terms, int T, bool reverse, const std::atomic<int>* steps_ready,
+                                  const int16_t* h16_in, int16_t* h16_out, int32_t* out, size_t out_stride) {
+  constexpr int H = 16 * NH;
+  constexpr int NB = 3 * NH;  // blocks of 16 channels: gate g's units 16u.. are block g·NH + u
+  constexpr int K4 = H / 4;
+  constexpr size_t kGroupBytes = static_cast<size_t>(K4) * 256;
+  const Cell32Lanes& L = plan.lanes;
+  const int32_t* t_z = p.update_gate.table;
+  const int32_t* t_r = p.reset_gate.table;
+  const int32_t* t_n = p.new_gate.table;
+  const __m512i bias_u8 = _mm512_set1_epi32(a_bias);
+  // h as int32 codes (hv) and as u8 codes + a_bias in the low H bytes of h_u8 (bytes beyond H meet no weight)
+  __m512i hv[NH];
+  __m512i h_u8 = _mm512_setzero_si512();
+  for (int u = 0; u < NH; ++u) {
+    hv[u] = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h16_in + 16 * u)));
+    h_u8 = _mm512_mask_broadcast_i32x4(h_u8, static_cast<__mmask16>(0xFu << (4 * u)), _mm512_cvtepi32_epi8(_mm512_add_epi32(hv[u], bias_u8)));
+  }
+  for (int step = 0; step < T; ++step) {
+    const int t = reverse ? T - 1 - step : step;
+    __m512i acc[NB];
+    for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_si512();
+    for (int k4 = 0; k4 < K4; ++k4) {
+      const __m512i a = _mm512_permutexvar_epi32(_mm512_set1_epi32(k4), h_u8);  // u8 codes 4·k4 .. 4·k4 + 3
+      for (int b = 0; b < NB; ++b) {
+        const __m512i w = _mm512_loadu_si512(R_packed + (b / 4) * kGroupBytes + static_cast<size_t>(k4) * 256 + (b % 4) * 64);
+        acc[b] = _mm512_dpbusd_epi32(acc[b], a, w);
+      }
+    }
+    if (steps_ready) spin_until([&] { return steps_ready->load(std::memory_order_acquire) > step; });
+    const int32_t* xt = x_terms + static_cast<size_t>(t) * 3 * H;
+    int32_t* dst = out + static_cast<size_t>(t) * out_stride;
+    for (int u = 0; u < NH; ++u) {
+      __m512i x_term[3], hh_diff[3];
+      for (int g = 0; g < 3; ++g) {
+        const size_t c = static_cast<size_t>(g) * H + 16 * u;
+        x_term[g] = _mm512_loadu_si512(xt + c);
+        // Σ (h + a_bias)·w - a_bias·Σ w = Σ h·w, int32 (gemv_vnni_u8s8's contract)
+        const __m512i gh = _mm512_sub_epi32(acc[g * NH + u], _mm512_loadu_si512(R_bias_rowsum + c));
+        hh_diff[g] = linear_diff32_v(gh, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
+                                     plan.half_h.data() + c, static_cast<__mmask16>(0xFFFF), lanes(L.hh_lo), lanes(L.hh_hi));
+      }
+      hv[u] = cell_block32(L, byte_tables, t_z, t_r, t_n, x_term, hh_diff, hv[u]);
+      _mm512_storeu_si512(dst + 16 * u, hv[u]);
+      // h codes + a_bias lie in [0, 255] (pack_vnni): the next step's operand bytes 16u .. 16u + 15
+      h_u8 = _mm512_mask_broadcast_i32x4(h_u8, static_cast<__mmask16>(0xFu << (4 * u)), _mm512_cvtepi32_epi8(_mm512_add_epi32(hv[u], bias_u8)));
+    }
+  }
+  for (int u = 0; u < NH; ++u) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h16_out + 16 * u), _mm512_cvtepi32_epi16(hv[u]));  // h fits int16
   }
 }
 
@@ -645,13 +745,60 @@ QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTabl
 QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                                       const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
                                       int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  cell_impl32(p, byte_tables, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  cell_impl32<false>(p, byte_tables, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+QGRU_AVX512 void cell_rows_avx512_i32_xterms(const GruCellParamsView& p, const CellByteTables& byte_tables,
+                                             const Cell32Plan& plan, const int32_t* x_terms, const int32_t* gh,
+                                             const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
+                                             int32_t h_bias, int32_t* dst) {
+  cell_impl32<true>(p, byte_tables, plan, x_terms, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+QGRU_AVX512 void recurrence_small_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables,
+                                             const Cell32Plan& plan, const int8_t* R_packed, const int32_t* R_bias_rowsum,
+                                             int32_t a_bias, const int32_t* x_terms, int T, bool reverse,
+                                             const std::atomic<int>* steps_ready, const int16_t* h16_in, int16_t* h16_out,
+                                             int32_t* out, size_t out_stride) {
+  switch (p.hidden_size) {
+    case 16: return small_recurrence<1>(p, byte_tables, plan, R_packed, R_bias_rowsum, a_bias, x_terms, T, reverse, steps_ready, h16_in, h16_out, out, out_stride);
+    case 32: return small_recurrence<2>(p, byte_tables, plan, R_packed, R_bias_rowsum, a_bias, x_terms, T, reverse, steps_ready, h16_in, h16_out, out, out_stride);
+    case 48: return small_recurrence<3>(p, byte_tables, plan, R_packed, R_bias_rowsum, a_bias, x_terms, T, reverse, steps_ready, h16_in, h16_out, out, out_stride);
+    case 64: return small_recurrence<4>(p, byte_tables, plan, R_packed, R_bias_rowsum, a_bias, x_terms, T, reverse, steps_ready, h16_in, h16_out, out, out_stride);
+    default: std::abort();  // small_recurrence_applies() is false: the caller runs the step-by-step kernels
+  }
+}
+
+QGRU_AVX512 void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows,
+                                    int j0, int j1) {
+  const int H = p.hidden_size;
+  for (int r = 0; r < rows; ++r) {
+    int32_t* row = gx + static_cast<size_t>(r) * ldg;
+    for (int g = 0; g < 3; ++g) {
+      for (int j = j0; j < j1; j += 16) {
+        const int left = j1 - j;
+        const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        const size_t c = static_cast<size_t>(g) * H + j;
+        _mm512_mask_storeu_epi32(row + c, k, x_term32(plan, row + c, c, k, g));
+      }
+    }
+  }
 }
 
 #else  // not x86-64: the fast executor never calls these (avx512_kernels_built() is false)
 
 void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
                           const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+void cell_rows_avx512_i32_xterms(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
+                                 const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) {
+  std::abort();
+}
+void x_terms_avx512_i32(const GruCellParamsView&, const Cell32Plan&, int32_t*, size_t, int, int, int) { std::abort(); }
+void recurrence_small_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int8_t*,
+                                 const int32_t*, int32_t, const int32_t*, int, bool, const std::atomic<int>*, const int16_t*,
+                                 int16_t*, int32_t*, size_t) {
+  std::abort();
+}
 
 bool avx512_kernels_built() { return false; }
 

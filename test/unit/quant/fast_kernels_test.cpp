@@ -65,6 +65,16 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
       fast::prepare_cell32_plan(tab, off_x.data(), off_h.data(), &plan);
       fast::cell_rows_avx512_i32(tab, bytes, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
                                  h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
+      // The same step with the x side computed beforehand (x_terms_avx512_i32, in place on a copy of gx):
+      // every unit's outputs must equal the direct kernel's, which the reference checks below.
+      std::vector<int32_t> x_terms(gx.begin(), gx.end());
+      fast::x_terms_avx512_i32(tab, plan, x_terms.data(), x_terms.size(), 1, j0, j1);
+      std::vector<int32_t> dst_x(static_cast<size_t>(H), kSentinel);
+      std::vector<int16_t> h16_x(static_cast<size_t>(H), int16_t{0x5A5A});
+      std::vector<uint8_t> hu8_x(static_cast<size_t>(H), uint8_t{0x5A});
+      fast::cell_rows_avx512_i32_xterms(tab, bytes, plan, x_terms.data(), gh.data(), h_old.data(), j0, j1, h16_x.data(),
+                                        h_bias >= 0 ? hu8_x.data() : nullptr, h_bias, dst_x.data());
+      if (dst_x != dst || h16_x != h16 || hu8_x != hu8) return "int32 kernel with precomputed x terms differs from the direct one";
     }
   }
   if (ran_int32) *ran_int32 = int32_kernel;

@@ -71,13 +71,13 @@ struct FastExecutorOptions {
                                   // H = 64, 1.4x at H = 96, even at H = 128, 1.10x faster at H = 192, 1.4x at
                                   // H = 256, 1.8x at H = 512, 2.5x at H = 1024 (each core keeps its part of R
                                   // in its own L2 and the GEMV products with its own h codes hide the wait)
-  int64_t min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();  // when the recurrence runs on one
-                                  // thread (N < threads, H too small to split), a second thread computes B-1
-                                  // (W·x) a few steps ahead of it when B-1 has at least this many MACs (T·N·3H·C).
-                                  // Off by default: avx512-vnni, N = 1, T = 100, 2-core VM at load 7 (the
-                                  // process got about one CPU), median wall 1.2 ms vs 0.48 ms at H = 256 and
-                                  // 1.0 ms vs 0.05 ms at H = 64 (bench_cpu path 6); set it where the process
-                                  // owns two cores (B-1 is ~25% of a run at H = 256)
+  int64_t min_pipelined_b1_macs = 1000000;  // when the recurrence runs on one thread (N < threads, H too small
+                                  // to split), a second thread of the team computes B-1 (W·x) and the x terms a few
+                                  // steps ahead of it when B-1 has at least this many MACs (T·N·3H·C). Interleaved
+                                  // runs, N = 1, T = 100, idle 2-core VM (median): even at H = 16 (0.1 M MACs),
+                                  // 1.1x faster at H = 32 (0.3 M), 1.2x at H = 64 (1.2 M), 1.3x at H = 128. Where
+                                  // the process gets about one CPU (load 7) the threads wait on each other instead
+                                  // (2.5x slower at H = 256 with per-run threads): set max() there, or threads = 1
 };
 
 // Whether and how the fast path runs a model.
