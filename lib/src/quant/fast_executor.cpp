@@ -41,18 +41,24 @@ struct PackedMatrix {
   int64_t acc_max_abs = 0;   // Kp · max|W| · max|operand|: a bound of every accumulator
   // The avx512-vnni level (fast_kernels.h): weights in blocks of 16 rows x 4 k, operands as u8 codes + a_bias.
   bool vnni = false;
-  int32_t a_bias = 0;                 // 128 (codes in [-128, 127]) or 0 (codes in [0, 255])
+  bool vnni16 = false;                // 16-bit operand codes: the two-plane VNNI GEMM (gemm_planes)
+  int32_t a_bias = 0;                 // 128 (codes in [-128, 127]; the high plane of vnni16) or 0 (codes in [0, 255])
   std::vector<int8_t> packed_vnni;    // [vnni_padded_rows(rows), Kp] in the VNNI layout
   std::vector<int32_t> bias_rowsum;   // [vnni_padded_rows(rows)] a_bias * Σ_k W[c, k]; |.| <= 128·128·Kp <= 2^30
 
-  // Prepare the VNNI layout when the operand codes (range [q_min, q_max]) and the weights are 8-bit and
-  // K <= kVnniMaxK; otherwise leave vnni false (the AVX2 kernel runs).
+  // Prepare the VNNI layout when the weights are 8-bit and K <= kVnniMaxK: for 8-bit operand codes (range
+  // [q_min, q_max] within [-128, 127] or [0, 255]) the u8 x s8 GEMM (vnni), for other operand codes within
+  // int16 the two-plane GEMM (vnni16, fast::gemm_vnni_s16s8); otherwise leave both false (the AVX2 kernel runs).
   void pack_vnni(const TensorQuant& operand) {
     if (!int8 || Kp > fast::kVnniMaxK) return;
+    bool planes = false;
     if (operand.qmin() >= -128 && operand.qmax() <= 127) {
       a_bias = 128;
     } else if (operand.qmin() >= 0 && operand.qmax() <= 255) {
       a_bias = 0;
+    } else if (operand.qmin() >= -32768 && operand.qmax() <= 32767) {
+      a_bias = 128;  // the high plane's bias (the low plane has none)
+      planes = true;
     } else {
       return;
     }
@@ -65,7 +71,15 @@ struct PackedMatrix {
       for (int k = 0; k < Kp; ++k) sum += q8[static_cast<size_t>(r) * Kp + k];
       bias_rowsum[static_cast<size_t>(r)] = a_bias * sum;
     }
-    vnni = true;
+    vnni = !planes;
+    vnni16 = planes;
+  }
+
+  // The two-plane GEMM (vnni16): C[m, c] for channels [c0, c1) of operand rows given as planes lo, hi
+  // ([M, lda] u8 each, fast::int16_to_planes); C points at channel 0 of row 0.
+  template <class OT>
+  void gemm_planes(const uint8_t* lo, const uint8_t* hi, size_t lda, int M, int c0, int c1, OT* C, size_t ldc) const {
+    fast::gemm_vnni_s16s8(lo, hi, lda, M, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, ldc);
   }
 
   // The VNNI GEMM: C[m, c] for channels [c0, c1), operand rows A [M, Kp] u8 (codes + a_bias) with stride
@@ -402,8 +416,20 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     xu8.reset(new uint8_t[count]);
     fast::int16_to_u8_biased(x16, count, W.a_bias, xu8.get());  // codes + a_bias in [0, 255] (pack_vnni)
   }
+  std::unique_ptr<uint8_t[]> x_lo, x_hi;  // vnni16: x's codes as two u8 planes [M, Kp] (fast::int16_to_planes)
+  if (W.vnni16) {
+    const size_t count = static_cast<size_t>(M) * W.Kp;
+    x_lo.reset(new uint8_t[count]);
+    x_hi.reset(new uint8_t[count]);
+    fast::int16_to_planes(x16, count, x_lo.get(), x_hi.get());
+  }
   // B-1 of the rows [m0, m1) of x (rows t·N + n).
   auto b1_rows = [&](int m0, int m1) {
+    if (W.vnni16) {
+      W.gemm_planes(x_lo.get() + static_cast<size_t>(m0) * W.Kp, x_hi.get() + static_cast<size_t>(m0) * W.Kp,
+                    static_cast<size_t>(W.Kp), m1 - m0, 0, G, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
+      return;
+    }
     if constexpr (std::is_same_v<GX, int32_t>) {
       if (W.vnni) {
         W.gemm_u8(xu8.get() + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
@@ -417,6 +443,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   // B-1 of all rows for the units [j0, j1) of each gate (channels g·H + j).
   auto b1_units = [&](int j0, int j1) {
     for (int g = 0; g < 3; ++g) {
+      if (W.vnni16) {
+        W.gemm_planes(x_lo.get(), x_hi.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
+        continue;
+      }
       if constexpr (std::is_same_v<GX, int32_t>) {
         if (W.vnni) {
           W.gemm_u8(xu8.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
@@ -528,6 +558,8 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         return;
       }
     }
+    // vnni16: this thread's rows of h as two u8 planes, refreshed before each step's GEMV
+    std::vector<uint8_t> h_lo(R.vnni16 ? static_cast<size_t>(n1 - n0) * Kh : 0), h_hi(h_lo.size());
     int cur = 0;
     for (int step = 0; step < T; ++step) {
       const int t = p.direction == 0 ? step : T - 1 - step;
@@ -579,6 +611,16 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
           }
           b2_done = true;
         }
+      }
+      if (!b2_done && R.vnni16) {
+        fast::int16_to_planes(h_cur + static_cast<size_t>(n0) * Kh, h_lo.size(), h_lo.data(), h_hi.data());
+        GH* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
+        if (j0 == 0 && j1 == H) {
+          R.gemm_planes(h_lo.data(), h_hi.data(), static_cast<size_t>(Kh), n1 - n0, 0, G, gh0, static_cast<size_t>(G));
+        } else {
+          for (int g = 0; g < 3; ++g) R.gemm_planes(h_lo.data(), h_hi.data(), static_cast<size_t>(Kh), n1 - n0, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G));
+        }
+        b2_done = true;
       }
       if (b2_done) {
         // the VNNI kernel wrote gemm_h

@@ -87,6 +87,21 @@ void gemv_vnni_u8s8(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* b
 // partial sum is an exact int32 (fewer terms than the whole, same bound), and int32 addition, exact modulo
 // 2^32, gives the exact total because the total fits int32 (the contract above). The split recurrence
 // computes its own units' part of h first and the part the other threads write after waiting for them.
+// gemm_vnni_s16s8(A_lo, A_hi, lda, M, Bp, Kp, bias_rowsum, c0, c1, C, ldc): gemm_vnni_u8s8's product for 16-bit
+// operand codes A (int16, e.g. the int16-activations preset's x and h) against int8 weights, the codes given
+// as two u8 planes (int16_to_planes): A_lo = A & 255 and A_hi = (A >> 8) + 128, so A = A_lo + 256·(A_hi - 128).
+// Bp: the weights in the VNNI layout; bias_rowsum[c] = 128·Σ_k W[c, k]. Exactness: both planes' products are
+// vpdpbusd's u8 x s8 with the bound above (Kp <= kVnniMaxK): Σ A_lo·w and Σ A_hi·w are exact int32, Σ A_hi·w -
+// bias_rowsum = Σ (A >> 8)·w is exact (|.| <= 2^30), and C = Σ A_lo·w + 256·Σ (A >> 8)·w is the exact sum: in
+// int64 lanes for an int64 C; for an int32 C only when the caller proved |C| <= 2^31 - 1 (the int32 lane
+// arithmetic is exact modulo 2^32, so its result is then that sum). Each weight vector is read once for both
+// planes (two vpdpbusd), so the GEMV reads R's int8 bytes once per step like the 8-bit level.
+void gemm_vnni_s16s8(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, int M, const int8_t* Bp, int Kp,
+                     const int32_t* bias_rowsum, int c0, int c1, int32_t* C, size_t ldc);
+void gemm_vnni_s16s8(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, int M, const int8_t* Bp, int Kp,
+                     const int32_t* bias_rowsum, int c0, int c1, int64_t* C, size_t ldc);
+// int16_to_planes(x16, n, lo, hi): lo[i] = x16[i] & 255, hi[i] = (x16[i] >> 8) + 128 (arithmetic shift).
+void int16_to_planes(const int16_t* x16, size_t n, uint8_t* lo, uint8_t* hi);
 void gemv_vnni_u8s8_part(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0, int c1,
                          int32_t* c, bool descending, int k_begin, int k_end, bool accumulate);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define QGRU_FAST_HAVE_AVX512 1
@@ -246,6 +247,59 @@ QGRU_AVX512 void vnni_block(const uint8_t* A, size_t lda, const int8_t* Bp, int 
         _mm512_mask_storeu_epi32(c, mask, _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, c), acc[m][nb]));
       } else {
         _mm512_mask_storeu_epi32(c, mask, _mm512_sub_epi32(acc[m][nb], bias));
+      }
+    }
+  }
+}
+
+// 16-bit operand codes as two u8 planes (gemm_vnni_s16s8 in fast_kernels.h): MR rows against NG groups,
+// two accumulator sets per block, each weight vector read once for both planes. lo lane: Σ lo·w (exact int32),
+// hi lane: Σ (hi + 128)·w, exact int32; hi - bias_rowsum = Σ hi·w (exact int32); the row's sum is lo + 256·hi:
+// in int32 lanes when OT is int32 (the caller proved the whole sum fits int32, so the wrapping int32 result
+// is that sum), else in int64 lanes.
+template <int MR, int NG, class OT>
+QGRU_AVX512 void vnni2_block(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, const int8_t* Bp, int K4,
+                             const int32_t* bias_rowsum, OT* C, size_t ldc, int lo, int hi) {
+  constexpr int NB = 4 * NG;
+  __m512i acc_lo[MR][NB], acc_hi[MR][NB];
+  for (int m = 0; m < MR; ++m) {
+    for (int nb = 0; nb < NB; ++nb) acc_lo[m][nb] = acc_hi[m][nb] = _mm512_setzero_si512();
+  }
+  const size_t group_bytes = static_cast<size_t>(K4) * 256;
+  for (int k4 = 0; k4 < K4; ++k4) {
+    __m512i w[NB];
+    for (int nb = 0; nb < NB; ++nb) {
+      w[nb] = _mm512_loadu_si512(Bp + (nb / 4) * group_bytes + static_cast<size_t>(k4) * 256 + (nb % 4) * 64);
+    }
+    for (int m = 0; m < MR; ++m) {
+      int32_t four_lo, four_hi;
+      std::memcpy(&four_lo, A_lo + m * lda + static_cast<size_t>(k4) * 4, 4);
+      std::memcpy(&four_hi, A_hi + m * lda + static_cast<size_t>(k4) * 4, 4);
+      const __m512i a_lo = _mm512_set1_epi32(four_lo), a_hi = _mm512_set1_epi32(four_hi);
+      for (int nb = 0; nb < NB; ++nb) {
+        acc_lo[m][nb] = _mm512_dpbusd_epi32(acc_lo[m][nb], a_lo, w[nb]);
+        acc_hi[m][nb] = _mm512_dpbusd_epi32(acc_hi[m][nb], a_hi, w[nb]);
+      }
+    }
+  }
+  for (int nb = 0; nb < NB; ++nb) {
+    const __m512i bias = _mm512_loadu_si512(bias_rowsum + 16 * nb);  // 128·Σ_k W[c, k], int32
+    const int first = std::max(0, lo - 16 * nb);
+    const int last = std::min(16, hi - 16 * nb);
+    if (first >= last) continue;
+    const __mmask16 mask = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
+    for (int m = 0; m < MR; ++m) {
+      const __m512i sum_hi = _mm512_sub_epi32(acc_hi[m][nb], bias);  // Σ hi·w, |.| <= 2^30
+      OT* c = C + m * ldc + 16 * nb;
+      if constexpr (std::is_same_v<OT, int32_t>) {
+        _mm512_mask_storeu_epi32(c, mask, _mm512_add_epi32(acc_lo[m][nb], _mm512_slli_epi32(sum_hi, 8)));
+      } else {
+        for (int half = 0; half < 2; ++half) {
+          const __m512i lo64 = _mm512_cvtepi32_epi64(half ? _mm512_extracti64x4_epi64(acc_lo[m][nb], 1) : _mm512_castsi512_si256(acc_lo[m][nb]));
+          const __m512i hi64 = _mm512_cvtepi32_epi64(half ? _mm512_extracti64x4_epi64(sum_hi, 1) : _mm512_castsi512_si256(sum_hi));
+          const __mmask8 k8 = static_cast<__mmask8>(mask >> (8 * half));
+          _mm512_mask_storeu_epi64(c + 8 * half, k8, _mm512_add_epi64(lo64, _mm512_slli_epi64(hi64, 8)));  // exact int64
+        }
       }
     }
   }
@@ -622,7 +676,15 @@ QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTabl
         acc[b] = _mm512_dpbusd_epi32(acc[b], a, w);
       }
     }
-    if (steps_ready) spin_until([&] { return steps_ready->load(std::memory_order_acquire) > step; });
+    if (steps_ready) {
+      spin_until([&] { return steps_ready->load(std::memory_order_acquire) > step; });
+      // The x terms two steps ahead, when published: written by the other core, fetched while this one works.
+      const int ahead = step + 2;
+      if (ahead < T && steps_ready->load(std::memory_order_acquire) > ahead) {
+        const char* next = reinterpret_cast<const char*>(x_terms + static_cast<size_t>(reverse ? T - 1 - ahead : ahead) * 3 * H);
+        for (int b = 0; b < 3 * H * 4; b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
+      }
+    }
     const int32_t* xt = x_terms + static_cast<size_t>(t) * 3 * H;
     int32_t* dst = out + static_cast<size_t>(t) * out_stride;
     for (int u = 0; u < NH; ++u) {
@@ -721,6 +783,62 @@ QGRU_AVX512 void gemm_vnni_u8s8(const uint8_t* A, size_t lda, int M, const int8_
 #undef QGRU_VNNI_GROUP
 }
 
+template <class OT>
+QGRU_AVX512 void gemm_vnni_s16s8_impl(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, int M, const int8_t* Bp, int Kp,
+                                      const int32_t* bias_rowsum, int c0, int c1, OT* C, size_t ldc) {
+  if (M <= 0 || c1 <= c0) return;
+  const int K4 = Kp / 4;
+  const size_t group_bytes = static_cast<size_t>(K4) * 256;
+  const int g1 = (c1 + 63) / 64;
+  int g = c0 / 64;
+  if (M == 1) {  // the batch-1 GEMV: two groups (8 blocks, 16 accumulators) per pass
+    for (; g + 2 <= g1; g += 2) {
+      vnni2_block<1, 2, OT>(A_lo, A_hi, lda, Bp + g * group_bytes, K4, bias_rowsum + 64 * g, C + 64 * g, ldc, c0 - 64 * g, c1 - 64 * g);
+    }
+    if (g < g1) vnni2_block<1, 1, OT>(A_lo, A_hi, lda, Bp + g * group_bytes, K4, bias_rowsum + 64 * g, C + 64 * g, ldc, c0 - 64 * g, c1 - 64 * g);
+    return;
+  }
+  // Chunks of 64 rows (in L1 for Kp <= 256) against every group, two rows x one group per register tile.
+  constexpr int kRowChunk = 64;
+  for (int m0 = 0; m0 < M; m0 += kRowChunk) {
+    const int m1 = std::min(M, m0 + kRowChunk);
+    for (int gg = g; gg < g1; ++gg) {
+      const int8_t* B = Bp + gg * group_bytes;
+      const int32_t* bias = bias_rowsum + 64 * gg;
+      OT* Cg = C + 64 * gg;
+      const int lo = c0 - 64 * gg, hi = c1 - 64 * gg;
+      int m = m0;
+      for (; m + 2 <= m1; m += 2) {
+        vnni2_block<2, 1, OT>(A_lo + m * lda, A_hi + m * lda, lda, B, K4, bias, Cg + m * ldc, ldc, lo, hi);
+      }
+      if (m < m1) vnni2_block<1, 1, OT>(A_lo + m * lda, A_hi + m * lda, lda, B, K4, bias, Cg + m * ldc, ldc, lo, hi);
+    }
+  }
+}
+
+QGRU_AVX512 void gemm_vnni_s16s8(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, int M, const int8_t* Bp, int Kp,
+                                 const int32_t* bias_rowsum, int c0, int c1, int32_t* C, size_t ldc) {
+  gemm_vnni_s16s8_impl(A_lo, A_hi, lda, M, Bp, Kp, bias_rowsum, c0, c1, C, ldc);
+}
+QGRU_AVX512 void gemm_vnni_s16s8(const uint8_t* A_lo, const uint8_t* A_hi, size_t lda, int M, const int8_t* Bp, int Kp,
+                                 const int32_t* bias_rowsum, int c0, int c1, int64_t* C, size_t ldc) {
+  gemm_vnni_s16s8_impl(A_lo, A_hi, lda, M, Bp, Kp, bias_rowsum, c0, c1, C, ldc);
+}
+
+QGRU_AVX512 void int16_to_planes(const int16_t* x16, size_t n, uint8_t* lo, uint8_t* hi) {
+  size_t i = 0;
+  const __m512i flip = _mm512_set1_epi16(0x80);
+  for (; i + 32 <= n; i += 32) {
+    const __m512i v = _mm512_loadu_si512(x16 + i);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + i), _mm512_cvtepi16_epi8(v));  // the low byte
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + i), _mm512_cvtepi16_epi8(_mm512_xor_si512(_mm512_srai_epi16(v, 8), flip)));
+  }
+  for (; i < n; ++i) {
+    lo[i] = static_cast<uint8_t>(x16[i] & 0xFF);
+    hi[i] = static_cast<uint8_t>((x16[i] >> 8) + 128);  // arithmetic shift: in [-128, 127], + 128 in [0, 255]
+  }
+}
+
 QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
                                   const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
                                   int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
@@ -794,6 +912,13 @@ void cell_rows_avx512_i32_xterms(const GruCellParamsView&, const CellByteTables&
   std::abort();
 }
 void x_terms_avx512_i32(const GruCellParamsView&, const Cell32Plan&, int32_t*, size_t, int, int, int) { std::abort(); }
+void gemm_vnni_s16s8(const uint8_t*, const uint8_t*, size_t, int, const int8_t*, int, const int32_t*, int, int, int32_t*, size_t) {
+  std::abort();
+}
+void gemm_vnni_s16s8(const uint8_t*, const uint8_t*, size_t, int, const int8_t*, int, const int32_t*, int, int, int64_t*, size_t) {
+  std::abort();
+}
+void int16_to_planes(const int16_t*, size_t, uint8_t*, uint8_t*) { std::abort(); }
 void recurrence_small_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int8_t*,
                                  const int32_t*, int32_t, const int32_t*, int, bool, const std::atomic<int>*, const int16_t*,
                                  int16_t*, int32_t*, size_t) {

@@ -193,6 +193,26 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
 
 // Plain Σ x·w for rows of A (codes, already biased into u8) against W.
 // order: 0 the GEMM entry point; 1, 2 (M = 1 only) the GEMV in ascending, descending group order.
+// W [rows, Kp] in the VNNI layout with its a_bias·Σ_k W[r, k] per row (padded like the rows), as the executor
+// prepares them.
+struct VnniWeights {
+  std::vector<int8_t> packed;
+  std::vector<int32_t> bias_rowsum;
+};
+VnniWeights pack_for_test(const std::vector<int8_t>& W, int rows, int Kp, int32_t a_bias) {
+  const int rows_padded = fast::vnni_padded_rows(rows);
+  VnniWeights v;
+  v.packed.resize(static_cast<size_t>(rows_padded) * Kp);
+  fast::pack_vnni_u8s8(W.data(), rows, Kp, v.packed.data());
+  v.bias_rowsum.assign(static_cast<size_t>(rows_padded), 0);
+  for (int r = 0; r < rows; ++r) {
+    int32_t sum = 0;
+    for (int k = 0; k < Kp; ++k) sum += W[static_cast<size_t>(r) * Kp + k];
+    v.bias_rowsum[static_cast<size_t>(r)] = a_bias * sum;
+  }
+  return v;
+}
+
 void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t seed, int fill /* 0 random, 1 max, 2 min */,
                 int order = 0) {
   const int Kp = (K + 15) / 16 * 16;
@@ -207,15 +227,9 @@ void vnni_check(int M, int rows, int K, int c0, int c1, int32_t a_bias, uint32_t
   for (int m = 0; m < M; ++m) {
     for (int k = 0; k < Kp; ++k) A[static_cast<size_t>(m) * Kp + k] = static_cast<uint8_t>(fill == 0 ? rng() % 256 : 255);
   }
-  const int rows_padded = fast::vnni_padded_rows(rows);
-  std::vector<int8_t> Bp(static_cast<size_t>(rows_padded) * Kp);
-  fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
-  std::vector<int32_t> bias(static_cast<size_t>(rows_padded), 0);
-  for (int r = 0; r < rows; ++r) {
-    int32_t s = 0;
-    for (int k = 0; k < Kp; ++k) s += W[static_cast<size_t>(r) * Kp + k];
-    bias[static_cast<size_t>(r)] = a_bias * s;
-  }
+  const VnniWeights packed = pack_for_test(W, rows, Kp, a_bias);
+  const std::vector<int8_t>& Bp = packed.packed;
+  const std::vector<int32_t>& bias = packed.bias_rowsum;
   const size_t ldc = static_cast<size_t>(rows) + 3;
   constexpr int32_t kSentinel = -0x12345678;
   std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel);
@@ -277,6 +291,119 @@ TEST_CASE("the VNNI GEMM drifts from Σ x·w (shapes that fill no block, operand
   // K = kVnniMaxK with every product at its extreme: the int32 lane holds 65536·255·(-128) exactly.
   vnni_check(1, 16, fast::kVnniMaxK, 0, 16, 128, 3u, 2);
   vnni_check(2, 17, fast::kVnniMaxK, 0, 17, 0, 3u, 1);
+}
+
+// gemm_vnni_s16s8 (16-bit operand codes as two u8 planes) against the plain int64 sum Σ a·w, into int32 or
+// int64 outputs. fill: 0 random codes in [-32768, 32767], 1 every product at 32767·127, 2 every product at
+// -32768·127 (the most negative), 3 random codes in [-1000, 1000] (for the int32 output).
+template <class OT>
+void planes_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill) {
+  const int Kp = (K + 15) / 16 * 16;
+  std::mt19937 rng(seed);
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
+  std::vector<int16_t> A(static_cast<size_t>(M) * Kp, 0);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < K; ++k) {
+      W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(fill == 0 || fill == 3 ? static_cast<int>(rng() % 256) - 128 : 127);
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      const int v = fill == 0   ? static_cast<int>(rng() % 65536) - 32768
+                    : fill == 1 ? 32767
+                    : fill == 2 ? -32768
+                                : static_cast<int>(rng() % 2001) - 1000;
+      A[static_cast<size_t>(m) * Kp + k] = static_cast<int16_t>(v);
+    }
+  }
+  const VnniWeights packed = pack_for_test(W, rows, Kp, 128);
+  const std::vector<int8_t>& Bp = packed.packed;
+  const std::vector<int32_t>& bias = packed.bias_rowsum;
+  std::vector<uint8_t> lo(A.size()), hi(A.size());
+  fast::int16_to_planes(A.data(), A.size(), lo.data(), hi.data());
+  for (size_t i = 0; i < A.size(); ++i) {  // the planes themselves: A = lo + 256·(hi - 128)
+    REQUIRE(int{lo[i]} + 256 * (int{hi[i]} - 128) == A[i]);
+  }
+  const size_t ldc = static_cast<size_t>(rows) + 5;
+  const OT kSentinel = static_cast<OT>(-0x12345678);
+  std::vector<OT> C(static_cast<size_t>(M) * ldc, kSentinel);
+  fast::gemm_vnni_s16s8(lo.data(), hi.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, bias.data(), c0, c1, C.data(), ldc);
+  for (int m = 0; m < M; ++m) {
+    for (size_t c = 0; c < ldc; ++c) {
+      const OT got = C[static_cast<size_t>(m) * ldc + c];
+      if (static_cast<int>(c) < c0 || static_cast<int>(c) >= c1) {
+        REQUIRE_MESSAGE(got == kSentinel, "row " << m << " channel " << c << " outside [" << c0 << ", " << c1 << ") written");
+        continue;
+      }
+      int64_t want = 0;
+      for (int k = 0; k < Kp; ++k) want += int64_t{A[static_cast<size_t>(m) * Kp + k]} * W[c * Kp + static_cast<size_t>(k)];
+      REQUIRE_MESSAGE(static_cast<int64_t>(got) == want, "M " << M << " rows " << rows << " K " << K << " fill " << fill
+                                                            << ": C[" << m << ", " << c << "] = " << got << ", Σ a·w = " << want);
+    }
+  }
+}
+
+TEST_CASE("the two-plane VNNI GEMM for 16-bit codes drifts from Σ a·w (int32 and int64 outputs, operand ends, long K)") {
+  if (!cpu_has_avx512_vnni()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the two-plane GEMM cannot run here");
+    return;
+  }
+  for (int M : {1, 2, 3, 65}) {
+    for (int rows : {1, 17, 64, 129, 200}) {
+      for (int K : {1, 16, 33, 100}) {
+        CAPTURE(M);
+        CAPTURE(rows);
+        CAPTURE(K);
+        planes_check<int64_t>(M, rows, K, 0, rows, 5u * M + rows + K, 0);
+        planes_check<int64_t>(M, rows, K, rows / 3, rows - rows / 4, 9u * M + rows + K, 0);
+        planes_check<int64_t>(M, rows, K, 0, rows, 1u, 1);
+        planes_check<int64_t>(M, rows, K, 0, rows, 1u, 2);
+        planes_check<int32_t>(M, rows, K, rows / 5, rows, 3u * M + rows + K, 3);  // |Σ| <= 112·1000·128 < 2^31
+      }
+    }
+  }
+  // Long K with every product at an end: the planes' int32 lanes at their bounds, the sum far beyond int32.
+  planes_check<int64_t>(1, 16, fast::kVnniMaxK, 0, 16, 3u, 2);
+  planes_check<int64_t>(2, 17, fast::kVnniMaxK, 0, 17, 3u, 1);
+  // int32 outputs that use most of the int32 range: 512·32767·127 < 2^31
+  planes_check<int32_t>(1, 70, 512, 0, 70, 3u, 1);
+  planes_check<int32_t>(3, 70, 512, 0, 70, 3u, 2);
+}
+
+TEST_CASE("a GEMV split at k into a stored and two added parts drifts from the whole GEMV") {
+  if (!cpu_has_avx512_vnni()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the split GEMV cannot run here");
+    return;
+  }
+  std::mt19937 rng(21);
+  for (int rows : {48, 192, 384, 770}) {
+    for (int Kp : {64, 256, 272}) {
+      CAPTURE(rows);
+      CAPTURE(Kp);
+      std::vector<int8_t> W(static_cast<size_t>(rows) * Kp);
+      for (auto& w : W) w = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+      std::vector<uint8_t> a(static_cast<size_t>(Kp));
+      for (auto& v : a) v = static_cast<uint8_t>(rng());
+      const VnniWeights packed = pack_for_test(W, rows, Kp, 128);
+      const std::vector<int8_t>& Bp = packed.packed;
+      const std::vector<int32_t>& bias = packed.bias_rowsum;
+      std::vector<int32_t> whole(static_cast<size_t>(rows)), parts(static_cast<size_t>(rows), 0x5A5A5A5A);
+      fast::gemv_vnni_u8s8(a.data(), Bp.data(), Kp, bias.data(), 0, rows, whole.data(), false);
+      // the middle part first (stored), then the two outer parts (added), as the middle thread of three does
+      const int k0 = Kp / 4 / 4 * 4, k1 = Kp / 2 / 4 * 4 + 4;
+      const int c0 = rows / 3, c1 = rows - rows / 5;
+      fast::gemv_vnni_u8s8_part(a.data(), Bp.data(), Kp, bias.data(), c0, c1, parts.data(), false, k0, k1, false);
+      fast::gemv_vnni_u8s8_part(a.data(), Bp.data(), Kp, bias.data(), c0, c1, parts.data(), false, 0, k0, true);
+      fast::gemv_vnni_u8s8_part(a.data(), Bp.data(), Kp, bias.data(), c0, c1, parts.data(), false, k1, Kp, true);
+      for (int c = 0; c < rows; ++c) {
+        if (c < c0 || c >= c1) {
+          REQUIRE(parts[static_cast<size_t>(c)] == 0x5A5A5A5A);
+        } else {
+          REQUIRE_MESSAGE(parts[static_cast<size_t>(c)] == whole[static_cast<size_t>(c)], "channel " << c);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties, saturation, inf, NaN, tiny values)") {

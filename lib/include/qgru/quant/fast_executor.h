@@ -42,8 +42,11 @@
 //                rows x 4 k. The cell step a row at a time with the same integer operations as
 //                gru_cell_element: on sixteen int32 lanes when a per-cell proof (fast::cell_fits_int32)
 //                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes. Contracts
-//                and proofs in lib/src/quant/fast_kernels.h. Other GEMMs (16-bit activations) keep the
-//                AVX2 kernel.
+//                and proofs in lib/src/quant/fast_kernels.h. 16-bit activation codes against int8
+//                weights (the int16-activations preset) go through the same instruction as two u8 planes,
+//                low byte and high byte + 128, each weight vector read once for both (gemm_vnni_s16s8: the
+//                planes' int32 sums are exact, combined as lo + 256·hi in int32 when the whole sum provably
+//                fits, else in int64). 16-bit weights keep the AVX2 kernel.
 //   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
