@@ -2,6 +2,7 @@
 """CPU benchmark of qgru's executors beside PyTorch and onnxruntime; writes docs/benchmarks/cpu.md.
 
   scripts/bench_cpu.py [--build build-fast] [--reps 5] [--threads 2] [--out docs/benchmarks/cpu.md] [--quick]
+                       [--rounds 3]
 
 Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memory):
   qgru int8 reference, qgru fast int8 (1 and --threads threads; the best level the CPU has, and the avx2
@@ -9,7 +10,8 @@ Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memo
   torch nn.GRU float32, torch quantize_dynamic int8, onnxruntime GRU (the torch model exported to ONNX):
   this script in --worker mode, median of --reps timed runs after 2 warm-up runs.
 Each run is the whole sequence of T steps (one layer, C = H, unidirectional, batch N). Times are the wall
-time and the process CPU time (all threads) per run. onnxruntime is installed into a private venv
+time and the process CPU time (all threads) per run. Then --rounds alternating pairs of processes, fast int8
+and onnxruntime, per shape: the side-by-side ratio (median over rounds) that the targets are read from. onnxruntime is installed into a private venv
 (/tmp/qgru-bench-venv), never a dependency of the build or the tests.
 """
 import argparse
@@ -139,6 +141,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "cpu.md"))
     ap.add_argument("--json", default="/tmp/qgru-bench-cpu.json")
     ap.add_argument("--quick", action="store_true", help="first two shapes only")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of fast int8 and onnxruntime per shape for the side-by-side ratio (0: none)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
@@ -169,6 +173,20 @@ def main():
                 r = {"error": str(e)[:300]}
             results[(H, T, N, name)] = r
             print("%-45s H=%-5d T=%-4d N=%-3d %s" % (name, H, T, N, json.dumps(r)), flush=True)
+    # Side by side: the fast int8 path and onnxruntime (the fastest peer in every shape measured) in alternating
+    # processes, so that a slow phase of the machine hits both; the ratio of each round, then their median.
+    rounds = {}
+    if have_ort and args.rounds > 0:
+        for (H, T, N) in shapes:
+            for _ in range(args.rounds):
+                try:
+                    q = qgru_run(binary, 1, H, T, N, th, args.reps)["wall_ms"]
+                    o = peer_run("ort", H, T, N, th, args.reps)["wall_ms"]
+                except Exception as e:  # noqa: BLE001 - reported in the page, not fatal
+                    print("side-by-side round failed: %s" % e, flush=True)
+                    continue
+                rounds.setdefault((H, T, N), []).append((q, o))
+                print("round H=%-5d T=%-4d N=%-3d qgru %.3f ms, onnxruntime %.3f ms: %.2fx" % (H, T, N, q, o, o / q), flush=True)
     peak = madd_peak(binary)
     try:
         vnni = madd_peak(binary, "BM_vnni_peak")
@@ -177,7 +195,7 @@ def main():
     load_after = os.getloadavg()
     with open(args.json, "w") as f:
         json.dump({"%d/%d/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
-    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after)
+    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds)
 
 
 def cpu_model():
@@ -192,7 +210,7 @@ def cpu_model():
         return platform.processor()
 
 
-def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after):
+def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds):
     fast_name = runners[3][0]
     lines = []
     lines.append("# CPU benchmarks\n")
@@ -232,6 +250,22 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
     lines.append("")
     lines.append("The last column is each runner's wall time divided by the fast int8 path's with %d threads "
                  "(> 1: the fast path is that many times faster).\n" % args.threads)
+    if rounds:
+        lines.append("## Side by side: fast int8 against onnxruntime in alternating processes\n")
+        lines.append("%d rounds per shape, each a fast int8 process (%d threads) then an onnxruntime process (%d threads), "
+                     "each the median of %d runs; a slow phase of the machine hits both sides of a round.\n"
+                     % (args.rounds, args.threads, args.threads, args.reps))
+        lines.append("| shape (H, T, N) | qgru fast int8 ms (rounds) | onnxruntime ms (rounds) | ratio per round | median ratio |")
+        lines.append("|---|---|---|---|---:|")
+        for (H, T, N) in shapes:
+            rs = rounds.get((H, T, N), [])
+            if not rs:
+                continue
+            ratios = [o / q for q, o in rs]
+            lines.append("| %d, %d, %d | %s | %s | %s | %.2fx |" % (
+                H, T, N, " ".join("%.3f" % q for q, _ in rs), " ".join("%.3f" % o for _, o in rs),
+                " ".join("%.2fx" % r for r in ratios), statistics.median(ratios)))
+        lines.append("")
     lines.append("## The machine's int16 multiply-add rate (AVX2 `_mm256_madd_epi16`)\n")
     lines.append("`bench_cpu --benchmark_filter=BM_madd_peak`: 8 independent register-only chains of "
                  "`vpmaddwd` + `vpaddd`, 16 MACs per instruction (int8 operands are sign-extended to int16 for it).\n")
