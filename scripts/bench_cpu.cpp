@@ -3,11 +3,13 @@
 //
 //   BM_gru/<path>/<H>/<T>/<N>/<threads>   one GRU layer, C = H, unidirectional, the whole sequence per
 //                                          iteration; path 0 = integer reference (int8 preset), 1 = fast
-//                                          int8, 2 = fast int16-activations, 3 = float reference, 4 = fast
+//                                          int8 (the defaults: at N = 1 split over units or not as the
+//                                          object's earlier runs measured), 2 = fast int16-activations, 3 = float reference, 4 = fast
 //                                          int8 with every step split over hidden units (a barrier per
-//                                          step; min_units_per_thread = 1), 5 = fast int8 at the avx2 level,
+//                                          step; min_units_per_thread = 1, adaptive_split off), 5 = fast int8 at the avx2 level,
 //                                          6 = fast int8 with B-1 pipelined beside a one-thread recurrence
-//                                          (min_pipelined_b1_macs = 0; N = 1, two threads).
+//                                          (min_pipelined_b1_macs = 0, never split over units; N = 1,
+//                                          two threads). N = 1 at H in {128, 192, 384, 512}: paths 1, 4, 6.
 //   BM_madd_peak                            the machine's int16 multiply-add rate with _mm256_madd_epi16
 //                                          (register-only, 8 independent chains): MACs/s in items_per_second.
 //   BM_vnni_peak                            the same for AVX-512 VNNI vpdpbusd (u8 x s8, 64 MACs per
@@ -55,9 +57,16 @@ void BM_gru(benchmark::State& state) {
   const auto& c = k->c;
   qgru::FastExecutorOptions options;
   options.threads = threads;
-  if (path == 4) options.min_units_per_thread = 1;
+  if (path == 4) {
+    options.min_units_per_thread = 1;
+    options.adaptive_split = false;
+  }
   if (path == 5) options.isa = qgru::FastIsa::Avx2;
-  if (path == 6) options.min_pipelined_b1_macs = 0;
+  if (path == 6) {
+    options.min_pipelined_b1_macs = 0;
+    options.min_units_per_thread = std::numeric_limits<int>::max();
+    options.adaptive_split = false;
+  }
   qgru::FastQuantGru fast(c.quantized, options);
   if (path != 0 && path != 3 && !fast.support().supported) {
     state.SkipWithError(("fast path not supported: " + fast.support().reason).c_str());
@@ -174,6 +183,11 @@ void shapes(benchmark::internal::Benchmark* b) {
         b->Args({path, s[0], s[1], s[2], threads});
       }
     }
+  }
+  // Batch 1 between the shapes: where splitting a step over two cores starts to pay (paths 1, 4, 6)
+  for (int H : {128, 192, 384, 512}) {
+    b->Args({1, H, 100, 1, 1});
+    for (int path : {1, 4, 6}) b->Args({path, H, 100, 1, 2});
   }
 }
 BENCHMARK(BM_gru)->Apply(shapes)->ArgNames({"path", "H", "T", "N", "threads"})->MeasureProcessCPUTime()->UseRealTime()->Unit(benchmark::kMillisecond);

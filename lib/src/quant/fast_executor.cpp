@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "fast_kernels.h"
+#include "schedule_choice.h"
 #include "worker_team.h"
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
@@ -739,6 +741,9 @@ struct FastQuantGru::Packed {
   // One run at a time uses them; a run that finds them busy (another thread's run) starts its own threads.
   std::mutex team_mutex;
   std::unique_ptr<fast::WorkerTeam> team;
+  // Batch 1 on the team: the split over units or not, chosen by measured wall time per N < threads
+  // (FastExecutorOptions::adaptive_split); guarded by team_mutex.
+  std::vector<fast::ScheduleChoice> batch1_split;
 };
 
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options) {
@@ -803,6 +808,19 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     if (!packed_->team) packed_->team = std::make_unique<fast::WorkerTeam>(options_.threads - 1);
     parallel.team = packed_->team.get();
   }
+  // Batch 1 on the team, H large enough to split: split or not as the earlier runs measured (schedule_choice.h).
+  int min_units_per_thread = options_.min_units_per_thread;
+  fast::ScheduleChoice* split_choice = nullptr;
+  int split_schedule = 1;  // 1: split over units (from min_units_per_thread), 0: one recurrence thread
+  std::chrono::steady_clock::time_point run_start;
+  if (options_.adaptive_split && parallel.team && N < options_.threads && T > 1 &&
+      H / options_.threads >= options_.min_units_per_thread) {
+    if (packed_->batch1_split.empty()) packed_->batch1_split.resize(static_cast<size_t>(options_.threads));
+    split_choice = &packed_->batch1_split[static_cast<size_t>(N)];
+    split_schedule = split_choice->next();
+    if (split_schedule == 0) min_units_per_thread = std::numeric_limits<int>::max();
+    run_start = std::chrono::steady_clock::now();
+  }
   for (int l = 0; l < L; ++l) {
     for (int d = 0; d < D; ++d) {
       const GruCellQuantParams& p = model.cell(l, d);
@@ -811,7 +829,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
       int32_t* h_final = result.h_n_codes.data() + h_offset;
       const int th = options_.threads;
-      const int mu = options_.min_units_per_thread;
+      const int mu = min_units_per_thread;
       const Parallel& par = parallel;
       const int64_t mp = options_.min_pipelined_b1_macs;
       if (pc.W.out_int32 && pc.R.out_int32) {
@@ -837,6 +855,10 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     }
   }
 
+  if (split_choice) {
+    const double micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start).count();
+    split_choice->record(split_schedule, micros / T);
+  }
   result.output_codes = std::move(layer_output);
   dequantize_fast(model, result);
   return result;

@@ -51,6 +51,7 @@ FastExecutorOptions opts(int threads, int min_units, FastIsa isa = FastIsa::Auto
   FastExecutorOptions o;
   o.threads = threads;
   o.min_units_per_thread = min_units;
+  o.adaptive_split = false;  // the split over units exactly as min_units says
   o.isa = isa;
   return o;
 }
@@ -178,6 +179,37 @@ TEST_CASE("runs from two threads at once on one model corrupt each other's codes
     worker(0);
     other.join();
     for (const QuantGruResult& r : results) CHECK(r.output_codes == ref.output_codes);
+  }
+}
+
+TEST_CASE("batch-1 runs that choose the split by measured time drift from the reference on either schedule") {
+  // adaptive_split (the default): the first runs of one object alternate between the split over units and the
+  // one-thread recurrence with pipelined B-1, then the faster one runs with the other re-measured now and
+  // then (schedule_choice.h). Every run must give the reference's codes whichever schedule it took.
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  struct Case {
+    int H, N, threads;
+  };
+  for (const Case& k : {Case{200, 1, 2}, Case{290, 2, 3}}) {
+    CAPTURE(k.H);
+    CAPTURE(k.N);
+    CAPTURE(k.threads);
+    test::CalibratedCase c = test::calibrated_case(11, k.H, /*L=*/2, /*D=*/2, /*T=*/6, k.N, config, 97u + static_cast<uint32_t>(k.H));
+    const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+    for (FastIsa isa : levels_here()) {
+      CAPTURE(isa_name(isa));
+      FastExecutorOptions o;
+      o.threads = k.threads;
+      o.isa = isa;
+      REQUIRE(o.adaptive_split);
+      REQUIRE(k.H / k.threads >= o.min_units_per_thread);
+      FastQuantGru fast(c.quantized, o);
+      for (int repeat = 0; repeat < 10; ++repeat) {  // warm-up alternation (6 runs), then the chosen one
+        CAPTURE(repeat);
+        const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr), k.H, 2);
+        CHECK_MESSAGE(bad.empty(), bad);
+      }
+    }
   }
 }
 

@@ -1,0 +1,75 @@
+// The fast executor's choice between two schedules by measured cost (lib/src/quant/schedule_choice.h).
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstddef>
+
+#include "../../../lib/src/quant/schedule_choice.h"
+
+namespace {
+
+using qgru::fast::ScheduleChoice;
+
+// Runs `runs` rounds of next()/record() with the given cost per schedule; returns how often each ran.
+std::array<int, 2> drive(ScheduleChoice& choice, int runs, double cost0, double cost1) {
+  std::array<int, 2> count{0, 0};
+  for (int i = 0; i < runs; ++i) {
+    const int s = choice.next();
+    REQUIRE((s == 0 || s == 1));
+    ++count[static_cast<std::size_t>(s)];
+    choice.record(s, s == 0 ? cost0 : cost1);
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("schedule choice: the preferred schedule runs first, then both alternate until each is measured") {
+  for (int preferred : {0, 1}) {
+    CAPTURE(preferred);
+    ScheduleChoice choice(preferred);
+    const int warm = ScheduleChoice::kWarmup + 2;
+    for (int i = 0; i < 2 * warm; ++i) {
+      const int s = choice.next();
+      CHECK(s == (i % 2 == 0 ? preferred : 1 - preferred));
+      choice.record(s, 1.0);
+    }
+  }
+}
+
+TEST_CASE("schedule choice: the cheaper schedule wins whichever is preferred, the other is re-measured now and then") {
+  for (int preferred : {0, 1}) {
+    for (int cheaper : {0, 1}) {
+      CAPTURE(preferred);
+      CAPTURE(cheaper);
+      ScheduleChoice choice(preferred);
+      drive(choice, 2 * (ScheduleChoice::kWarmup + 2), cheaper == 0 ? 1.0 : 2.0, cheaper == 0 ? 2.0 : 1.0);
+      const int runs = 10 * ScheduleChoice::kExploreEvery;
+      const std::array<int, 2> count = drive(choice, runs, cheaper == 0 ? 1.0 : 2.0, cheaper == 0 ? 2.0 : 1.0);
+      CHECK(count[static_cast<std::size_t>(1 - cheaper)] == runs / ScheduleChoice::kExploreEvery);
+      CHECK(count[static_cast<std::size_t>(cheaper)] == runs - runs / ScheduleChoice::kExploreEvery);
+      CHECK(choice.average(cheaper) == doctest::Approx(1.0));
+      CHECK(choice.average(1 - cheaper) == doctest::Approx(2.0));
+    }
+  }
+}
+
+TEST_CASE("schedule choice: a change of the machine is followed, one slow run is not") {
+  ScheduleChoice choice(1);
+  drive(choice, 2 * (ScheduleChoice::kWarmup + 2), 2.0, 1.0);  // split (1) cheaper
+  // One preempted run of the winner, 100x its cost: it moves the average by at most 25 % and the winner stays.
+  CHECK(choice.next() == 1);
+  choice.record(1, 100.0);
+  CHECK(choice.average(1) == doctest::Approx(1.25));
+  std::array<int, 2> count = drive(choice, ScheduleChoice::kExploreEvery - 2, 2.0, 1.0);
+  CHECK(count[0] <= 1);
+  // The machine changes: schedule 1 now costs 3, schedule 0 still 2. The moving average of the runs made
+  // crosses 2 within a few runs; from then on schedule 0 runs (bar re-measurements of 1).
+  count = drive(choice, 8, 2.0, 3.0);
+  CHECK(count[1] <= 4);
+  count = drive(choice, 4 * ScheduleChoice::kExploreEvery, 2.0, 3.0);
+  CHECK(count[1] == 4);
+  // And back: schedule 1 at 1 again, seen at its next re-measurements, which pull its average below 2.
+  count = drive(choice, 8 * ScheduleChoice::kExploreEvery, 2.0, 1.0);
+  CHECK(count[1] > 6 * ScheduleChoice::kExploreEvery);
+}
