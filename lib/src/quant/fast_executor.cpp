@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -741,9 +742,9 @@ struct FastQuantGru::Packed {
   // One run at a time uses them; a run that finds them busy (another thread's run) starts its own threads.
   std::mutex team_mutex;
   std::unique_ptr<fast::WorkerTeam> team;
-  // Batch 1 on the team: the split over units or not, chosen by measured wall time per N < threads
-  // (FastExecutorOptions::adaptive_split); guarded by team_mutex.
-  std::vector<fast::ScheduleChoice> batch1_split;
+  // Batch 1 on the team: how to use the threads, chosen by measured wall time per N < threads and set of
+  // allowed schedules (FastExecutorOptions::adaptive_split); guarded by team_mutex.
+  std::map<int, fast::ScheduleChoice> schedules;
 };
 
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options) {
@@ -808,18 +809,37 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     if (!packed_->team) packed_->team = std::make_unique<fast::WorkerTeam>(options_.threads - 1);
     parallel.team = packed_->team.get();
   }
-  // Batch 1 on the team, H large enough to split: split or not as the earlier runs measured (schedule_choice.h).
+  // Batch 1 (N below the thread count) on the team: the recurrence on one thread alone, on one thread with
+  // B-1 pipelined on another, or split over units, as this object's earlier runs measured (schedule_choice.h).
   int min_units_per_thread = options_.min_units_per_thread;
-  fast::ScheduleChoice* split_choice = nullptr;
-  int split_schedule = 1;  // 1: split over units (from min_units_per_thread), 0: one recurrence thread
+  int64_t min_pipelined_b1_macs = options_.min_pipelined_b1_macs;
+  fast::ScheduleChoice* choice = nullptr;
+  int schedule_kind = 0;  // of the run, when chosen: 0 one thread, 1 pipelined B-1, 2 split over units
+  int schedule_index = 0;
+  bool cold_team = false;  // the run's schedule uses the team and a helper had to be woken
   std::chrono::steady_clock::time_point run_start;
-  if (options_.adaptive_split && parallel.team && N < options_.threads && T > 1 &&
-      H / options_.threads >= options_.min_units_per_thread) {
-    if (packed_->batch1_split.empty()) packed_->batch1_split.resize(static_cast<size_t>(options_.threads));
-    split_choice = &packed_->batch1_split[static_cast<size_t>(N)];
-    split_schedule = split_choice->next();
-    if (split_schedule == 0) min_units_per_thread = std::numeric_limits<int>::max();
-    run_start = std::chrono::steady_clock::now();
+  if (options_.adaptive_split && parallel.team && N < options_.threads && T > 1) {
+    // The kinds the fixed bounds allow for this run (layer 0's B-1 size decides the pipeline's).
+    int kinds[3] = {0, 0, 0};
+    int count = 0;
+    kinds[count++] = 0;
+    const double macs_b1 = static_cast<double>(T) * N * 3.0 * H * model.input_size;
+    if (macs_b1 >= static_cast<double>(options_.min_pipelined_b1_macs)) kinds[count++] = 1;
+    if (H / options_.threads >= options_.min_units_per_thread) kinds[count++] = 2;
+    if (count > 1) {
+      int kind_set = 0;
+      for (int k = 0; k < count; ++k) kind_set |= 1 << kinds[k];
+      const int key = N * 8 + kind_set;
+      auto it = packed_->schedules.find(key);
+      if (it == packed_->schedules.end()) it = packed_->schedules.emplace(key, fast::ScheduleChoice(count, count - 1)).first;
+      choice = &it->second;
+      schedule_index = choice->next();
+      schedule_kind = kinds[schedule_index];
+      if (schedule_kind < 2) min_units_per_thread = std::numeric_limits<int>::max();
+      if (schedule_kind == 0) min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();
+      cold_team = schedule_kind > 0 && parallel.team->any_asleep();
+      run_start = std::chrono::steady_clock::now();
+    }
   }
   for (int l = 0; l < L; ++l) {
     for (int d = 0; d < D; ++d) {
@@ -831,7 +851,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       const int th = options_.threads;
       const int mu = min_units_per_thread;
       const Parallel& par = parallel;
-      const int64_t mp = options_.min_pipelined_b1_macs;
+      const int64_t mp = min_pipelined_b1_macs;
       if (pc.W.out_int32 && pc.R.out_int32) {
         run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
       } else if (pc.W.out_int32) {
@@ -855,9 +875,13 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     }
   }
 
-  if (split_choice) {
+  if (choice) {
     const double micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start).count();
-    split_choice->record(split_schedule, micros / T);
+    if (cold_team) {
+      choice->record_cold(schedule_index, micros / T);
+    } else {
+      choice->record(schedule_index, micros / T);
+    }
   }
   result.output_codes = std::move(layer_output);
   dequantize_fast(model, result);

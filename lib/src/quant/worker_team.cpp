@@ -55,7 +55,9 @@ void WorkerTeam::helper_loop(int index) {
       spin_pause();
       if ((spins & 63) == 63 && std::chrono::steady_clock::now() > spin_end) {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
+        sleeping_.fetch_add(1, std::memory_order_relaxed);
         wake_.wait(lock, [&] { return stop_ || epoch_.load(std::memory_order_acquire) != seen; });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
       }
       now_epoch = epoch_.load(std::memory_order_acquire);
     }

@@ -42,6 +42,8 @@ class WorkerTeam {
   int size() const { return static_cast<int>(threads_.size()) + 1; }
   // parts must lie in [1, size()].
   void run(int parts, const std::function<void(int)>& fn);
+  // Whether a helper sleeps now (a run would wake it, tens of µs): read without a lock, a hint.
+  bool any_asleep() const { return sleeping_.load(std::memory_order_relaxed) > 0; }
 
  private:
   void helper_loop(int index);
@@ -51,6 +53,7 @@ class WorkerTeam {
   int parts_ = 0;
   std::atomic<uint64_t> epoch_{0};   // one more per job (release by run, acquire by helpers)
   std::atomic<int> unfinished_{0};   // helpers of the current job still running
+  std::atomic<int> sleeping_{0};     // helpers waiting on wake_
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;                // guarded by sleep_mutex_

@@ -183,9 +183,10 @@ TEST_CASE("runs from two threads at once on one model corrupt each other's codes
 }
 
 TEST_CASE("batch-1 runs that choose the split by measured time drift from the reference on either schedule") {
-  // adaptive_split (the default): the first runs of one object alternate between the split over units and the
-  // one-thread recurrence with pipelined B-1, then the faster one runs with the other re-measured now and
-  // then (schedule_choice.h). Every run must give the reference's codes whichever schedule it took.
+  // adaptive_split (the default): the first runs of one object take turns among the split over units, the
+  // one-thread recurrence with pipelined B-1 and the recurrence alone, then the fastest runs with the others
+  // re-measured now and then (schedule_choice.h). Every run must give the reference's codes whichever
+  // schedule it took.
   const BitwidthConfig config = load_bitwidth_config("int8");
   struct Case {
     int H, N, threads;
@@ -201,10 +202,11 @@ TEST_CASE("batch-1 runs that choose the split by measured time drift from the re
       FastExecutorOptions o;
       o.threads = k.threads;
       o.isa = isa;
+      o.min_pipelined_b1_macs = 0;  // all three schedules allowed: one thread, pipelined B-1, split over units
       REQUIRE(o.adaptive_split);
       REQUIRE(k.H / k.threads >= o.min_units_per_thread);
       FastQuantGru fast(c.quantized, o);
-      for (int repeat = 0; repeat < 10; ++repeat) {  // warm-up alternation (6 runs), then the chosen one
+      for (int repeat = 0; repeat < 12; ++repeat) {  // the warm-up's turns (9 runs), then the chosen one
         CAPTURE(repeat);
         const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr), k.H, 2);
         CHECK_MESSAGE(bad.empty(), bad);

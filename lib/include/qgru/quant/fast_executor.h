@@ -70,16 +70,17 @@ struct FastExecutorOptions {
   bool allow_simd = true;         // false: behave as if the CPU had no AVX2 (tests the fallback)
   int min_units_per_thread = 96;  // split one step over hidden units only when H / threads >= this (threads
                                   // wait on each other once per step). avx512-vnni, N = 1, T = 100, 2 threads,
-                                  // persistent team, idle 2-core VM, interleaved runs (median): 1.8x slower at
+                                  // persistent team, idle Intel Xeon 2-core VM, interleaved runs (median): 1.8x slower at
                                   // H = 64, 1.4x at H = 96, even at H = 128, 1.10x faster at H = 192, 1.4x at
                                   // H = 256, 1.8x at H = 512, 2.5x at H = 1024 (each core keeps its part of R
                                   // in its own L2 and the GEMV products with its own h codes hide the wait)
-  bool adaptive_split = true;     // batch 1 (N < threads) on the persistent team with H / threads >= the bound
-                                  // above: choose between the split over units and the one-thread recurrence
-                                  // (with B-1 pipelined) by the wall time of this object's earlier runs of the
-                                  // same N (the first run splits; see lib/src/quant/schedule_choice.h): which
-                                  // one is faster changes with how the hypervisor places the two cores.
-                                  // false: always split from the bound (what the tests of the split use)
+  bool adaptive_split = true;     // batch 1 (N < threads, T > 1) on the persistent team: choose among the
+                                  // schedules the two bounds here allow (the recurrence on one thread alone, on
+                                  // one thread with B-1 pipelined on another, split over units) by the wall time
+                                  // of this object's earlier runs of the same N (the first run takes the
+                                  // bounds' choice; lib/src/quant/schedule_choice.h): which one is fastest
+                                  // changes with how the hypervisor places the two cores. false: the bounds
+                                  // alone decide (what the tests of each schedule use)
   int64_t min_pipelined_b1_macs = 1000000;  // when the recurrence runs on one thread (N < threads, H too small
                                   // to split), a second thread of the team computes B-1 (W·x) and the x terms a few
                                   // steps ahead of it when B-1 has at least this many MACs (T·N·3H·C). Interleaved
