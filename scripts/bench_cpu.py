@@ -12,7 +12,8 @@ Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memo
 Each run is the whole sequence of T steps (one layer, C = H, unidirectional, batch N). Times are the wall
 time and the process CPU time (all threads) per run. Then --rounds alternating pairs of processes, fast int8
 and onnxruntime, per shape: the side-by-side ratio (median over rounds) that the targets are read from. onnxruntime is installed into a private venv
-(/tmp/qgru-bench-venv), never a dependency of the build or the tests.
+(/tmp/qgru-bench-venv), PyTorch from Debian's python3-torch when it is missing (apt-get, as root or with
+sudo): neither is a dependency of the build or the tests.
 """
 import argparse
 import datetime
@@ -119,6 +120,22 @@ def madd_peak(binary, name="BM_madd_peak"):
     return peak
 
 
+def ensure_torch():
+    """PyTorch for the torch peers and the ONNX export: Debian's python3-torch, installed when missing."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
+        return True
+    cmd = ["apt-get", "install", "-y", "-q", "python3-torch"]
+    if os.geteuid() != 0:
+        cmd = ["sudo"] + cmd
+    print("PyTorch missing: %s" % " ".join(cmd), flush=True)
+    try:
+        subprocess.run(cmd, check=True, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("could not install python3-torch (%s): the torch and onnxruntime rows will say so" % e, flush=True)
+        return False
+    return True
+
+
 def ensure_venv():
     if os.path.exists(os.path.join(VENV, "bin", "python")):
         p = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import onnxruntime"], capture_output=True)
@@ -148,6 +165,7 @@ def main():
         return worker(args)
 
     binary = os.path.join(args.build, "test", "bench_cpu")
+    ensure_torch()
     have_ort = ensure_venv()
     shapes = SHAPES[:2] if args.quick else SHAPES
     th = args.threads
