@@ -30,7 +30,10 @@
 //   R with its own units' h codes, then waits for the other threads' codes of the previous step and adds
 //   their products. B-1 is computed by the thread that reads it (its batch rows or its units' channels).
 //   When the recurrence runs on one thread, B-1 may run beside it on a second thread a few steps ahead
-//   (min_pipelined_b1_macs).
+//   (min_pipelined_b1_macs). For N < threads, which of these schedules runs (one thread, pipelined B-1,
+//   split over units) is chosen per FastQuantGru by the measured wall time of its earlier runs
+//   (adaptive_split; lib/src/quant/schedule_choice.h), because the fastest one changes with where the
+//   hypervisor places the cores; every schedule computes the same codes.
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
 //   environment forces one when the options leave it at Auto):
