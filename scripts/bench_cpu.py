@@ -6,7 +6,8 @@
 
 Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memory):
   qgru int8 reference, qgru fast int8 (1 and --threads threads; the best level the CPU has, and the avx2
-  level for comparison), qgru fast int16-activations, qgru float reference: the bench_cpu binary (scripts/bench_cpu.cpp, Google Benchmark), median of --reps repetitions;
+  level for comparison), qgru fast int16-activations, qgru float reference: the bench_cpu binary (scripts/bench_cpu.cpp, Google Benchmark), median of --reps repetitions, each after 12 untimed runs
+  (the thread team's start and the batch-1 schedule choice's warm-up);
   torch nn.GRU float32, torch quantize_dynamic int8, onnxruntime GRU (the torch model exported to ONNX):
   this script in --worker mode, median of --reps timed runs after 2 warm-up runs.
 Each run is the whole sequence of T steps (one layer, C = H, unidirectional, batch N). Times are the wall
@@ -246,7 +247,9 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
                      % (load_before[0], load_after[0], os.cpu_count()))
     lines.append("- Model: one GRU layer, C = H, unidirectional, batch N, T steps per run; qgru models are quantized "
                  "from ranges observed on the same input (int8 preset unless named). Peers use their own random "
-                 "weights of the same shape. Median of %d runs (the reference paths: of max(3, reps/2))." % args.reps)
+                 "weights of the same shape. Median of %d runs (the reference paths: of max(3, reps/2)); "
+                 "before its timed runs each qgru fast path makes 12 untimed ones (the thread team's start, the batch-1 schedule "
+                 "choice's warm-up), each peer 2." % args.reps)
     lines.append("- Peak memory is the process's maximum resident set (`/usr/bin/time -v`): the Python peers include "
                  "the interpreter and libtorch (~hundreds of MiB), the qgru figures include building the float model, "
                  "calibrating and quantizing it in-process.\n")

@@ -14,11 +14,12 @@
 //
 // Contract: ScheduleChoice(count, preferred) chooses among schedules 0 .. count - 1 (count in [1, 3]); next()
 // names the schedule to run; record(s, cost) reports the cost of a run of s (lower is better: wall µs per
-// time step). Until each schedule has kWarmup + 2 reports they take turns, `preferred` first, then the others
-// from the highest index down; the first kWarmup reports of each are dropped (a cold run pays for starting
-// threads and faulting pages). Then the schedule with the lowest moving average runs, and every
+// time step). Until each schedule has kTurns = kWarmup + 1 reports they take turns, `preferred` first, then the
+// others from the highest index down; the first kWarmup reports of each are dropped (a cold run pays for
+// starting threads and faulting pages), so the warm-up costs two runs per schedule, most of them on the slower
+// ones. Then the schedule with the lowest moving average runs, and every
 // kExploreEvery-th run one of the others (in turn), so that a change of the machine is followed within a
-// few tens of runs. A report above twice the schedule's average counts as twice the average (a preempted
+// few hundred runs (at H = 1024 a re-measured schedule costs up to 1.7x a run: every 32nd run cost 1.5 %). A report above twice the schedule's average counts as twice the average (a preempted
 // run moves the average by at most 25 %). record_cold(s, cost) reports a run of s that first had to wake a
 // sleeping thread: the first such report after a kept one is dropped and next() names s again (a schedule
 // re-measured after a stretch of one-thread runs finds the team asleep, which it would not be had it run
@@ -32,7 +33,8 @@ class ScheduleChoice {
  public:
   static constexpr int kMaxSchedules = 3;
   static constexpr int kWarmup = 1;
-  static constexpr int kExploreEvery = 32;
+  static constexpr int kTurns = kWarmup + 1;  // reports per schedule before the choice starts
+  static constexpr int kExploreEvery = 64;
 
   explicit ScheduleChoice(int count = 2, int preferred = 1) {
     count_ = count < 1 ? 1 : count > kMaxSchedules ? kMaxSchedules : count;
@@ -58,7 +60,7 @@ class ScheduleChoice {
     for (int k = 1; k < count_; ++k) {
       if (reports_[order_[k]] < reports_[fewest]) fewest = order_[k];
     }
-    if (reports_[fewest] < kWarmup + 2) return fewest;  // warm-up: the schedule with the fewest reports
+    if (reports_[fewest] < kTurns) return fewest;  // warm-up: the schedule with the fewest reports
     int best = order_[0];
     for (int k = 1; k < count_; ++k) {
       if (average_[order_[k]] < average_[best]) best = order_[k];

@@ -206,7 +206,7 @@ TEST_CASE("batch-1 runs that choose the split by measured time drift from the re
       REQUIRE(o.adaptive_split);
       REQUIRE(k.H / k.threads >= o.min_units_per_thread);
       FastQuantGru fast(c.quantized, o);
-      for (int repeat = 0; repeat < 12; ++repeat) {  // the warm-up's turns (9 runs), then the chosen one
+      for (int repeat = 0; repeat < 12; ++repeat) {  // the warm-up's turns (6 runs), then the chosen one
         CAPTURE(repeat);
         const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr), k.H, 2);
         CHECK_MESSAGE(bad.empty(), bad);

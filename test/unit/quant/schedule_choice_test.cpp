@@ -39,7 +39,7 @@ TEST_CASE("schedule choice: the preferred schedule runs first, then both alterna
   for (int preferred : {0, 1}) {
     CAPTURE(preferred);
     ScheduleChoice choice(2, preferred);
-    const int warm = ScheduleChoice::kWarmup + 2;
+    const int warm = ScheduleChoice::kTurns;
     for (int i = 0; i < 2 * warm; ++i) {
       const int s = choice.next();
       CHECK(s == (i % 2 == 0 ? preferred : 1 - preferred));
@@ -54,7 +54,7 @@ TEST_CASE("schedule choice: the cheaper schedule wins whichever is preferred, th
       CAPTURE(preferred);
       CAPTURE(cheaper);
       ScheduleChoice choice(2, preferred);
-      drive(choice, 2 * (ScheduleChoice::kWarmup + 2), cheaper == 0 ? 1.0 : 2.0, cheaper == 0 ? 2.0 : 1.0);
+      drive(choice, 2 * (ScheduleChoice::kTurns), cheaper == 0 ? 1.0 : 2.0, cheaper == 0 ? 2.0 : 1.0);
       const int runs = 10 * ScheduleChoice::kExploreEvery;
       const std::array<int, 2> count = drive(choice, runs, cheaper == 0 ? 1.0 : 2.0, cheaper == 0 ? 2.0 : 1.0);
       CHECK(count[static_cast<std::size_t>(1 - cheaper)] == runs / ScheduleChoice::kExploreEvery);
@@ -67,7 +67,7 @@ TEST_CASE("schedule choice: the cheaper schedule wins whichever is preferred, th
 
 TEST_CASE("schedule choice: a change of the machine is followed, one slow run is not") {
   ScheduleChoice choice(2, 1);
-  drive(choice, 2 * (ScheduleChoice::kWarmup + 2), 2.0, 1.0);  // split (1) cheaper
+  drive(choice, 2 * (ScheduleChoice::kTurns), 2.0, 1.0);  // split (1) cheaper
   // One preempted run of the winner, 100x its cost: it moves the average by at most 25 % and the winner stays.
   CHECK(choice.next() == 1);
   choice.record(1, 100.0);
@@ -90,7 +90,7 @@ TEST_CASE("schedule choice over three schedules: turns from the preferred one do
   REQUIRE(choice.count() == 3);
   const int expected_turns[] = {2, 1, 0};
   const std::array<double, 3> cost{3.0, 1.0, 2.0};  // schedule 1 cheapest
-  for (int i = 0; i < 3 * (ScheduleChoice::kWarmup + 2); ++i) {
+  for (int i = 0; i < 3 * (ScheduleChoice::kTurns); ++i) {
     const int s = choice.next();
     CHECK(s == expected_turns[i % 3]);
     choice.record(s, cost[static_cast<std::size_t>(s)]);
@@ -112,7 +112,7 @@ TEST_CASE("schedule choice over three schedules: turns from the preferred one do
 
 TEST_CASE("schedule choice: a cold run (the team had to be woken) is measured again, twice in a row it counts") {
   ScheduleChoice choice(2, 1);
-  drive(choice, 2 * (ScheduleChoice::kWarmup + 2), 1.0, 2.0);  // schedule 0 cheaper
+  drive(choice, 2 * (ScheduleChoice::kTurns), 1.0, 2.0);  // schedule 0 cheaper
   // Run until the re-measurement of schedule 1 comes up.
   int s = choice.next();
   int guard = 0;
@@ -131,7 +131,7 @@ TEST_CASE("schedule choice: a cold run (the team had to be woken) is measured ag
   CHECK(choice.next() == 0);
   choice.record(0, 1.0);
   ScheduleChoice gappy(2, 1);
-  drive(gappy, 2 * (ScheduleChoice::kWarmup + 2), 1.0, 1.0);
+  drive(gappy, 2 * (ScheduleChoice::kTurns), 1.0, 1.0);
   const int first = gappy.next();
   gappy.record_cold(first, 50.0);
   CHECK(gappy.next() == first);
