@@ -16,6 +16,7 @@
 //                                          instruction, 12 independent chains): the peak of the avx512-vnni
 //                                          level's GEMMs.
 //   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
+//   BM_avx2_gemm/<M>/<rows>/<K>             the avx2 level's GEMM alone (fast::gemm_avx2_packed), weights and operands hot.
 // The model: weights uniform in ±1.5/sqrt(H), input N(0, 1), quantized with ranges observed (min/max) on
 // the same input, as the unit tests do.
 #include <benchmark/benchmark.h>
@@ -45,6 +46,14 @@ std::unique_ptr<Case> make_case(int H, int T, int N, const char* preset) {
   auto k = std::make_unique<Case>();
   k->c = qgru::test::calibrated_case(H, H, 1, 1, T, N, qgru::load_bitwidth_config(preset), 1234u);
   return k;
+}
+
+// Random int8 weights [rows, Kp] in the packed layout both levels' GEMMs read (pack_vnni_u8s8).
+std::vector<int8_t> random_packed_weights(int rows, int Kp, std::mt19937& rng) {
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp), Bp(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)) * Kp);
+  for (auto& w : W) w = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  qgru::fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  return Bp;
 }
 
 void BM_gru(benchmark::State& state) {
@@ -153,9 +162,7 @@ void BM_vnni_gemm(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(1));
   const int Kp = static_cast<int>(state.range(2));
   std::mt19937 rng(5);
-  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp), Bp(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)) * Kp);
-  for (auto& w : W) w = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  qgru::fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  const std::vector<int8_t> Bp = random_packed_weights(rows, Kp, rng);
   std::vector<uint8_t> A(static_cast<size_t>(M) * Kp);
   for (auto& a : A) a = static_cast<uint8_t>(rng());
   std::vector<int32_t> bias(static_cast<size_t>(qgru::fast::vnni_padded_rows(rows)), 0), C(static_cast<size_t>(M) * rows);
@@ -177,6 +184,31 @@ BENCHMARK(BM_vnni_gemm)->Args({1, 192, 64, 0})->Args({1, 768, 256, 0})->Args({1,
     ->Args({1, 3072, 1024, 1})->Args({1, 384, 256, 0})->Args({1, 128, 256, 0})->Args({64, 768, 256, 0})->Args({6400, 768, 256, 0})->Args({100, 192, 64, 0})
     ->ArgNames({"M", "rows", "K", "alternate"})->MeasureProcessCPUTime()->UseRealTime();
 #endif
+
+// The avx2 level's GEMM alone (fast::gemm_avx2_packed: int16 operand codes against int8 weights in the packed
+// layout), weights and operands hot.
+void BM_avx2_gemm(benchmark::State& state) {
+  if (!qgru::cpu_has_avx2()) {
+    state.SkipWithError("this CPU has no AVX2");
+    return;
+  }
+  const int M = static_cast<int>(state.range(0));
+  const int rows = static_cast<int>(state.range(1));
+  const int Kp = static_cast<int>(state.range(2));
+  std::mt19937 rng(5);
+  const std::vector<int8_t> Bp = random_packed_weights(rows, Kp, rng);
+  std::vector<int16_t> A(static_cast<size_t>(M) * Kp);
+  for (auto& a : A) a = static_cast<int16_t>(static_cast<int>(rng() % 256) - 128);
+  std::vector<int32_t> C(static_cast<size_t>(M) * rows);
+  for (auto _ : state) {
+    qgru::fast::gemm_avx2_packed(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, 0, rows, C.data(), static_cast<size_t>(rows));
+    benchmark::DoNotOptimize(C.data());
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{M} * rows * Kp);  // MACs
+}
+BENCHMARK(BM_avx2_gemm)->Args({1, 192, 64})->Args({1, 768, 256})->Args({1, 3072, 1024})->Args({64, 768, 256})
+    ->Args({6400, 768, 256})->Args({100, 192, 64})->Args({1600, 1536, 512})
+    ->ArgNames({"M", "rows", "K"})->MeasureProcessCPUTime()->UseRealTime();
 
 void shapes(benchmark::internal::Benchmark* b) {
   const int list[][3] = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};

@@ -95,7 +95,9 @@ def qgru_run(binary, path, H, T, N, threads, reps):
 
 
 def peer_run(kind, H, T, N, threads, reps):
-    py = os.path.join(VENV, "bin", "python") if kind == "ort" else sys.executable
+    # the torch peers run on the interpreter ensure_torch() checked (Debian's python3-torch lives there, not in
+    # a pyenv or other python3 first on PATH)
+    py = os.path.join(VENV, "bin", "python") if kind == "ort" else "/usr/bin/python3"
     out, rss = timed([py, os.path.abspath(__file__), "--worker", kind, "--H", str(H), "--T", str(T), "--N", str(N),
                       "--threads", str(threads), "--reps", str(reps)])
     r = json.loads(out.strip().splitlines()[-1])

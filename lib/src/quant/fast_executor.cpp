@@ -48,6 +48,22 @@ struct PackedMatrix {
   int32_t a_bias = 0;                 // 128 (codes in [-128, 127]; the high plane of vnni16) or 0 (codes in [0, 255])
   std::vector<int8_t> packed_vnni;    // [vnni_padded_rows(rows), Kp] in the VNNI layout
   std::vector<int32_t> bias_rowsum;   // [vnni_padded_rows(rows)] a_bias * Σ_k W[c, k]; |.| <= 128·128·Kp <= 2^30
+  // The avx2 level: int8 weights whose every sum fits int32 in the same layout (packed_vnni, no bias), read by
+  // fast::gemm_avx2_packed against int16 operand codes.
+  bool avx2_packed = false;
+
+  void pack_avx2() {
+    if (!int8 || !out_int32) return;
+    packed_vnni.assign(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp, 0);
+    fast::pack_vnni_u8s8(q8.data(), rows, Kp, packed_vnni.data());
+    avx2_packed = true;
+  }
+  // gemm for avx2_packed over the operand elements [k0, k1) only, stored or added (fast::gemm_avx2_packed_part);
+  // C points at channel 0 of row 0.
+  void gemm_part(const int16_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc, int k0, int k1,
+                 bool accumulate) const {
+    fast::gemm_avx2_packed_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);
+  }
 
   // Prepare the VNNI layout when the weights are 8-bit and K <= kVnniMaxK: for 8-bit operand codes (range
   // [q_min, q_max] within [-128, 127] or [0, 255]) the u8 x s8 GEMM (vnni), for other operand codes within
@@ -140,6 +156,12 @@ struct PackedMatrix {
   // C[m, c] for channels [c0, c0 + nc), rows of A [M, Kp] with stride lda.
   template <class OT>
   void gemm(const int16_t* A, size_t lda, int M, int c0, int nc, OT* C, size_t ldc) const {
+    if constexpr (std::is_same_v<OT, int32_t>) {
+      if (avx2_packed) {  // C points at channel c0; the kernel takes channel 0 of the same rows
+        fast::gemm_avx2_packed(A, lda, M, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, ldc);
+        return;
+      }
+    }
     if (int8) {
       fast::gemm_avx2(A, lda, M, q8.data() + static_cast<size_t>(c0) * Kp, static_cast<size_t>(Kp), nc, Kp,
                       chunk_vecs, C, ldc);
@@ -285,6 +307,10 @@ FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOpti
       W.pack_vnni(x);
       R.pack_vnni(h);
     }
+    if (out && isa == FastIsa::Avx2) {
+      W.pack_avx2();
+      R.pack_avx2();
+    }
     if (out) out->emplace_back(std::move(W), std::move(R));
   }
   s.supported = true;
@@ -361,6 +387,7 @@ struct PackedCell {
   FoldedOffsets folded;
   TabulatedActivations tabulated;
   bool vector_cell = false;  // the avx512-vnni level's cell kernel (every activation a table)
+  bool avx2 = false;         // the avx2 level: cell32 runs fast::cell_rows_avx2_i32 (and x_terms_avx2_i32)
   fast::CellByteTables byte_tables{};  // for vector_cell
   bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
   fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
@@ -390,7 +417,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   // per MAC as the all-steps GEMM and keeps gemm_x ([N, 3H]) in L2 for the cell, where the all-steps array
   // ([T·N, 3H] int32, e.g. 19 MiB at H = 256, T = 100, N = 64) makes a round trip through memory.
   constexpr int kB1PerStepBatch = 8;
-  const bool b1_per_step = W.vnni && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
+  const bool b1_per_step = (W.vnni || W.avx2_packed) && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
   const int M = T * N;
   // [M, 3H] (per step: [N, 3H]), every element written by B-1 before it is read (left uninitialised: no
   // memset of up to tens of MiB per run)
@@ -510,7 +537,11 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   const bool x_terms = pc.cell32 && std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t> && !b1_per_step;
   auto x_terms_rows = [&](int m0, int m1, int ja, int jb) {
     if constexpr (std::is_same_v<GX, int32_t>) {
-      fast::x_terms_avx512_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
+      if (pc.avx2) {
+        fast::x_terms_avx2_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
+      } else {
+        fast::x_terms_avx512_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
+      }
     }
   };
   const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh);
@@ -570,7 +601,14 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       int16_t* h_next = hbuf[cur ^ 1].data();
       // B-1 of this step when it runs in the loop: this thread's rows and units.
       if constexpr (std::is_same_v<GX, int32_t>) {
-        if (b1_per_step) {
+        if (b1_per_step && W.avx2_packed) {
+          const int16_t* xs = x16 + (static_cast<size_t>(t) * N + n0) * W.Kp;
+          int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
+          for (int g = 0; g < (j0 == 0 && j1 == H ? 1 : 3); ++g) {
+            const int c0 = j0 == 0 && j1 == H ? 0 : g * H + j0, nc = j0 == 0 && j1 == H ? G : j1 - j0;
+            W.gemm(xs, static_cast<size_t>(W.Kp), n1 - n0, c0, nc, gx0 + c0, static_cast<size_t>(G));
+          }
+        } else if (b1_per_step) {
           const uint8_t* xu = xu8.get() + (static_cast<size_t>(t) * N + n0) * W.Kp;
           int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
           if (j0 == 0 && j1 == H) {
@@ -583,9 +621,21 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       // B-2 for this thread's rows and units: gates z, r, n.
       bool b2_done = false;
       // h_cur complete: the other parts' codes of the previous step (the split GEMV below waits itself)
-      if (sync && step > 0 && !(R.vnni && n1 - n0 == 1 && std::is_same_v<GH, int32_t>)) wait_for_others(part, step);
+      const bool split_gemv = (R.vnni || R.avx2_packed) && n1 - n0 == 1 && sync && std::is_same_v<GH, int32_t>;
+      if (sync && step > 0 && !split_gemv) wait_for_others(part, step);
       if constexpr (std::is_same_v<GH, int32_t>) {
-        if (R.vnni) {
+        if (R.avx2_packed && split_gemv) {
+          // Batch 1 split over units (as with VNNI below): this part's own h codes first, then the others'.
+          const int16_t* h0 = h_cur + static_cast<size_t>(n0) * Kh;
+          int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
+          for (int g = 0; g < 3; ++g) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), k_own0, k_own1, false);
+          if (step > 0) wait_for_others(part, step);
+          for (int g = 0; g < 3; ++g) {
+            if (k_own0 > 0) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), 0, k_own0, true);
+            if (k_own1 < Kh) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), k_own1, Kh, true);
+          }
+          b2_done = true;
+        } else if (R.vnni) {
           const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
           int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
           if (n1 - n0 == 1 && sync) {
@@ -654,6 +704,14 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+          if (x_terms && pc.avx2) {
+            fast::cell_rows_avx2_i32_xterms(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
+            continue;
+          }
+          if (pc.cell32 && pc.avx2) {
+            fast::cell_rows_avx2_i32(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
+            continue;
+          }
           if (x_terms) {
             fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
             continue;
@@ -768,10 +826,12 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       pc.folded.fill(pc.view);
       pc.tabulated.apply(pc.view);
       const GruCellParamsView& v = pc.view;
-      pc.vector_cell = isa == FastIsa::Avx512Vnni && v.update_gate.impl == ActivationImpl::Table &&
-                       v.reset_gate.impl == ActivationImpl::Table && v.new_gate.impl == ActivationImpl::Table;
+      const bool all_tables = v.update_gate.impl == ActivationImpl::Table && v.reset_gate.impl == ActivationImpl::Table &&
+                              v.new_gate.impl == ActivationImpl::Table;
+      pc.vector_cell = isa == FastIsa::Avx512Vnni && all_tables;
+      pc.avx2 = isa == FastIsa::Avx2;
       fast::prepare_byte_tables(v, &pc.byte_tables);
-      pc.cell32 = pc.vector_cell && pc.W.out_int32 && pc.R.out_int32 &&
+      pc.cell32 = (pc.vector_cell || (pc.avx2 && all_tables)) && pc.W.out_int32 && pc.R.out_int32 &&
                   fast::cell_fits_int32(v, pc.W.acc_max_abs, pc.R.acc_max_abs, pc.folded.x.data(), pc.folded.h.data());
       if (pc.cell32) {
         fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above

@@ -230,4 +230,34 @@ void gemm_avx2(const int16_t* A, size_t lda, int M, const int16_t* B, size_t ldb
 void gemm_avx2(const int16_t* A, size_t lda, int M, const int16_t* B, size_t ldb, int Nc, int Kp, int chunk_vecs,
                int64_t* C, size_t ldc);
 
+// gemm_avx2_packed(A, lda, M, Bp, Kp, c0, c1, C, ldc): the AVX2 level's GEMM for int8 weights,
+//   C[m * ldc + c] = Σ_{k < Kp} A[m * lda + k] · W[c, k]      for m < M, c0 <= c < c1
+// A: [M, lda] int16 operand codes (x or h, signed, no bias), zero-padded to Kp. Bp: W [rows, Kp] in
+// pack_vnni_u8s8's layout (the same bytes the avx512-vnni level reads; padded rows are zero). C points at
+// channel 0 of row 0; only the channels [c0, c1) of the M rows are written (c0 need not be a multiple of 16).
+// Arithmetic: the weights of four rows at one k4 are sign-extended to int16 (vpmovsxbw) and multiplied with the
+// row's four operand codes by vpmaddwd: each product |a·w| <= 2^15·2^7 and each pair sum <= 2^23, exact; an
+// int32 lane accumulates half of one channel's terms (k mod 4 in {0, 1} or {2, 3}) and a horizontal add joins
+// the halves. Exactness: the caller guarantees Σ_k |A[m, k]|·|W[c, k]| <= 2^31 - 1 (e.g. Kp·max|W|·max|a|,
+// PackedMatrix::out_int32), which bounds every partial sum, so each lane and the total are the exact integers.
+// gemm_avx2_packed_part: the same over the operand elements k in [k_begin, k_end) only (multiples of 4), stored,
+// or with `accumulate` added to C (the parts covering [0, Kp) once give the same C: int32 addition is exact
+// because the total fits int32).
+void gemm_avx2_packed(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
+                      size_t ldc);
+void gemm_avx2_packed_part(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
+                           size_t ldc, int k_begin, int k_end, bool accumulate);
+
+// The int32 cell step on eight lanes for the AVX2 level: cell_rows_avx512_i32, cell_rows_avx512_i32_xterms and
+// x_terms_avx512_i32 with the same contracts (the same plan, the same int32 operations in the same order, the
+// same bounds from cell_fits_int32), tables read by 32-bit gathers from the int32 tables of p (every activation
+// must be a table). h_new_u8 may be null.
+void cell_rows_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                        const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias,
+                        int32_t* dst);
+void cell_rows_avx2_i32_xterms(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* x_terms,
+                               const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                               uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows, int j0, int j1);
+
 }  // namespace qgru::fast

@@ -2,22 +2,17 @@
 // every function here carries __attribute__((target("avx2"))) and is only called after
 // __builtin_cpu_supports("avx2") (fast_executor.cpp); on other architectures the entry points exist but
 // are never called.
+#include "avx2_target.h"
 #include "fast_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define QGRU_FAST_HAVE_AVX2 1
-#include <immintrin.h>
-#endif
 
 namespace qgru::fast {
 
 #if QGRU_FAST_HAVE_AVX2
-
-#define QGRU_AVX2 __attribute__((target("avx2")))
 
 namespace {
 

@@ -40,11 +40,14 @@ GruCellParamsView tabulated_view(const GruCellParamsView& v, std::vector<std::ve
 }
 
 // The int64 kernel (cell_rows_avx512), and with int32 accumulators the int32 one (cell_rows_avx512_i32)
-// when cell_fits_int32 proves it for the accumulator bounds bx, bh, against gru_cell_element.
+// when cell_fits_int32 proves it for the accumulator bounds bx, bh, against gru_cell_element. With `avx2`
+// the avx2 level's int32 kernels (cell_rows_avx2_i32, x_terms_avx2_i32) instead; that level has no int64
+// kernel (its other cells run the scalar fused_cell_element, which fast_executor_test covers), so without the
+// int32 proof nothing runs and "" is returned with *ran_int32 false.
 template <class GX, class GH>
 std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView& tab, const std::vector<GX>& gx,
                           const std::vector<GH>& gh, const std::vector<int16_t>& h_old, int j0, int j1, int32_t h_bias,
-                          int64_t bx, int64_t bh, bool* ran_int32 = nullptr) {
+                          int64_t bx, int64_t bh, bool* ran_int32 = nullptr, bool avx2 = false) {
   const int H = spec.hidden_size;
   std::vector<int64_t> off_x(3 * static_cast<size_t>(H)), off_h(3 * static_cast<size_t>(H));
   for (int c = 0; c < 3 * H; ++c) {
@@ -63,21 +66,33 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
       int32_kernel = true;
       fast::Cell32Plan plan;
       fast::prepare_cell32_plan(tab, off_x.data(), off_h.data(), &plan);
-      fast::cell_rows_avx512_i32(tab, bytes, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
-                                 h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
-      // The same step with the x side computed beforehand (x_terms_avx512_i32, in place on a copy of gx):
-      // every unit's outputs must equal the direct kernel's, which the reference checks below.
+      uint8_t* u8 = h_bias >= 0 ? hu8.data() : nullptr;
+      if (avx2) {
+        fast::cell_rows_avx2_i32(tab, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(), u8, h_bias, dst.data());
+      } else {
+        fast::cell_rows_avx512_i32(tab, bytes, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(), u8, h_bias, dst.data());
+      }
+      // The same step with the x side computed beforehand (x_terms_*_i32, in place on a copy of gx): every
+      // unit's outputs must equal the direct kernel's, which the reference checks below.
       std::vector<int32_t> x_terms(gx.begin(), gx.end());
-      fast::x_terms_avx512_i32(tab, plan, x_terms.data(), x_terms.size(), 1, j0, j1);
       std::vector<int32_t> dst_x(static_cast<size_t>(H), kSentinel);
       std::vector<int16_t> h16_x(static_cast<size_t>(H), int16_t{0x5A5A});
       std::vector<uint8_t> hu8_x(static_cast<size_t>(H), uint8_t{0x5A});
-      fast::cell_rows_avx512_i32_xterms(tab, bytes, plan, x_terms.data(), gh.data(), h_old.data(), j0, j1, h16_x.data(),
-                                        h_bias >= 0 ? hu8_x.data() : nullptr, h_bias, dst_x.data());
+      uint8_t* u8_x = h_bias >= 0 ? hu8_x.data() : nullptr;
+      if (avx2) {
+        fast::x_terms_avx2_i32(tab, plan, x_terms.data(), x_terms.size(), 1, j0, j1);
+        fast::cell_rows_avx2_i32_xterms(tab, plan, x_terms.data(), gh.data(), h_old.data(), j0, j1, h16_x.data(), u8_x, h_bias,
+                                        dst_x.data());
+      } else {
+        fast::x_terms_avx512_i32(tab, plan, x_terms.data(), x_terms.size(), 1, j0, j1);
+        fast::cell_rows_avx512_i32_xterms(tab, bytes, plan, x_terms.data(), gh.data(), h_old.data(), j0, j1, h16_x.data(), u8_x,
+                                          h_bias, dst_x.data());
+      }
       if (dst_x != dst || h16_x != h16 || hu8_x != hu8) return "int32 kernel with precomputed x terms differs from the direct one";
     }
   }
   if (ran_int32) *ran_int32 = int32_kernel;
+  if (!int32_kernel && avx2) return "";
   if (!int32_kernel) {
     fast::cell_rows_avx512(tab, bytes, off_x.data(), off_h.data(), gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
                            h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
@@ -113,11 +128,8 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
   return "";
 }
 
-TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_element (random, tie and edge accumulators, every preset)") {
-  if (!cpu_has_avx512_vnni()) {
-    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the avx512-vnni cell kernel cannot run here");
-    return;
-  }
+// Random, tie and edge accumulators for every preset and H through cell_mismatch (avx2: the avx2 level's kernels).
+void cell_sweep(bool avx2) {
   for (const char* preset : {"int8", "int16-activations", "int16"}) {
     CAPTURE(preset);
     for (int H : {1, 7, 8, 16, 17, 37, 64}) {
@@ -173,11 +185,12 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
         const int j0 = trial % 3 == 0 ? 0 : static_cast<int>(rng() % static_cast<uint64_t>(H));
         const int j1 = trial % 3 == 0 ? H : j0 + static_cast<int>(rng() % static_cast<uint64_t>(H - j0 + 1));
         bool ran_int32 = false;
-        std::string bad = cell_mismatch(spec, tab, gx, gh, h_old, j0, j1, h_bias, bx, bh, &ran_int32);
+        std::string bad = cell_mismatch(spec, tab, gx, gh, h_old, j0, j1, h_bias, bx, bh, &ran_int32, avx2);
         REQUIRE_MESSAGE(bad.empty(), bad);
         // the int8 preset must get the int32 kernel; 16-bit activations must not (products up to 2^32)
         if (std::string(preset) == "int8") REQUIRE(ran_int32);
         if (std::string(preset) != "int8") REQUIRE_FALSE(ran_int32);
+        if (avx2) continue;  // the avx2 level has no int64 cell kernel
         // the same values through the int64 accumulator overloads
         const std::vector<int64_t> gx64(gx.begin(), gx.end()), gh64(gh.begin(), gh.end());
         bad = cell_mismatch(spec, tab, gx64, gh, h_old, j0, j1, h_bias, bx, bh);
@@ -189,6 +202,22 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
       }
     }
   }
+}
+
+TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_element (random, tie and edge accumulators, every preset)") {
+  if (!cpu_has_avx512_vnni()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the avx512-vnni cell kernel cannot run here");
+    return;
+  }
+  cell_sweep(false);
+}
+
+TEST_CASE("the AVX2 int32 cell step drifts from gru_cell_element (random, tie and edge accumulators, every preset)") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 cell kernel cannot run here");
+    return;
+  }
+  cell_sweep(true);
 }
 
 // Plain Σ x·w for rows of A (codes, already biased into u8) against W.
@@ -404,6 +433,77 @@ TEST_CASE("a GEMV split at k into a stored and two added parts drifts from the w
       }
     }
   }
+}
+
+// gemm_avx2_packed (int16 operand codes against int8 weights in the packed layout) against the plain int64
+// sum Σ a·w, and gemm_avx2_packed_part's stored and added parts against the whole. fill: 0 random 8-bit codes,
+// 1 every product at (-128)·(-128), 2 every product at 127·(-128), 3 random 16-bit codes with |a| <= 2^14
+// (|Σ| stays below 2^31 for K <= 512: the contract's bound).
+void avx2_packed_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill) {
+  const int Kp = (K + 15) / 16 * 16;
+  std::mt19937 rng(seed);
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
+  std::vector<int16_t> A(static_cast<size_t>(M) * Kp, 0);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < K; ++k) W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(fill == 0 || fill == 3 ? static_cast<int>(rng() % 256) - 128 : -128);
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      const int v = fill == 0 ? static_cast<int>(rng() % 256) - 128 : fill == 1 ? -128 : fill == 2 ? 127 : static_cast<int>(rng() % 32769) - 16384;
+      A[static_cast<size_t>(m) * Kp + k] = static_cast<int16_t>(v);
+    }
+  }
+  std::vector<int8_t> Bp(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp);
+  fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  const size_t ldc = static_cast<size_t>(rows) + 3;
+  constexpr int32_t kSentinel = -0x12345678;
+  std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel), parts(C.size(), kSentinel);
+  fast::gemm_avx2_packed(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, C.data(), ldc);
+  // the middle part stored, the outer two added (as a part of a unit split does)
+  const int k0 = Kp / 4 / 4 * 4, k1 = std::max(k0, Kp / 2 / 4 * 4);
+  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k0, k1, false);
+  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, 0, k0, true);
+  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k1, Kp, true);
+  for (int m = 0; m < M; ++m) {
+    for (size_t c = 0; c < ldc; ++c) {
+      const size_t i = static_cast<size_t>(m) * ldc + c;
+      if (static_cast<int>(c) < c0 || static_cast<int>(c) >= c1) {
+        REQUIRE_MESSAGE((C[i] == kSentinel && parts[i] == kSentinel), "row " << m << " channel " << c << " outside [" << c0 << ", " << c1 << ") written");
+        continue;
+      }
+      int64_t want = 0;
+      for (int k = 0; k < Kp; ++k) want += int64_t{A[static_cast<size_t>(m) * Kp + k]} * W[c * Kp + static_cast<size_t>(k)];
+      REQUIRE_MESSAGE(int64_t{C[i]} == want, "M " << M << " rows " << rows << " K " << K << " fill " << fill << ": C[" << m << ", " << c
+                                                  << "] = " << C[i] << ", Σ a·w = " << want);
+      REQUIRE_MESSAGE(parts[i] == C[i], "parts: C[" << m << ", " << c << "] = " << parts[i] << ", whole " << C[i]);
+    }
+  }
+}
+
+TEST_CASE("the AVX2 packed GEMM drifts from Σ a·w (every row tile, channel ranges inside groups, operand ends, parts)") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 packed GEMM cannot run here");
+    return;
+  }
+  for (int M : {1, 2, 3, 4, 5, 7, 70}) {
+    for (int rows : {1, 8, 17, 64, 100, 200}) {
+      for (int K : {1, 16, 33, 200}) {
+        CAPTURE(M);
+        CAPTURE(rows);
+        CAPTURE(K);
+        avx2_packed_check(M, rows, K, 0, rows, 7u * M + rows + K, 0);
+        avx2_packed_check(M, rows, K, rows / 3, rows - rows / 4, 11u * M + rows + K, 0);
+        avx2_packed_check(M, rows, K, 0, rows, 1u, 1);
+        avx2_packed_check(M, rows, K, rows / 5, rows, 1u, 2);
+        avx2_packed_check(M, rows, K, 0, rows, 5u * M + rows + K, 3);
+      }
+    }
+  }
+  // The longest rows a lane holds at the ends: K = 65536 with every product 2^14 sums to 2^30 in two lanes.
+  avx2_packed_check(1, 33, 65536, 0, 33, 3u, 1);
+  avx2_packed_check(5, 9, 65536, 1, 9, 3u, 2);
+  // a row chunk of the GEMM for long K (8 rows at K = 2048) and more than one chunk
+  avx2_packed_check(21, 70, 2048, 3, 67, 9u, 0);
 }
 
 TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties, saturation, inf, NaN, tiny values)") {
