@@ -51,17 +51,24 @@ struct PackedMatrix {
   // The avx2 level: int8 weights whose every sum fits int32 in the same layout (packed_vnni, no bias), read by
   // fast::gemm_avx2_packed against int16 operand codes.
   bool avx2_packed = false;
+  bool avx2_s8 = false;  // and operand codes in [-128, 127], weights in [-127, 127]: fast::gemv_avx2_packed_s8 for M = 1
 
-  void pack_avx2() {
+  void pack_avx2(const TensorQuant& operand) {
     if (!int8 || !out_int32) return;
     packed_vnni.assign(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp, 0);
     fast::pack_vnni_u8s8(q8.data(), rows, Kp, packed_vnni.data());
     avx2_packed = true;
+    avx2_s8 = operand.qmin() >= -128 && operand.qmax() <= 127 &&
+              std::none_of(q8.begin(), q8.end(), [](int8_t w) { return w == -128; });
   }
   // gemm for avx2_packed over the operand elements [k0, k1) only, stored or added (fast::gemm_avx2_packed_part);
   // C points at channel 0 of row 0.
   void gemm_part(const int16_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc, int k0, int k1,
                  bool accumulate) const {
+    if (M == 1 && avx2_s8) {
+      fast::gemv_avx2_packed_s8(A, packed_vnni.data(), Kp, c0, c1, C, k0, k1, accumulate);
+      return;
+    }
     fast::gemm_avx2_packed_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);
   }
 
@@ -157,8 +164,12 @@ struct PackedMatrix {
   template <class OT>
   void gemm(const int16_t* A, size_t lda, int M, int c0, int nc, OT* C, size_t ldc) const {
     if constexpr (std::is_same_v<OT, int32_t>) {
-      if (avx2_packed) {  // C points at channel c0; the kernel takes channel 0 of the same rows
-        fast::gemm_avx2_packed(A, lda, M, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, ldc);
+      if (avx2_packed) {  // C points at channel c0; the kernels take channel 0 of the same rows
+        if (M == 1 && avx2_s8) {
+          fast::gemv_avx2_packed_s8(A, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, 0, Kp, false);
+        } else {
+          fast::gemm_avx2_packed(A, lda, M, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, ldc);
+        }
         return;
       }
     }
@@ -308,8 +319,8 @@ FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOpti
       R.pack_vnni(h);
     }
     if (out && isa == FastIsa::Avx2) {
-      W.pack_avx2();
-      R.pack_avx2();
+      W.pack_avx2(x);
+      R.pack_avx2(h);
     }
     if (out) out->emplace_back(std::move(W), std::move(R));
   }

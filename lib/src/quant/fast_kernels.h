@@ -248,6 +248,14 @@ void gemm_avx2_packed(const int16_t* A, size_t lda, int M, const int8_t* Bp, int
 void gemm_avx2_packed_part(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
                            size_t ldc, int k_begin, int k_end, bool accumulate);
 
+// gemv_avx2_packed_s8(a, Bp, Kp, c0, c1, c, k_begin, k_end, accumulate): gemm_avx2_packed_part for one operand
+// row whose codes lie in [-128, 127], against weights in [-127, 127] (no code -128): per k4 the four codes as
+// int8, |a| as u8 (vpabsb) and w·sign(a) (vpsignb, exact for w != -128), vpmaddubsw's pair |a|·w' + |a'|·w''
+// <= 2·128·127 = 32512 (no saturation), vpmaddwd with ones for the row's four products in one int32 lane. The
+// same exactness contract as gemm_avx2_packed (Σ_k |a·w| <= 2^31 - 1); a third fewer instructions per MAC.
+void gemv_avx2_packed_s8(const int16_t* a, const int8_t* Bp, int Kp, int c0, int c1, int32_t* c, int k_begin, int k_end,
+                         bool accumulate);
+
 // The int32 cell step on eight lanes for the AVX2 level: cell_rows_avx512_i32, cell_rows_avx512_i32_xterms and
 // x_terms_avx512_i32 with the same contracts (the same plan, the same int32 operations in the same order, the
 // same bounds from cell_fits_int32), tables read by 32-bit gathers from the int32 tables of p (every activation

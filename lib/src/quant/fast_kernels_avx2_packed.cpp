@@ -133,6 +133,29 @@ QGRU_AVX2 void packed_impl(const int16_t* A, size_t lda, int M, const int8_t* Bp
   }
 }
 
+// The GEMV for 8-bit operand codes and weights in [-127, 127] (gemv_avx2_packed_s8 in fast_kernels.h): one pass
+// over K per group of 64 channels, eight accumulators of eight channels each.
+QGRU_AVX2 void gemv_s8_group(const int16_t* a, const int8_t* G, int k4_begin, int k4_end, int32_t* c, int lo, int hi,
+                             bool accumulate) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[8];
+  for (auto& v : acc) v = _mm256_setzero_si256();
+  for (int k4 = k4_begin; k4 < k4_end; ++k4) {
+    // the four codes of k4 as int8 (exact: they lie in [-128, 127]) in every 32-bit lane
+    const __m128i a16 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + 4 * static_cast<size_t>(k4)));
+    const __m256i a4 = _mm256_broadcastd_epi32(_mm_packs_epi16(a16, a16));
+    const __m256i magnitude = _mm256_abs_epi8(a4);  // |a| in [0, 128] as u8 (abs(-128) is 0x80 = 128)
+    const int8_t* slab = G + static_cast<size_t>(k4) * 256;
+    for (int o = 0; o < 8; ++o) {
+      // w·sign(a) stays in [-127, 127]; |a|·(w·sign(a)) = a·w; a pair sum <= 2·128·127 = 32512: no saturation
+      const __m256i w = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(slab + 32 * o)), a4);
+      const __m256i pairs = _mm256_maddubs_epi16(magnitude, w);  // lane 2r + i: row r, k 2i and 2i + 1
+      acc[o] = _mm256_add_epi32(acc[o], _mm256_madd_epi16(pairs, ones));  // lane r: row r's four products
+    }
+  }
+  for (int o = 0; o < 8; ++o) store8(c + 8 * o, acc[o], lo - 8 * o, hi - 8 * o, accumulate);
+}
+
 }  // namespace
 
 QGRU_AVX2 void gemm_avx2_packed(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
@@ -145,12 +168,23 @@ QGRU_AVX2 void gemm_avx2_packed_part(const int16_t* A, size_t lda, int M, const 
   packed_impl(A, lda, M, Bp, Kp, c0, c1, C, ldc, k_begin / 4, k_end / 4, accumulate);
 }
 
+QGRU_AVX2 void gemv_avx2_packed_s8(const int16_t* a, const int8_t* Bp, int Kp, int c0, int c1, int32_t* c, int k_begin,
+                                   int k_end, bool accumulate) {
+  if (c1 <= c0) return;
+  const size_t group_bytes = static_cast<size_t>(Kp / 4) * 256;
+  for (int g = c0 / 64; g < (c1 + 63) / 64; ++g) {
+    gemv_s8_group(a, Bp + static_cast<size_t>(g) * group_bytes, k_begin / 4, k_end / 4, c + 64 * g, c0 - 64 * g, c1 - 64 * g,
+                  accumulate);
+  }
+}
+
 #else  // not x86-64: the fast executor never calls these (avx2_kernels_built() is false)
 
 void gemm_avx2_packed(const int16_t*, size_t, int, const int8_t*, int, int, int, int32_t*, size_t) { std::abort(); }
 void gemm_avx2_packed_part(const int16_t*, size_t, int, const int8_t*, int, int, int, int32_t*, size_t, int, int, bool) {
   std::abort();
 }
+void gemv_avx2_packed_s8(const int16_t*, const int8_t*, int, int, int, int32_t*, int, int, bool) { std::abort(); }
 
 #endif
 

@@ -506,6 +506,50 @@ TEST_CASE("the AVX2 packed GEMM drifts from Σ a·w (every row tile, channel ran
   avx2_packed_check(21, 70, 2048, 3, 67, 9u, 0);
 }
 
+TEST_CASE("the AVX2 8-bit GEMV drifts from Σ a·w (groups, channel ranges, operand and weight ends, parts)") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 8-bit GEMV cannot run here");
+    return;
+  }
+  std::mt19937 rng(31);
+  for (int rows : {1, 8, 63, 64, 65, 200, 770}) {
+    for (int K : {4, 16, 100, 1024}) {
+      for (int fill = 0; fill < 3; ++fill) {  // 0 random, 1 every product (-128)·(-127), 2 every product 127·(-127)
+        CAPTURE(rows);
+        CAPTURE(K);
+        CAPTURE(fill);
+        const int Kp = (K + 15) / 16 * 16;
+        std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
+        std::vector<int16_t> a(static_cast<size_t>(Kp), 0);
+        for (int r = 0; r < rows; ++r) {
+          for (int k = 0; k < K; ++k) W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % 255) - 127 : -127);
+        }
+        for (int k = 0; k < K; ++k) a[static_cast<size_t>(k)] = static_cast<int16_t>(fill == 0 ? static_cast<int>(rng() % 256) - 128 : fill == 1 ? -128 : 127);
+        std::vector<int8_t> Bp(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp);
+        fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+        const int c0 = rows / 4, c1 = rows - rows / 7;
+        constexpr int32_t kSentinel = 0x5A5A5A5A;
+        std::vector<int32_t> whole(static_cast<size_t>(rows), kSentinel), parts(whole.size(), kSentinel);
+        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, whole.data(), 0, Kp, false);
+        const int k0 = Kp / 4 / 4 * 4, k1 = std::max(k0, Kp / 2 / 4 * 4);
+        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), k0, k1, false);
+        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), 0, k0, true);
+        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), k1, Kp, true);
+        for (int c = 0; c < rows; ++c) {
+          if (c < c0 || c >= c1) {
+            REQUIRE((whole[static_cast<size_t>(c)] == kSentinel && parts[static_cast<size_t>(c)] == kSentinel));
+            continue;
+          }
+          int64_t want = 0;
+          for (int k = 0; k < Kp; ++k) want += int64_t{a[static_cast<size_t>(k)]} * W[static_cast<size_t>(c) * Kp + k];
+          REQUIRE_MESSAGE(int64_t{whole[static_cast<size_t>(c)]} == want, "channel " << c << ": " << whole[static_cast<size_t>(c)] << ", Σ a·w = " << want);
+          REQUIRE(parts[static_cast<size_t>(c)] == whole[static_cast<size_t>(c)]);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties, saturation, inf, NaN, tiny values)") {
   if (!cpu_has_avx2()) {
     MESSAGE("NOT TESTED: this CPU lacks AVX2");
