@@ -290,8 +290,10 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
                 " ".join("%.2fx" % r for r in ratios), statistics.median(ratios)))
         lines.append("")
     lines.append("## The machine's int16 multiply-add rate (AVX2 `_mm256_madd_epi16`)\n")
-    lines.append("`bench_cpu --benchmark_filter=BM_madd_peak`: 8 independent register-only chains of "
-                 "`vpmaddwd` + `vpaddd`, 16 MACs per instruction (int8 operands are sign-extended to int16 for it).\n")
+    lines.append("`bench_cpu --benchmark_filter=BM_madd_peak`: 10 independent register-only chains of "
+                 "`vpmaddwd` + `vpaddd` (written in assembly), 16 MACs per instruction, the multiply of the avx2 "
+                 "level's GEMMs (int8 weights sign-extended to int16 for it; its 8-bit GEMV pairs `vpmaddubsw` "
+                 "with `vpmaddwd` for 32 MACs per two multiplies, the same rate).\n")
     lines.append("| threads | MAC/s per wall second | MAC/s per CPU second |")
     lines.append("|---:|---:|---:|")
     for th in sorted(peak):
