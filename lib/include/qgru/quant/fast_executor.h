@@ -13,8 +13,8 @@
 // What is different:
 // - W and R are prepacked once (FastQuantGru's constructor) as int8 (or int16 when a code is outside
 //   [-128, 127]) rows padded to a multiple of 16 with zeros; x and h are int16 codes (sign-extended).
-// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (see Threads; at the avx512-vnni level with
-//   N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step
+// - B-1 for all T steps is one GEMM [T*N, C] x [C, 3H] (see Threads; with the packed int8 kernels of either
+//   level and N >= 8 one [N, C] x [C, 3H] GEMM per step instead, its output staying in L2); B-2 is a batch-N GEMV per step
 //   (at N = 1 and the avx512-vnni level, R's row groups visited in alternating order from step to step, so
 //   that each step starts on what the previous one read last).
 // - Products use _mm256_madd_epi16 (int16 x int16 -> int32, pairs added). Overflow proof, per cell: with
@@ -37,7 +37,15 @@
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
 //   environment forces one when the options leave it at Auto):
-//   avx2:        the GEMMs above; the cell step element by element (the QGRU_HD functions).
+//   avx2:        int8 weights whose every sum provably fits int32 (PackedMatrix::out_int32: the int8 preset,
+//                and 16-bit activations up to K = 512) prepacked in the VNNI layout below and read by
+//                fast::gemm_avx2_packed: four rows' weights at a k4 sign-extended to int16 (vpmovsxbw) against
+//                a row's four codes (vpmaddwd), 4 rows x 8 channels per register tile; at batch 1 with 8-bit h
+//                codes and no weight code -128, the GEMV fast::gemv_avx2_packed_s8 (|a| as u8 times
+//                w·sign(a) by vpmaddubsw, pairs within 32512, then vpmaddwd with ones). Cells the int32 proof
+//                covers run the cell step on eight int32 lanes (fast::cell_rows_avx2_i32, tables by
+//                gathers); other cells element by element (the QGRU_HD functions), other weights through the
+//                madd GEMMs above.
 //   avx512-vnni: (AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI: Ice Lake, Sapphire Rapids, Zen 4) GEMMs whose
 //                operands are 8-bit (x or h codes in [-128, 127] or [0, 255], int8 weights, K <= 65536) by
 //                vpdpbusd: u8 x s8 with the activation codes shifted into u8 by a_bias and a_bias·Σ_k W[c, k]
