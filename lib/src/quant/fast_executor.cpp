@@ -399,6 +399,7 @@ struct PackedCell {
   TabulatedActivations tabulated;
   bool vector_cell = false;  // the avx512-vnni level's cell kernel (every activation a table)
   bool avx2 = false;         // the avx2 level: cell32 runs fast::cell_rows_avx2_i32 (and x_terms_avx2_i32)
+  bool cell64_avx2 = false;  // the avx2 level outside the int32 proof: fast::cell_rows_avx2 (int64 lanes)
   fast::CellByteTables byte_tables{};  // for vector_cell
   bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
   fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
@@ -732,6 +733,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
             continue;
           }
         }
+        if (pc.cell64_avx2) {
+          fast::cell_rows_avx2(view, folded.x.data(), folded.h.data(), gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
+          continue;
+        }
         if (pc.vector_cell) {
           fast::cell_rows_avx512(view, pc.byte_tables, folded.x.data(), folded.h.data(), gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
           continue;
@@ -847,6 +852,7 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       if (pc.cell32) {
         fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
       }
+      pc.cell64_avx2 = pc.avx2 && !pc.cell32 && fast::cell_avx2_i64_applies(v);
     }
   }
 }

@@ -268,4 +268,24 @@ void cell_rows_avx2_i32_xterms(const GruCellParamsView& p, const Cell32Plan& pla
                                uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows, int j0, int j1);
 
+// The cell step on four int64 lanes for the AVX2 level, for cells outside the int32 proof (16-bit activations):
+// cell_rows_avx512's contract and operations (the folded int64 offsets, per-channel shifts in -62..62, every
+// rshift_round operand within 2^62 by the artifact's overflow proof), tables by gathers from p's int32 tables.
+// AVX2 has no 64-bit multiply: the three products use vpmuldq, exact when both factors lie within int32, which
+// cell_avx2_i64_applies proves per cell from the code ranges (|r - zp_r|, |hh - zp_hh|, |u - zp_u|, |h - zp_h|,
+// |1 - u| and |n aligned to h|), together with every activation being a table and every shift in -62..62.
+bool cell_avx2_i64_applies(const GruCellParamsView& p);
+void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int32_t* gx,
+                    const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
+                    int32_t h_bias, int32_t* dst);
+void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int32_t* gx,
+                    const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
+                    int32_t h_bias, int32_t* dst);
+void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int64_t* gx,
+                    const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
+                    int32_t h_bias, int32_t* dst);
+void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int64_t* gx,
+                    const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
+                    int32_t h_bias, int32_t* dst);
+
 }  // namespace qgru::fast

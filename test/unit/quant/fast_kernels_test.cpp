@@ -41,9 +41,8 @@ GruCellParamsView tabulated_view(const GruCellParamsView& v, std::vector<std::ve
 
 // The int64 kernel (cell_rows_avx512), and with int32 accumulators the int32 one (cell_rows_avx512_i32)
 // when cell_fits_int32 proves it for the accumulator bounds bx, bh, against gru_cell_element. With `avx2`
-// the avx2 level's int32 kernels (cell_rows_avx2_i32, x_terms_avx2_i32) instead; that level has no int64
-// kernel (its other cells run the scalar fused_cell_element, which fast_executor_test covers), so without the
-// int32 proof nothing runs and "" is returned with *ran_int32 false.
+// the avx2 level's kernels instead (cell_rows_avx2_i32 and x_terms_avx2_i32, else cell_rows_avx2 on int64
+// lanes, which must apply to every preset's cells).
 template <class GX, class GH>
 std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView& tab, const std::vector<GX>& gx,
                           const std::vector<GH>& gh, const std::vector<int16_t>& h_old, int j0, int j1, int32_t h_bias,
@@ -92,8 +91,11 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
     }
   }
   if (ran_int32) *ran_int32 = int32_kernel;
-  if (!int32_kernel && avx2) return "";
-  if (!int32_kernel) {
+  if (!int32_kernel && avx2) {
+    if (!fast::cell_avx2_i64_applies(tab)) return "the avx2 int64 cell does not apply to this cell";
+    fast::cell_rows_avx2(tab, off_x.data(), off_h.data(), gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
+                         h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
+  } else if (!int32_kernel) {
     fast::cell_rows_avx512(tab, bytes, off_x.data(), off_h.data(), gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(),
                            h_bias >= 0 ? hu8.data() : nullptr, h_bias, dst.data());
   }
@@ -190,14 +192,13 @@ void cell_sweep(bool avx2) {
         // the int8 preset must get the int32 kernel; 16-bit activations must not (products up to 2^32)
         if (std::string(preset) == "int8") REQUIRE(ran_int32);
         if (std::string(preset) != "int8") REQUIRE_FALSE(ran_int32);
-        if (avx2) continue;  // the avx2 level has no int64 cell kernel
         // the same values through the int64 accumulator overloads
         const std::vector<int64_t> gx64(gx.begin(), gx.end()), gh64(gh.begin(), gh.end());
-        bad = cell_mismatch(spec, tab, gx64, gh, h_old, j0, j1, h_bias, bx, bh);
+        bad = cell_mismatch(spec, tab, gx64, gh, h_old, j0, j1, h_bias, bx, bh, nullptr, avx2);
         REQUIRE_MESSAGE(bad.empty(), bad);
-        bad = cell_mismatch(spec, tab, gx, gh64, h_old, j0, j1, h_bias, bx, bh);
+        bad = cell_mismatch(spec, tab, gx, gh64, h_old, j0, j1, h_bias, bx, bh, nullptr, avx2);
         REQUIRE_MESSAGE(bad.empty(), bad);
-        bad = cell_mismatch(spec, tab, gx64, gh64, h_old, j0, j1, h_bias, bx, bh);
+        bad = cell_mismatch(spec, tab, gx64, gh64, h_old, j0, j1, h_bias, bx, bh, nullptr, avx2);
         REQUIRE_MESSAGE(bad.empty(), bad);
       }
     }
@@ -212,7 +213,7 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
   cell_sweep(false);
 }
 
-TEST_CASE("the AVX2 int32 cell step drifts from gru_cell_element (random, tie and edge accumulators, every preset)") {
+TEST_CASE("the AVX2 cell steps (int32 and int64 lanes) drift from gru_cell_element (random, tie and edge accumulators, every preset)") {
   if (!cpu_has_avx2()) {
     MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 cell kernel cannot run here");
     return;
