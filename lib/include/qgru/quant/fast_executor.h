@@ -44,8 +44,9 @@
 //                codes and no weight code -128, the GEMV fast::gemv_avx2_packed_s8 (|a| as u8 times
 //                w·sign(a) by vpmaddubsw, pairs within 32512, then vpmaddwd with ones). Cells the int32 proof
 //                covers run the cell step on eight int32 lanes (fast::cell_rows_avx2_i32, tables by
-//                gathers); other cells element by element (the QGRU_HD functions), other weights through the
-//                madd GEMMs above.
+//                gathers), others (16-bit activations) on four int64 lanes (fast::cell_rows_avx2, products by
+//                vpmuldq where fast::cell_avx2_i64_applies proves every factor within int32), the rest element
+//                by element (the QGRU_HD functions); other weights go through the madd GEMMs above.
 //   avx512-vnni: (AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI: Ice Lake, Sapphire Rapids, Zen 4) GEMMs whose
 //                operands are 8-bit (x or h codes in [-128, 127] or [0, 255], int8 weights, K <= 65536) by
 //                vpdpbusd: u8 x s8 with the activation codes shifted into u8 by a_bias and a_bias·Σ_k W[c, k]
