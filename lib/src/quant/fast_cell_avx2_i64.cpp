@@ -10,23 +10,13 @@
 #include <cstring>
 
 #include "avx2_target.h"
+#include "cell_bounds.h"
 #include "fast_kernels.h"
 
 namespace qgru::fast {
 
 namespace {
 constexpr int64_t kFactorLimit = (int64_t{1} << 31) - 1;  // vpmuldq multiplies the low 32 bits as int32
-
-// A bound of |rshift_round(v, s)| for |v| <= b: b / 2^s rounded up for s > 0, b·2^-s for s <= 0 (saturated
-// at 2^62, beyond every limit checked here).
-int64_t shifted_bound64(int64_t b, int s) {
-  if (s > 0) return s >= 62 ? 1 : (b >> s) + 1;
-  if (-s >= 62 || b > ((int64_t{1} << 62) >> -s)) return int64_t{1} << 62;
-  return b << -s;
-}
-int64_t max_abs_diff64(int32_t q_min, int32_t q_max, int64_t zp) {
-  return std::max(std::abs(q_min - zp), std::abs(q_max - zp));
-}
 bool shift_in_range(int s) { return s >= -62 && s <= 62; }
 }  // namespace
 
@@ -45,14 +35,14 @@ bool cell_avx2_i64_applies(const GruCellParamsView& p) {
     if (!shift_in_range(s)) return false;
   }
   // the six factors of C-3 and C-4 within int32
-  const int64_t d_hh = max_abs_diff64(p.weight_hh_linear.q_min, p.weight_hh_linear.q_max, p.weight_hh_linear.zp);
-  const int64_t d_r = max_abs_diff64(p.reset_gate.q_out_min, p.reset_gate.q_out_max, p.zp_reset_gate_output);
-  const int64_t d_u = max_abs_diff64(p.update_gate.q_out_min, p.update_gate.q_out_max, p.zp_update_gate_output);
-  const int64_t d_h = max_abs_diff64(p.h.q_min, p.h.q_max, p.h.zp);
+  const int64_t d_hh = max_abs_diff(p.weight_hh_linear.q_min, p.weight_hh_linear.q_max, p.weight_hh_linear.zp);
+  const int64_t d_r = max_abs_diff(p.reset_gate.q_out_min, p.reset_gate.q_out_max, p.zp_reset_gate_output);
+  const int64_t d_u = max_abs_diff(p.update_gate.q_out_min, p.update_gate.q_out_max, p.zp_update_gate_output);
+  const int64_t d_h = max_abs_diff(p.h.q_min, p.h.q_max, p.h.zp);
   const int64_t one = p.quant_one_in_update_gate_scale;
   const int64_t one_minus_u = std::max(std::abs(one - p.update_gate.q_out_min), std::abs(one - p.update_gate.q_out_max));
-  const int64_t d_n = max_abs_diff64(p.new_gate.q_out_min, p.new_gate.q_out_max, p.zp_new_gate_output);
-  const int64_t n_aligned = shifted_bound64(d_n, p.shift_new_gate_output_to_h);
+  const int64_t d_n = max_abs_diff(p.new_gate.q_out_min, p.new_gate.q_out_max, p.zp_new_gate_output);
+  const int64_t n_aligned = shifted_bound(d_n, p.shift_new_gate_output_to_h, int64_t{1} << 62, 62);
   for (int64_t factor : {d_hh, d_r, d_u, d_h, one_minus_u, n_aligned}) {
     if (factor > kFactorLimit) return false;
   }

@@ -3,6 +3,7 @@
 // attribute and is only called after the CPU was found to have AVX512F/BW/DQ/VL and AVX512-VNNI
 // (fast_executor.cpp, cpu_has_avx512_vnni); on other architectures the entry points exist but are never
 // called.
+#include "cell_bounds.h"
 #include "fast_kernels.h"
 #include "worker_team.h"
 
@@ -69,18 +70,9 @@ void prepare_byte_tables(const GruCellParamsView& p, CellByteTables* out) {
 
 namespace {
 constexpr int64_t kLane32Limit = int64_t{1} << 30;  // every intermediate of the int32 cell stays within ±2^30
-constexpr int64_t kHuge = int64_t{1} << 62;
 
-// A bound of |rshift_round(v, s)| for |v| <= b (b <= 2^62): b / 2^s rounded up for s > 0, b·2^-s for s <= 0
-// (kHuge when that exceeds the int32 lane limit).
-int64_t shifted_bound(int64_t b, int s) {
-  if (s > 0) return s >= 62 ? 1 : (b >> s) + 1;
-  if (-s >= 31 || b > (kLane32Limit >> -s)) return kHuge;
-  return b << -s;
-}
-int64_t max_abs_diff(int32_t q_min, int32_t q_max, int64_t zp) {
-  return std::max(std::abs(q_min - zp), std::abs(q_max - zp));
-}
+// cell_bounds.h's shifted_bound against the int32 lane limit (2^62 when the result would exceed it).
+int64_t shifted_bound(int64_t b, int s) { return fast::shifted_bound(b, s, kLane32Limit, 31); }
 }  // namespace
 
 bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t gemm_h_max_abs,
