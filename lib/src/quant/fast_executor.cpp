@@ -164,12 +164,8 @@ struct PackedMatrix {
   template <class OT>
   void gemm(const int16_t* A, size_t lda, int M, int c0, int nc, OT* C, size_t ldc) const {
     if constexpr (std::is_same_v<OT, int32_t>) {
-      if (avx2_packed) {  // C points at channel c0; the kernels take channel 0 of the same rows
-        if (M == 1 && avx2_s8) {
-          fast::gemv_avx2_packed_s8(A, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, 0, Kp, false);
-        } else {
-          fast::gemm_avx2_packed(A, lda, M, packed_vnni.data(), Kp, c0, c0 + nc, C - c0, ldc);
-        }
+      if (avx2_packed) {  // C points at channel c0; gemm_part takes channel 0 of the same rows
+        gemm_part(A, lda, M, c0, c0 + nc, C - c0, ldc, 0, Kp, false);
         return;
       }
     }
@@ -613,20 +609,20 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       int16_t* h_next = hbuf[cur ^ 1].data();
       // B-1 of this step when it runs in the loop: this thread's rows and units.
       if constexpr (std::is_same_v<GX, int32_t>) {
-        if (b1_per_step && W.avx2_packed) {
-          const int16_t* xs = x16 + (static_cast<size_t>(t) * N + n0) * W.Kp;
+        if (b1_per_step) {
+          const size_t row0 = static_cast<size_t>(t) * N + n0;
           int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
-          for (int g = 0; g < (j0 == 0 && j1 == H ? 1 : 3); ++g) {
-            const int c0 = j0 == 0 && j1 == H ? 0 : g * H + j0, nc = j0 == 0 && j1 == H ? G : j1 - j0;
-            W.gemm(xs, static_cast<size_t>(W.Kp), n1 - n0, c0, nc, gx0 + c0, static_cast<size_t>(G));
-          }
-        } else if (b1_per_step) {
-          const uint8_t* xu = xu8.get() + (static_cast<size_t>(t) * N + n0) * W.Kp;
-          int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
+          auto b1_channels = [&](int c0, int c1) {  // the VNNI GEMM on u8 codes, or the avx2 one on int16 codes
+            if (W.vnni) {
+              W.gemm_u8(xu8.get() + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
+            } else {
+              W.gemm(x16 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1 - c0, gx0 + c0, static_cast<size_t>(G));
+            }
+          };
           if (j0 == 0 && j1 == H) {
-            W.gemm_u8(xu, static_cast<size_t>(W.Kp), n1 - n0, 0, G, gx0, static_cast<size_t>(G));
+            b1_channels(0, G);
           } else {
-            for (int g = 0; g < 3; ++g) W.gemm_u8(xu, static_cast<size_t>(W.Kp), n1 - n0, g * H + j0, g * H + j1, gx0, static_cast<size_t>(G));
+            for (int g = 0; g < 3; ++g) b1_channels(g * H + j0, g * H + j1);
           }
         }
       }
@@ -636,30 +632,28 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       const bool split_gemv = (R.vnni || R.avx2_packed) && n1 - n0 == 1 && sync && std::is_same_v<GH, int32_t>;
       if (sync && step > 0 && !split_gemv) wait_for_others(part, step);
       if constexpr (std::is_same_v<GH, int32_t>) {
-        if (R.avx2_packed && split_gemv) {
-          // Batch 1 split over units (as with VNNI below): this part's own h codes first, then the others'.
-          const int16_t* h0 = h_cur + static_cast<size_t>(n0) * Kh;
-          int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-          for (int g = 0; g < 3; ++g) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), k_own0, k_own1, false);
+        int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
+        if (split_gemv) {
+          // Batch 1 split over units: first the products with this part's own h codes (written by this
+          // thread), then, after waiting for the other parts' step, the products with theirs.
+          auto gemv_part = [&](int g, int k0, int k1, bool accumulate) {  // gate g's units of this part, k in [k0, k1)
+            if (R.vnni) {
+              R.gemv_u8_part(hu8[cur].data() + static_cast<size_t>(n0) * Kh, g * H + j0, g * H + j1, gh0, k0, k1, accumulate);
+            } else {
+              R.gemm_part(h_cur + static_cast<size_t>(n0) * Kh, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0,
+                          static_cast<size_t>(G), k0, k1, accumulate);
+            }
+          };
+          for (int g = 0; g < 3; ++g) gemv_part(g, k_own0, k_own1, false);
           if (step > 0) wait_for_others(part, step);
           for (int g = 0; g < 3; ++g) {
-            if (k_own0 > 0) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), 0, k_own0, true);
-            if (k_own1 < Kh) R.gemm_part(h0, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G), k_own1, Kh, true);
+            if (k_own0 > 0) gemv_part(g, 0, k_own0, true);
+            if (k_own1 < Kh) gemv_part(g, k_own1, Kh, true);
           }
           b2_done = true;
         } else if (R.vnni) {
           const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
-          int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-          if (n1 - n0 == 1 && sync) {
-            // Batch 1 split over units: first the products with this part's own h codes (written by this
-            // thread), then, after waiting for the other parts' step, the products with theirs.
-            for (int g = 0; g < 3; ++g) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, k_own0, k_own1, false);
-            if (step > 0) wait_for_others(part, step);
-            for (int g = 0; g < 3; ++g) {
-              if (k_own0 > 0) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, 0, k_own0, true);
-              if (k_own1 < Kh) R.gemv_u8_part(hu, g * H + j0, g * H + j1, gh0, k_own1, Kh, true);
-            }
-          } else if (n1 - n0 == 1) {
+          if (n1 - n0 == 1) {
             // Batch 1: a GEMV whose weight order alternates from step to step, so that each step starts on
             // the rows of R the previous one read last (still in L1, or in L2 when R does not fit L2:
             // BM_vnni_gemm/M:1/rows:3072/K:1024 with alternate:1).
