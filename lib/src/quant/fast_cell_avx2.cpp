@@ -41,11 +41,19 @@ QGRU_AVX2 inline __m256i with_sign_of(__m256i magnitude, __m256i v) {
   return _mm256_sub_epi32(_mm256_xor_si256(magnitude, sign), sign);
 }
 
-// rshift_round by the plan's uniform shift i (rshift_round_u32 of the AVX-512 level): s > 0:
+// rshift_round(v, s) for 1 <= s <= 30 and |v| <= 2^30 in the floor form (Cell32Plan::floor_x):
+// (v + 2^(s-1) + (v >> 31)) >> s with arithmetic shifts; the sum lies within ±(2^30 + 2^29), no wrap.
+QGRU_AVX2 inline __m256i rshift_round_floor(__m256i v, __m256i count, __m256i half) {
+  return _mm256_srav_epi32(_mm256_add_epi32(_mm256_add_epi32(v, half), _mm256_srai_epi32(v, 31)), count);
+}
+
+// rshift_round by the plan's uniform shift i (rshift_round_u32 of the AVX-512 level): 1 <= s <= 30: the floor
+// form above; other s > 0:
 // sign(v)·((|v| + 2^(s-1)) >> s) (|v| <= 2^30 proved, so |v| + 2^(s-1) <= 2^31 + 2^30 fits the unsigned lane
 // vpsrlvd shifts; counts of 32 and more give 0, rshift_round's result for |v| < 2^(s-1)); s <= 0: v·2^-s
 // (exact: cell_fits_int32 bounds the result).
 QGRU_AVX2 inline __m256i rshift_round_u32(__m256i v, const Cell32Lanes& L, int i) {
+  if (L.shift_floor[i]) return rshift_round_floor(v, lanes8(L.shift_count[i]), lanes8(L.shift_half[i]));
   if (L.shift_sign[i] > 0) {
     const __m256i rounded =
         _mm256_srlv_epi32(_mm256_add_epi32(_mm256_abs_epi32(v), lanes8(L.shift_half[i])), lanes8(L.shift_count[i]));
@@ -63,19 +71,27 @@ QGRU_AVX2 inline __m256i rshift_round_split32(__m256i v, __m256i right, __m256i 
 }
 
 // A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp).
+// Floor: every channel's s in [1, 30] (Cell32Plan::floor_x / floor_h), `left` is not read.
+template <bool Floor>
 QGRU_AVX2 inline __m256i linear_diff32(const int32_t* acc, const int32_t* offset, const int32_t* right, const int32_t* left,
                                        const int32_t* half, const Lanes& k, __m256i lo, __m256i hi) {
   const __m256i sum = _mm256_add_epi32(load8(acc, k), load8(offset, k));  // |.| <= 2^30
-  const __m256i shifted = rshift_round_split32(sum, load8(right, k), load8(left, k), load8(half, k));
+  __m256i shifted;
+  if constexpr (Floor) {
+    shifted = rshift_round_floor(sum, load8(right, k), load8(half, k));
+  } else {
+    shifted = rshift_round_split32(sum, load8(right, k), load8(left, k), load8(half, k));
+  }
   return _mm256_min_epi32(_mm256_max_epi32(shifted, lo), hi);
 }
 
 // The x side of gate g (x_term32 of the AVX-512 level).
+template <bool Floor>
 QGRU_AVX2 inline __m256i x_term32(const Cell32Plan& plan, const int32_t* gx, size_t c, const Lanes& k, int g) {
   const Cell32Lanes& L = plan.lanes;
   const int shift = g == 0 ? Cell32Lanes::IhZ : g == 1 ? Cell32Lanes::IhR : Cell32Lanes::IhN;
-  return rshift_round_u32(linear_diff32(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
-                                        plan.half_x.data() + c, k, lanes8(L.ih_lo), lanes8(L.ih_hi)),
+  return rshift_round_u32(linear_diff32<Floor>(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
+                                               plan.half_x.data() + c, k, lanes8(L.ih_lo), lanes8(L.ih_hi)),
                           L, shift);
 }
 
@@ -111,8 +127,9 @@ QGRU_AVX2 inline __m256i cell_block32(const Cell32Lanes& L, const int32_t* t_z, 
       lanes8(L.h_max));
 }
 
-// XTerms: gx holds x_terms_avx2_i32's output instead of the raw B-1 accumulators.
-template <bool XTerms>
+// XTerms: gx holds x_terms_avx2_i32's output instead of the raw B-1 accumulators. FloorX, FloorH: the plan's
+// floor_x, floor_h (the rounding form of the two linears).
+template <bool XTerms, bool FloorX, bool FloorH>
 QGRU_AVX2 void cell_impl32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
                            const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias,
                            int32_t* dst) {
@@ -127,9 +144,9 @@ QGRU_AVX2 void cell_impl32(const GruCellParamsView& p, const Cell32Plan& plan, c
       if constexpr (XTerms) {
         x_term[g] = load8(gx + c, k);
       } else {
-        x_term[g] = x_term32(plan, gx + c, c, k, g);
+        x_term[g] = x_term32<FloorX>(plan, gx + c, c, k, g);
       }
-      hh_diff[g] = linear_diff32(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
+      hh_diff[g] = linear_diff32<FloorH>(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
                                  plan.half_h.data() + c, k, lanes8(L.hh_lo), lanes8(L.hh_hi));
     }
     __m128i h_old16;
@@ -161,22 +178,26 @@ QGRU_AVX2 void cell_impl32(const GruCellParamsView& p, const Cell32Plan& plan, c
   }
 }
 
-}  // namespace
-
-QGRU_AVX2 void cell_rows_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
-                                  const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias,
-                                  int32_t* dst) {
-  cell_impl32<false>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+// cell_impl32 for the plan's rounding forms.
+template <bool XTerms>
+QGRU_AVX2 void cell_dispatch32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                               const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias,
+                               int32_t* dst) {
+  const bool floor_x = plan.floor_x || XTerms;  // with XTerms the x side was shifted beforehand
+  if (floor_x && plan.floor_h) {
+    cell_impl32<XTerms, true, true>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  } else if (floor_x) {
+    cell_impl32<XTerms, true, false>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  } else if (plan.floor_h) {
+    cell_impl32<XTerms, false, true>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  } else {
+    cell_impl32<XTerms, false, false>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  }
 }
 
-QGRU_AVX2 void cell_rows_avx2_i32_xterms(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* x_terms,
-                                         const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
-                                         uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  cell_impl32<true>(p, plan, x_terms, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
-}
-
-QGRU_AVX2 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows,
-                                int j0, int j1) {
+// x_terms_avx2_i32 for one rounding form of the x side.
+template <bool Floor>
+QGRU_AVX2 void x_terms_impl(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows, int j0, int j1) {
   const int H = p.hidden_size;
   for (int r = 0; r < rows; ++r) {
     int32_t* row = gx + static_cast<size_t>(r) * ldg;
@@ -184,7 +205,7 @@ QGRU_AVX2 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& pl
       for (int j = j0; j < j1; j += 8) {
         const Lanes k = lanes_for(j1 - j);
         const size_t c = static_cast<size_t>(g) * H + j;
-        const __m256i term = x_term32(plan, row + c, c, k, g);
+        const __m256i term = x_term32<Floor>(plan, row + c, c, k, g);
         if (k.full) {
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + c), term);
         } else {
@@ -192,6 +213,29 @@ QGRU_AVX2 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& pl
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+QGRU_AVX2 void cell_rows_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                                  const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias,
+                                  int32_t* dst) {
+  cell_dispatch32<false>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+QGRU_AVX2 void cell_rows_avx2_i32_xterms(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* x_terms,
+                                         const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
+                                         uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
+  cell_dispatch32<true>(p, plan, x_terms, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+}
+
+QGRU_AVX2 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows,
+                                int j0, int j1) {
+  if (plan.floor_x) {
+    x_terms_impl<true>(p, plan, gx, ldg, rows, j0, j1);
+  } else {
+    x_terms_impl<false>(p, plan, gx, ldg, rows, j0, j1);
   }
 }
 

@@ -142,12 +142,19 @@ struct alignas(64) Cell32Lanes {
   int32_t shift_count[kShifts][16];                     // |s| (a count of 32 or more shifts every bit out)
   int32_t shift_half[kShifts][16];                      // s > 0: 2^(s-1) as u32 bits (0 beyond 32)
   int32_t shift_sign[kShifts];                          // 1: s > 0 (rounded right shift), 0: s = 0, -1: left shift
+  int32_t shift_floor[kShifts];                         // 1: 1 <= s <= 30 (the floor form of rshift_round applies)
 };
 struct Cell32Plan {
   std::vector<int32_t> offset_x, right_x, left_x, half_x;  // [3H], B-1's channels
   std::vector<int32_t> offset_h, right_h, left_h, half_h;  // [3H], B-2's channels
   int32_t ih_lo = 0, ih_hi = 0, hh_lo = 0, hh_hi = 0;      // linear code - zp ranges (ih: weight_ih_linear)
   int32_t gate_lo[3] = {0, 0, 0}, gate_hi[3] = {0, 0, 0}, gate_add[3] = {0, 0, 0};  // z, r, n
+  // True when every channel's shift of that side lies in [1, 30]: then, for |v| <= 2^30,
+  // rshift_round(v, s) = (v + half + (v >> 31)) >> s (arithmetic shifts; half = 2^(s-1), so the sum stays
+  // within ±(2^30 + 2^29)), which the AVX2 cell uses instead of the sign-magnitude form (4 operations instead
+  // of 7). Derivation: for v >= 0 both are floor((v + half) / 2^s); for v < 0, -floor((-v + half) / 2^s) =
+  // floor((v - half + 2^s - 1) / 2^s) = floor((v + half - 1) / 2^s), as 2^s - half = half.
+  bool floor_x = false, floor_h = false;
   Cell32Lanes lanes{};
 };
 void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out);

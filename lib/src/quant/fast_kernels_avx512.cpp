@@ -138,6 +138,11 @@ void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, co
   };
   split(p.shift_gemm_x_to_weight_ih_linear, offset_x, out->offset_x, out->right_x, out->left_x, out->half_x);
   split(p.shift_gemm_h_to_weight_hh_linear, offset_h, out->offset_h, out->right_h, out->left_h, out->half_h);
+  auto floor_form = [G](const int32_t* shift) {
+    return std::all_of(shift, shift + G, [](int32_t s) { return s >= 1 && s <= 30; });
+  };
+  out->floor_x = floor_form(p.shift_gemm_x_to_weight_ih_linear);
+  out->floor_h = floor_form(p.shift_gemm_h_to_weight_hh_linear);
   // code ranges are at most 16-bit and zero points inside them: every difference below fits int32
   out->ih_lo = p.weight_ih_linear.q_min - p.weight_ih_linear.zp;
   out->ih_hi = p.weight_ih_linear.q_max - p.weight_ih_linear.zp;
@@ -183,6 +188,7 @@ void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, co
   for (int i = 0; i < Cell32Lanes::kShifts; ++i) {
     const int32_t sh = shifts[i];
     L.shift_sign[i] = sh > 0 ? 1 : sh == 0 ? 0 : -1;
+    L.shift_floor[i] = sh >= 1 && sh <= 30 ? 1 : 0;
     fill(L.shift_count[i], sh > 0 ? sh : -static_cast<int64_t>(sh));
     fill(L.shift_half[i], sh > 0 && sh <= 32 ? static_cast<int32_t>(uint32_t{1} << (sh - 1)) : 0);  // u32 bits
   }
