@@ -16,7 +16,8 @@
 //                                          instruction, 12 independent chains): the peak of the avx512-vnni
 //                                          level's GEMMs.
 //   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
-//   BM_avx2_gemm/<M>/<rows>/<K>             the avx2 level's GEMM alone (fast::gemm_avx2_packed; M = 1: the
+//   BM_avx2_gemm/<M>/<rows>/<K>/<s8>        the avx2 level's GEMM alone (s8 0: fast::gemm_avx2_packed on int16
+//                                          codes; 1: gemm_avx2_packed_s8_part for 8-bit codes; M = 1: the
 //                                          8-bit GEMV gemv_avx2_packed_s8), weights and operands hot.
 // The model: weights uniform in ±1.5/sqrt(H), input N(0, 1), quantized with ranges observed (min/max) on
 // the same input, as the unit tests do.
@@ -216,9 +217,13 @@ void BM_avx2_gemm(benchmark::State& state) {
   std::vector<int16_t> A(static_cast<size_t>(M) * Kp);
   for (auto& a : A) a = static_cast<int16_t>(static_cast<int>(rng() % 256) - 128);
   std::vector<int32_t> C(static_cast<size_t>(M) * rows);
+  const bool s8 = state.range(3) != 0;
   for (auto _ : state) {
     if (M == 1) {  // weights in [-127, 127], codes in [-128, 127]: the recurrence's GEMV
       qgru::fast::gemv_avx2_packed_s8(A.data(), Bp.data(), Kp, 0, rows, C.data(), 0, Kp, false);
+    } else if (s8) {
+      qgru::fast::gemm_avx2_packed_s8_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, 0, rows, C.data(),
+                                           static_cast<size_t>(rows), 0, Kp, false);
     } else {
       qgru::fast::gemm_avx2_packed(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, 0, rows, C.data(), static_cast<size_t>(rows));
     }
@@ -226,9 +231,11 @@ void BM_avx2_gemm(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * int64_t{M} * rows * Kp);  // MACs
 }
-BENCHMARK(BM_avx2_gemm)->Args({1, 192, 64})->Args({1, 768, 256})->Args({1, 3072, 1024})->Args({32, 768, 256})
-    ->Args({64, 768, 256})->Args({50, 3072, 1024})->Args({100, 768, 256})->Args({6400, 768, 256})->Args({100, 192, 64})->Args({1600, 1536, 512})
-    ->ArgNames({"M", "rows", "K"})->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_avx2_gemm)->Args({1, 192, 64, 1})->Args({1, 768, 256, 1})->Args({1, 3072, 1024, 1})
+    ->ArgsProduct({{32, 64}, {768}, {256}, {0, 1}})->ArgsProduct({{50}, {3072}, {1024}, {0, 1}})
+    ->ArgsProduct({{100, 6400}, {768}, {256}, {0, 1}})->ArgsProduct({{100}, {192}, {64}, {0, 1}})
+    ->ArgsProduct({{1600}, {1536}, {512}, {0, 1}})
+    ->ArgNames({"M", "rows", "K", "s8"})->MeasureProcessCPUTime()->UseRealTime();
 
 void shapes(benchmark::internal::Benchmark* b) {
   const int list[][3] = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};

@@ -51,7 +51,7 @@ struct PackedMatrix {
   // The avx2 level: int8 weights whose every sum fits int32 in the same layout (packed_vnni, no bias), read by
   // fast::gemm_avx2_packed against int16 operand codes.
   bool avx2_packed = false;
-  bool avx2_s8 = false;  // and operand codes in [-128, 127], weights in [-127, 127]: fast::gemv_avx2_packed_s8 for M = 1
+  bool avx2_s8 = false;  // and operand codes in [-128, 127], weights in [-127, 127]: fast::gemm_avx2_packed_s8_part
 
   void pack_avx2(const TensorQuant& operand) {
     if (!int8 || !out_int32) return;
@@ -65,8 +65,8 @@ struct PackedMatrix {
   // C points at channel 0 of row 0.
   void gemm_part(const int16_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc, int k0, int k1,
                  bool accumulate) const {
-    if (M == 1 && avx2_s8) {
-      fast::gemv_avx2_packed_s8(A, packed_vnni.data(), Kp, c0, c1, C, k0, k1, accumulate);
+    if (avx2_s8) {
+      fast::gemm_avx2_packed_s8_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);
       return;
     }
     fast::gemm_avx2_packed_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);

@@ -262,6 +262,14 @@ void gemm_avx2_packed_part(const int16_t* A, size_t lda, int M, const int8_t* Bp
 // same exactness contract as gemm_avx2_packed (Σ_k |a·w| <= 2^31 - 1); a third fewer instructions per MAC.
 void gemv_avx2_packed_s8(const int16_t* a, const int8_t* Bp, int Kp, int c0, int c1, int32_t* c, int k_begin, int k_end,
                          bool accumulate);
+// gemm_avx2_packed_s8_part(A, lda, M, ...): gemm_avx2_packed_part for operand codes in [-128, 127] against
+// weights in [-127, 127], M rows (M = 1: gemv_avx2_packed_s8): per chunk of rows the codes are converted once to
+// int8 and |a| (u8), then the GEMV's arithmetic (vpsignb, vpmaddubsw, vpmaddwd with ones) on tiles of four rows
+// x sixteen channels, whose lanes are channel sums without a horizontal add: two multiplies and two other
+// operations per 32 MACs, where the int16 kernel needs two multiplies and two and a half others. The same
+// exactness contract; k spans beyond 4096 run as added parts.
+void gemm_avx2_packed_s8_part(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
+                              size_t ldc, int k_begin, int k_end, bool accumulate);
 
 // The int32 cell step on eight lanes for the AVX2 level: cell_rows_avx512_i32, cell_rows_avx512_i32_xterms and
 // x_terms_avx512_i32 with the same contracts (the same plan, the same int32 operations in the same order, the

@@ -156,7 +156,107 @@ QGRU_AVX2 void gemv_s8_group(const int16_t* a, const int8_t* G, int k4_begin, in
   for (int o = 0; o < 8; ++o) store8(c + 8 * o, acc[o], lo - 8 * o, hi - 8 * o, accumulate);
 }
 
+// ---- the GEMM for 8-bit operand codes (gemm_avx2_packed_s8_part) ----------------------------------------
+
+// Operand rows [rows, k1 - k0] converted once per row chunk: the codes as int8 (exact: they lie in
+// [-128, 127]; vpsignb's sign source) and |a| as u8 (abs(-128) = 0x80 = 128). ld: the buffers' row stride.
+QGRU_AVX2 void rows_to_s8(const int16_t* A, size_t lda, int rows, int k0, int k1, int8_t* S, uint8_t* magnitude, size_t ld) {
+  for (int r = 0; r < rows; ++r) {
+    const int16_t* a = A + static_cast<size_t>(r) * lda;
+    int8_t* s = S + static_cast<size_t>(r) * ld;
+    uint8_t* m = magnitude + static_cast<size_t>(r) * ld;
+    int k = k0;
+    for (; k + 16 <= k1; k += 16) {
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k + 8));
+      const __m128i codes = _mm_packs_epi16(lo, hi);  // no saturation: every code lies in [-128, 127]
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(s + (k - k0)), codes);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(m + (k - k0)), _mm_abs_epi8(codes));
+    }
+    for (; k < k1; ++k) {
+      s[k - k0] = static_cast<int8_t>(a[k]);
+      m[k - k0] = static_cast<uint8_t>(a[k] < 0 ? -a[k] : a[k]);
+    }
+  }
+}
+
+// MR converted rows against the sixteen channels whose weights start at B (two 32-byte vectors of eight channels
+// x four k in each k4 slab), k4 in [k4_begin, k4_begin + nk4); S and magnitude point at the rows' k4_begin.
+// Per row and vector: w·sign(a) (vpsignb; exact, no weight is -128), the pairs |a|·w' (vpmaddubsw, each pair
+// <= 2·128·127 = 32512: no saturation), vpmaddwd with ones: lane r holds channel r's four products. acc[m][v]
+// is then channel-ordered (no horizontal add); MR·2 accumulators, two weight, two operand registers and ones.
+template <int MR>
+QGRU_AVX2 void s8_tile(const int8_t* S, const uint8_t* magnitude, size_t ld, const int8_t* B, int k4_begin, int nk4,
+                       int32_t* C, size_t ldc, int lo, int hi, bool accumulate) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[MR][2];
+  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_si256();
+  for (int i = 0; i < nk4; ++i) {
+    const int8_t* slab = B + static_cast<size_t>(k4_begin + i) * 256;
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(slab));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(slab + 32));
+    for (int m = 0; m < MR; ++m) {
+      int32_t s4, m4;
+      std::memcpy(&s4, S + static_cast<size_t>(m) * ld + 4 * static_cast<size_t>(i), 4);
+      std::memcpy(&m4, magnitude + static_cast<size_t>(m) * ld + 4 * static_cast<size_t>(i), 4);
+      const __m256i sign = _mm256_set1_epi32(s4), mag = _mm256_set1_epi32(m4);
+      acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(w0, sign)), ones));
+      acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(w1, sign)), ones));
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    store8(C + static_cast<size_t>(m) * ldc, acc[m][0], lo, hi, accumulate);
+    store8(C + static_cast<size_t>(m) * ldc + 8, acc[m][1], lo - 8, hi - 8, accumulate);
+  }
+}
+
+// Operand bytes per converted plane (16 KiB each on the stack): a chunk holds at least four rows of up to 4096 k.
+constexpr int kS8PlaneBytes = 16384;
+constexpr int kS8MaxSpan = kS8PlaneBytes / 4;
+
+// k in [k0, k1), k1 - k0 <= kS8MaxSpan, multiples of 4.
+QGRU_AVX2 void s8_impl(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C, size_t ldc,
+                       int k0, int k1, bool accumulate) {
+  alignas(32) int8_t S[kS8PlaneBytes];
+  alignas(32) uint8_t magnitude[kS8PlaneBytes];
+  const int span = k1 - k0;
+  const size_t ld = static_cast<size_t>(span);
+  const size_t group_bytes = static_cast<size_t>(Kp / 4) * 256;
+  auto weights_at = [&](int c) { return Bp + static_cast<size_t>(c / 64) * group_bytes + static_cast<size_t>(c % 64) * 4; };
+  const int row_chunk = std::max(4, std::min(64, kS8PlaneBytes / std::max(span, 4) / 4 * 4));
+  for (int m0 = 0; m0 < M; m0 += row_chunk) {
+    const int m1 = std::min(M, m0 + row_chunk);
+    rows_to_s8(A + static_cast<size_t>(m0) * lda, lda, m1 - m0, k0, k1, S, magnitude, ld);
+    for (int e = c0 / 16; e < (c1 + 15) / 16; ++e) {  // sixteen channels inside one group of 64
+      const int8_t* B = weights_at(16 * e);
+      const int lo = c0 - 16 * e, hi = c1 - 16 * e;
+      auto rows_at = [&](int m) { return static_cast<size_t>(m - m0) * ld; };
+      auto out = [&](int m) { return C + static_cast<size_t>(m) * ldc + 16 * e; };
+      int m = m0;
+      for (; m + 4 <= m1; m += 4) s8_tile<4>(S + rows_at(m), magnitude + rows_at(m), ld, B, k0 / 4, span / 4, out(m), ldc, lo, hi, accumulate);
+      switch (m1 - m) {
+        case 3: s8_tile<3>(S + rows_at(m), magnitude + rows_at(m), ld, B, k0 / 4, span / 4, out(m), ldc, lo, hi, accumulate); break;
+        case 2: s8_tile<2>(S + rows_at(m), magnitude + rows_at(m), ld, B, k0 / 4, span / 4, out(m), ldc, lo, hi, accumulate); break;
+        case 1: s8_tile<1>(S + rows_at(m), magnitude + rows_at(m), ld, B, k0 / 4, span / 4, out(m), ldc, lo, hi, accumulate); break;
+        default: break;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+QGRU_AVX2 void gemm_avx2_packed_s8_part(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1,
+                                        int32_t* C, size_t ldc, int k_begin, int k_end, bool accumulate) {
+  if (M <= 0 || c1 <= c0) return;
+  if (M == 1) return gemv_avx2_packed_s8(A, Bp, Kp, c0, c1, C, k_begin, k_end, accumulate);
+  if (k_end <= k_begin) return packed_impl(A, lda, M, Bp, Kp, c0, c1, C, ldc, k_begin / 4, k_end / 4, accumulate);  // zeros
+  // spans of at most kS8MaxSpan k: the first stored or added as asked, the others added (exact: every partial
+  // sum is a sum over a subset of the terms, within the caller's bound)
+  for (int k0 = k_begin; k0 < k_end; k0 += kS8MaxSpan) {
+    s8_impl(A, lda, M, Bp, Kp, c0, c1, C, ldc, k0, std::min(k_end, k0 + kS8MaxSpan), k0 == k_begin ? accumulate : true);
+  }
+}
 
 QGRU_AVX2 void gemm_avx2_packed(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
                                 size_t ldc) {
@@ -185,6 +285,9 @@ void gemm_avx2_packed_part(const int16_t*, size_t, int, const int8_t*, int, int,
   std::abort();
 }
 void gemv_avx2_packed_s8(const int16_t*, const int8_t*, int, int, int, int32_t*, int, int, bool) { std::abort(); }
+void gemm_avx2_packed_s8_part(const int16_t*, size_t, int, const int8_t*, int, int, int, int32_t*, size_t, int, int, bool) {
+  std::abort();
+}
 
 #endif
 

@@ -453,10 +453,42 @@ TEST_CASE("a GEMV split at k into a stored and two added parts drifts from the w
   }
 }
 
-// gemm_avx2_packed (int16 operand codes against int8 weights in the packed layout) against the plain int64
-// sum Σ a·w, and gemm_avx2_packed_part's stored and added parts against the whole. fill: 0 random 8-bit codes,
-// 1 every product at (-128)·(-128), 2 every product at 127·(-128), 3 random 16-bit codes with |a| <= 2^14
-// (|Σ| stays below 2^31 for K <= 512: the contract's bound).
+// One of the avx2 level's packed GEMMs, part(A, lda, M, Bp, Kp, c0, c1, C, ldc, k_begin, k_end, accumulate),
+// against the plain int64 sum Σ a·w for W [rows, Kp] and A [M, Kp]: the whole K stored, and a stored middle
+// part plus two added outer parts (as a part of a unit split does) giving the same C; channels outside [c0, c1)
+// untouched.
+template <class Part>
+void avx2_gemm_check(int M, int rows, int Kp, int c0, int c1, const std::vector<int8_t>& W, const std::vector<int16_t>& A,
+                     const Part& part, const char* what) {
+  std::vector<int8_t> Bp(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp);
+  fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
+  const size_t ldc = static_cast<size_t>(rows) + 3;
+  constexpr int32_t kSentinel = -0x12345678;
+  std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel), parts(C.size(), kSentinel);
+  part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, C.data(), ldc, 0, Kp, false);
+  const int k0 = Kp / 4 / 4 * 4, k1 = std::max(k0, Kp / 2 / 4 * 4);
+  part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k0, k1, false);
+  part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, 0, k0, true);
+  part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k1, Kp, true);
+  for (int m = 0; m < M; ++m) {
+    for (size_t c = 0; c < ldc; ++c) {
+      const size_t i = static_cast<size_t>(m) * ldc + c;
+      if (static_cast<int>(c) < c0 || static_cast<int>(c) >= c1) {
+        REQUIRE_MESSAGE((C[i] == kSentinel && parts[i] == kSentinel), what << ": row " << m << " channel " << c << " outside [" << c0 << ", " << c1 << ") written");
+        continue;
+      }
+      int64_t want = 0;
+      for (int k = 0; k < Kp; ++k) want += int64_t{A[static_cast<size_t>(m) * Kp + k]} * W[c * Kp + static_cast<size_t>(k)];
+      REQUIRE_MESSAGE(int64_t{C[i]} == want, what << ": M " << M << " rows " << rows << " Kp " << Kp << ": C[" << m << ", " << c
+                                                  << "] = " << C[i] << ", Σ a·w = " << want);
+      REQUIRE_MESSAGE(parts[i] == C[i], what << ": parts: C[" << m << ", " << c << "] = " << parts[i] << ", whole " << C[i]);
+    }
+  }
+}
+
+// gemm_avx2_packed / gemm_avx2_packed_part (int16 operand codes against int8 weights in the packed layout).
+// fill: 0 random 8-bit codes, 1 every product at (-128)·(-128), 2 every product at 127·(-128), 3 random 16-bit
+// codes with |a| <= 2^14 (|Σ| stays below 2^31 for K <= 512: the contract's bound).
 void avx2_packed_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill) {
   const int Kp = (K + 15) / 16 * 16;
   std::mt19937 rng(seed);
@@ -471,34 +503,39 @@ void avx2_packed_check(int M, int rows, int K, int c0, int c1, uint32_t seed, in
       A[static_cast<size_t>(m) * Kp + k] = static_cast<int16_t>(v);
     }
   }
-  std::vector<int8_t> Bp(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp);
-  fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
-  const size_t ldc = static_cast<size_t>(rows) + 3;
-  constexpr int32_t kSentinel = -0x12345678;
-  std::vector<int32_t> C(static_cast<size_t>(M) * ldc, kSentinel), parts(C.size(), kSentinel);
-  fast::gemm_avx2_packed(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, C.data(), ldc);
-  // the middle part stored, the outer two added (as a part of a unit split does)
-  const int k0 = Kp / 4 / 4 * 4, k1 = std::max(k0, Kp / 2 / 4 * 4);
-  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k0, k1, false);
-  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, 0, k0, true);
-  fast::gemm_avx2_packed_part(A.data(), static_cast<size_t>(Kp), M, Bp.data(), Kp, c0, c1, parts.data(), ldc, k1, Kp, true);
-  for (int m = 0; m < M; ++m) {
-    for (size_t c = 0; c < ldc; ++c) {
-      const size_t i = static_cast<size_t>(m) * ldc + c;
-      if (static_cast<int>(c) < c0 || static_cast<int>(c) >= c1) {
-        REQUIRE_MESSAGE((C[i] == kSentinel && parts[i] == kSentinel), "row " << m << " channel " << c << " outside [" << c0 << ", " << c1 << ") written");
-        continue;
-      }
-      int64_t want = 0;
-      for (int k = 0; k < Kp; ++k) want += int64_t{A[static_cast<size_t>(m) * Kp + k]} * W[c * Kp + static_cast<size_t>(k)];
-      REQUIRE_MESSAGE(int64_t{C[i]} == want, "M " << M << " rows " << rows << " K " << K << " fill " << fill << ": C[" << m << ", " << c
-                                                  << "] = " << C[i] << ", Σ a·w = " << want);
-      REQUIRE_MESSAGE(parts[i] == C[i], "parts: C[" << m << ", " << c << "] = " << parts[i] << ", whole " << C[i]);
-    }
-  }
+  auto part = [](const int16_t* a, size_t lda, int m, const int8_t* bp, int kp, int ca, int cb, int32_t* c, size_t ldc, int kb,
+                 int ke, bool acc) {
+    if (kb == 0 && ke == kp && !acc) return fast::gemm_avx2_packed(a, lda, m, bp, kp, ca, cb, c, ldc);  // the whole-K entry
+    fast::gemm_avx2_packed_part(a, lda, m, bp, kp, ca, cb, c, ldc, kb, ke, acc);
+  };
+  avx2_gemm_check(M, rows, Kp, c0, c1, W, A, part, "gemm_avx2_packed");
 }
 
-TEST_CASE("the AVX2 packed GEMM drifts from Σ a·w (every row tile, channel ranges inside groups, operand ends, parts)") {
+// gemm_avx2_packed_s8_part (8-bit operand codes, weights in [-127, 127]). fill: 0 random codes and weights,
+// 1 every product (-128)·(-127), 2 every product 127·(-127), 3 random with zero codes and zero weights mixed in.
+void avx2_s8_gemm_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill) {
+  const int Kp = (K + 15) / 16 * 16;
+  std::mt19937 rng(seed);
+  std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
+  std::vector<int16_t> A(static_cast<size_t>(M) * Kp, 0);
+  auto random_weight = [&] { return static_cast<int>(rng() % 255) - 127; };
+  auto random_code = [&] { return static_cast<int>(rng() % 256) - 128; };
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < K; ++k) {
+      const int w = fill == 0 ? random_weight() : fill == 3 ? (rng() % 3 == 0 ? 0 : random_weight()) : -127;
+      W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(w);
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      const int v = fill == 0 ? random_code() : fill == 1 ? -128 : fill == 2 ? 127 : (rng() % 3 == 0 ? 0 : random_code());
+      A[static_cast<size_t>(m) * Kp + k] = static_cast<int16_t>(v);
+    }
+  }
+  avx2_gemm_check(M, rows, Kp, c0, c1, W, A, fast::gemm_avx2_packed_s8_part, "gemm_avx2_packed_s8_part");
+}
+
+TEST_CASE("the AVX2 packed GEMMs (int16 and 8-bit codes) drift from Σ a·w (every row tile, channel ranges inside groups, operand ends, parts)") {
   if (!cpu_has_avx2()) {
     MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 packed GEMM cannot run here");
     return;
@@ -514,6 +551,11 @@ TEST_CASE("the AVX2 packed GEMM drifts from Σ a·w (every row tile, channel ran
         avx2_packed_check(M, rows, K, 0, rows, 1u, 1);
         avx2_packed_check(M, rows, K, rows / 5, rows, 1u, 2);
         avx2_packed_check(M, rows, K, 0, rows, 5u * M + rows + K, 3);
+        // the GEMM for 8-bit codes (M = 1: its GEMV)
+        avx2_s8_gemm_check(M, rows, K, 0, rows, 7u * M + rows + K, 0);
+        avx2_s8_gemm_check(M, rows, K, rows / 3, rows - rows / 4, 11u * M + rows + K, 3);
+        avx2_s8_gemm_check(M, rows, K, 0, rows, 1u, 1);
+        avx2_s8_gemm_check(M, rows, K, rows / 5, rows, 1u, 2);
       }
     }
   }
@@ -566,6 +608,17 @@ TEST_CASE("the AVX2 8-bit GEMV drifts from Σ a·w (groups, channel ranges, oper
       }
     }
   }
+}
+
+TEST_CASE("the AVX2 8-bit GEMM drifts from Σ a·w beyond one converted span of K and over many row chunks") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 8-bit GEMM cannot run here");
+    return;
+  }
+  // K beyond one converted span (4096): two and three spans, at the operand ends and random; many row chunks
+  avx2_s8_gemm_check(6, 40, 5000, 3, 37, 5u, 1);
+  avx2_s8_gemm_check(9, 70, 9000, 0, 70, 6u, 0);
+  avx2_s8_gemm_check(133, 130, 256, 1, 129, 8u, 0);
 }
 
 TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties, saturation, inf, NaN, tiny values)") {
