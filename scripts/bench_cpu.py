@@ -2,7 +2,7 @@
 """CPU benchmark of qgru's executors beside PyTorch and onnxruntime; writes docs/benchmarks/cpu.md.
 
   scripts/bench_cpu.py [--build build-fast] [--reps 5] [--threads 2] [--out docs/benchmarks/cpu.md] [--quick]
-                       [--rounds 3]
+                       [--rounds 3] [--avx2-rounds 0]
 
 Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memory):
   qgru int8 reference, qgru fast int8 (1 and --threads threads; the best level the CPU has, and the avx2
@@ -12,7 +12,9 @@ Runs, one process per (runner, shape) under /usr/bin/time -v (peak resident memo
   this script in --worker mode, median of --reps timed runs after 2 warm-up runs.
 Each run is the whole sequence of T steps (one layer, C = H, unidirectional, batch N). Times are the wall
 time and the process CPU time (all threads) per run. Then --rounds alternating pairs of processes, fast int8
-and onnxruntime, per shape: the side-by-side ratio (median over rounds) that the targets are read from. onnxruntime is installed into a private venv
+and onnxruntime, per shape: the side-by-side ratio (median over rounds) that the targets are read from; then
+--avx2-rounds more with the fast path held to its avx2 level (on an AVX2-only CPU the two are the same).
+onnxruntime is installed into a private venv
 (/tmp/qgru-bench-venv), PyTorch from Debian's python3-torch when it is missing (apt-get, as root or with
 sudo): neither is a dependency of the build or the tests.
 """
@@ -163,6 +165,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="first two shapes only")
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternating rounds of fast int8 and onnxruntime per shape for the side-by-side ratio (0: none)")
+    ap.add_argument("--avx2-rounds", type=int, default=0,
+                    help="as --rounds, with the fast path held to its avx2 level (bench_cpu path 5), after them (0: none)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
@@ -196,18 +200,23 @@ def main():
             print("%-45s H=%-5d T=%-4d N=%-3d %s" % (name, H, T, N, json.dumps(r)), flush=True)
     # Side by side: the fast int8 path and onnxruntime (the fastest peer in every shape measured) in alternating
     # processes, so that a slow phase of the machine hits both; the ratio of each round, then their median.
-    rounds = {}
-    if have_ort and args.rounds > 0:
+    def side_by_side(path, label, count):
+        rounds = {}
+        if not have_ort:
+            return rounds
         for (H, T, N) in shapes:
-            for _ in range(args.rounds):
+            for _ in range(count):
                 try:
-                    q = qgru_run(binary, 1, H, T, N, th, args.reps)["wall_ms"]
+                    q = qgru_run(binary, path, H, T, N, th, args.reps)["wall_ms"]
                     o = peer_run("ort", H, T, N, th, args.reps)["wall_ms"]
                 except Exception as e:  # noqa: BLE001 - reported in the page, not fatal
                     print("side-by-side round failed: %s" % e, flush=True)
                     continue
                 rounds.setdefault((H, T, N), []).append((q, o))
-                print("round H=%-5d T=%-4d N=%-3d qgru %.3f ms, onnxruntime %.3f ms: %.2fx" % (H, T, N, q, o, o / q), flush=True)
+                print("round%s H=%-5d T=%-4d N=%-3d qgru %.3f ms, onnxruntime %.3f ms: %.2fx" % (label, H, T, N, q, o, o / q), flush=True)
+        return rounds
+    rounds = side_by_side(1, "", args.rounds)
+    rounds_avx2 = side_by_side(5, " (avx2 level)", args.avx2_rounds)
     peak = madd_peak(binary)
     try:
         vnni = madd_peak(binary, "BM_vnni_peak")
@@ -216,7 +225,7 @@ def main():
     load_after = os.getloadavg()
     with open(args.json, "w") as f:
         json.dump({"%d/%d/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
-    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds)
+    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2)
 
 
 def cpu_model():
@@ -231,7 +240,7 @@ def cpu_model():
         return platform.processor()
 
 
-def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds):
+def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2):
     fast_name = runners[3][0]
     lines = []
     lines.append("# CPU benchmarks\n")
@@ -273,15 +282,17 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
     lines.append("")
     lines.append("The last column is each runner's wall time divided by the fast int8 path's with %d threads "
                  "(> 1: the fast path is that many times faster).\n" % args.threads)
-    if rounds:
-        lines.append("## Side by side: fast int8 against onnxruntime in alternating processes\n")
-        lines.append("%d rounds per shape, each a fast int8 process (%d threads) then an onnxruntime process (%d threads), "
+    def rounds_table(rs_by_shape, title, what, count):
+        if not rs_by_shape:
+            return
+        lines.append("## Side by side: %s against onnxruntime in alternating processes\n" % title)
+        lines.append("%d rounds per shape, each a %s process (%d threads) then an onnxruntime process (%d threads), "
                      "each the median of %d runs; a slow phase of the machine hits both sides of a round.\n"
-                     % (args.rounds, args.threads, args.threads, args.reps))
-        lines.append("| shape (H, T, N) | qgru fast int8 ms (rounds) | onnxruntime ms (rounds) | ratio per round | median ratio |")
+                     % (count, what, args.threads, args.threads, args.reps))
+        lines.append("| shape (H, T, N) | qgru %s ms (rounds) | onnxruntime ms (rounds) | ratio per round | median ratio |" % what)
         lines.append("|---|---|---|---|---:|")
         for (H, T, N) in shapes:
-            rs = rounds.get((H, T, N), [])
+            rs = rs_by_shape.get((H, T, N), [])
             if not rs:
                 continue
             ratios = [o / q for q, o in rs]
@@ -289,6 +300,12 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
                 H, T, N, " ".join("%.3f" % q for q, _ in rs), " ".join("%.3f" % o for _, o in rs),
                 " ".join("%.2fx" % r for r in ratios), statistics.median(ratios)))
         lines.append("")
+    rounds_table(rounds, "fast int8", "fast int8", args.rounds)
+    if rounds_avx2:
+        rounds_table(rounds_avx2, "fast int8 held to its avx2 level", "fast int8 avx2 level", args.avx2_rounds)
+        lines.append("The avx2 level is what a CPU without AVX-512 VNNI runs. On a CPU that has AVX-512, onnxruntime "
+                     "still uses its AVX-512 kernels while qgru is held to AVX2 here: a harder comparison than the "
+                     "same code on an AVX2-only CPU.\n")
     lines.append("## The machine's int16 multiply-add rate (AVX2 `_mm256_madd_epi16`)\n")
     lines.append("`bench_cpu --benchmark_filter=BM_madd_peak`: 10 independent register-only chains of "
                  "`vpmaddwd` + `vpaddd` (written in assembly), 16 MACs per instruction, the multiply of the avx2 "

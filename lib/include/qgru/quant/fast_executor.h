@@ -40,11 +40,12 @@
 //   avx2:        int8 weights whose every sum provably fits int32 (PackedMatrix::out_int32: the int8 preset,
 //                and 16-bit activations up to K = 512) prepacked in the VNNI layout below and read by
 //                fast::gemm_avx2_packed: four rows' weights at a k4 sign-extended to int16 (vpmovsxbw) against
-//                a row's four codes (vpmaddwd), 4 rows x 8 channels per register tile; at batch 1 with 8-bit h
-//                codes and no weight code -128, the GEMV fast::gemv_avx2_packed_s8 (|a| as u8 times
-//                w·sign(a) by vpmaddubsw, pairs within 32512, then vpmaddwd with ones). Cells the int32 proof
-//                covers run the cell step on eight int32 lanes (fast::cell_rows_avx2_i32, tables by
-//                gathers), others (16-bit activations) on four int64 lanes (fast::cell_rows_avx2, products by
+//                a row's four codes (vpmaddwd), 4 rows x 8 channels per register tile; with 8-bit operand
+//                codes and no weight code -128 (the int8 preset), fast::gemm_avx2_packed_s8_part instead (|a|
+//                as u8 times w·sign(a) by vpmaddubsw, pairs within 32512, then vpmaddwd with ones; 4 rows x
+//                16 channels, at batch 1 the GEMV gemv_avx2_packed_s8). Cells the int32 proof covers run the
+//                cell step on eight int32 lanes (fast::cell_rows_avx2_i32, tables by gathers, rshift_round in
+//                its floor form where every shift lies in [1, 30]), others (16-bit activations) on four int64 lanes (fast::cell_rows_avx2, products by
 //                vpmuldq where fast::cell_avx2_i64_applies proves every factor within int32), the rest element
 //                by element (the QGRU_HD functions); other weights go through the madd GEMMs above.
 //   avx512-vnni: (AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI: Ice Lake, Sapphire Rapids, Zen 4) GEMMs whose
