@@ -15,6 +15,9 @@
 //   BM_vnni_peak                            the same for AVX-512 VNNI vpdpbusd (u8 x s8, 64 MACs per
 //                                          instruction, 12 independent chains): the peak of the avx512-vnni
 //                                          level's GEMMs.
+//   BM_fma_peak                             the fp32 FMA rate (vfmadd231ps, 8 MACs per instruction, 10 chains).
+//   BM_madd_fma_mix                         vpmaddwd and vfmadd231ps chains interleaved: multiply instructions
+//                                          per second (do the two kinds issue side by side?).
 //   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
 //   BM_avx2_gemm/<M>/<rows>/<K>/<s8>        the avx2 level's GEMM alone (s8 0: fast::gemm_avx2_packed on int16
 //                                          codes; 1: gemm_avx2_packed_s8_part for 8-bit codes; M = 1: the
@@ -141,6 +144,60 @@ __attribute__((target("avx2"))) void BM_madd_peak(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t{kChains} * kIters * 16);  // 16 MACs per madd
 }
 BENCHMARK(BM_madd_peak)->Threads(1)->Threads(2)->MeasureProcessCPUTime()->UseRealTime();
+
+// The fp32 FMA rate of the same core (vfmadd231ps, 8 multiply-adds per instruction, ten independent chains,
+// register-only, in assembly like BM_madd_peak): what an fp32 peer's GEMM can reach at most. With
+// BM_madd_fma_mix it says whether integer multiply-adds and FMAs issue side by side or share the same units.
+__attribute__((target("avx2,fma"))) void BM_fma_peak(benchmark::State& state) {
+  constexpr int kChains = 10;
+  constexpr int kIters = 4096;
+  const __m256 b = _mm256_set1_ps(0.5f);
+  for (auto _ : state) {
+    __m256 c0 = b, c1 = b, c2 = b, c3 = b, c4 = b, c5 = b, c6 = b, c7 = b, c8 = b, c9 = b;
+    for (int i = 0; i < kIters; ++i) {
+      __asm__ volatile(
+          "vfmadd231ps %[b], %[b], %[c0]\n\tvfmadd231ps %[b], %[b], %[c1]\n\tvfmadd231ps %[b], %[b], %[c2]\n\t"
+          "vfmadd231ps %[b], %[b], %[c3]\n\tvfmadd231ps %[b], %[b], %[c4]\n\tvfmadd231ps %[b], %[b], %[c5]\n\t"
+          "vfmadd231ps %[b], %[b], %[c6]\n\tvfmadd231ps %[b], %[b], %[c7]\n\tvfmadd231ps %[b], %[b], %[c8]\n\t"
+          "vfmadd231ps %[b], %[b], %[c9]\n\t"
+          : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5), [c6] "+x"(c6),
+            [c7] "+x"(c7), [c8] "+x"(c8), [c9] "+x"(c9)
+          : [b] "x"(b));
+    }
+    for (__m256 v : {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9}) benchmark::DoNotOptimize(v);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{kChains} * kIters * 8);  // 8 MACs per FMA
+}
+BENCHMARK(BM_fma_peak)->Threads(1)->MeasureProcessCPUTime()->UseRealTime();
+
+// Four vpmaddwd + vpaddd chains interleaved with four vfmadd231ps chains: items are instructions of the two
+// multiply kinds (vpmaddwd and vfmadd231ps; the vpaddd not counted). If both kinds issued on separate units the
+// rate would approach the sum of BM_madd_peak's and BM_fma_peak's instruction rates; if they share units it
+// stays at either one's.
+__attribute__((target("avx2,fma"))) void BM_madd_fma_mix(benchmark::State& state) {
+  constexpr int kIters = 4096;
+  const __m256i bi = _mm256_set1_epi16(-5);
+  const __m256 bf = _mm256_set1_ps(0.5f);
+  for (auto _ : state) {
+    __m256i i0 = bi, i1 = _mm256_add_epi16(bi, bi), i2 = _mm256_sub_epi16(bi, i1), i3 = _mm256_add_epi16(i1, bi);
+    __m256 f0 = bf, f1 = bf, f2 = bf, f3 = bf;
+    for (int i = 0; i < kIters; ++i) {
+      __asm__ volatile(
+          "vpmaddwd %[bi], %[i0], %%ymm12\n\tvfmadd231ps %[bf], %[bf], %[f0]\n\tvpaddd %%ymm12, %[i0], %[i0]\n\t"
+          "vpmaddwd %[bi], %[i1], %%ymm13\n\tvfmadd231ps %[bf], %[bf], %[f1]\n\tvpaddd %%ymm13, %[i1], %[i1]\n\t"
+          "vpmaddwd %[bi], %[i2], %%ymm14\n\tvfmadd231ps %[bf], %[bf], %[f2]\n\tvpaddd %%ymm14, %[i2], %[i2]\n\t"
+          "vpmaddwd %[bi], %[i3], %%ymm15\n\tvfmadd231ps %[bf], %[bf], %[f3]\n\tvpaddd %%ymm15, %[i3], %[i3]\n\t"
+          : [i0] "+x"(i0), [i1] "+x"(i1), [i2] "+x"(i2), [i3] "+x"(i3), [f0] "+x"(f0), [f1] "+x"(f1), [f2] "+x"(f2),
+            [f3] "+x"(f3)
+          : [bi] "x"(bi), [bf] "x"(bf)
+          : "xmm12", "xmm13", "xmm14", "xmm15");
+    }
+    for (__m256i v : {i0, i1, i2, i3}) benchmark::DoNotOptimize(v);
+    for (__m256 v : {f0, f1, f2, f3}) benchmark::DoNotOptimize(v);
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t{8} * kIters);  // multiply instructions
+}
+BENCHMARK(BM_madd_fma_mix)->Threads(1)->MeasureProcessCPUTime()->UseRealTime();
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void vnni_peak_loop(benchmark::State& state) {
   const __m512i a = _mm512_set1_epi8(3);

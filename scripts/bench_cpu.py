@@ -218,6 +218,10 @@ def main():
     rounds = side_by_side(1, "", args.rounds)
     rounds_avx2 = side_by_side(5, " (avx2 level)", args.avx2_rounds)
     peak = madd_peak(binary)
+    try:  # the fp32 FMA rate an fp32 peer's GEMM is bound by, and whether FMAs issue beside vpmaddwd
+        fma = (madd_peak(binary, "BM_fma_peak"), madd_peak(binary, "BM_madd_fma_mix"))
+    except Exception:  # noqa: BLE001 - reported as missing in the page
+        fma = ({}, {})
     try:
         vnni = madd_peak(binary, "BM_vnni_peak")
     except Exception:  # noqa: BLE001 - no AVX-512 VNNI: the madd peak is the limit
@@ -225,7 +229,7 @@ def main():
     load_after = os.getloadavg()
     with open(args.json, "w") as f:
         json.dump({"%d/%d/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
-    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2)
+    write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2, fma)
 
 
 def cpu_model():
@@ -240,7 +244,7 @@ def cpu_model():
         return platform.processor()
 
 
-def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2):
+def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after, rounds, rounds_avx2, fma):
     fast_name = runners[3][0]
     lines = []
     lines.append("# CPU benchmarks\n")
@@ -316,6 +320,24 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
     for th in sorted(peak):
         lines.append("| %d | %.1f G | %.1f G |" % (th, peak[th][0] / 1e9, peak[th][1] / 1e9))
     one_core = peak.get(1, (float("nan"), float("nan")))[1]
+    fma_peak, mix = fma
+    if 1 in fma_peak and 1 in mix:
+        madd_instr, fma_instr = one_core / 16, fma_peak[1][1] / 8
+        lines.append("")
+        lines.append("Beside it, one core's fp32 FMA rate (`BM_fma_peak`: 10 chains of `vfmadd231ps`, 8 MACs per "
+                     "instruction), the bound of an fp32 peer's GEMM, and `BM_madd_fma_mix` (4 `vpmaddwd` + `vpaddd` "
+                     "chains interleaved with 4 `vfmadd231ps` chains; multiply instructions per CPU second):\n")
+        lines.append("| one core | instructions/s | MAC/s |")
+        lines.append("|---|---:|---:|")
+        lines.append("| `vpmaddwd` (BM_madd_peak) | %.2f G | %.1f G |" % (madd_instr / 1e9, one_core / 1e9))
+        lines.append("| `vfmadd231ps` (BM_fma_peak) | %.2f G | %.1f G |" % (fma_instr / 1e9, fma_peak[1][1] / 1e9))
+        lines.append("| both interleaved (BM_madd_fma_mix) | %.2f G | |" % (mix[1][1] / 1e9))
+        lines.append("")
+        lines.append("Exact int8 products on AVX2 reach %.2fx the fp32 FMA rate of the same core in MACs; the two kinds "
+                     "%s." % (one_core / fma_peak[1][1],
+                              "share their execution units (interleaved, they issue no faster than the faster kind alone)"
+                              if mix[1][1] < 1.2 * max(madd_instr, fma_instr) else
+                              "issue side by side (interleaved, faster than either kind alone)"))
     peak_name = "madd"
     if vnni:
         lines.append("")
