@@ -3,5 +3,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${QGRU_BUILD_DIR:-$root/build}"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >&2
+source "$root/scripts/compiler_cache.sh"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${compiler_cache_args[@]}" "$@" >&2
 cmake --build "$build" -j "$(nproc)" >&2

@@ -17,7 +17,8 @@ mkdir -p "$build"
 # No -Werror here: the main build has it, and instrumented code is not where warnings are judged.
 # -O1 keeps compile time and the instrumented code's speed in balance; line tables are all a sanitizer or
 # libFuzzer report needs (file:line in every frame), at a third less object size and link time than -g.
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+source "$root/scripts/compiler_cache.sh"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler_cache_args[@]}" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DQGRU_SANITIZE=ON -DQGRU_FUZZ=ON -DQGRU_ENABLE_CUDA=OFF >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
