@@ -54,6 +54,20 @@ QGRU_AVX2 inline void store8(int32_t* c, __m256i v, int lo, int hi, bool accumul
   }
 }
 
+// The packed weights of the channels from c (a multiple of 4) in pack_vnni_u8s8's layout: group c / 64, at
+// (c mod 64)·4 bytes of each 256-byte k4 slab.
+inline const int8_t* channel_weights(const int8_t* Bp, int Kp, int c) {
+  return Bp + static_cast<size_t>(c / 64) * (static_cast<size_t>(Kp / 4) * 256) + static_cast<size_t>(c % 64) * 4;
+}
+
+// The 8-bit kernels' product of one k4 slab for eight channels (w: their 32 weight bytes, all in [-127, 127];
+// sign: a row's four codes as int8 in every 32-bit lane; magnitude: the same codes' |a| as u8): w·sign(a) stays
+// in [-127, 127] (vpsignb), |a|·(w·sign(a)) = a·w, and a vpmaddubsw pair sum is at most 2·128·127 = 32512 (no
+// saturation); vpmaddwd with ones then gives lane r = channel r's four products, exact in int32.
+QGRU_AVX2 inline __m256i s8_products(__m256i magnitude, __m256i sign, __m256i w, __m256i ones) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(w, sign)), ones);
+}
+
 // MR operand rows against the 4·NQ consecutive channels whose weights start at B (NQ quads of 16 bytes in each
 // 256-byte k4 slab of one group: the tile lies inside one group of 64 channels). acc[m][q] covers channels
 // 4q .. 4q + 3 of the tile (two lanes each). C points at channel 0 of the tile; channels [lo, hi) of it are
@@ -102,12 +116,9 @@ QGRU_AVX2 void gemv_tile(const int16_t* a, const int8_t* B, int k4_begin, int k4
 QGRU_AVX2 void packed_impl(const int16_t* A, size_t lda, int M, const int8_t* Bp, int Kp, int c0, int c1, int32_t* C,
                            size_t ldc, int k4_begin, int k4_end, bool accumulate) {
   if (M <= 0 || c1 <= c0) return;
-  const size_t group_bytes = static_cast<size_t>(Kp / 4) * 256;
-  // The weights of the channels from c (a multiple of 8): group c / 64, at (c mod 64)·4 bytes of each k4 slab.
-  auto weights_at = [&](int c) { return Bp + static_cast<size_t>(c / 64) * group_bytes + static_cast<size_t>(c % 64) * 4; };
   if (M == 1) {  // the batch-1 GEMV: 32 channels (eight accumulators) per pass over K; rows are padded to 64
     for (int t = c0 / 32; t < (c1 + 31) / 32; ++t) {
-      gemv_tile<8>(A, weights_at(32 * t), k4_begin, k4_end, C + 32 * t, c0 - 32 * t, c1 - 32 * t, accumulate);
+      gemv_tile<8>(A, channel_weights(Bp, Kp, 32 * t), k4_begin, k4_end, C + 32 * t, c0 - 32 * t, c1 - 32 * t, accumulate);
     }
     return;
   }
@@ -117,7 +128,7 @@ QGRU_AVX2 void packed_impl(const int16_t* A, size_t lda, int M, const int8_t* Bp
   for (int m0 = 0; m0 < M; m0 += row_chunk) {
     const int m1 = std::min(M, m0 + row_chunk);
     for (int e = c0 / 8; e < (c1 + 7) / 8; ++e) {
-      const int8_t* B = weights_at(8 * e);
+      const int8_t* B = channel_weights(Bp, Kp, 8 * e);
       const int lo = c0 - 8 * e, hi = c1 - 8 * e;
       auto at = [&](int row) { return A + static_cast<size_t>(row) * lda; };
       auto out = [&](int row) { return C + static_cast<size_t>(row) * ldc + 8 * e; };
@@ -147,10 +158,8 @@ QGRU_AVX2 void gemv_s8_group(const int16_t* a, const int8_t* G, int k4_begin, in
     const __m256i magnitude = _mm256_abs_epi8(a4);  // |a| in [0, 128] as u8 (abs(-128) is 0x80 = 128)
     const int8_t* slab = G + static_cast<size_t>(k4) * 256;
     for (int o = 0; o < 8; ++o) {
-      // w·sign(a) stays in [-127, 127]; |a|·(w·sign(a)) = a·w; a pair sum <= 2·128·127 = 32512: no saturation
-      const __m256i w = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(slab + 32 * o)), a4);
-      const __m256i pairs = _mm256_maddubs_epi16(magnitude, w);  // lane 2r + i: row r, k 2i and 2i + 1
-      acc[o] = _mm256_add_epi32(acc[o], _mm256_madd_epi16(pairs, ones));  // lane r: row r's four products
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(slab + 32 * o));
+      acc[o] = _mm256_add_epi32(acc[o], s8_products(magnitude, a4, w, ones));
     }
   }
   for (int o = 0; o < 8; ++o) store8(c + 8 * o, acc[o], lo - 8 * o, hi - 8 * o, accumulate);
@@ -182,9 +191,8 @@ QGRU_AVX2 void rows_to_s8(const int16_t* A, size_t lda, int rows, int k0, int k1
 
 // MR converted rows against the sixteen channels whose weights start at B (two 32-byte vectors of eight channels
 // x four k in each k4 slab), k4 in [k4_begin, k4_begin + nk4); S and magnitude point at the rows' k4_begin.
-// Per row and vector: w·sign(a) (vpsignb; exact, no weight is -128), the pairs |a|·w' (vpmaddubsw, each pair
-// <= 2·128·127 = 32512: no saturation), vpmaddwd with ones: lane r holds channel r's four products. acc[m][v]
-// is then channel-ordered (no horizontal add); MR·2 accumulators, two weight, two operand registers and ones.
+// Per row and vector s8_products: lane r holds channel r's four products, so acc[m][v] is channel-ordered (no
+// horizontal add); MR·2 accumulators, two weight, two operand registers and ones.
 template <int MR>
 QGRU_AVX2 void s8_tile(const int8_t* S, const uint8_t* magnitude, size_t ld, const int8_t* B, int k4_begin, int nk4,
                        int32_t* C, size_t ldc, int lo, int hi, bool accumulate) {
@@ -200,8 +208,8 @@ QGRU_AVX2 void s8_tile(const int8_t* S, const uint8_t* magnitude, size_t ld, con
       std::memcpy(&s4, S + static_cast<size_t>(m) * ld + 4 * static_cast<size_t>(i), 4);
       std::memcpy(&m4, magnitude + static_cast<size_t>(m) * ld + 4 * static_cast<size_t>(i), 4);
       const __m256i sign = _mm256_set1_epi32(s4), mag = _mm256_set1_epi32(m4);
-      acc[m][0] = _mm256_add_epi32(acc[m][0], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(w0, sign)), ones));
-      acc[m][1] = _mm256_add_epi32(acc[m][1], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(w1, sign)), ones));
+      acc[m][0] = _mm256_add_epi32(acc[m][0], s8_products(mag, sign, w0, ones));
+      acc[m][1] = _mm256_add_epi32(acc[m][1], s8_products(mag, sign, w1, ones));
     }
   }
   for (int m = 0; m < MR; ++m) {
@@ -221,14 +229,12 @@ QGRU_AVX2 void s8_impl(const int16_t* A, size_t lda, int M, const int8_t* Bp, in
   alignas(32) uint8_t magnitude[kS8PlaneBytes];
   const int span = k1 - k0;
   const size_t ld = static_cast<size_t>(span);
-  const size_t group_bytes = static_cast<size_t>(Kp / 4) * 256;
-  auto weights_at = [&](int c) { return Bp + static_cast<size_t>(c / 64) * group_bytes + static_cast<size_t>(c % 64) * 4; };
   const int row_chunk = std::max(4, std::min(64, kS8PlaneBytes / std::max(span, 4) / 4 * 4));
   for (int m0 = 0; m0 < M; m0 += row_chunk) {
     const int m1 = std::min(M, m0 + row_chunk);
     rows_to_s8(A + static_cast<size_t>(m0) * lda, lda, m1 - m0, k0, k1, S, magnitude, ld);
     for (int e = c0 / 16; e < (c1 + 15) / 16; ++e) {  // sixteen channels inside one group of 64
-      const int8_t* B = weights_at(16 * e);
+      const int8_t* B = channel_weights(Bp, Kp, 16 * e);
       const int lo = c0 - 16 * e, hi = c1 - 16 * e;
       auto rows_at = [&](int m) { return static_cast<size_t>(m - m0) * ld; };
       auto out = [&](int m) { return C + static_cast<size_t>(m) * ldc + 16 * e; };
@@ -271,9 +277,8 @@ QGRU_AVX2 void gemm_avx2_packed_part(const int16_t* A, size_t lda, int M, const 
 QGRU_AVX2 void gemv_avx2_packed_s8(const int16_t* a, const int8_t* Bp, int Kp, int c0, int c1, int32_t* c, int k_begin,
                                    int k_end, bool accumulate) {
   if (c1 <= c0) return;
-  const size_t group_bytes = static_cast<size_t>(Kp / 4) * 256;
   for (int g = c0 / 64; g < (c1 + 63) / 64; ++g) {
-    gemv_s8_group(a, Bp + static_cast<size_t>(g) * group_bytes, k_begin / 4, k_end / 4, c + 64 * g, c0 - 64 * g, c1 - 64 * g,
+    gemv_s8_group(a, channel_weights(Bp, Kp, 64 * g), k_begin / 4, k_end / 4, c + 64 * g, c0 - 64 * g, c1 - 64 * g,
                   accumulate);
   }
 }

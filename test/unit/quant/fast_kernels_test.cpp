@@ -511,9 +511,12 @@ void avx2_packed_check(int M, int rows, int K, int c0, int c1, uint32_t seed, in
   avx2_gemm_check(M, rows, Kp, c0, c1, W, A, part, "gemm_avx2_packed");
 }
 
-// gemm_avx2_packed_s8_part (8-bit operand codes, weights in [-127, 127]). fill: 0 random codes and weights,
-// 1 every product (-128)·(-127), 2 every product 127·(-127), 3 random with zero codes and zero weights mixed in.
-void avx2_s8_gemm_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill) {
+// gemm_avx2_packed_s8_part (8-bit operand codes, weights in [-127, 127]), or another kernel with its contract
+// and signature (the GEMV below). fill: 0 random codes and weights, 1 every product (-128)·(-127), 2 every
+// product 127·(-127), 3 random with zero codes and zero weights mixed in.
+template <class Part = decltype(&fast::gemm_avx2_packed_s8_part)>
+void avx2_s8_gemm_check(int M, int rows, int K, int c0, int c1, uint32_t seed, int fill,
+                        Part part = fast::gemm_avx2_packed_s8_part, const char* what = "gemm_avx2_packed_s8_part") {
   const int Kp = (K + 15) / 16 * 16;
   std::mt19937 rng(seed);
   std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
@@ -532,7 +535,7 @@ void avx2_s8_gemm_check(int M, int rows, int K, int c0, int c1, uint32_t seed, i
       A[static_cast<size_t>(m) * Kp + k] = static_cast<int16_t>(v);
     }
   }
-  avx2_gemm_check(M, rows, Kp, c0, c1, W, A, fast::gemm_avx2_packed_s8_part, "gemm_avx2_packed_s8_part");
+  avx2_gemm_check(M, rows, Kp, c0, c1, W, A, part, what);
 }
 
 TEST_CASE("the AVX2 packed GEMMs (int16 and 8-bit codes) drift from Σ a·w (every row tile, channel ranges inside groups, operand ends, parts)") {
@@ -571,40 +574,17 @@ TEST_CASE("the AVX2 8-bit GEMV drifts from Σ a·w (groups, channel ranges, oper
     MESSAGE("NOT TESTED: this CPU lacks AVX2; the avx2 8-bit GEMV cannot run here");
     return;
   }
-  std::mt19937 rng(31);
+  // gemv_avx2_packed_s8 called directly (one operand row; lda and ldc unused)
+  auto gemv = [](const int16_t* a, size_t, int, const int8_t* bp, int kp, int ca, int cb, int32_t* c, size_t, int kb, int ke,
+                 bool acc) { fast::gemv_avx2_packed_s8(a, bp, kp, ca, cb, c, kb, ke, acc); };
   for (int rows : {1, 8, 63, 64, 65, 200, 770}) {
     for (int K : {4, 16, 100, 1024}) {
       for (int fill = 0; fill < 3; ++fill) {  // 0 random, 1 every product (-128)·(-127), 2 every product 127·(-127)
         CAPTURE(rows);
         CAPTURE(K);
         CAPTURE(fill);
-        const int Kp = (K + 15) / 16 * 16;
-        std::vector<int8_t> W(static_cast<size_t>(rows) * Kp, 0);
-        std::vector<int16_t> a(static_cast<size_t>(Kp), 0);
-        for (int r = 0; r < rows; ++r) {
-          for (int k = 0; k < K; ++k) W[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(fill == 0 ? static_cast<int>(rng() % 255) - 127 : -127);
-        }
-        for (int k = 0; k < K; ++k) a[static_cast<size_t>(k)] = static_cast<int16_t>(fill == 0 ? static_cast<int>(rng() % 256) - 128 : fill == 1 ? -128 : 127);
-        std::vector<int8_t> Bp(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp);
-        fast::pack_vnni_u8s8(W.data(), rows, Kp, Bp.data());
-        const int c0 = rows / 4, c1 = rows - rows / 7;
-        constexpr int32_t kSentinel = 0x5A5A5A5A;
-        std::vector<int32_t> whole(static_cast<size_t>(rows), kSentinel), parts(whole.size(), kSentinel);
-        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, whole.data(), 0, Kp, false);
-        const int k0 = Kp / 4 / 4 * 4, k1 = std::max(k0, Kp / 2 / 4 * 4);
-        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), k0, k1, false);
-        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), 0, k0, true);
-        fast::gemv_avx2_packed_s8(a.data(), Bp.data(), Kp, c0, c1, parts.data(), k1, Kp, true);
-        for (int c = 0; c < rows; ++c) {
-          if (c < c0 || c >= c1) {
-            REQUIRE((whole[static_cast<size_t>(c)] == kSentinel && parts[static_cast<size_t>(c)] == kSentinel));
-            continue;
-          }
-          int64_t want = 0;
-          for (int k = 0; k < Kp; ++k) want += int64_t{a[static_cast<size_t>(k)]} * W[static_cast<size_t>(c) * Kp + k];
-          REQUIRE_MESSAGE(int64_t{whole[static_cast<size_t>(c)]} == want, "channel " << c << ": " << whole[static_cast<size_t>(c)] << ", Σ a·w = " << want);
-          REQUIRE(parts[static_cast<size_t>(c)] == whole[static_cast<size_t>(c)]);
-        }
+        avx2_s8_gemm_check(1, rows, K, rows / 4, rows - rows / 7, 31u + static_cast<uint32_t>(rows + K), fill, gemv,
+                           "gemv_avx2_packed_s8");
       }
     }
   }
