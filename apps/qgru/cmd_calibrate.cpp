@@ -1,6 +1,6 @@
 // qgru calibrate: run the float model over calibration data and write the statistics (qgru/calib/calibrate.h),
 // or merge statistics of shards (--merge). Prints a table of the chosen range and shift per tensor on stdout,
-// under the bit widths of --config (default the int8 preset of seed 001 Appendix A: sigmoid outputs u8,
+// under the bit widths of --config (default the int8 preset: sigmoid outputs u8,
 // new_gate_output i8 symmetric, others i8). --html writes the calibration report
 // (qgru/verify/calibration_report.h); `--merge stats.json --html r.html` makes it from existing statistics.
 #include <cstdio>
@@ -14,9 +14,11 @@
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
-#include "qgru/quant/bitwidth_config.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/runtime/bitwidth_config.h"
+#include "qgru/base/tensor_quant.h"
 #include "qgru/verify/calibration_report.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "subcommand.h"
 
 namespace {

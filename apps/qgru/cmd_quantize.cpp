@@ -13,11 +13,14 @@
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/artifact.h"
-#include "qgru/quant/bitwidth_config.h"
-#include "qgru/quant/overflow_check.h"
+#include "qgru/runtime/artifact.h"
+#include "qgru/runtime/bitwidth_config.h"
+#include "qgru/runtime/overflow_check.h"
 #include "qgru/quant/quantize_gru.h"
 #include "qgru/version.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/quant/bitwidth_presets.h"
+#include "qgru/quant/artifact_write.h"
 #include "subcommand.h"
 
 namespace {

@@ -6,8 +6,9 @@
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
 #include "qgru/model/float_run.h"
-#include "qgru/quant/quant_run.h"
+#include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
+#include "qgru/import/load_float_gru.h"
 #include "device_option.h"
 #include "subcommand.h"
 

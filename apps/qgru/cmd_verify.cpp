@@ -11,13 +11,14 @@
 #include "qgru/base/log.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
-#include "qgru/model/sequence_io.h"
-#include "qgru/quant/artifact.h"
-#include "qgru/quant/quant_executor.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/runtime/artifact.h"
+#include "qgru/runtime/quant_executor.h"
 #include "qgru/verify/device_compare.h"
 #include "qgru/verify/gru_verify.h"
 #include "qgru/verify/html_report.h"
 #include "qgru/verify/verify_report.h"
+#include "qgru/import/load_float_gru.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA

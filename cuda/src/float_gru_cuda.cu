@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
-#include "qgru/dequant/workspace.h"
+#include "qgru/kernels/workspace.h"
 #include "qgru/model/float_gru_cell.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -48,14 +48,14 @@ struct DeviceCell {
   DeviceBuffer W, R, bw, br;  // float [3H, C], [3H, H], [3H], [3H]
 };
 
-float* at(const DeviceBuffer& buffer, const dequant::WorkspaceCarve& carve, size_t i) {
+float* at(const DeviceBuffer& buffer, const kernels::WorkspaceCarve& carve, size_t i) {
   return reinterpret_cast<float*>(static_cast<char*>(buffer.data()) + carve.offsets[i]);
 }
 
-dequant::WorkspaceCarve float_workspace(const FloatGruModel& model, int64_t T, int64_t N) {
+kernels::WorkspaceCarve float_workspace(const FloatGruModel& model, int64_t T, int64_t N) {
   const int64_t H = model.hidden_size, D = model.num_directions;
   const int64_t width = std::max<int64_t>(model.input_size, D * H);
-  return dequant::carve_workspace({4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H});
+  return kernels::carve_workspace({4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H});
 }
 
 }  // namespace
@@ -127,7 +127,7 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   shape.input_size = d.C;
   shape.hidden_size = d.H;
   shape.num_directions = d.D;
-  const dequant::WorkspaceCarve w = float_workspace(shape, T, N);
+  const kernels::WorkspaceCarve w = float_workspace(shape, T, N);
   if (d.workspace.bytes() < static_cast<size_t>(w.total_bytes)) d.workspace = DeviceBuffer(static_cast<size_t>(w.total_bytes));
   float* layer_in = at(d.workspace, w, 0);
   float* layer_out = at(d.workspace, w, 1);
@@ -141,7 +141,7 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   result.h_n.assign(static_cast<size_t>(d.L * D * N * H), 0.0f);
   QGRU_CUDA_CHECK(cudaMemcpyAsync(layer_in, x, static_cast<size_t>(4 * T * N * d.C), cudaMemcpyHostToDevice, d.stream));
   const float one = 1.0f, zero = 0.0f;
-  const int64_t blocks = dequant::elementwise_blocks(N * H, kFloatStepThreads);
+  const int64_t blocks = kernels::elementwise_blocks(N * H, kFloatStepThreads);
   for (int l = 0; l < d.L; ++l) {
     for (int dir = 0; dir < D; ++dir) {
       const size_t cell_index = static_cast<size_t>(l * D + dir);

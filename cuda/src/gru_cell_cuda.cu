@@ -1,5 +1,5 @@
 // GruCellCuda: the GEMMs (cuBLAS int8, or the wide 16-bit kernel) + one elementwise kernel per step calling
-// gru_cell_element. The flow is dequant::emulate_gru_cell (qgru/dequant/gru_step.h) with the device doing the
+// gru_cell_element. The flow is kernels::emulate_gru_cell (qgru/kernels/gru_step.h) with the device doing the
 // GEMMs; every kernel body is QGRU_HD code the CPU tests run.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "qgru/dequant/gru_step.h"
-#include "qgru/dequant/int8_gemm_layout.h"
-#include "qgru/dequant/wide_gemm.h"
-#include "qgru/dequant/workspace.h"
+#include "qgru/kernels/gru_step.h"
+#include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/wide_gemm.h"
+#include "qgru/kernels/workspace.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kStepThreads = 256;
 
-// One time step, one thread per (n, j): qgru/dequant/gru_step.h (raw accumulators, the shared cell).
+// One time step, one thread per (n, j): qgru/kernels/gru_step.h (raw accumulators, the shared cell).
 // Acc/Stored: int32_t/int8_t (cuBLAS int8 path) or int64_t/int16_t (wide path).
 template <class Acc, class Stored>
 __global__ void __launch_bounds__(kStepThreads)
@@ -32,33 +32,33 @@ __global__ void __launch_bounds__(kStepThreads)
                     int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * view.hidden_size) return;
-  dequant::gru_step_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h_stored, h_ld,
+  kernels::gru_step_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h_stored, h_ld,
                                            out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size));
 }
 
-// C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/dequant/wide_gemm.h:
+// C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/kernels/wide_gemm.h:
 // geometry from plan_wide_gemm, the three phases are the QGRU_HD functions emulate_wide_gemm_tiled runs).
-__global__ void __launch_bounds__(dequant::kWideTile* dequant::kWideTile)
+__global__ void __launch_bounds__(kernels::kWideTile* kernels::kWideTile)
     wide_gemm_kernel(const int16_t* A, int64_t lda, const int16_t* B, int64_t ldb, int64_t* C, int64_t ldc, int64_t m,
                      int64_t n, int64_t k_p) {
-  __shared__ int16_t a_tile[dequant::kWideTile * dequant::kWideTileLd];
-  __shared__ int16_t b_tile[dequant::kWideTile * dequant::kWideTileLd];
+  __shared__ int16_t a_tile[kernels::kWideTile * kernels::kWideTileLd];
+  __shared__ int16_t b_tile[kernels::kWideTile * kernels::kWideTileLd];
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int64_t bx = blockIdx.x, by = blockIdx.y;
   int64_t acc = 0;
-  for (int64_t k0 = 0; k0 < k_p; k0 += dequant::kWideTile) {
-    dequant::wide_gemm_load_tile(A, lda, B, ldb, m, n, k0, bx, by, tx, ty, a_tile, b_tile);
+  for (int64_t k0 = 0; k0 < k_p; k0 += kernels::kWideTile) {
+    kernels::wide_gemm_load_tile(A, lda, B, ldb, m, n, k0, bx, by, tx, ty, a_tile, b_tile);
     __syncthreads();
-    acc = dequant::wide_gemm_tile_dot(a_tile, b_tile, tx, ty, acc);
+    acc = kernels::wide_gemm_tile_dot(a_tile, b_tile, tx, ty, acc);
     __syncthreads();
   }
-  dequant::wide_gemm_store(C, ldc, m, n, bx, by, tx, ty, acc);
+  kernels::wide_gemm_store(C, ldc, m, n, bx, by, tx, ty, acc);
 }
 
-void launch_wide_gemm(const dequant::WideGemmGeometry& g, const int16_t* A, int64_t lda, const int16_t* B, int64_t ldb,
+void launch_wide_gemm(const kernels::WideGemmGeometry& g, const int16_t* A, int64_t lda, const int16_t* B, int64_t ldb,
                       int64_t* C, int64_t ldc, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(g.grid_x), static_cast<unsigned>(g.grid_y));
-  const dim3 block(dequant::kWideTile, dequant::kWideTile);
+  const dim3 block(kernels::kWideTile, kernels::kWideTile);
   wide_gemm_kernel<<<grid, block, 0, stream>>>(A, lda, B, ldb, C, ldc, g.m, g.n, g.k_p);
   QGRU_CUDA_CHECK_LAUNCH("wide_gemm_kernel<<<grid, 16x16>>>");
 }
@@ -71,7 +71,7 @@ DeviceBuffer upload_array(const T* host, int64_t count) {
 }
 
 template <typename T>
-T* region(const DeviceBuffer& buffer, const dequant::WorkspaceCarve& carve, size_t i) {
+T* region(const DeviceBuffer& buffer, const kernels::WorkspaceCarve& carve, size_t i) {
   return reinterpret_cast<T*>(static_cast<char*>(buffer.data()) + carve.offsets[i]);
 }
 
@@ -83,7 +83,7 @@ void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t strea
 
 struct GruCellCuda::Impl {
   int64_t H = 0, C = 0;
-  dequant::GruOperandPlan plan;
+  kernels::GruOperandPlan plan;
   GruCellParamsView device_view{};  // pointers into the buffers below
   CodeSpace h_space{};
   std::vector<DeviceBuffer> arrays;  // every per-channel and activation array
@@ -112,10 +112,10 @@ struct GruCellCuda::Impl {
     }
     return d;
   }
-  bool wide() const { return plan.path == dequant::GruGemmPath::Wide16; }
+  bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
   void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
-  dequant::WorkspaceCarve reserve(dequant::WorkspaceCarve carve) const {
+  kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
   }
@@ -131,16 +131,16 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   const int64_t rows = 3 * d.H;
   const auto W_range = std::minmax_element(q_W, q_W + rows * d.C);
   const auto R_range = std::minmax_element(q_R, q_R + rows * d.H);
-  d.plan = dequant::plan_gru_operands(*W_range.first, *W_range.second, *R_range.first, *R_range.second, x_space, v.h);
+  d.plan = kernels::plan_gru_operands(*W_range.first, *W_range.second, *R_range.first, *R_range.second, x_space, v.h);
   if (!d.plan.refused.empty()) {
     throw NotSupported("GRU cell on CUDA (H=" + std::to_string(d.H) + " C=" + std::to_string(d.C) + "): " + d.plan.refused);
   }
   d.h_space = v.h;
   // Shapes are checked before the device is asked (plan_* throw qgru::Error naming the shape).
   if (d.wide()) {
-    dequant::plan_gru_wide(d.H, d.C, 1, 1);
+    kernels::plan_gru_wide(d.H, d.C, 1, 1);
   } else {
-    dequant::plan_gru_gemm(d.H, d.C, 1, 1);
+    kernels::plan_gru_gemm(d.H, d.C, 1, 1);
   }
 
   require_device();
@@ -157,13 +157,13 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   d.device_view.reset_gate = d.copy_activation(v.reset_gate);
   d.device_view.new_gate = d.copy_activation(v.new_gate);
   if (d.wide()) {
-    const dequant::GruGemmLayout l = dequant::plan_gru_wide(d.H, d.C, 1, 1);
-    d.W = DeviceBuffer::from(dequant::pack_int16_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
-    d.R = DeviceBuffer::from(dequant::pack_int16_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
+    const kernels::GruGemmLayout l = kernels::plan_gru_wide(d.H, d.C, 1, 1);
+    d.W = DeviceBuffer::from(kernels::pack_int16_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
+    d.R = DeviceBuffer::from(kernels::pack_int16_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
   } else {
-    const dequant::GruGemmLayout l = dequant::plan_gru_gemm(d.H, d.C, 1, 1);
-    d.W = DeviceBuffer::from(dequant::pack_int8_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
-    d.R = DeviceBuffer::from(dequant::pack_int8_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
+    const kernels::GruGemmLayout l = kernels::plan_gru_gemm(d.H, d.C, 1, 1);
+    d.W = DeviceBuffer::from(kernels::pack_int8_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
+    d.R = DeviceBuffer::from(kernels::pack_int8_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
     QGRU_CUBLAS_CHECK(cublasCreate(&d.handle));
     QGRU_CUBLAS_CHECK(cublasSetStream(d.handle, d.stream));
   }
@@ -176,13 +176,13 @@ GruCellCuda& GruCellCuda::operator=(GruCellCuda&&) noexcept = default;
 bool GruCellCuda::wide() const { return impl_->wide(); }
 
 int64_t GruCellCuda::workspace_bytes(int T, int N) const {
-  return dequant::gru_cell_workspace(impl_->plan.path, impl_->H, impl_->C, N, T).total_bytes;
+  return kernels::gru_cell_workspace(impl_->plan.path, impl_->H, impl_->C, N, T).total_bytes;
 }
 
 void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                  int32_t* out_host) const {
-  const dequant::GruGemmLayout l = dequant::plan_gru_gemm(H, C, N, T);
-  const dequant::WorkspaceCarve w = reserve(dequant::gru_cell_workspace(plan.path, H, C, N, T));
+  const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
+  const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
   int8_t* h8 = region<int8_t>(workspace, w, 1);
   int32_t* gemm_x = region<int32_t>(workspace, w, 2);
@@ -191,8 +191,8 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
   int32_t* out = region<int32_t>(workspace, w, 5);
   // Inputs: x for all steps and the initial state, packed with their offsets (host vectors live until the
   // stream is synchronized below).
-  const std::vector<int8_t> x_host = dequant::pack_int8_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int8_t> h_host = dequant::pack_int8_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
+  const std::vector<int8_t> x_host = kernels::pack_int8_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
+  const std::vector<int8_t> h_host = kernels::pack_int8_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
   copy_to_device(x8, x_host.data(), x_host.size(), stream);
   copy_to_device(h8, h_host.data(), h_host.size(), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
@@ -203,7 +203,7 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
                                  static_cast<int>(l.C_p), &one, W.data(), CUDA_R_8I, static_cast<int>(l.C_p), x8, CUDA_R_8I,
                                  static_cast<int>(l.C_p), &zero, gemm_x, CUDA_R_32I, static_cast<int>(l.rows_p),
                                  CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
-  const int64_t blocks = dequant::elementwise_blocks(N * H, kStepThreads);
+  const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
     // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k]
@@ -222,16 +222,16 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
 
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                  int32_t* out_host) const {
-  const dequant::GruGemmLayout l = dequant::plan_gru_wide(H, C, N, T);
-  const dequant::WorkspaceCarve w = reserve(dequant::gru_cell_workspace(plan.path, H, C, N, T));
+  const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
+  const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
   int16_t* h16 = region<int16_t>(workspace, w, 1);
   int64_t* gemm_x = region<int64_t>(workspace, w, 2);
   int64_t* gemm_h = region<int64_t>(workspace, w, 3);
   int32_t* h_state = region<int32_t>(workspace, w, 4);
   int32_t* out = region<int32_t>(workspace, w, 5);
-  const std::vector<int16_t> x_host = dequant::pack_int16_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int16_t> h_host = dequant::pack_int16_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
+  const std::vector<int16_t> x_host = kernels::pack_int16_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
+  const std::vector<int16_t> h_host = kernels::pack_int16_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
   copy_to_device(x16, x_host.data(), x_host.size() * sizeof(int16_t), stream);
   copy_to_device(h16, h_host.data(), h_host.size() * sizeof(int16_t), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
@@ -239,9 +239,9 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
   const auto* W16 = static_cast<const int16_t*>(W.data());
   const auto* R16 = static_cast<const int16_t*>(R.data());
   // B-1 for every step: gemm_x[t·N + n, c] = Σ_k W16[c, k] · x16[t·N + n, k]
-  launch_wide_gemm(dequant::plan_wide_gemm(l.rows_p, T * N, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
-  const dequant::WideGemmGeometry step_gemm = dequant::plan_wide_gemm(l.rows_p, N, l.H_p);
-  const int64_t blocks = dequant::elementwise_blocks(N * H, kStepThreads);
+  launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * N, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
+  const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(l.rows_p, N, l.H_p);
+  const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
     // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "qgru/quant/layer_loop.h"
+#include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/gru_cell_cuda.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "qgru/dequant/gptq_layout.h"
+#include "qgru/kernels/gptq_layout.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
@@ -48,9 +48,9 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   if (!w.g_idx.empty()) expect_size("g_idx", w.g_idx.size(), w.K, "[K]");
   if (w.zero_adjust != 0 && w.zero_adjust != 1) throw Error("GPTQ layer: zero_adjust must be 0 or 1");
 
-  dequant::ActOrderPlan order;
+  kernels::ActOrderPlan order;
   if (!w.g_idx.empty()) {
-    const std::string why = dequant::plan_act_order(w.g_idx, w.K, group_size, order);
+    const std::string why = kernels::plan_act_order(w.g_idx, w.K, group_size, order);
     if (!why.empty()) throw NotSupported("GPTQ layer K=" + std::to_string(w.K) + " N=" + std::to_string(w.N) + ": " + why);
   }
   require_device();
@@ -62,7 +62,7 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   d.zero_adjust = w.zero_adjust;
   d.sm_count = multiprocessor_count();
   d.act_order = !order.identity;
-  d.qweight = DeviceBuffer::from(order.identity ? w.qweight : dequant::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm));
+  d.qweight = DeviceBuffer::from(order.identity ? w.qweight : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm));
   d.qzeros = DeviceBuffer::from(w.qzeros);
   d.scales = DeviceBuffer::from(w.scales);
   if (d.act_order) d.perm = DeviceBuffer::from(order.perm);
@@ -76,20 +76,20 @@ int64_t QuantLinear::K() const { return impl_->K; }
 int64_t QuantLinear::N() const { return impl_->N; }
 bool QuantLinear::act_order() const { return impl_->act_order; }
 
-dequant::LinearPlan QuantLinear::plan(int64_t M) const {
+kernels::LinearPlan QuantLinear::plan(int64_t M) const {
   const Impl& d = *impl_;
-  return dequant::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count);
+  return kernels::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count);
 }
 
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
-  const dequant::LinearPlan p = plan(M);
+  const kernels::LinearPlan p = plan(M);
   if (!p.supported) throw NotSupported(p.reason);
   return p.workspace_bytes;
 }
 
 void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* stream) const {
   const Impl& d = *impl_;
-  const dequant::LinearPlan p = plan(M);
+  const kernels::LinearPlan p = plan(M);
   if (!p.supported) throw NotSupported(p.reason);
   if (reinterpret_cast<uintptr_t>(a) % 16 != 0) {
     throw NotSupported("quant linear with an activation pointer that is not 16-byte aligned (M=" + std::to_string(M) + ")");

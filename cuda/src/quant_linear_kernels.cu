@@ -4,21 +4,21 @@
 // One block computes a BM x BN tile of C over its split's k tiles. Per k tile (single stage):
 //   A tile  BM x BK  fp16, 16-byte vector loads (or an element gather through a_perm for act-order);
 //   W tile  BK x BN  fp16, each thread dequantizes whole packed words (one group per word) with
-//           qgru::dequant::dequant_u{4x8,8x4}_raw and writes the halves to the rows raw_pair_element says;
+//           qgru::kernels::dequant_u{4x8,8x4}_raw and writes the halves to the rows raw_pair_element says;
 //   then every warp runs (BM/WM/16) x (BN/WN/16) WMMA tiles.
 // Epilogue: accumulators go through shared memory (the A/W tiles' space) to fp16 C, or are atomically
 // added into the fp32 workspace when K is split; workspace_to_half rounds that to C afterwards.
 // Everything computed per element (tile coordinates, dequantization, zero/group lookup, split ranges) is
-// QGRU_HD header code (qgru/dequant/quant_linear_tile.h, linear_plan.h) that the CPU tests run, including
+// QGRU_HD header code (qgru/kernels/quant_linear_tile.h, linear_plan.h) that the CPU tests run, including
 // a host emulation of this kernel's block loop; this file only moves data and calls WMMA.
 #include <cuda_fp16.h>
 #include <mma.h>
 
 #include <string>
 
-#include "qgru/dequant/fast_dequant.h"
-#include "qgru/dequant/linear_plan.h"
-#include "qgru/dequant/quant_linear_tile.h"
+#include "qgru/kernels/fast_dequant.h"
+#include "qgru/kernels/linear_plan.h"
+#include "qgru/kernels/quant_linear_tile.h"
 #include "qgru_cuda/check.h"
 #include "quant_linear_launch.h"
 
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int64_t M = args.M, N = args.N, K = args.K;
-  const dequant::KTileRange range = dequant::split_k_range(args.k_tiles, args.k_tiles_per_split, blockIdx.z);
+  const kernels::KTileRange range = kernels::split_k_range(args.k_tiles, args.k_tiles_per_split, blockIdx.z);
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragM][kFragN];
 #pragma unroll
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
     const int64_t k0 = kt * BK;
     // A tile: BM x BK halves in chunks of 8 (16 bytes).
     for (int chunk = tid; chunk < BM * BK / 8; chunk += kThreads) {
-      const dequant::TileCoord at = dequant::a_tile_chunk(chunk, BK);
+      const kernels::TileCoord at = kernels::a_tile_chunk(chunk, BK);
       const int row = at.row, col = at.col;
       const int64_t m = m0 + row;
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
     }
     // W tile: kWordRows x BN packed words, each -> kPerWord halves in column col.
     for (int idx = tid; idx < kWordRows * BN; idx += kThreads) {
-      dequant::load_w_tile_word<Bits>(args.qweight, args.qzeros, args.scales, N, args.group_size, args.zero_adjust, k0,
+      kernels::load_w_tile_word<Bits>(args.qweight, args.qzeros, args.scales, N, args.group_size, args.zero_adjust, k0,
                                       n0, idx, BN, w_s, kLdW);
     }
     __syncthreads();
@@ -149,16 +149,16 @@ __global__ void workspace_to_half_kernel(const float* workspace, uint16_t* c, in
 // The explicit dispatch list: case i is kTileConfigs[i], checked at compile time.
 #define QGRU_QUANT_LINEAR_CASE(I, BITS, BM, BN, BK, WM, WN)                                                     \
   case I: {                                                                                                    \
-    static_assert(dequant::kTileConfigs[I].bits == BITS && dequant::kTileConfigs[I].block_m == BM &&            \
-                      dequant::kTileConfigs[I].block_n == BN && dequant::kTileConfigs[I].block_k == BK &&       \
-                      dequant::kTileConfigs[I].warps_m == WM && dequant::kTileConfigs[I].warps_n == WN,         \
+    static_assert(kernels::kTileConfigs[I].bits == BITS && kernels::kTileConfigs[I].block_m == BM &&            \
+                      kernels::kTileConfigs[I].block_n == BN && kernels::kTileConfigs[I].block_k == BK &&       \
+                      kernels::kTileConfigs[I].warps_m == WM && kernels::kTileConfigs[I].warps_n == WN,         \
                   "dispatch list out of step with kTileConfigs");                                               \
     quant_linear_kernel<BITS, BM, BN, BK, WM, WN><<<grid, block, 0, cuda_stream>>>(args);                       \
     QGRU_CUDA_CHECK_LAUNCH("quant_linear_kernel<" #BITS ", " #BM ", " #BN ", " #BK ", " #WM ", " #WN "><<<...>>>"); \
     break;                                                                                                     \
   }
 
-void launch_quant_linear(const QuantLinearArgs& args, const dequant::LinearPlan& plan, void* stream) {
+void launch_quant_linear(const QuantLinearArgs& args, const kernels::LinearPlan& plan, void* stream) {
   if (!plan.supported) throw NotSupported(plan.reason);
   if ((plan.grid_z > 1) != (args.workspace != nullptr)) {
     throw Error("quant linear launch: a split-K plan needs the fp32 workspace and only it (grid_z = " +
@@ -168,7 +168,7 @@ void launch_quant_linear(const QuantLinearArgs& args, const dequant::LinearPlan&
                   static_cast<unsigned>(plan.grid_z));
   const dim3 block(static_cast<unsigned>(plan.threads));
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
-  static_assert(dequant::kTileConfigCount == 4, "add the new configuration to the dispatch list");
+  static_assert(kernels::kTileConfigCount == 4, "add the new configuration to the dispatch list");
   switch (plan.config_index) {
     QGRU_QUANT_LINEAR_CASE(0, 4, 16, 128, 32, 1, 4)
     QGRU_QUANT_LINEAR_CASE(1, 4, 64, 128, 32, 2, 4)

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "../unit/quant/quant_test_support.h"
+#include "../unit/support/quant_test_support.h"
 #include "bench_timing.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/float_gru_cuda.h"
 #include "qgru_cuda/quant_gru_cuda.h"
+#include "qgru/quant/bitwidth_presets.h"
 
 namespace {
 

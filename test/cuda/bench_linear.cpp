@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench_timing.h"
-#include "qgru/dequant/gptq_layout.h"
+#include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -55,8 +55,8 @@ std::vector<uint16_t> dequantize(const qgru::cuda::GptqLinearWeights& w) {  // [
   for (int64_t k = 0; k < w.K; ++k) {
     const int64_t g = k / w.group_size;
     for (int64_t n = 0; n < w.N; ++n) {
-      out[static_cast<size_t>(k * w.N + n)] = qgru::dequant::gptq_dequant_reference(
-          qgru::dequant::gptq_weight_code(qw, w.N, w.bits, k, n), qgru::dequant::gptq_zero(qz, w.N, w.bits, g, n, 0),
+      out[static_cast<size_t>(k * w.N + n)] = qgru::kernels::gptq_dequant_reference(
+          qgru::kernels::gptq_weight_code(qw, w.N, w.bits, k, n), qgru::kernels::gptq_zero(qz, w.N, w.bits, g, n, 0),
           w.scales[static_cast<size_t>(g * w.N + n)]);
     }
   }

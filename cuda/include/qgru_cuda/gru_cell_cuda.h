@@ -2,11 +2,11 @@
 // The CUDA GRU executor shell: one quantized GRU cell (one layer, one direction) over all time steps.
 //   B-1 once: gemm_x = W·x for every step; per step: B-2 gemm_h = R·h, then ONE elementwise kernel that
 //   calls the QGRU_HD cell function gru_cell_element (qgru/fixed/gru_cell.h), the code the CPU executor runs.
-// The GEMMs take one of two exact paths (dequant::plan_gru_operands, qgru/dequant/gru_step.h):
-//   int8 operands:        cublasGemmEx int8 x int8 -> int32 (CUBLAS_COMPUTE_32I), qgru/dequant/int8_gemm_layout.h;
-//   up to 16-bit operands: wide_gemm_kernel, int16 x int16 -> int64, qgru/dequant/wide_gemm.h.
+// The GEMMs take one of two exact paths (kernels::plan_gru_operands, qgru/kernels/gru_step.h):
+//   int8 operands:        cublasGemmEx int8 x int8 -> int32 (CUBLAS_COMPUTE_32I), qgru/kernels/int8_gemm_layout.h;
+//   up to 16-bit operands: wide_gemm_kernel, int16 x int16 -> int64, qgru/kernels/wide_gemm.h.
 // Layouts, padding, operand offsets, launch geometry and workspace are host code the CPU tests check; the
-// whole flow is dequant::emulate_gru_cell on the host. Host-only API without CUDA headers. Requires a
+// whole flow is kernels::emulate_gru_cell on the host. Host-only API without CUDA headers. Requires a
 // device (NoDevice otherwise).
 #include <cstdint>
 #include <memory>
@@ -31,7 +31,7 @@ class GruCellCuda {
 
   // q_x: [T, N, C] codes in x's space; q_h0: [N, H] codes in h's space or null for zp_h. reverse: visit
   // t = T-1 .. 0. Returns the hidden codes after each step, [T, N, H] indexed by input time t.
-  // The device workspace is computed up front from (T, N) (dequant::carve_workspace over the path's layout)
+  // The device workspace is computed up front from (T, N) (kernels::carve_workspace over the path's layout)
   // and kept for the next call of the same or a smaller shape. Synchronous: returns after the copy back.
   std::vector<int32_t> run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const;
 

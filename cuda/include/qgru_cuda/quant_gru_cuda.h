@@ -1,6 +1,6 @@
 #pragma once
 // Whole-model CUDA execution of a quantized artifact: every cell (layer, direction) is a GruCellCuda
-// (weights uploaded once, at construction), chained by the shared layer loop (qgru/quant/layer_loop.h) —
+// (weights uploaded once, at construction), chained by the shared layer loop (qgru/runtime/layer_loop.h) —
 // the same h0 handling, requantization between layers and dequantization as the CPU executors, so the codes
 // equal run_quantized_gru_codes's whenever each cell's do (the CPU tests hold the cell's flow to the
 // reference; test_cuda_gpu holds the GPU to both). Host-only API without CUDA headers.
@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "qgru/quant/quant_executor.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quant_executor.h"
+#include "qgru/runtime/quantized_gru.h"
 
 namespace qgru::cuda {
 
@@ -22,7 +22,7 @@ class QuantGruCuda {
   QuantGruCuda(QuantGruCuda&&) noexcept;
   QuantGruCuda& operator=(QuantGruCuda&&) noexcept;
 
-  // As run_quantized_gru_codes / run_quantized_gru (qgru/quant/quant_executor.h): q_x [T, N, C] codes in
+  // As run_quantized_gru_codes / run_quantized_gru (qgru/runtime/quant_executor.h): q_x [T, N, C] codes in
   // layer 0's x space (range-checked), q_h0 [L·D, N, H] codes or null; x / h0 floats quantized on the host.
   QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const;
   QuantGruResult run(const float* x, int T, int N, const float* h0) const;

@@ -11,6 +11,8 @@
 #include "qgru/calib/calibration_observer.h"
 #include "qgru/calib/range_selection.h"
 #include "qgru/io/npy.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/io/sequence_io.h"
 
 namespace qgru {
 

@@ -5,7 +5,8 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/io/npy.h"
-#include "qgru/model/sequence_io.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/import/load_float_gru.h"
 
 namespace qgru {
 

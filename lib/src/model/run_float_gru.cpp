@@ -8,7 +8,7 @@
 // Speed: W x + bw for all T*N rows of a cell is computed before its time loop (W and R are transposed once
 // per cell so that the inner loops run over contiguous outputs); the time loop does R h + br and the
 // elementwise gate math on buffers allocated once per call: nothing is allocated inside it. The test
-// reference (test/unit/model/pytorch_reference.h) is the plain scalar form of the same equations.
+// reference (test/unit/support/pytorch_reference.h) is the plain scalar form of the same equations.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -229,23 +229,6 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
   }
   result.output = std::move(layer_input);
   return result;
-}
-
-std::vector<float> swap_first_two_axes(const std::vector<float>& values, int64_t d0, int64_t d1, int64_t rest) {
-  if (d0 < 0 || d1 < 0 || rest < 0 || static_cast<int64_t>(values.size()) != d0 * d1 * rest) {
-    throw Error("swap_first_two_axes: " + std::to_string(values.size()) + " values do not fill [" +
-                std::to_string(d0) + ", " + std::to_string(d1) + ", " + std::to_string(rest) + "]");
-  }
-  std::vector<float> out(values.size());
-  const size_t R = static_cast<size_t>(rest);
-  for (int64_t i = 0; i < d0; ++i) {
-    for (int64_t j = 0; j < d1; ++j) {
-      const auto from = values.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(i * d1 + j)) * R);
-      std::copy(from, from + static_cast<std::ptrdiff_t>(R),
-                out.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(j * d0 + i) * R));
-    }
-  }
-  return out;
 }
 
 }  // namespace qgru

@@ -1,4 +1,4 @@
-// Writing the artifact (format in qgru/quant/artifact.h).
+// Writing the artifact (format in qgru/runtime/artifact.h).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "artifact_keys.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/sha256.h"
 #include "qgru/io/safetensors.h"
-#include "qgru/quant/artifact.h"
-#include "qgru/quant/overflow_check.h"
+#include "qgru/quant/artifact_write.h"
+#include "qgru/runtime/artifact_keys.h"
+#include "qgru/runtime/overflow_check.h"
 
 namespace qgru {
 

@@ -4,7 +4,8 @@
 #include <cstdio>
 
 #include "qgru/base/error.h"
-#include "qgru/quant/overflow_check.h"
+#include "qgru/quant/gru_quant_params.h"
+#include "qgru/runtime/overflow_check.h"
 #include "qgru/version.h"
 
 namespace qgru {

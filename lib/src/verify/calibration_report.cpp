@@ -10,6 +10,7 @@
 #include "html_page.h"
 #include "qgru/base/error.h"
 #include "qgru/version.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "svg_plot.h"
 
 namespace qgru {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "qgru/base/error.h"
-#include "qgru/quant/quant_executor.h"
+#include "qgru/runtime/quant_executor.h"
 
 namespace qgru {
 namespace {

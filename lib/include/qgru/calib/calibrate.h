@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "qgru/import/load_float_gru.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
 
@@ -14,7 +15,7 @@ struct CalibrateOptions {
   std::string model_path;               // .safetensors
   std::vector<std::string> data_paths;  // .npy/.npz files, each [T, N, C] ([N, T, C] with batch_first)
   std::string data_dir;                 // every *.npy in it, sorted by name, after data_paths
-  std::string method = "ema";           // the statistics' default method (range_selection.h); seed 001's EMA
+  std::string method = "ema";           // the statistics' default method (range_selection.h); the per-step EMA
   bool include_zeros = true;
   int64_t max_samples = 0;              // sequences in all (the first ones, file by file); 0: no limit
   bool batch_first = false;

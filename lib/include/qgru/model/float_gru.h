@@ -1,6 +1,7 @@
 #pragma once
 // The float GRU: weights in qgru's internal layout and the reference executor (haste's formulation, see
-// qgru/gru_tensors.h). Importers convert PyTorch (r, z, n) and haste ([C, 3H]) layouts once, at load.
+// qgru/gru_tensors.h). Importers (qgru/import/) convert PyTorch (r, z, n) and haste ([C, 3H]) layouts once,
+// at load.
 #include <map>
 #include <string>
 #include <vector>
@@ -31,24 +32,6 @@ struct FloatGruModel {
     return cells.at(static_cast<size_t>(layer * num_directions + direction));
   }
 };
-
-enum class WeightLayout { Auto, PyTorch, Haste };
-
-// Parse "auto" | "pytorch" | "haste"; throws qgru::Error otherwise.
-WeightLayout parse_weight_layout(const std::string& text);
-
-// Accepted names, under one optional common prefix (e.g. "encoder.rnn."; other tensors are ignored):
-//   pytorch: nn.GRU weight_ih_l{k}[_reverse] [3H, C], weight_hh_l{k} [3H, H], bias_ih_l{k}, bias_hh_l{k} [3H]
-//            (gates r, z, n), or nn.GRUCell weight_ih, weight_hh, bias_ih, bias_hh;
-//   haste:   W [C, 3H], R [H, 3H], bx, br [3H] (gates z, r, n), W_l{k}[_reverse] ... for several layers, or
-//            haste_pytorch.GRU's kernel, recurrent_kernel, bias, recurrent_bias (the prefix ends with '.').
-// Biases are optional (zeros). Auto detection refuses a file holding names of both layouts.
-// Build a model from named tensors (as read from a safetensors file). `source` names the file in errors.
-// Inconsistent shapes are refused with a message naming the tensor, its shape and the expected shape.
-FloatGruModel float_gru_from_tensors(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                                     const std::string& source);
-// Read a safetensors file and build the model.
-FloatGruModel load_float_gru(const std::string& path, WeightLayout layout = WeightLayout::Auto);
 
 // Every tensor of one cell's time step, for observers (calibration, verify). Pointers are valid only
 // during the callback. Shapes: x [N, C_layer], h_prev/h_new [N, H], the two linears [N, 3H] (gates z, r, n),
@@ -88,8 +71,5 @@ struct FloatGruResult {
 // Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros.
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
                              FloatGruObserver* observer = nullptr);
-
-// [N, T, C] <-> [T, N, C] (the same function both ways with the first two extents swapped).
-std::vector<float> swap_first_two_axes(const std::vector<float>& values, int64_t d0, int64_t d1, int64_t rest);
 
 }  // namespace qgru

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "qgru/import/load_float_gru.h"
 #include "qgru/model/float_gru.h"
 
 namespace qgru {

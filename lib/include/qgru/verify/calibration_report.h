@@ -28,8 +28,8 @@
 #include "qgru/calib/range_methods.h"
 #include "qgru/calib/range_selection.h"
 #include "qgru/gru_tensors.h"
-#include "qgru/quant/bitwidth_config.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/runtime/bitwidth_config.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru {
 

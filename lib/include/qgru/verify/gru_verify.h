@@ -1,6 +1,6 @@
 #pragma once
 // Float against integer, side by side on the same inputs: the final output, h_n, and every intermediate
-// tensor of every layer and direction (seed 001 Appendix A), each also per time step. The integer run
+// tensor of every layer and direction (docs/FIXED_POINT.md §2), each also per time step. The integer run
 // follows its own state (no teacher forcing), so intermediate errors include the drift of h over time,
 // as a deployment would see it.
 #include <map>
@@ -10,7 +10,7 @@
 
 #include "qgru/gru_tensors.h"
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quantized_gru.h"
 #include "qgru/verify/error_metrics.h"
 
 namespace qgru {
