@@ -74,7 +74,7 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
       throw qgru::Error("range method 'search': " + path + " is not the file " + cli.stats +
                         " was calibrated on (sha256 differs); give --data");
     }
-    // The statistics record the layout calibrate read; batch-first files were recorded after the swap.
+    // The statistics do not record the layout: --batch-first applies to the recorded files too.
     batches.push_back(qgru::read_sequence_input(path, input_size, cli.batch_first));
     qgru::log()->info("quantize: range search data {} (recorded in {})", path, cli.stats);
   }
@@ -204,7 +204,8 @@ std::function<int()> setup_quantize(CLI::App& command) {
                      "search: calibration data [T, N, C] (.npy/.npz), repeatable; default: the files the statistics "
                      "were made from")
       ->check(CLI::ExistingFile);
-  command.add_flag("--batch-first", cli->batch_first, "search: --data files are [N, T, C]");
+  command.add_flag("--batch-first", cli->batch_first,
+                   "search: the data files (--data, or those the statistics record) are [N, T, C]");
   command.add_option("--search-sequences", cli->search.max_sequences,
                      "search: score on the first N calibration sequences (the held-in subset)")
       ->check(CLI::PositiveNumber)

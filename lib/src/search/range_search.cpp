@@ -157,8 +157,8 @@ class Search {
   void start(RangeSearchResult& result) {
     double best = std::numeric_limits<double>::infinity();
     std::string refusals;
-    for (const std::string& method : range_search_methods()) {
-      if (!may_evaluate(descent_budget_)) break;
+    for (const std::string& method : options_.methods) {
+      if (evaluations_ > 0 && !may_evaluate(descent_budget_)) break;  // the first start is always scored
       std::vector<CellRanges> ranges = uniform_ranges(method);
       const search::OutputError e = evaluate(config_, ranges);
       if (!e.accepted()) {
@@ -192,7 +192,7 @@ class Search {
   std::vector<Candidate> candidates(const Coordinate& c) {
     const TensorQuant spec = config_.spec(c.tensor);
     std::vector<Candidate> list;
-    for (const std::string& method : range_search_methods()) {
+    for (const std::string& method : options_.methods) {
       const FloatRange r = method_range(c, method, spec);
       const Candidate variants[] = {{method, r, {}},
                                     {method + " (one shift finer)", {r.first / 2, r.second / 2}, {}},
@@ -374,6 +374,8 @@ RangeSearchResult search_ranges(const FloatGruModel& model, const BitwidthConfig
                                 const std::function<void(const std::string&)>& progress) {
   if (options.max_sequences < 1) throw Error("range search: the held-in subset needs at least 1 sequence");
   if (options.max_evaluations < 1) throw Error("range search: the evaluation budget must be at least 1");
+  if (options.methods.empty()) throw Error("range search: no start method given");
+  for (const std::string& method : options.methods) parse_range_method(method);  // refuses an unknown one
   std::vector<SequenceBatch> held_in = search::first_sequences(data, options.max_sequences);
   if (held_in.empty()) throw Error("range search: the calibration data hold no sequence");
   for (const SequenceBatch& batch : held_in) {

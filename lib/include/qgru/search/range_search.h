@@ -5,7 +5,7 @@
 //
 // 1. Candidates per coordinate. A coordinate is one observed tensor of one cell (layer, direction), except x,
 //    which the directions of a layer share (one coordinate per layer, ranges united over the directions as
-//    quantize_gru does). Its candidates are the range of every method of kRangeSearchMethods (select_range on
+//    quantize_gru does). Its candidates are the range of every method of options.methods (select_range on
 //    the statistics) and each of them scaled by 1/2 and by 2 about zero: under quant_from_range that is the
 //    same zero point one shift finer (both ends clip in proportion) and one shift coarser. Candidates that
 //    map to the same (shift, zp) are evaluated once (the first in that order is kept).
@@ -13,7 +13,7 @@
 //    sequences (the first max_sequences of the data), y_int dequantized from the fast integer executor (the
 //    same codes as the reference), y_float from the float GRU. Reported as SQNR = 10·log10(Σy_float² / Σerr²).
 //    A candidate that quantize refuses (the overflow proof) is skipped.
-// 3. Start: every method of kRangeSearchMethods applied to all searched tensors; the best is the start.
+// 3. Start: every method of options.methods applied to all searched tensors; the best is the start.
 // 4. Coordinate descent in data-flow order (layer, then x, then per direction h, the linears, the gates),
 //    each coordinate set to its best candidate when that beats the current score by at least min_gain_db
 //    (ties and smaller gains keep the current range); passes repeat until one changes nothing or the budget
@@ -47,6 +47,7 @@ constexpr const char* kRangeSearchMethodName = "search";
 const std::vector<std::string>& range_search_methods();
 
 struct RangeSearchOptions {
+  std::vector<std::string> methods = range_search_methods();  // start methods and candidate sources
   int max_sequences = 256;      // held-in subset: the first sequences of the data, file by file
   int max_evaluations = 2000;   // every model evaluation counts (starts, candidates, widenings); >= 1
   double max_seconds = 0;       // 0: no time limit; otherwise stop starting evaluations after this long
