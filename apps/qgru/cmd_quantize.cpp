@@ -148,8 +148,8 @@ int run_quantize(const QuantizeCli& cli) {
     }
     nlohmann::json suggested = qgru::bitwidth_config_to_json(best->config);
     suggested["description"] = "The config '" + config.name + "' with " + qgru::gru_tensor_name(best->tensor) +
-                               " at 16 bits: the range search measured +" + std::to_string(best->gain_db) +
-                               " dB output SQNR on the held-in calibration sequences.";
+                               fmt::format(" at 16 bits: the range search measured {:+.2f} dB output SQNR ({:.2f} dB) "
+                                           "on the held-in calibration sequences.", best->gain_db, best->sqnr_db);
     suggestion_text = suggested.dump(2) + "\n";
   }
   std::string html;
