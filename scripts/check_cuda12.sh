@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA 12 checks (CI runs them after the CUDA 13 build; docs/CUDA.md "Toolkits and drivers"). PyPI's CUDA 12
 # wheels carry no nvcc front end (scripts/cuda12_toolchain.sh), so this checks what the CUDA 12 pieces can:
-#   1. host code: every host translation unit that includes CUDA or cuBLAS headers (cuda/src/*.cpp, the C API's
-#      CUDA device, the GPU self-test's host files) compiles against the CUDA 12.4 headers with the project's
+#   1. host code: every host translation unit that includes CUDA or cuBLAS headers (cuda/src/*.cpp, the C APIs'
+#      CUDA devices, the GPU self-test's host files) compiles against the CUDA 12.4 headers with the project's
 #      warnings as errors;
 #   2. linking: every CUDA runtime and cuBLAS symbol those objects use is exported by CUDA 12's libcudart.so.12
 #      and libcublas.so.12 (an API that exists only in CUDA 13 fails here);
@@ -18,9 +18,13 @@ cuda12=$(bash "$root/scripts/cuda12_toolchain.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-sources=("$root"/cuda/src/*.cpp "$root/lib/src/capi/qgru_gptq_cuda.cpp" "$root"/test/cuda/*.cpp)
+# Every host file of the CUDA library and the GPU self-test, and every other host file that includes a CUDA
+# runtime or cuBLAS header itself (the C APIs' CUDA devices, the CLI).
+mapfile -t sources < <({ ls "$root"/cuda/src/*.cpp "$root"/test/cuda/*.cpp
+  grep -rlE '#include <(cuda_runtime|cuda_runtime_api|cublas_v2|cuda_fp16)\.h>' "$root/lib/src" "$root/apps" --include='*.cpp'
+} | sort -u)
 flags=(-std=c++17 -O1 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -Werror
-       -DQGRU_CAPI_WITH_CUDA=1 -DQGRU_CUDART_STATIC=1 -I"$root/lib/include" -I"$build/lib/generated"
+       -DQGRU_CAPI_WITH_CUDA=1 -DQGRU_RUNTIME_WITH_CUDA=1 -DQGRU_WITH_CUDA=1 -DQGRU_CUDART_STATIC=1 -I"$root/lib/include" -I"$build/lib/generated"
        -I"$root/cuda/include" -I"$root/cuda/src" -I"$root/lib/src/capi" -I"$root/test/unit/support"
        -isystem "$cuda12/include")
 objects=()
