@@ -99,7 +99,7 @@ std::string artifact_tensor_path(const std::string& json_path) {
   return json_path + ".safetensors";
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
@@ -126,6 +126,7 @@ void write_artifact(const std::string& json_path, const QuantizedGru& model) {
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
 
   AtomicFileGroup group;
   group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
