@@ -19,6 +19,7 @@
 #include "qgru/verify/calibration_report.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 namespace {
@@ -82,8 +83,9 @@ void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats,
 std::function<int()> setup_calibrate(CLI::App& command) {
   auto cli = std::make_shared<CalibrateCli>();
   auto& options = cli->options;
-  auto* model = command.add_option("--model", options.model_path, "Float GRU weights (.safetensors)")
+  auto* model = command.add_option("--model", options.model_path, "Float GRU (.safetensors or .onnx)")
                     ->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, options.model_prefix, options.model_node);
   auto* data = command.add_option("--data", options.data_paths,
                                   "Calibration data (.npy/.npz), each [T, N, C]; repeatable")
                    ->check(CLI::ExistingFile);

@@ -9,7 +9,9 @@
 #include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
 #include "qgru/import/load_float_gru.h"
+#include "qgru/import/model_file_kind.h"
 #include "device_option.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -23,6 +25,7 @@ struct RunCliOptions {
   std::string model, input, output, h0, hn, codes;
   std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of a float model file
   std::string device = "cpu";
   std::string executor = "fast";
   bool batch_first = false;
@@ -60,6 +63,8 @@ int run_float(const RunCliOptions& cli) {
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
   options.layout = qgru::parse_weight_layout(cli.layout);
+  options.model_prefix = cli.prefix;
+  options.model_node = cli.node;
   options.batch_first = cli.batch_first;
   const qgru::FloatRunSummary summary = qgru::run_float_files(options);
   const qgru::FloatGruModel& model = summary.model;
@@ -104,7 +109,7 @@ int run_quantized(const RunCliOptions& cli) {
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
   std::printf("output %s: %s float32 (dequantized), mean %.6g, min %.6g, max %.6g\n", cli.output.c_str(),
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
-  if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
+  if (!cli.codes.empty()) std::printf("codes %s: %s integer codes\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
   std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
               device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
@@ -120,8 +125,9 @@ int run_quantized(const RunCliOptions& cli) {
 QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) on input sequences", 30,
                 [](CLI::App& command) -> std::function<int()> {
                   auto cli = std::make_shared<RunCliOptions>();
-                  command.add_option("--model", cli->model, "Model: float weights (.safetensors) or a quantized "
+                  command.add_option("--model", cli->model, "Model: a float GRU (.safetensors or .onnx) or a quantized "
                                      "artifact (.qgru.json)")->required();
+                  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
                   command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
                       ->required();
                   command.add_option("--output", cli->output, "Output y [T, N, D*H] (float32 .npy, written atomically)")
@@ -147,7 +153,11 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                                      "Also write every intermediate code of every step (golden vectors, "
                                      ".safetensors; quantized models only; keep the input small)");
                   return [cli] {
-                    if (ends_with(cli->model, ".qgru.json")) return run_quantized(*cli);
+                    // An artifact by its name or, named otherwise, by its content (qgru/import/model_file_kind.h).
+                    if (ends_with(cli->model, ".qgru.json") ||
+                        qgru::sniff_model_file(cli->model) == qgru::ModelFileKind::QgruArtifact) {
+                      return run_quantized(*cli);
+                    }
                     return run_float(*cli);
                   };
                 });

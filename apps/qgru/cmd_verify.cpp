@@ -19,6 +19,7 @@
 #include "qgru/verify/html_report.h"
 #include "qgru/verify/verify_report.h"
 #include "qgru/import/load_float_gru.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -32,6 +33,7 @@ struct VerifyCliOptions {
   std::string model, artifact, input, h0, report;
   std::string html, stats;  // --html report.html, --stats (histograms in the HTML report)
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of the model file
   std::string device = "cpu";
   bool batch_first = false;
   double fail_below_sqnr = NAN;
@@ -39,7 +41,8 @@ struct VerifyCliOptions {
 
 int run_verify(const VerifyCliOptions& cli) {
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
-  const qgru::FloatGruModel float_model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::FloatGruModel float_model = qgru::load_float_gru(
+      qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::QuantizedGru quant_model = qgru::read_artifact(cli.artifact);
   const qgru::SequenceBatch x = qgru::read_sequence_input(cli.input, float_model.input_size, cli.batch_first);
   std::vector<float> h0;
@@ -123,7 +126,8 @@ int run_verify(const VerifyCliOptions& cli) {
 QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, tensor by tensor", 40,
                 [](CLI::App& command) -> std::function<int()> {
                   auto cli = std::make_shared<VerifyCliOptions>();
-                  command.add_option("--model", cli->model, "Float weights (.safetensors)")->required();
+                  command.add_option("--model", cli->model, "Float GRU (.safetensors or .onnx)")->required();
+                  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
                   command.add_option("--artifact", cli->artifact, "Quantized artifact (.qgru.json)")->required();
                   command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
                       ->required();

@@ -102,7 +102,7 @@ void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, 
 CalibrationStats run_calibration(const CalibrateOptions& options) {
   parse_range_method(options.method);  // refuse an unknown method before any work
   const std::vector<std::string> files = calibration_data_files(options);
-  const FloatGruModel model = load_float_gru(options.model_path, options.layout);
+  const FloatGruModel model = load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
   CalibrationStats stats = CalibrationStats::for_shape(model.num_layers, model.num_directions, model.input_size,
                                                        model.hidden_size);
   stats.model_path = options.model_path;

@@ -12,7 +12,7 @@ namespace qgru {
 
 FloatRunSummary run_float_files(const FloatRunOptions& options) {
   FloatRunSummary summary;
-  summary.model = load_float_gru(options.model_path, options.layout);
+  summary.model = load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
   const FloatGruModel& model = summary.model;
   const SequenceBatch x = read_sequence_input(options.input_path, model.input_size, options.batch_first);
   const int LD = model.num_layers * model.num_directions;

@@ -12,7 +12,9 @@
 namespace qgru {
 
 struct CalibrateOptions {
-  std::string model_path;               // .safetensors
+  std::string model_path;               // .safetensors or .onnx (qgru/import/load_float_gru.h)
+  std::string model_prefix;             // --prefix: one GRU of a full state dict
+  std::string model_node;               // --node: one GRU stack of an ONNX graph
   std::vector<std::string> data_paths;  // .npy/.npz files, each [T, N, C] ([N, T, C] with batch_first)
   std::string data_dir;                 // every *.npy in it, sorted by name, after data_paths
   std::string method = "ema";           // the statistics' default method (range_selection.h); the per-step EMA

@@ -17,7 +17,8 @@ struct QuantRunOptions {
   std::string artifact_path;  // model.qgru.json
   std::string input_path;     // x [T, N, C] (or [N, T, C] with batch_first): float values or integer codes
   std::string output_path;    // y float32 [T, N, D*H]
-  std::string codes_path;     // optional: output codes int32 [T, N, D*H], direction d in cell (L-1, d)'s h space
+  std::string codes_path;     // optional: output codes [T, N, D*H], direction d in cell (L-1, d)'s h space, in the
+                              // narrowest of int8, uint8, int16, int32 that holds the h spaces' codes
   std::string h0_path;        // optional h0 [L*D, N, H] floats
   std::string hn_path;        // optional: h_n float32 [L*D, N, H]
   bool batch_first = false;
