@@ -4,6 +4,7 @@
 #include "qgru/import/load_float_gru.h"
 
 #include "qgru/import/model_file_kind.h"
+#include "qgru/import/onnx_gru.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/model/float_gru.h"
 
@@ -18,6 +19,13 @@ FloatGruModel load_float_gru(const FloatModelSource& source) {
     }
     const SafetensorsFile file = read_safetensors(source.path);
     return float_gru_from_tensors(file.tensors, source.layout, source.path, source.prefix);
+  }
+  if (kind == ModelFileKind::Onnx) {
+    if (!source.prefix.empty()) {
+      throw Error(source.path + ": --prefix " + source.prefix + " picks a GRU of a safetensors state dict; this is an "
+                  "ONNX model (use --node to pick a GRU stack)");
+    }
+    return load_onnx_gru(source.path, source.node);
   }
   throw Error(model_file_refusal(source.path, kind));
 }

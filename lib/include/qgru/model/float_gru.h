@@ -26,7 +26,11 @@ struct FloatGruModel {
   int num_layers = 0;
   int num_directions = 1;               // 1 or 2
   std::vector<GruCellWeights> cells;    // index layer * num_directions + direction
-  std::string source_layout;            // "pytorch" or "haste", as detected or chosen
+  std::string source_layout;            // "pytorch", "haste" or "onnx", as detected or chosen
+  // The cell variant (qgru/gru_tensors.h). true: r multiplies R_n h + br_n (PyTorch, cuDNN, haste; ONNX
+  // linear_before_reset = 1). false: r multiplies h before the recurrent product,
+  // n = tanh(W_n x + bw_n + R_n (r ⊙ h) + br_n) (ONNX's default linear_before_reset = 0, Keras reset_after=False).
+  bool linear_before_reset = true;
 
   const GruCellWeights& cell(int layer, int direction) const {
     return cells.at(static_cast<size_t>(layer * num_directions + direction));
