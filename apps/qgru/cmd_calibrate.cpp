@@ -86,6 +86,10 @@ std::function<int()> setup_calibrate(CLI::App& command) {
   auto* model = command.add_option("--model", options.model_path, "Float GRU (.safetensors or .onnx)")
                     ->check(CLI::ExistingFile);
   qgru::cli::add_model_selection_options(command, options.model_prefix, options.model_node);
+  auto* lengths = command.add_option("--lengths", options.lengths_paths,
+                                     "Sequence lengths [N] (integer .npy) of each --data file, in the same order; "
+                                     "padded steps are not observed")
+                      ->check(CLI::ExistingFile);
   auto* data = command.add_option("--data", options.data_paths,
                                   "Calibration data (.npy/.npz), each [T, N, C]; repeatable")
                    ->check(CLI::ExistingFile);
@@ -125,7 +129,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                                CLI::ExitCodes::RequiredError);
     }
   });
-  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros}) {
+  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros, lengths}) {
     merge->excludes(option);
   }
   return [cli]() {

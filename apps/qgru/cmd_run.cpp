@@ -22,7 +22,7 @@
 namespace {
 
 struct RunCliOptions {
-  std::string model, input, output, h0, hn, codes;
+  std::string model, input, output, h0, hn, codes, lengths;
   std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of a float model file
@@ -62,6 +62,7 @@ int run_float(const RunCliOptions& cli) {
   options.output_path = cli.output;
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
+  options.lengths_path = cli.lengths;
   options.layout = qgru::parse_weight_layout(cli.layout);
   options.model_prefix = cli.prefix;
   options.model_node = cli.node;
@@ -86,10 +87,11 @@ int run_quantized(const RunCliOptions& cli) {
   if (device == qgru::cli::Device::Cuda) {
     // Every cell on the GPU (int8 cuBLAS or the 16-bit kernel), the shared layer loop on the host
     // (qgru_cuda/quant_gru_cuda.h): the same codes as the CPU executors.
-    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0) {
+    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                                 const int32_t* lengths) {
       const qgru::cuda::QuantGruCuda executor(model);
       qgru::log()->info("CUDA cells: {}", executor.describe());
-      return executor.run_codes(q_x, T, N, q_h0);
+      return executor.run_codes(q_x, T, N, q_h0, lengths);
     };
     options.device_executor_name = "cuda";
   }
@@ -102,8 +104,13 @@ int run_quantized(const RunCliOptions& cli) {
   options.codes_path = cli.codes;
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
+  options.lengths_path = cli.lengths;
   options.batch_first = cli.batch_first;
   options.executor = cli.executor;
+  if (!cli.dump.empty() && !cli.lengths.empty()) {
+    throw qgru::Error("--dump-intermediates " + cli.dump + ": golden vectors are made for sequences of full length; "
+                      "leave out --lengths");
+  }
   const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
   qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
@@ -134,6 +141,9 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                       ->required();
                   command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
                   command.add_option("--hn", cli->hn, "Also write the final state h_n [L*D, N, H] (.npy)");
+                  command.add_option("--lengths", cli->lengths,
+                                     "Sequence lengths [N] (integer .npy): steps past a row's length leave its state "
+                                     "unchanged and output 0; h_n is the state at its last valid step");
                   command.add_flag("--batch-first", cli->batch_first,
                                    "Input and output are [N, T, .] instead of [T, N, .]");
                   command.add_option("--layout", cli->layout, "Float weight layout")

@@ -30,7 +30,7 @@
 namespace {
 
 struct VerifyCliOptions {
-  std::string model, artifact, input, h0, report;
+  std::string model, artifact, input, h0, report, lengths;
   std::string html, stats;  // --html report.html, --stats (histograms in the HTML report)
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of the model file
@@ -58,9 +58,18 @@ int run_verify(const VerifyCliOptions& cli) {
     qgru::check_stats_match_model(stats, quant_model.num_layers, quant_model.num_directions, quant_model.input_size,
                                   quant_model.hidden_size, cli.stats);
   }
+  std::vector<int32_t> lengths;
+  if (!cli.lengths.empty()) {
+    lengths = qgru::read_sequence_lengths(cli.lengths, x.N, x.T);
+    if (device == qgru::cli::Device::Cuda) {
+      throw qgru::Error("--lengths " + cli.lengths + ": the device check runs sequences of full length; leave out "
+                        "--lengths or --device cuda");
+    }
+  }
   qgru::log()->info("verifying {} against {} on {} (T = {}, N = {})", cli.artifact, cli.model, cli.input, x.T, x.N);
   const qgru::GruVerifyReport report =
-      qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+      qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(), {},
+                       lengths.empty() ? nullptr : lengths.data());
 
   std::fputs(qgru::verify_report_table(report).c_str(), stdout);
   // --device cuda: the CUDA executors against the CPU ones on the same input, integer codes one for one and
@@ -132,6 +141,8 @@ QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, te
                   command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
                       ->required();
                   command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
+                  command.add_option("--lengths", cli->lengths,
+                                     "Sequence lengths [N] (integer .npy); padded steps are left out of every figure");
                   command.add_flag("--batch-first", cli->batch_first, "Input is [N, T, C] instead of [T, N, C]");
                   command.add_option("--report", cli->report, "Write the full report (JSON, with per-step SQNR)");
                   command.add_option("--html", cli->html,

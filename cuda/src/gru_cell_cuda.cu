@@ -29,11 +29,13 @@ constexpr int kStepThreads = 256;
 template <class Acc, class Stored>
 __global__ void __launch_bounds__(kStepThreads)
     gru_step_kernel(const GruCellParamsView view, const Acc* gemm_x_t, const Acc* gemm_h, int64_t ldc, int32_t x_offset,
-                    int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N) {
+                    int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N,
+                    const int32_t* lengths, int64_t t) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * view.hidden_size) return;
   kernels::gru_step_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h_stored, h_ld,
-                                           out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size));
+                                           out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size),
+                                           lengths, t);
 }
 
 // C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/kernels/wide_gemm.h:
@@ -113,8 +115,10 @@ struct GruCellCuda::Impl {
     return d;
   }
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
-  void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
-  void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
+  void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
+                const int32_t* lengths) const;
+  void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
+                const int32_t* lengths) const;
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
@@ -180,7 +184,7 @@ int64_t GruCellCuda::workspace_bytes(int T, int N) const {
 }
 
 void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host) const {
+                                 int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
@@ -213,7 +217,7 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
                                    static_cast<int>(l.rows_p), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
     gru_step_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
         device_view, gemm_x + t * N * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8, l.H_p,
-        out + t * N * H, N);
+        out + t * N * H, N, lengths, t);
     QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
   }
   QGRU_CUDA_CHECK(cudaMemcpyAsync(out_host, out, static_cast<size_t>(l.output_bytes), cudaMemcpyDeviceToHost, stream));
@@ -221,7 +225,7 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
 }
 
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host) const {
+                                 int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
@@ -248,23 +252,27 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
     launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
     gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
         device_view, gemm_x + t * N * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16, l.H_p,
-        out + t * N * H, N);
+        out + t * N * H, N, lengths, t);
     QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
   }
   QGRU_CUDA_CHECK(cudaMemcpyAsync(out_host, out, static_cast<size_t>(l.output_bytes), cudaMemcpyDeviceToHost, stream));
   QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const {
+std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                                      const int32_t* lengths) const {
   const Impl& d = *impl_;
   std::vector<int32_t> h0(static_cast<size_t>(int64_t{N} * d.H), d.h_space.zp);
   if (q_h0 != nullptr) h0.assign(q_h0, q_h0 + int64_t{N} * d.H);
   std::vector<int32_t> out(static_cast<size_t>(int64_t{T} * N * d.H));
   if (T == 0 || N == 0) return out;
+  // The lengths on the device for the run (kept until the run has synchronized).
+  const DeviceBuffer lengths_device = lengths != nullptr ? upload_array(lengths, N) : DeviceBuffer();
+  const int32_t* device_lengths = lengths != nullptr ? static_cast<const int32_t*>(lengths_device.data()) : nullptr;
   if (d.wide()) {
-    d.run_wide(q_x, T, N, h0, reverse, out.data());
+    d.run_wide(q_x, T, N, h0, reverse, out.data(), device_lengths);
   } else {
-    d.run_int8(q_x, T, N, h0, reverse, out.data());
+    d.run_int8(q_x, T, N, h0, reverse, out.data(), device_lengths);
   }
   return out;
 }

@@ -14,9 +14,11 @@ cd "$scratch"
 grep -q "GRU '/rnn/GRU_1': C = 14, H = 7, bidirectional, linear_before_reset = 1" inspect.txt || fail "inspect: $(cat inspect.txt)"
 grep -q "^1 GRU stack(s)" inspect.txt || fail "inspect does not count the stack: $(cat inspect.txt)"
 
-for case in pytorch_l2 pytorch_l2_bidir_external lbr0_l2_opset11; do
+for case in pytorch_l2 pytorch_l2_bidir_external lbr0_l2_opset11 lbr0_bidir_lengths pytorch_l2_bidir_lengths; do
+  lengths=()
+  [ -e "$data/$case/lengths.npy" ] && lengths=(--lengths "$data/$case/lengths.npy")
   "$qgru" -q run --model "$data/$case/model.onnx" --input "$data/$case/x.npy" --output "y_$case.npy" \
-    --hn "hn_$case.npy" >/dev/null
+    --hn "hn_$case.npy" "${lengths[@]}" >/dev/null
   "$python" -c "
 import sys, numpy as np
 d = sys.argv[1]
@@ -31,6 +33,24 @@ model="$data/pytorch_l2_bidir_external/model.onnx"
 "$qgru" -q run --model m.qgru.json --input "$data/pytorch_l2_bidir_external/x.npy" --output yq.npy >/dev/null
 "$qgru" -q verify --model "$model" --artifact m.qgru.json --input "$data/pytorch_l2_bidir_external/x.npy" \
   --fail-below-sqnr 30 >verify.txt || fail "verify of the ONNX model's artifact: $(tail -3 verify.txt)"
+
+# A batch of unequal lengths through calibrate -> quantize -> run -> verify, both executors the same codes.
+case_dir="$data/pytorch_l2_bidir_lengths"
+"$qgru" -q calibrate --model "$case_dir/model.onnx" --data "$case_dir/x.npy" --lengths "$case_dir/lengths.npy" \
+  -o stats_l.json >/dev/null
+"$qgru" -q quantize --model "$case_dir/model.onnx" --stats stats_l.json --config int16-activations -o l.qgru.json
+for executor in fast reference; do
+  "$qgru" -q run --model l.qgru.json --input "$case_dir/x.npy" --lengths "$case_dir/lengths.npy" --output "yl_$executor.npy" \
+    --codes "cl_$executor.npy" --executor "$executor" >/dev/null
+done
+cmp -s cl_fast.npy cl_reference.npy || fail "with --lengths the fast and reference executors differ"
+"$python" -c "
+import sys, numpy as np
+y, lengths = np.load('yl_fast.npy'), np.load(sys.argv[1])
+padded = [y[t, n] for n in range(y.shape[1]) for t in range(lengths[n], y.shape[0])]
+sys.exit(0 if padded and all((p == 0).all() for p in padded) else 1)" "$case_dir/lengths.npy" || fail "padded outputs are not 0"
+"$qgru" -q verify --model "$case_dir/model.onnx" --artifact l.qgru.json --input "$case_dir/x.npy" \
+  --lengths "$case_dir/lengths.npy" --fail-below-sqnr 30 >verify_l.txt || fail "verify with --lengths: $(tail -3 verify_l.txt)"
 
 # --prefix is for state dicts, --node for ONNX graphs: each refuses the other's file.
 if "$qgru" -q run --model "$model" --prefix rnn --input "$data/pytorch_l2/x.npy" --output no.npy 2>err.txt; then

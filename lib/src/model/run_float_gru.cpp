@@ -178,12 +178,13 @@ void check_model(const FloatGruModel& model) {
 }  // namespace
 
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
-                             FloatGruObserver* observer) {
+                             FloatGruObserver* observer, const int32_t* lengths) {
   check_model(model);
   if (T < 1 || N < 1) {
     throw Error("float GRU: sequence length and batch must be positive, got T = " + std::to_string(T) +
                 ", N = " + std::to_string(N));
   }
+  check_sequence_lengths(lengths, T, N);
   const int L = model.num_layers;
   const int D = model.num_directions;
   const size_t H = static_cast<size_t>(model.hidden_size);
@@ -226,6 +227,13 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
         const size_t tz = static_cast<size_t>(t);
         const float* ih_t = weight_ih_linear.data() + tz * Nz * 3 * H;
         cell_step(cell, Rt, ih_t, Nz, buffers, model.linear_before_reset ? nullptr : &rbl);
+        if (lengths != nullptr) {  // padding: the state stays (h_new = h_prev), the output is 0 (below)
+          for (size_t n = 0; n < Nz; ++n) {
+            if (row_is_valid(lengths, t, static_cast<int>(n))) continue;
+            std::copy_n(buffers.h_prev.begin() + static_cast<std::ptrdiff_t>(n * H), H,
+                        buffers.h_new.begin() + static_cast<std::ptrdiff_t>(n * H));
+          }
+        }
         if (observer != nullptr) {
           FloatStepView view;
           view.layer = layer;
@@ -245,13 +253,18 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
           view.new_gate_input = buffers.new_gate_input.data();
           view.new_gate_output = buffers.new_gate_output.data();
           view.h_new = buffers.h_new.data();
+          view.lengths = lengths;
           observer->on_step(view);
         }
-        // Output [t, n, direction * H + j].
+        // Output [t, n, direction * H + j] (0 past the row's length).
         for (size_t n = 0; n < Nz; ++n) {
+          const auto dst = layer_output.begin() + static_cast<std::ptrdiff_t>((tz * Nz + n) * D * H + direction * H);
+          if (!row_is_valid(lengths, t, static_cast<int>(n))) {
+            std::fill_n(dst, H, 0.0f);
+            continue;
+          }
           std::copy(buffers.h_new.begin() + static_cast<std::ptrdiff_t>(n * H),
-                    buffers.h_new.begin() + static_cast<std::ptrdiff_t>((n + 1) * H),
-                    layer_output.begin() + static_cast<std::ptrdiff_t>((tz * Nz + n) * D * H + direction * H));
+                    buffers.h_new.begin() + static_cast<std::ptrdiff_t>((n + 1) * H), dst);
         }
         std::swap(buffers.h_prev, buffers.h_new);
       }

@@ -122,6 +122,9 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
     summary.executor = "reference";
   }
 
+  std::vector<int32_t> lengths_values;
+  if (!options.lengths_path.empty()) lengths_values = read_sequence_lengths(options.lengths_path, x.N, x.T);
+  const int32_t* lengths = lengths_values.empty() ? nullptr : lengths_values.data();
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
   if (options.device_executor) {
@@ -129,16 +132,16 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
     if (!x.is_codes) q_x_quantized = quantize_values(model.input_quant(), x.values.data(), x.values.size());
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
     result = options.device_executor(model, x.is_codes ? x.q_x.data() : q_x_quantized.data(), x.T, x.N,
-                                     q_h0.empty() ? nullptr : q_h0.data());
+                                     q_h0.empty() ? nullptr : q_h0.data(), lengths);
   } else if (x.is_codes) {
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
     const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
-    result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data)
-                      : run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0_data);
+    result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data, nullptr, lengths)
+                      : run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0_data, nullptr, lengths);
   } else {
     const float* h0_data = h0.empty() ? nullptr : h0.data();
-    result = use_fast ? run_quantized_gru_fast(model, x.values.data(), x.T, x.N, h0_data)
-                      : run_quantized_gru(model, x.values.data(), x.T, x.N, h0_data);
+    result = use_fast ? run_quantized_gru_fast(model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths)
+                      : run_quantized_gru(model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths);
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -14,6 +14,7 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/import/onnx_gru.h"
 #include "qgru/io/npy.h"
+#include "qgru/io/sequence_io.h"
 #include "qgru/model/float_gru.h"
 
 namespace {
@@ -27,7 +28,12 @@ double max_difference_to_onnxruntime(const std::string& fixture, const qgru::Flo
   const qgru::Tensor x = qgru::read_npy(kOnnxData + fixture + "/x.npy");
   const int T = static_cast<int>(x.shape[0]), N = static_cast<int>(x.shape[1]);
   const std::vector<float> xs = qgru::tensor_to_f32(x);
-  const qgru::FloatGruResult result = qgru::run_float_gru(model, xs.data(), T, N, nullptr);
+  std::vector<int32_t> lengths;  // the fixture's sequence_lens, when it has them
+  if (std::filesystem::exists(kOnnxData + fixture + "/lengths.npy")) {
+    lengths = qgru::read_sequence_lengths(kOnnxData + fixture + "/lengths.npy", N, T);
+  }
+  const qgru::FloatGruResult result =
+      qgru::run_float_gru(model, xs.data(), T, N, nullptr, nullptr, lengths.empty() ? nullptr : lengths.data());
   const std::vector<float> y = floats(kOnnxData + fixture + "/y.npy");
   const std::vector<float> h_n = floats(kOnnxData + fixture + "/h_n.npy");
   REQUIRE(y.size() == result.output.size());
@@ -143,6 +149,15 @@ TEST_CASE("the linear_before_reset = 0 cell (the ONNX default) runs within 1e-5 
   CHECK(model.num_layers == 2);  // Squeeze with an axes attribute (opset 11) chains the layers too
   CHECK(std::all_of(model.cell(0, 0).bw.begin(), model.cell(0, 0).bw.end(), [](float b) { return b == 0.0f; }));
   CHECK(max_difference_to_onnxruntime("lbr0_l2_opset11", model) <= 1e-5);
+}
+
+TEST_CASE("sequence_lens: batches of unequal lengths run within 1e-5 of onnxruntime, both cells, both directions") {
+  for (const char* fixture : {"lbr0_bidir_lengths", "pytorch_l2_bidir_lengths"}) {
+    CAPTURE(fixture);
+    const qgru::FloatGruModel model = qgru::load_float_gru(kOnnxData + fixture + "/model.onnx");
+    CHECK(model.num_directions == 2);
+    CHECK(max_difference_to_onnxruntime(fixture, model) <= 1e-5);
+  }
 }
 
 TEST_CASE("inspect lists every GRU node with its sizes, direction, cell variant and stack") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qgru/base/tensor.h"
+#include "qgru/io/sequence_io.h"  // row_is_valid
 
 namespace qgru {
 
@@ -58,7 +59,11 @@ struct FloatStepView {
   const float* new_gate_input = nullptr;
   const float* new_gate_output = nullptr;
   const float* h_new = nullptr;
+  // [N] sequence lengths or null (all T): rows with t >= lengths[n] are padding at this step (their state
+  // does not change); observers skip them (qgru::row_is_valid).
+  const int32_t* lengths = nullptr;
 };
+
 
 class FloatGruObserver {
  public:
@@ -72,8 +77,11 @@ struct FloatGruResult {
   std::vector<float> h_n;     // [L*D, N, H]
 };
 
-// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros.
+// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros. lengths: [N] sequence
+// lengths in [0, T] or nullptr (every row has T steps): as PyTorch's packed sequences and ONNX's sequence_lens,
+// steps t >= lengths[n] leave row n's state unchanged and output 0 there, h_n is the state after its last
+// valid step, and the reverse direction starts at the row's own last step t = lengths[n] - 1.
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
-                             FloatGruObserver* observer = nullptr);
+                             FloatGruObserver* observer = nullptr, const int32_t* lengths = nullptr);
 
 }  // namespace qgru

@@ -19,6 +19,7 @@ struct FloatRunOptions {
   std::string output_path;  // y: float32 .npy, [T, N, D*H] or [N, T, D*H]
   std::string h0_path;      // optional h0 [L*D, N, H]
   std::string hn_path;      // optional: write h_n [L*D, N, H] (float32 .npy)
+  std::string lengths_path; // optional: sequence lengths [N] (integer .npy), qgru::run_float_gru's lengths
   WeightLayout layout = WeightLayout::Auto;
   bool batch_first = false;
   // When set, this runs the model instead of run_float_gru (the CLI's --device cuda; the library stays free
