@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qgru run and qgru verify on quantized artifacts of the bundled example: task accuracy of the integer model
-# against the float one (issue targets: int8 within 0.5 points, int16-activations within 0.1), integer codes
+# against the float one (targets: int8 within 0.5 points, int16-activations within 0.1), integer codes
 # in and out (codes given as input reproduce the float-input run exactly), the verify report and its SQNR
 # gate, and clean refusals (--device cuda without a GPU, a tampered tensor file).
 # Usage: run_quantized.sh <qgru-binary> <scratch-dir> <source-root>

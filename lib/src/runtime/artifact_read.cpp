@@ -223,11 +223,16 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
 
 }  // namespace
 
-QuantizedGru read_artifact(const std::string& json_path) {
+namespace {
+
+// The reader of both sources: json_text is the artifact's JSON, named json_path in messages; tensor_bytes
+// returns the tensor file's bytes and its name for messages, given the JSON's "tensor_file".
+QuantizedGru parse_artifact(const std::string& json_text, const std::string& json_path,
+                            const std::function<std::vector<uint8_t>(const std::string& tensor_name, std::string* source)>& tensor_bytes) {
   const Reader r(json_path);
   json root;
   try {
-    root = json::parse(read_file_text(json_path));
+    root = json::parse(json_text);
   } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
     throw Error("artifact " + json_path + ": not valid JSON: " + e.what());
   }
@@ -245,8 +250,8 @@ QuantizedGru read_artifact(const std::string& json_path) {
   if (tensor_name.empty() || std::filesystem::path(tensor_name).filename().string() != tensor_name) {
     r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
   }
-  const std::string tensor_path = (std::filesystem::path(json_path).parent_path() / tensor_name).string();
-  const std::vector<uint8_t> bytes = read_file_bytes(tensor_path);
+  std::string tensor_path;
+  const std::vector<uint8_t> bytes = tensor_bytes(tensor_name, &tensor_path);
   const std::string recorded = r.string(root, "tensor_file_sha256", "");
   const std::string actual = sha256_hex(bytes.data(), bytes.size());
   if (recorded != actual) {
@@ -299,6 +304,24 @@ QuantizedGru read_artifact(const std::string& json_path) {
   const OverflowProof proof = prove_no_overflow(model);
   if (!proof.ok()) r.fail("cells", "overflow: " + proof.first_failure());
   return model;
+}
+
+}  // namespace
+
+QuantizedGru read_artifact(const std::string& json_path) {
+  return parse_artifact(read_file_text(json_path), json_path, [&](const std::string& tensor_name, std::string* source) {
+    *source = (std::filesystem::path(json_path).parent_path() / tensor_name).string();
+    return read_file_bytes(*source);
+  });
+}
+
+QuantizedGru read_artifact_memory(const std::string& json_text, const uint8_t* tensor_bytes, size_t tensor_size,
+                                  const std::string& source_name) {
+  if (!tensor_bytes && tensor_size > 0) throw Error("artifact " + source_name + ": null tensor bytes of size " + std::to_string(tensor_size));
+  return parse_artifact(json_text, source_name, [&](const std::string& tensor_name, std::string* source) {
+    *source = source_name + " (tensor bytes for " + tensor_name + ")";
+    return tensor_bytes ? std::vector<uint8_t>(tensor_bytes, tensor_bytes + tensor_size) : std::vector<uint8_t>();
+  });
 }
 
 }  // namespace qgru
