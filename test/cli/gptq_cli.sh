@@ -117,7 +117,7 @@ first=$(sha256sum m/out.safetensors)
 mkdir z z2
 "$QGRU" gptq --weights "$DATA/nonneg.safetensors" --tensor pos.weight --activations "$DATA/x_pos.npy" --group-size -1 \
   -o z/v1.safetensors >/dev/null 2>z.v1.stderr || fail "non-negative weights, v1: exit $?"
-grep -q "8 zero point(s) are 0: GPTQModel, transformers and qgru read every zero point of this v1 file exactly, but readers that add 1 to each 4-bit field without carrying (exllama-style kernels) read those as 16;" z.v1.stderr ||
+grep -q "8 zero point(s) are 0: GPTQModel, transformers and qgru read every zero point of this v1 file exactly, but readers that add 1 to each 4-bit field without carrying (vLLM's gptq kernel, exllama-style kernels) read those as 16;" z.v1.stderr ||
   fail "no exact warning about v1 zero points: $(cat z.v1.stderr)"
 "$QGRU" gptq --weights "$DATA/nonneg.safetensors" --tensor pos.weight --activations "$DATA/x_pos.npy" --group-size -1 \
   --format gptq_v2 -o z2/v2.safetensors >/dev/null 2>z.v2.stderr || fail "non-negative weights, v2: exit $?"

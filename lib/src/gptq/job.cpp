@@ -266,7 +266,8 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
       }
       log()->warn("gptq: {}: {} zero point(s) are 0: GPTQModel, transformers and qgru read every zero point of "
                   "this v1 file exactly, but readers that add 1 to each {}-bit field without carrying "
-                  "(exllama-style kernels) read those as {}{}; --format gptq_v2 or --sym avoids them",
+                  "(vLLM's gptq kernel, exllama-style kernels) read those as {}{}; --format gptq_v2 or --sym "
+                  "avoids them",
                   job.tensor, misreads.zero_points_of_zero, options.gptq.bits, wrapped, neighbours);
     }
     auto bias = input.tensors.find(prefix + ".bias");

@@ -17,8 +17,8 @@
 //                 every zero point in [0, maxq] (0 included) round-trips exactly through those readers.
 //   3 bits:       fields straddle words, so the clients (GPTQModel >= 7.0) shift each field instead:
 //                 stored = (zero − 1) mod 8, read back as (stored + 1) mod 8. Also exact for every zero.
-// Readers that add 1 to each extracted field without wrapping (exllama-style kernels) see a different zero
-// point wherever a borrow or a wrap happened; v1_field_reader_misreads() counts them.
+// Readers that add 1 to each extracted field without wrapping (vLLM's gptq kernel, exllama-style kernels) see a
+// different zero point wherever a borrow or a wrap happened; v1_field_reader_misreads() counts them.
 #include <cstdint>
 #include <string>
 #include <vector>
