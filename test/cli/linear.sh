@@ -122,6 +122,39 @@ print(f"2-bit v1: relative output error {rel:.3f} on fresh inputs")
 assert rel < 0.5, rel
 PY
 
+# A v1 file of qgru's earlier writer ((zero − 1) & maxq in each field; meta.quantizer the plain string "qgru"):
+# read as that writer meant it (the same Ŵ as the current file of the same layer), with a line on stderr
+# saying the clients read it differently.
+mkdir -p old_v1
+"$python" - <<'PY'
+import json, struct
+import numpy as np
+raw = open("v1_2bit/ckpt.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+a, b = header["fc.qzeros"]["data_offsets"]
+words = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.uint32).copy()
+v2 = (words.astype(np.uint64) + 0x55555555) & 0xFFFFFFFF  # the clients' reading: the zero points
+fields = np.stack([(v2 >> np.uint64(2 * i)) & np.uint64(3) for i in range(16)], axis=-1)
+old = ((fields.astype(np.int64) - 1) & 3).astype(np.uint64)  # the earlier writer, field by field
+packed = np.zeros_like(v2)
+for i in range(16):
+    packed |= old[..., i] << np.uint64(2 * i)
+assert np.any(fields == 0), "the 2-bit layer should hold zero points of 0"
+body = bytearray(raw)
+body[8 + n + a:8 + n + b] = packed.astype(np.uint32).tobytes()
+open("old_v1/ckpt.safetensors", "wb").write(bytes(body))
+config = json.load(open("v1_2bit/quantize_config.json"))
+config["meta"] = {"quantizer": "qgru"}
+json.dump(config, open("old_v1/quantize_config.json", "w"))
+PY
+"$qgru" linear --checkpoint old_v1/ckpt.safetensors --layer fc --input x.npy --output y_old.npy >/dev/null 2>old.stderr \
+  || fail "qgru linear on an earlier qgru v1 file failed: $(cat old.stderr)"
+"$python" -c "import numpy as np, sys; sys.exit(0 if np.array_equal(np.load('y_old.npy'), np.load('y_2bit.npy')) else 1)" \
+  || fail "an earlier qgru v1 file does not read as the same layer"
+grep -q "read with qgru's earlier per-field v1 arithmetic.*GPTQModel and transformers read differently" old.stderr ||
+  fail "no log line about the interpretation used: $(cat old.stderr)"
+
 set +e
 "$qgru" linear --checkpoint ckpt.safetensors --layer fc --input x.npy --output y_cuda.npy --device cuda >out.txt 2>err.txt
 rc=$?
