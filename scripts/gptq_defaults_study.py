@@ -10,7 +10,10 @@
      the held-out inputs through `qgru linear`, and the held-out loss of the whole model with every layer
      quantized (each from the float model's own inputs) through transformers.
 Prints, per bit width and setting: the geometric mean over layers of the error ratio to today's defaults
-(natural order, damp 0.01), how many layers got worse, and the model's held-out loss.
+(natural order, damp 0.01), how many layers got worse, and the model's held-out loss. With --vs-gptqmodel,
+also GPTQModel's own GPTQ (gptqmodel.quantization.gptq.GPTQ, same order and damping, 4 bits) on the same
+layers and activations: the geometric mean of qgru's held-out error over GPTQModel's.
+--reuse skips the training when the work folder already holds the trained model and activations.
 """
 import argparse
 import json
@@ -37,13 +40,17 @@ def corpus_text():
     return text.encode("ascii", errors="replace").decode("ascii")
 
 
-def train(work, steps):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    torch.manual_seed(0)
+def split_corpus():
     text = corpus_text()
     data = torch.tensor(np.frombuffer(text.encode("ascii"), dtype=np.uint8).astype(np.int64))
     split = int(len(data) * 0.95)
-    train_data, held_out = data[:split], data[split:]
+    return data[:split], data[split:]
+
+
+def train(work, steps):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    train_data, held_out = split_corpus()
     config = LlamaConfig(vocab_size=128, hidden_size=256, intermediate_size=704, num_hidden_layers=4,
                          num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=SEQ,
                          tie_word_embeddings=False)
@@ -102,7 +109,7 @@ def held_out_loss(model, fresh):
         return model(fresh, labels=fresh).loss.item()
 
 
-def quantized_model(model_dir, out, weights):
+def quantized_model(model_dir, weights):
     """The float model with every layer's weight replaced by qgru's Ŵ (decoded by `qgru linear`)."""
     from transformers import LlamaForCausalLM
     model = LlamaForCausalLM.from_pretrained(model_dir).eval()
@@ -138,21 +145,62 @@ def run_setting(qgru, work, model_dir, W, bits, order, damp):
     return errors, decoded
 
 
+def gptqmodel_errors(work, W, bits, order, damp):
+    """GPTQModel's own GPTQ per layer on the same calibration inputs: held-out relative output error."""
+    from gptqmodel.quantization.config import QuantizeConfig
+    from gptqmodel.quantization.gptq import GPTQ
+    errors = {}
+    for n, Wf in W.items():
+        linear = torch.nn.Linear(Wf.shape[1], Wf.shape[0], bias=False)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(Wf.astype(np.float32)))
+        cfg = QuantizeConfig(bits=bits, group_size=128, sym=False, desc_act=order == "act-order",
+                             act_group_aware=order == "group-aware", damp_percent=damp)
+        gptq = GPTQ(linear, cfg)
+        gptq.quantizer.configure(perchannel=True)
+        x = torch.from_numpy(np.load(os.path.join(work, f"x_{n}.npy")))
+        gptq.add_batch(x.unsqueeze(0), linear(x).unsqueeze(0))
+        W_hat = gptq.quantize()[0].double().numpy()  # [N, K]
+        fresh = np.load(os.path.join(work, f"fresh_{n}.npy")).astype(np.float64)
+        ref = fresh @ Wf.T
+        errors[n] = float(np.sum((fresh @ W_hat.T - ref) ** 2) / np.sum(ref ** 2))
+    return errors
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qgru", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--bits", default="4,3,2")
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--vs-gptqmodel", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch.set_num_threads(os.cpu_count() or 1)
-    model, train_data, held_out, model_dir = train(args.work, args.steps)
+    model_dir = os.path.join(args.work, "float")
+    if args.reuse and os.path.exists(os.path.join(model_dir, "model.safetensors")):
+        from transformers import LlamaForCausalLM
+        model = LlamaForCausalLM.from_pretrained(model_dir).eval()
+        train_data, held_out = split_corpus()
+    else:
+        model, train_data, held_out, model_dir = train(args.work, args.steps)
     calib, fresh = windows(train_data, 64, 2), windows(held_out, 32, 3)
     W = capture(model, args.work, calib, fresh)
     print(f"float model: held-out loss {held_out_loss(model, fresh):.4f} nats/char; {len(W)} layers; "
           f"calibration {calib.numel()} tokens, held-out {fresh.numel()} tokens")
     settings = [(o, d) for o in ("natural", "act-order", "group-aware") for d in (0.01, 0.05, 0.1)]
+    if args.vs_gptqmodel:
+        print("| bits | order | damp | geo-mean qgru / GPTQModel held-out error | max | min |")
+        print("|---|---|---|---|---|---|")
+        for bits in [int(b) for b in args.bits.split(",")]:
+            for order in ("natural", "act-order", "group-aware"):
+                ours, _ = run_setting(args.qgru, args.work, model_dir, W, bits, order, 0.05)
+                theirs = gptqmodel_errors(args.work, W, bits, order, 0.05)
+                r = np.array([ours[n] / theirs[n] for n in W])
+                print(f"| {bits} | {order} | 0.05 | {math.exp(np.mean(np.log(r))):.3f} | {r.max():.3f} | {r.min():.3f} |",
+                      flush=True)
+        return 0
     print("| bits | order | damp | geo-mean error ratio to natural/0.01 | layers worse | worst ratio | held-out loss |")
     print("|---|---|---|---|---|---|---|")
     for bits in [int(b) for b in args.bits.split(",")]:
@@ -162,7 +210,7 @@ def main():
             if base is None:
                 base = errors
             ratios = np.array([errors[n] / base[n] for n in W])
-            loss = held_out_loss(quantized_model(model_dir, None, decoded), fresh)
+            loss = held_out_loss(quantized_model(model_dir, decoded), fresh)
             print(f"| {bits} | {order} | {damp} | {math.exp(np.mean(np.log(ratios))):.3f} | "
                   f"{int(np.sum(ratios > 1.0 + 1e-9))} of {len(ratios)} | {ratios.max():.3f} | {loss:.4f} |", flush=True)
     return 0

@@ -133,6 +133,7 @@ def check_folder(folder):
     if not layers:
         problems.append("no layer")
     compared = 0
+    zero_points_of_zero = [0]
     for layer in layers:
         (qw_t, qweight), (qz_t, qzeros) = tensors[layer + ".qweight"], tensors[layer + ".qzeros"]
         (sc_t, scales), (gi_t, g_idx) = tensors[layer + ".scales"], tensors[layer + ".g_idx"]
@@ -162,26 +163,30 @@ def check_folder(folder):
         codes = unpack_rows(qweight, bits, K)                     # [K, N]
         zeros = client_zeros(qzeros, bits, N, fmt)                 # [G, N]
         W = scales.astype(np.float64)[g_idx] * (codes - zeros[g_idx])  # exact in float64
+        if fmt == "gptq" and not config.get("sym", True):
+            zero_points_of_zero[0] += int(np.sum(zeros == 0))
         mine = np.load(mine_path).astype(np.float64)
         if mine.shape != W.shape or not np.array_equal(mine, W):
             bad = int(np.sum(mine != W)) if mine.shape == W.shape else -1
             problems.append(f"{layer}: Ŵ differs from the clients' decoding in {bad} weight(s)")
+    if fmt == "gptq" and not config.get("sym", True) and zero_points_of_zero[0] == 0 and not problems:
+        problems.append("no zero point of 0 in this asymmetric v1 checkpoint: the borrow case went untested")
     if compared == 0 and not problems:
         problems.append("no layer with qgru's Ŵ (w_<layer>.npy) to compare")
-    return config, layers, problems
+    return config, layers, problems, zero_points_of_zero[0]
 
 
 def main(folders):
-    print("| bits | sym | format | order | static groups | layers | Ŵ: qgru vs the clients' formula |")
-    print("|---|---|---|---|---|---|---|")
+    print("| bits | sym | format | order | static groups | layers | v1 zero points of 0 | Ŵ: qgru vs the clients' formula |")
+    print("|---|---|---|---|---|---|---|---|")
     failures = 0
     for folder in folders:
-        config, layers, problems = check_folder(folder)
+        config, layers, problems, zeros_of_zero = check_folder(folder)
         meta = config.get("meta", {})
         order = "act-order" if config.get("desc_act") else "group-aware" if meta.get("act_group_aware") else "natural"
         verdict = "identical" if not problems else "; ".join(problems)
         print(f"| {config.get('bits')} | {config.get('sym')} | {config.get('format')} | {order} | "
-              f"{config.get('static_groups')} | {len(layers)} | {verdict} |")
+              f"{config.get('static_groups')} | {len(layers)} | {zeros_of_zero} | {verdict} |")
         failures += bool(problems)
     print(f"gptq_client_rules: {len(folders) - failures} checkpoint(s) as the clients read them, {failures} not")
     return 1 if failures else 0
