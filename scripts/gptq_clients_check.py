@@ -25,17 +25,19 @@ import time
 import numpy as np
 import torch
 
-BITS = [2, 3, 4, 8]
 ORDERS = ["natural", "act-order", "group-aware"]
 GROUP = 32
 
 
-def combos(quick):
-    for bits, sym, fmt, order, static in itertools.product(BITS, [False, True], ["gptq", "gptq_v2"], ORDERS,
-                                                           [False, True]):
-        if quick and not (order == "group-aware" and not static):
+def combos(args):
+    def listed(text, convert):
+        return [convert(item) for item in text.split(",")]
+    truth = {"sym": True, "asym": False}
+    for combo in itertools.product(listed(args.bits, int), listed(args.sym, truth.__getitem__), listed(args.formats, str),
+                                   listed(args.orders, str), listed(args.static, lambda t: t == "static")):
+        if args.quick and not (combo[3] == "group-aware" and not combo[4]):
             continue
-        yield bits, sym, fmt, order, static
+        yield combo
 
 
 def save_tokenizer(model_dir):
@@ -180,6 +182,11 @@ def main():
     parser.add_argument("--qgru", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--quick", action="store_true", help="only the default order without static groups")
+    parser.add_argument("--bits", default="2,3,4,8")
+    parser.add_argument("--sym", default="asym,sym")
+    parser.add_argument("--formats", default="gptq,gptq_v2")
+    parser.add_argument("--orders", default=",".join(ORDERS))
+    parser.add_argument("--static", default="dynamic,static")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     import gptqmodel
@@ -192,7 +199,7 @@ def main():
           "output vs qgru linear (max/max|y|) |")
     print("|---|---|---|---|---|---|---|---|---|")
     failures = 0
-    for combo in combos(args.quick):
+    for combo in combos(args):
         bits, sym, fmt, order, static = combo
         name, out, zeros_of_zero = quantize(args.qgru, args.work, model_dir, combo)
         W_qgru = qgru_weights(args.qgru, args.work, out, layers)
