@@ -161,7 +161,9 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
   if (options.layers.empty()) throw Error("gptq: no layers to quantize");
   // GPTQModel and transformers refuse a damp_percent outside (0, 1) when they load the checkpoint.
   if (!(options.gptq.damp > 0.0 && options.gptq.damp < 1.0)) {
-    throw Error("gptq: --damp " + std::to_string(options.gptq.damp) +
+    char damp[32];
+    std::snprintf(damp, sizeof damp, "%g", options.gptq.damp);
+    throw Error(std::string("gptq: --damp ") + damp +
                 " is outside (0, 1), which GPTQModel and transformers refuse in quantize_config.json");
   }
   const QuantizeConfig config = checkpoint_config(options);
