@@ -11,8 +11,8 @@
      quantized (each from the float model's own inputs) through transformers.
 Prints, per bit width and setting: the geometric mean over layers of the error ratio to today's defaults
 (natural order, damp 0.01), how many layers got worse, and the model's held-out loss. With --vs-gptqmodel,
-also GPTQModel's own GPTQ (gptqmodel.quantization.gptq.GPTQ, same order and damping, 4 bits) on the same
-layers and activations: the geometric mean of qgru's held-out error over GPTQModel's.
+instead GPTQModel's own GPTQ (gptqmodel.quantization.gptq.GPTQ, same order and damping: 0.01 and 0.05) on
+the same layers and activations: the geometric mean of qgru's held-out error over GPTQModel's.
 --reuse skips the training when the work folder already holds the trained model and activations.
 """
 import argparse
@@ -174,6 +174,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--bits", default="4,3,2")
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--calib-windows", type=int, default=64, help="calibration windows of 128 characters")
     parser.add_argument("--vs-gptqmodel", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -185,7 +186,7 @@ def main():
         train_data, held_out = split_corpus()
     else:
         model, train_data, held_out, model_dir = train(args.work, args.steps)
-    calib, fresh = windows(train_data, 64, 2), windows(held_out, 32, 3)
+    calib, fresh = windows(train_data, args.calib_windows, 2), windows(held_out, 32, 3)
     W = capture(model, args.work, calib, fresh)
     print(f"float model: held-out loss {held_out_loss(model, fresh):.4f} nats/char; {len(W)} layers; "
           f"calibration {calib.numel()} tokens, held-out {fresh.numel()} tokens")
@@ -195,11 +196,12 @@ def main():
         print("|---|---|---|---|---|---|")
         for bits in [int(b) for b in args.bits.split(",")]:
             for order in ("natural", "act-order", "group-aware"):
-                ours, _ = run_setting(args.qgru, args.work, model_dir, W, bits, order, 0.05)
-                theirs = gptqmodel_errors(args.work, W, bits, order, 0.05)
-                r = np.array([ours[n] / theirs[n] for n in W])
-                print(f"| {bits} | {order} | 0.05 | {math.exp(np.mean(np.log(r))):.3f} | {r.max():.3f} | {r.min():.3f} |",
-                      flush=True)
+                for damp in (0.01, 0.05):
+                    ours, _ = run_setting(args.qgru, args.work, model_dir, W, bits, order, damp)
+                    theirs = gptqmodel_errors(args.work, W, bits, order, damp)
+                    r = np.array([ours[n] / theirs[n] for n in W])
+                    print(f"| {bits} | {order} | {damp} | {math.exp(np.mean(np.log(r))):.3f} | {r.max():.3f} | "
+                          f"{r.min():.3f} |", flush=True)
         return 0
     print("| bits | order | damp | geo-mean error ratio to natural/0.01 | layers worse | worst ratio | held-out loss |")
     print("|---|---|---|---|---|---|---|")

@@ -105,7 +105,7 @@ std::vector<int64_t> column_order(const std::vector<double>& H, int64_t K, int64
 GptqOptions recommended_options() {
   GptqOptions options;
   options.group_aware = true;
-  options.damp = 0.05;
+  options.damp = 0.01;
   return options;
 }
 

@@ -171,7 +171,7 @@ TEST_CASE("config_disagreement_names_what_would_change_how_a_checkpoint_is_read"
   CHECK(config_disagreement(old_layout, a).find("v1 zero points") != std::string::npos);
   QuantizeConfig damp = a;
   damp.damp_percent = 0.1;
-  CHECK(config_disagreement(a, damp) == "damp_percent 0.1 here, 0.05 there");
+  CHECK(config_disagreement(a, damp) == "damp_percent 0.1 here, 0.01 there");
 }
 
 TEST_CASE("quantize_config_round_trip_and_refusals") {

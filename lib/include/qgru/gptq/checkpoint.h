@@ -21,7 +21,7 @@ namespace qgru::gptq {
 struct QuantizeConfig {
   int bits = 4;
   int64_t group_size = 128;  // -1: per row
-  double damp_percent = 0.05;
+  double damp_percent = 0.01;
   bool desc_act = false;
   bool act_group_aware = false;  // group-aware act-order (meta.act_group_aware); never with desc_act
   bool static_groups = false;

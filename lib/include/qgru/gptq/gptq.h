@@ -23,7 +23,7 @@
 namespace qgru::gptq {
 
 // Field defaults are the reference implementation's (damp 0.01, natural column order), which the C API
-// documents as its own; `qgru gptq` starts from recommended_options() instead.
+// documents as its own; `qgru gptq` starts from recommended_options().
 struct GptqOptions {
   int bits = 4;                 // 2, 3, 4 or 8
   int64_t group_size = 128;     // -1: one group per row (no groups)
@@ -36,7 +36,7 @@ struct GptqOptions {
   int max_damp_retries = 4;     // damping × 10 each time H is not positive definite
 };
 
-// What `qgru gptq` uses unless told otherwise: group-aware act-order and damp 0.05 (docs/GPTQ.md, "Defaults",
+// What `qgru gptq` uses unless told otherwise: group-aware act-order, damp 0.01 (docs/GPTQ.md, "Defaults",
 // has the measurements behind both).
 GptqOptions recommended_options();
 
