@@ -8,6 +8,8 @@ set -euo pipefail
 source "$(dirname "$0")/gptq_clients_venv.bash"
 work="$clients_build/gptq-clients-check"
 rm -rf "$work"
-"$venv_python" "$clients_root/scripts/gptq_clients_check.py" --qgru "$qgru_binary" --work "$work" "$@" 2>"$work.log" |
-  tee "$work.md"
+# The clients log to stdout too: the table's lines go to $work.md and the terminal, the rest to $work.log.
+: >"$work.log"
+"$venv_python" "$clients_root/scripts/gptq_clients_check.py" --qgru "$qgru_binary" --work "$work" "$@" 2>>"$work.log" |
+  tee -a "$work.log" | grep --line-buffered -E '^(\||clients:|[0-9]+ failure)' | tee "$work.md"
 echo "table: $work.md; client logs: $work.log" >&2

@@ -12,7 +12,8 @@ venv_python="$venv/bin/python"
 if ! "$venv_python" -c "import gptqmodel, optimum, transformers, torch" 2>/dev/null; then
   echo "== making $venv (${clients_pins[*]})" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "${clients_pins[0]}"
+  # GPTQModel's sdist builds with the venv's own setuptools (its pyproject asks for >= 84.2.1, < 85).
+  "$venv/bin/pip" install --quiet "${clients_pins[0]}" "setuptools>=84.2.1,<85"
   "$venv/bin/pip" install --quiet --no-build-isolation "${clients_pins[@]}"
 fi
 qgru_binary="$clients_build/apps/qgru/qgru"

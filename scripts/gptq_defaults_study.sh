@@ -6,5 +6,6 @@ set -euo pipefail
 source "$(dirname "$0")/gptq_clients_venv.bash"
 work="$clients_build/gptq-defaults-study"
 mkdir -p "$work"
-"$venv_python" "$clients_root/scripts/gptq_defaults_study.py" --qgru "$qgru_binary" --work "$work" "$@" 2>"$work.log" |
-  tee "$work.md"
+: >"$work.log"
+"$venv_python" "$clients_root/scripts/gptq_defaults_study.py" --qgru "$qgru_binary" --work "$work" "$@" 2>>"$work.log" |
+  tee -a "$work.log" | grep --line-buffered -E '^(\||step|float model)' | tee "$work.md"
