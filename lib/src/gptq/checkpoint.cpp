@@ -198,8 +198,11 @@ V1FieldReaderMisreads add_layer(SafetensorsFile& file, const std::string& prefix
       {layer.K * layer.bits / 32, layer.N}, pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight"));
   std::vector<int32_t> qzeros = pack_qzeros(layer.zeros, layer.G, layer.N, layer.bits, format, prefix + ".qzeros");
   V1FieldReaderMisreads misreads;
-  if (format == CheckpointFormat::kGptq) misreads = v1_field_reader_misreads(layer.zeros, qzeros, layer.G, layer.N, layer.bits);
-  file.tensors[prefix + ".qzeros"] = Tensor::from_vector<int32_t>({layer.G, layer.N * layer.bits / 32}, std::move(qzeros));
+  if (format == CheckpointFormat::kGptq) {
+    misreads = v1_field_reader_misreads(layer.zeros, qzeros, layer.G, layer.N, layer.bits);
+  }
+  file.tensors[prefix + ".qzeros"] =
+      Tensor::from_vector<int32_t>({layer.G, layer.N * layer.bits / 32}, std::move(qzeros));
   Tensor scales;
   scales.dtype = DType::F16;
   scales.shape = {layer.G, layer.N};
@@ -276,7 +279,8 @@ QuantizedLayer read_layer(const SafetensorsFile& file, const std::string& prefix
   const std::vector<int32_t> qzero_words = as_i32(qzeros);
   layer.zeros = unpack_qzeros(qzero_words, layer.G, layer.N, bits, format, rule);
   if (format == CheckpointFormat::kGptq && rule != V1ZeroRule::kClients) {
-    const std::vector<int32_t> clients = unpack_qzeros(qzero_words, layer.G, layer.N, bits, format, V1ZeroRule::kClients);
+    const std::vector<int32_t> clients =
+        unpack_qzeros(qzero_words, layer.G, layer.N, bits, format, V1ZeroRule::kClients);
     int64_t differ = 0;
     for (size_t i = 0; i < clients.size(); ++i) differ += clients[i] != layer.zeros[i];
     if (differ > 0) {
