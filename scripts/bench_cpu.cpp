@@ -31,11 +31,12 @@
 #include <random>
 #include <vector>
 
-#include "../lib/src/quant/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
+#include "../lib/src/runtime/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/fast_executor.h"
-#include "qgru/quant/quant_executor.h"
-#include "quant_test_support.h"  // test/unit/quant: random models and a min/max range observer
+#include "qgru/runtime/fast_executor.h"
+#include "qgru/runtime/quant_executor.h"
+#include "qgru/quant/bitwidth_presets.h"
+#include "quant_test_support.h"  // test/unit/support: random models and a min/max range observer
 
 #if defined(__x86_64__)
 #include <immintrin.h>

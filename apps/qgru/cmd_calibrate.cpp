@@ -1,6 +1,6 @@
 // qgru calibrate: run the float model over calibration data and write the statistics (qgru/calib/calibrate.h),
 // or merge statistics of shards (--merge). Prints a table of the chosen range and shift per tensor on stdout,
-// under the bit widths of --config (default the int8 preset of seed 001 Appendix A: sigmoid outputs u8,
+// under the bit widths of --config (default the int8 preset: sigmoid outputs u8,
 // new_gate_output i8 symmetric, others i8). --html writes the calibration report
 // (qgru/verify/calibration_report.h); `--merge stats.json --html r.html` makes it from existing statistics.
 #include <cstdio>
@@ -14,9 +14,13 @@
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
-#include "qgru/quant/bitwidth_config.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/runtime/bitwidth_config.h"
+#include "qgru/base/tensor_quant.h"
 #include "qgru/verify/calibration_report.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/quant/bitwidth_presets.h"
+#include "qgru/quant/range_method_precedence.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 namespace {
@@ -80,8 +84,13 @@ void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats,
 std::function<int()> setup_calibrate(CLI::App& command) {
   auto cli = std::make_shared<CalibrateCli>();
   auto& options = cli->options;
-  auto* model = command.add_option("--model", options.model_path, "Float GRU weights (.safetensors)")
+  auto* model = command.add_option("--model", options.model_path, "Float GRU (.safetensors or .onnx)")
                     ->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, options.model_prefix, options.model_node);
+  auto* lengths = command.add_option("--lengths", options.lengths_paths,
+                                     "Sequence lengths [N] (integer .npy) of each --data file, in the same order; "
+                                     "padded steps are not observed")
+                      ->check(CLI::ExistingFile);
   auto* data = command.add_option("--data", options.data_paths,
                                   "Calibration data (.npy/.npz), each [T, N, C]; repeatable")
                    ->check(CLI::ExistingFile);
@@ -89,7 +98,9 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                        ->check(CLI::ExistingDirectory);
   auto* method = command.add_option("--method", options.method,
                                     "Default range method stored in the statistics: minmax, ema, kl, percentile, "
-                                    "mse, bounds (optionally +pow2)")
+                                    "mse, bounds (optionally +pow2). At quantize time the config's range methods "
+                                    "win over it (the int8 preset names ema, the 16-bit presets minmax+pow2) and "
+                                    "quantize --range-method over both; quantize logs the methods it uses")
                      ->capture_default_str();
   auto* percentile = command.add_option("--percentile", cli->percentile, "Percentile for --method percentile")
                          ->check(CLI::Range(0.0, 100.0))->capture_default_str();
@@ -121,7 +132,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                                CLI::ExitCodes::RequiredError);
     }
   });
-  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros}) {
+  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros, lengths}) {
     merge->excludes(option);
   }
   return [cli]() {
@@ -152,6 +163,8 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     write_outputs(*cli, stats, config, {cli->output});
     qgru::log()->info("calibrate: wrote {} ({} files, {} sequences, method {})", cli->output, stats.data_files.size(),
                       stats.total_sequences(), stats.method);
+    const std::string note = qgru::range_method_precedence_note(config, "", stats.method);
+    if (!note.empty()) qgru::log()->info("calibrate: quantize --config {} will use {}", cli->config, note.substr(note.find(':') + 2));
     print_range_table(stats, config);
     return qgru::kExitOk;
   };

@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "qgru/quant/layer_loop.h"
+#include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/gru_cell_cuda.h"
+#include "blas_handle.h"
 
 namespace qgru::cuda {
 
@@ -21,8 +22,8 @@ class CudaCellRunner : public GruCellRunner {
   void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
                 int out_stride, int out_offset) override {
     const GruCellCuda& cell = cells_.at(static_cast<size_t>(layer * D_ + direction));
-    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1);
-    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset);
+    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1, lengths);
+    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset, lengths);
   }
 
  private:
@@ -35,9 +36,11 @@ class CudaCellRunner : public GruCellRunner {
 struct QuantGruCuda::Impl {
   QuantizedGru model;
   cudaStream_t stream = nullptr;
-  std::vector<GruCellCuda> cells;  // destroyed before the stream (declared after it)
+  BlasHandle blas;                 // one cuBLAS handle and workspace for every cell, bound to `stream`
+  std::vector<GruCellCuda> cells;  // destroyed before the handle and the stream (declared after them)
   ~Impl() {
     cells.clear();
+    blas = BlasHandle();
     if (stream != nullptr) cudaStreamDestroy(stream);  // destructor: nothing to report to
   }
 };
@@ -51,11 +54,12 @@ QuantGruCuda::QuantGruCuda(const QuantizedGru& model) : impl_(std::make_unique<I
   }
   require_device();
   QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+  d.blas = BlasHandle(d.stream);
   for (const GruCellQuantParams& p : d.model.cells) {
     const TensorQuant& xq = p.q(GruTensor::x);
     const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
     try {
-      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream);
+      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream, d.blas.get());
     } catch (const NotSupported& e) {
       throw NotSupported("layer " + std::to_string(p.layer) + " direction " + std::to_string(p.direction) + ": " +
                          e.what());
@@ -67,18 +71,18 @@ QuantGruCuda::~QuantGruCuda() = default;
 QuantGruCuda::QuantGruCuda(QuantGruCuda&&) noexcept = default;
 QuantGruCuda& QuantGruCuda::operator=(QuantGruCuda&&) noexcept = default;
 
-QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const {
+QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths) const {
   const Impl& d = *impl_;
   CudaCellRunner runner(d.cells, d.model.num_directions, d.model.hidden_size);
-  return run_layer_loop(d.model, q_x, T, N, q_h0, runner);
+  return run_layer_loop(d.model, q_x, T, N, q_h0, runner, lengths);
 }
 
-QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0) const {
+QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
   const QuantizedGru& model = impl_->model;
   const std::vector<int32_t> q_x =
       quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
 }
 
 std::string QuantGruCuda::describe() const {
@@ -86,8 +90,10 @@ std::string QuantGruCuda::describe() const {
   for (size_t i = 0; i < impl_->cells.size(); ++i) {
     const GruCellQuantParams& p = impl_->model.cells[i];
     if (!text.empty()) text += ", ";
+    const GruCellCuda& cell = impl_->cells[i];
     text += "l" + std::to_string(p.layer) + ".d" + std::to_string(p.direction) +
-            (impl_->cells[i].wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
+            (cell.wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
+    if (!cell.fallback_reason().empty()) text += " (" + cell.fallback_reason() + ")";
   }
   return text;
 }

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "qgru/dequant/gptq_layout.h"
+#include "qgru/kernels/device_upload.h"
+#include "qgru/kernels/gptq_layout.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
+#include "cuda_uploader.h"
 #include "quant_linear_launch.h"
 
 namespace qgru::cuda {
@@ -18,7 +21,8 @@ struct QuantLinear::Impl {
   int64_t K = 0, N = 0, group_size = 0;
   int bits = 4, zero_adjust = 0, sm_count = 0;
   bool act_order = false;
-  DeviceBuffer qweight, qzeros, scales, perm;
+  std::vector<DeviceBuffer> arrays;  // the uploads below live here
+  kernels::GptqLayerUpload device;   // qweight, qzeros, scales, perm (null without act-order) on the device
 };
 
 namespace {
@@ -48,9 +52,9 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   if (!w.g_idx.empty()) expect_size("g_idx", w.g_idx.size(), w.K, "[K]");
   if (w.zero_adjust != 0 && w.zero_adjust != 1) throw Error("GPTQ layer: zero_adjust must be 0 or 1");
 
-  dequant::ActOrderPlan order;
+  kernels::ActOrderPlan order;
   if (!w.g_idx.empty()) {
-    const std::string why = dequant::plan_act_order(w.g_idx, w.K, group_size, order);
+    const std::string why = kernels::plan_act_order(w.g_idx, w.K, group_size, order);
     if (!why.empty()) throw NotSupported("GPTQ layer K=" + std::to_string(w.K) + " N=" + std::to_string(w.N) + ": " + why);
   }
   require_device();
@@ -62,10 +66,14 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   d.zero_adjust = w.zero_adjust;
   d.sm_count = multiprocessor_count();
   d.act_order = !order.identity;
-  d.qweight = DeviceBuffer::from(order.identity ? w.qweight : dequant::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm));
-  d.qzeros = DeviceBuffer::from(w.qzeros);
-  d.scales = DeviceBuffer::from(w.scales);
-  if (d.act_order) d.perm = DeviceBuffer::from(order.perm);
+  // Uploads on the legacy default stream, ending with its synchronization (qgru/kernels/device_upload.h): run()
+  // on a caller's stream, non-blocking or not, right after construction reads the finished weights.
+  CudaUploader uploader(nullptr);
+  const std::vector<int32_t> permuted =
+      order.identity ? std::vector<int32_t>() : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm);
+  d.device = kernels::upload_gptq_layer(order.identity ? w.qweight : permuted, w.qzeros, w.scales,
+                                        d.act_order ? &order.perm : nullptr, uploader);
+  d.arrays = uploader.take();
 }
 
 QuantLinear::~QuantLinear() = default;
@@ -76,20 +84,20 @@ int64_t QuantLinear::K() const { return impl_->K; }
 int64_t QuantLinear::N() const { return impl_->N; }
 bool QuantLinear::act_order() const { return impl_->act_order; }
 
-dequant::LinearPlan QuantLinear::plan(int64_t M) const {
+kernels::LinearPlan QuantLinear::plan(int64_t M) const {
   const Impl& d = *impl_;
-  return dequant::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count);
+  return kernels::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count);
 }
 
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
-  const dequant::LinearPlan p = plan(M);
+  const kernels::LinearPlan p = plan(M);
   if (!p.supported) throw NotSupported(p.reason);
   return p.workspace_bytes;
 }
 
 void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* stream) const {
   const Impl& d = *impl_;
-  const dequant::LinearPlan p = plan(M);
+  const kernels::LinearPlan p = plan(M);
   if (!p.supported) throw NotSupported(p.reason);
   if (reinterpret_cast<uintptr_t>(a) % 16 != 0) {
     throw NotSupported("quant linear with an activation pointer that is not 16-byte aligned (M=" + std::to_string(M) + ")");
@@ -99,10 +107,10 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   }
   QuantLinearArgs args;
   args.a = static_cast<const uint16_t*>(a);
-  args.a_perm = d.act_order ? static_cast<const int32_t*>(d.perm.data()) : nullptr;
-  args.qweight = static_cast<const uint32_t*>(d.qweight.data());
-  args.qzeros = static_cast<const uint32_t*>(d.qzeros.data());
-  args.scales = static_cast<const uint16_t*>(d.scales.data());
+  args.a_perm = d.device.perm;
+  args.qweight = d.device.qweight;
+  args.qzeros = d.device.qzeros;
+  args.scales = d.device.scales;
   args.c = static_cast<uint16_t*>(c);
   args.workspace = p.grid_z > 1 ? static_cast<float*>(workspace) : nullptr;
   args.M = M;

@@ -3,7 +3,7 @@
 // Plain C++ types so quant_linear.cpp (compiled by the host compiler) can fill them.
 #include <cstdint>
 
-#include "qgru/dequant/linear_plan.h"
+#include "qgru/kernels/linear_plan.h"
 
 namespace qgru::cuda {
 
@@ -23,6 +23,6 @@ struct QuantLinearArgs {
 
 // Launches the GEMM (and, with split-K, the fp32 -> fp16 pass). stream is a cudaStream_t.
 // Throws NotSupported for a plan whose configuration has no kernel, CudaFailure on a launch error.
-void launch_quant_linear(const QuantLinearArgs& args, const dequant::LinearPlan& plan, void* stream);
+void launch_quant_linear(const QuantLinearArgs& args, const kernels::LinearPlan& plan, void* stream);
 
 }  // namespace qgru::cuda

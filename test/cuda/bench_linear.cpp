@@ -1,7 +1,7 @@
 // Benchmark: QuantLinear (W4A16 or W8A16, group 128) against cuBLAS fp16 GEMM (fp32 compute) of the
 // dequantized weight, for K = 4096 and N in {4096, 11008}, M in {1, 16, 64, 256}. CUDA events, warm-up,
 // median of the timed runs; a markdown table with the ratio cuBLAS / ours (> 1: ours is faster).
-// Without a GPU it prints "no GPU present: <reason>" and exits 1.
+// Without a GPU it prints "no usable GPU: <reason>" and exits 1.
 // Usage: bench_cuda_linear [--bits 4|8] [--iters N]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench_timing.h"
-#include "qgru/dequant/gptq_layout.h"
+#include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -55,8 +55,8 @@ std::vector<uint16_t> dequantize(const qgru::cuda::GptqLinearWeights& w) {  // [
   for (int64_t k = 0; k < w.K; ++k) {
     const int64_t g = k / w.group_size;
     for (int64_t n = 0; n < w.N; ++n) {
-      out[static_cast<size_t>(k * w.N + n)] = qgru::dequant::gptq_dequant_reference(
-          qgru::dequant::gptq_weight_code(qw, w.N, w.bits, k, n), qgru::dequant::gptq_zero(qz, w.N, w.bits, g, n, 0),
+      out[static_cast<size_t>(k * w.N + n)] = qgru::kernels::gptq_dequant_reference(
+          qgru::kernels::gptq_weight_code(qw, w.N, w.bits, k, n), qgru::kernels::gptq_zero(qz, w.N, w.bits, g, n, 0),
           w.scales[static_cast<size_t>(g * w.N + n)]);
     }
   }
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
   if (probe.device_count == 0) {
-    std::printf("no GPU present: %s\nbenchmark NOT RUN\n", probe.reason.c_str());
+    std::printf("no usable GPU: %s\nbenchmark NOT RUN\n", probe.reason.c_str());
     return 1;
   }
   try {

@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "gpu_checks.h"
-#include "qgru/dequant/fast_dequant.h"
+#include "qgru/kernels/fast_dequant.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device_buffer.h"
 
 namespace qgru::cuda_test {
 
-namespace dq = qgru::dequant;
+namespace dq = qgru::kernels;
 
 namespace {
 

@@ -3,9 +3,9 @@
 // of prmt/lop3 and packed-half arithmetic, with no int->float conversion instruction.
 #include <cstdint>
 
-#include "qgru/dequant/fast_dequant.h"
+#include "qgru/kernels/fast_dequant.h"
 
-namespace dq = qgru::dequant;
+namespace dq = qgru::kernels;
 
 extern "C" __global__ void probe_int8x4_biased_to_f16(const uint32_t* in, uint32_t* out) {
   const dq::F16x2x2 h = dq::int8x4_biased_to_f16_raw(in[threadIdx.x]);

@@ -1,13 +1,13 @@
 // GruCellCuda against the direct CPU loop over the same QGRU_HD cell function (accumulators summed in
 // int64, no padding, no operand offsets): any difference is the GPU GEMM path's (padding, offsets, step
-// order). The cell is test/unit/dequant/hand_gru_cell.h: H = 33 and C = 5 are not multiples of 4, x and h
+// order). The cell is test/unit/kernels/hand_gru_cell.h: H = 33 and C = 5 are not multiples of 4, x and h
 // are unsigned 8-bit (the +128 offsets are exercised).
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
 
-#include "../unit/dequant/hand_gru_cell.h"
+#include "../unit/kernels/hand_gru_cell.h"
 #include "gpu_checks.h"
 #include "qgru_cuda/gru_cell_cuda.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gpu_checks.h"
-#include "qgru/dequant/gptq_layout.h"
+#include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/quant_linear.h"
 
@@ -67,7 +67,7 @@ int run_case(const Shape& s, uint32_t seed) {
 
   const cuda::QuantLinear layer(w);
   const std::vector<uint16_t> c = layer.run_host(a, s.M);
-  const dequant::LinearPlan plan = layer.plan(s.M);
+  const kernels::LinearPlan plan = layer.plan(s.M);
 
   int bad = 0;
   double max_err = 0, ref_norm = 0;
@@ -76,7 +76,7 @@ int run_case(const Shape& s, uint32_t seed) {
       double ref = 0, mag = 0;
       for (int64_t k = 0; k < s.K; ++k) {
         const int32_t g = g_idx[static_cast<size_t>(k)];
-        const uint16_t wbits = dequant::gptq_dequant_reference(codes[static_cast<size_t>(k * s.N + n)],
+        const uint16_t wbits = kernels::gptq_dequant_reference(codes[static_cast<size_t>(k * s.N + n)],
                                                                zeros[static_cast<size_t>(g * s.N + n)],
                                                                w.scales[static_cast<size_t>(g * s.N + n)]);
         const double prod = static_cast<double>(qgru::half_bits_to_float(a[static_cast<size_t>(m * s.K + k)])) *
@@ -99,7 +99,7 @@ int run_case(const Shape& s, uint32_t seed) {
   std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d (tile %s, split %lld): max |err| %.3g\n",
               (bad || !nonzero) ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
-              dequant::kTileConfigs[plan.config_index].name, static_cast<long long>(plan.grid_z), max_err);
+              kernels::kTileConfigs[plan.config_index].name, static_cast<long long>(plan.grid_z), max_err);
   return (bad || !nonzero) ? 1 : 0;
 }
 

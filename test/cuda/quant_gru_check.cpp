@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "../unit/quant/quant_test_support.h"
+#include "../unit/support/quant_test_support.h"
 #include "gpu_checks.h"
-#include "qgru/quant/quant_executor.h"
+#include "qgru/runtime/quant_executor.h"
 #include "qgru/verify/device_compare.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "qgru_cuda/float_gru_cuda.h"
 #include "qgru_cuda/quant_gru_cuda.h"
 

@@ -11,7 +11,7 @@
 
 #include "fuzz_common.h"
 #include "qgru/base/sha256.h"
-#include "qgru/quant/artifact.h"
+#include "qgru/runtime/artifact.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // libFuzzer target: the bit-width config reader (configs/*.json).
 #include "fuzz_common.h"
-#include "qgru/quant/bitwidth_config.h"
+#include "qgru/runtime/bitwidth_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return qgru::fuzz::run_one(

@@ -13,7 +13,7 @@
 namespace qgru::cuda {
 
 // Device workspace of one run (floats): layer input / output ping-pong [T, N, max(C, D·H)] each, W·x
-// [T, N, 3H], R·h [N, 3H], h [N, H]; byte offsets from dequant::carve_workspace.
+// [T, N, 3H], R·h [N, 3H], h [N, H]; byte offsets from kernels::carve_workspace.
 int64_t float_gru_workspace_bytes(const FloatGruModel& model, int T, int N);
 
 class FloatGruCuda {

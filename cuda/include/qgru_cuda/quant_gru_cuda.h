@@ -1,6 +1,6 @@
 #pragma once
 // Whole-model CUDA execution of a quantized artifact: every cell (layer, direction) is a GruCellCuda
-// (weights uploaded once, at construction), chained by the shared layer loop (qgru/quant/layer_loop.h) —
+// (weights uploaded once, at construction), chained by the shared layer loop (qgru/runtime/layer_loop.h) —
 // the same h0 handling, requantization between layers and dequantization as the CPU executors, so the codes
 // equal run_quantized_gru_codes's whenever each cell's do (the CPU tests hold the cell's flow to the
 // reference; test_cuda_gpu holds the GPU to both). Host-only API without CUDA headers.
@@ -8,26 +8,28 @@
 #include <memory>
 #include <string>
 
-#include "qgru/quant/quant_executor.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quant_executor.h"
+#include "qgru/runtime/quantized_gru.h"
 
 namespace qgru::cuda {
 
 class QuantGruCuda {
  public:
   // Throws NotSupported (a cell whose operands are wider than 16 bits; the message names the cell), NoDevice,
-  // or CudaFailure. Creates one CUDA stream every cell runs on.
+  // or CudaFailure. Creates one CUDA stream and one cuBLAS handle every cell runs on.
   explicit QuantGruCuda(const QuantizedGru& model);
   ~QuantGruCuda();
   QuantGruCuda(QuantGruCuda&&) noexcept;
   QuantGruCuda& operator=(QuantGruCuda&&) noexcept;
 
-  // As run_quantized_gru_codes / run_quantized_gru (qgru/quant/quant_executor.h): q_x [T, N, C] codes in
-  // layer 0's x space (range-checked), q_h0 [L·D, N, H] codes or null; x / h0 floats quantized on the host.
-  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const;
-  QuantGruResult run(const float* x, int T, int N, const float* h0) const;
+  // As run_quantized_gru_codes / run_quantized_gru (qgru/runtime/quant_executor.h): q_x [T, N, C] codes in
+  // layer 0's x space (range-checked), q_h0 [L·D, N, H] codes or null; x / h0 floats quantized on the host;
+  // lengths [N] sequence lengths or null.
+  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths = nullptr) const;
+  QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const;
 
-  // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS".
+  // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
+  // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".
   std::string describe() const;
 
  private:

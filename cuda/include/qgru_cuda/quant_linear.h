@@ -1,17 +1,17 @@
 #pragma once
 // GPU quantized linear (W4A16 / W8A16): C[M, N] fp16 = A[M, K] fp16 · W[K, N], W a GPTQ checkpoint layer
-// dequantized on the fly with the fast PRMT/LOP3 path (qgru/dequant/fast_dequant.h), fp32 accumulation on
+// dequantized on the fly with the fast PRMT/LOP3 path (qgru/kernels/fast_dequant.h), fp32 accumulation on
 // tensor cores (WMMA 16x16x16). Host-only API without CUDA headers. Configurations: see
-// qgru/dequant/linear_plan.h (kTileConfigs); other shapes throw NotSupported naming the shape.
+// qgru/kernels/linear_plan.h (kTileConfigs); other shapes throw NotSupported naming the shape.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "qgru/dequant/linear_plan.h"
+#include "qgru/kernels/linear_plan.h"
 
 namespace qgru::cuda {
 
-// One GPTQ layer on the host, in the checkpoint layout (qgru/dequant/gptq_layout.h):
+// One GPTQ layer on the host, in the checkpoint layout (qgru/kernels/gptq_layout.h):
 //   qweight int32 [K·bits/32, N], qzeros int32 [G, N·bits/32], scales fp16 bits [G, N], g_idx int32 [K]
 //   (empty g_idx = trivial k / group_size), G = ceil(K / group_size).
 struct GptqLinearWeights {
@@ -39,7 +39,7 @@ class QuantLinear {
   bool act_order() const;  // true when A columns are gathered through a permutation
 
   // Launch plan for M rows on this device (plan.supported false with the reason when no kernel fits).
-  dequant::LinearPlan plan(int64_t M) const;
+  kernels::LinearPlan plan(int64_t M) const;
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
   // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N]; workspace: device, >= workspace_bytes(M)

@@ -1,11 +1,11 @@
 #pragma once
-// The tensors of the GRU fixed-point data flow (seed 001, Appendix A), by name. One list shared by the
+// The tensors of the GRU fixed-point data flow (docs/FIXED_POINT.md §2), by name. One list shared by the
 // bit-width config, the calibration statistics, the quantization parameters and the reports.
 //
 // The GRU variant is haste's, fixed here once and referred to everywhere else:
 //   weight_ih_linear = W x + bw                        [3H]   W: [3H, C], gates in order z (update), r (reset), n (new)
 //   weight_hh_linear = R h + br                        [3H]   R: [3H, H]
-//   update_gate_output = sigmoid(weight_ih_linear_z + weight_hh_linear_z)      (z, "u" in seed 001)
+//   update_gate_output = sigmoid(weight_ih_linear_z + weight_hh_linear_z)      (z, also called u)
 //   reset_gate_output  = sigmoid(weight_ih_linear_r + weight_hh_linear_r)
 //   new_gate_output    = tanh(weight_ih_linear_n + reset_gate_output * weight_hh_linear_n)
 //   h_new = update_gate_output * h + (1 - update_gate_output) * new_gate_output

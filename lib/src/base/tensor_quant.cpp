@@ -1,4 +1,4 @@
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// TensorRT's entropy calibration (seed 002), made precise in docs/CALIBRATION.md, "kl".
+// TensorRT's entropy calibration, made precise in docs/CALIBRATION.md, "kl".
 #include <cmath>
 #include <limits>
 #include <sstream>

@@ -17,7 +17,7 @@ TensorQuant pow2_grid_at_shift(double min, const TensorQuant& spec, int shift) {
 }
 
 TensorQuant finest_pow2_grid(double min, double max, const TensorQuant& spec) {
-  // The covering grid is exactly the one quantize derives (one rule, in qgru/quant/tensor_quant.h).
+  // The covering grid is exactly the one quantize derives (one rule, in qgru/base/tensor_quant.h).
   return quant_from_range(min, max, spec.bits, spec.is_unsigned, spec.symmetric).quant;
 }
 

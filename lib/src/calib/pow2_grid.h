@@ -1,9 +1,9 @@
 #pragma once
-// The power-of-two grid a range maps to. This is the rule of quant_from_range (qgru/quant/tensor_quant.h),
+// The power-of-two grid a range maps to. This is the rule of quant_from_range (qgru/base/tensor_quant.h),
 // restated here because the quant area links against calib and not the other way round; the quant area's
 // tests hold quant_from_range, this header must follow it (same widening to 0, same "finest shift whose
 // grid holds the range unsaturated", same zero point).
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru::calib_detail {
 

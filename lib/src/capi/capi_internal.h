@@ -46,8 +46,8 @@ class BadZeroPoint : public qgru::Error {
   using Error::Error;
 };
 
-// The seed's weights in the checkpoint layout of qgru/dequant/gptq_layout.h that the GPU kernels read:
-// qweight int32 [K/8, N] (the seed's [N, K/8] words, transposed: both hold 8 codes along K, lowest first),
+// The C API's weights in the checkpoint layout of qgru/kernels/gptq_layout.h that the GPU kernels read:
+// qweight int32 [K/8, N] (the C API's [N, K/8] words, transposed: both hold 8 codes along K, lowest first),
 // qzeros int32 [G, N/8] holding the zero itself (gptq_v2, zero_adjust 0), scales fp16 bits [G, N].
 struct CheckpointLayer {
   std::vector<int32_t> qweight, qzeros;
@@ -57,7 +57,7 @@ struct CheckpointLayer {
 // Host data, rows without padding: packed [N, K/8], scale and zero [N, G] in `dtype` (F16 or F32; F32
 // scales are rounded to fp16). N a multiple of 8. Throws BadZeroPoint naming the first zero point that
 // is not an integer in [0, 15]. Plain C++ (tested on the CPU); the CUDA linear is its only user.
-CheckpointLayer seed_to_checkpoint(qgruDtype_t dtype, int64_t N, int64_t K, int64_t G, const int32_t* packed,
+CheckpointLayer capi_to_checkpoint(qgruDtype_t dtype, int64_t N, int64_t K, int64_t G, const int32_t* packed,
                                    const void* scale, const void* zero);
 
 #ifdef QGRU_CAPI_WITH_CUDA

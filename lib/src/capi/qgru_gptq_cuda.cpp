@@ -1,7 +1,7 @@
 // The C API's CUDA device: qgruQuantizeLinearGPTQ through qgru::cuda::QuantLinear (W4A16, docs/CUDA.md).
 // Compiled to code only when qgru is built with CUDA (QGRU_CAPI_WITH_CUDA, set by lib/CMakeLists.txt).
 //
-// The seed's layouts are not the kernel's: a [K, M] and c [N, M] are the transposes of the kernel's A [M, K]
+// The C API's layouts are not the kernel's: a [K, M] and c [N, M] are the transposes of the kernel's A [M, K]
 // and C [M, N]; packed_weights [N, K/8] holds the same words as the checkpoint's qweight [K/8, N] (8 codes
 // along K per word, lowest first), transposed; b_scale / zero [N, G] in dT become scales fp16 [G, N] and
 // qzeros int32 [G, N/8] (gptq_v2: the zero itself, zero_adjust 0). Each call copies the operands to the
@@ -19,7 +19,7 @@
 
 #include "capi_internal.h"
 #include "qgru/base/error.h"
-#include "qgru/dequant/linear_plan.h"
+#include "qgru/kernels/linear_plan.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -31,11 +31,11 @@ namespace qgru::capi {
 namespace {
 
 constexpr size_t kDeviceAlign = 256;
-constexpr int kBits = 4;  // the seed's packed_weights hold 4-bit codes
+constexpr int kBits = 4;  // the C API's packed_weights hold 4-bit codes
 
 size_t align_up(size_t bytes) { return (bytes + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign; }
 
-dequant::LinearProblem problem_of(const qgruQuantizeGPTQDescriptor& d) {
+kernels::LinearProblem problem_of(const qgruQuantizeGPTQDescriptor& d) {
   return {d.M, d.N, d.K, kBits, d.K / d.G};
 }
 
@@ -103,7 +103,7 @@ void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, c
   const int64_t N = d.N, K = d.K, M = d.M, G = d.G, words = K / 8;
   const size_t esize = element_bytes(d.dtype);
 
-  // Operands to the host, in the seed's layout without row padding.
+  // Operands to the host, in the C API's layout without row padding.
   const std::vector<unsigned char> packed_host = download_rows(packed_weights, N, words, d.stride_packed, 4, stream);
   const std::vector<unsigned char> scale_host = download_rows(b_scale, N, G, d.stride_scale, esize, stream);
   const std::vector<unsigned char> zero_host = download_rows(zero, N, G, d.stride_zero, esize, stream);
@@ -113,7 +113,7 @@ void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, c
   // The checkpoint layer (gptq_v2 zeros) the kernel reads.
   std::vector<int32_t> packed_words(static_cast<size_t>(N * words));
   std::memcpy(packed_words.data(), packed_host.data(), packed_host.size());
-  CheckpointLayer layer_data = seed_to_checkpoint(d.dtype, N, K, G, packed_words.data(), scale_host.data(), zero_host.data());
+  CheckpointLayer layer_data = capi_to_checkpoint(d.dtype, N, K, G, packed_words.data(), scale_host.data(), zero_host.data());
   cuda::GptqLinearWeights w;
   w.K = K;
   w.N = N;
@@ -174,7 +174,7 @@ Outcome cuda_device_count(int* count) {
 
 Outcome cuda_check_descriptor(const qgruQuantizeGPTQDescriptor& d) {
   // The shape rules do not depend on the device (the multiprocessor count only sets split-K).
-  const dequant::LinearPlan plan = dequant::plan_linear(problem_of(d), 1);
+  const kernels::LinearPlan plan = kernels::plan_linear(problem_of(d), 1);
   if (!plan.supported) return {QGRU_STATUS_NOT_SUPPORTED, plan.reason};
   return check_device(d.device_id);
 }

@@ -1,4 +1,4 @@
-// Writing the artifact (format in qgru/quant/artifact.h).
+// Writing the artifact (format in qgru/runtime/artifact.h).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "artifact_keys.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/sha256.h"
 #include "qgru/io/safetensors.h"
-#include "qgru/quant/artifact.h"
-#include "qgru/quant/overflow_check.h"
+#include "qgru/quant/artifact_write.h"
+#include "qgru/runtime/artifact_keys.h"
+#include "qgru/runtime/overflow_check.h"
 
 namespace qgru {
 
@@ -99,7 +99,7 @@ std::string artifact_tensor_path(const std::string& json_path) {
   return json_path + ".safetensors";
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
@@ -126,6 +126,7 @@ void write_artifact(const std::string& json_path, const QuantizedGru& model) {
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
 
   AtomicFileGroup group;
   group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());

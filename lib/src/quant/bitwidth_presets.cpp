@@ -1,9 +1,12 @@
 // The bit-width presets, embedded so that `qgru quantize --config int8` needs no source tree. The texts are
 // configs/<name>.json, copied in by CMake at configure time (a change to a file reconfigures).
+#include "qgru/quant/bitwidth_presets.h"
+
+#include <filesystem>
 #include <map>
 
+#include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
-#include "qgru/quant/bitwidth_config.h"
 
 namespace qgru {
 
@@ -25,6 +28,19 @@ const std::string& bitwidth_preset_text(const std::string& name) {
   auto it = presets().find(name);
   if (it == presets().end()) throw Error("no bit-width preset named '" + name + "' (presets: int8, int16-activations, int16)");
   return it->second;
+}
+
+
+BitwidthConfig load_bitwidth_config(const std::string& name_or_path) {
+  for (const std::string& name : bitwidth_preset_names()) {
+    if (name == name_or_path) return parse_bitwidth_config_text(bitwidth_preset_text(name), "preset '" + name + "'");
+  }
+  if (!std::filesystem::exists(name_or_path)) {
+    std::string names;
+    for (const std::string& name : bitwidth_preset_names()) names += (names.empty() ? "" : ", ") + name;
+    throw Error("bit-width config '" + name_or_path + "' is neither a preset (" + names + ") nor an existing file");
+  }
+  return parse_bitwidth_config_text(read_file_text(name_or_path), name_or_path);
 }
 
 }  // namespace qgru

@@ -11,10 +11,10 @@
 #include "qgru/fixed/rounding.h"
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
-#include "qgru/model/sequence_io.h"
-#include "qgru/quant/artifact.h"
-#include "qgru/quant/quant_executor.h"
-#include "qgru/quant/quant_run.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/runtime/artifact.h"
+#include "qgru/runtime/quant_executor.h"
+#include "qgru/runtime/quant_run.h"
 #include "qgru/version.h"
 
 namespace qgru {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru {
 namespace html {

@@ -8,8 +8,9 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/fixed/activation.h"
-#include "qgru/quant/activation_tables.h"
+#include "qgru/runtime/activation_tables.h"
 #include "qgru/version.h"
+#include "qgru/quant/activation_generation.h"
 #include "html_page.h"
 #include "svg_plot.h"
 

@@ -6,7 +6,7 @@
 
 using qgru::TensorStats;
 
-TEST_CASE("ema follows the seed's rule per step: first step initialises, then 0.9 old + 0.1 current") {
+TEST_CASE("ema follows its documented rule per step: first step initialises, then 0.9 old + 0.1 current") {
   TensorStats stats;
   const std::vector<float> step1 = {-1.0f, 2.0f};
   const std::vector<float> step2 = {-3.0f, 0.0f, 1.0f};

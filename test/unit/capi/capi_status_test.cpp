@@ -52,7 +52,7 @@ TEST_CASE("capi_quantize_and_linear_succeed_and_match_the_library") {
                            nullptr) == QGRU_STATUS_SUCCESS);
   CHECK(std::string(qgruGetLastErrorMessage()).empty());
 
-  // The library on the same data: codes, scales and zeros in the seed's [N, K/8] / [N, G] layout.
+  // The library on the same data: codes, scales and zeros in the C API's [N, K/8] / [N, G] layout.
   qgru::gptq::HessianAccumulator hessian(K);
   hessian.add_feature_major(a.data(), M);
   qgru::gptq::GptqOptions options;

@@ -1,5 +1,5 @@
 // The quantized linear: tiled sgemm path vs the plain loop vs Ŵ (dequantize()) · A in float64, for the
-// AutoGPTQ layout with act-order g_idx and the row-packed layout of seed 004; sentinels around C.
+// AutoGPTQ layout with act-order g_idx and the row-packed layout of the GPTQ C API; sentinels around C.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -75,7 +75,7 @@ TEST_CASE("linear_row_packed_layout_with_strided_operands") {
     for (int64_t k = 0; k < K; ++k)
       put_code(reinterpret_cast<uint32_t*>(packed.data()) + n * row_stride, 1, k, 4,
                static_cast<uint32_t>(layer.codes[static_cast<size_t>(n * K + k)]));
-  // Params as [N, G] (seed layout): transpose of the checkpoint's [G, N].
+  // Params as [N, G] (the C API's layout): transpose of the checkpoint's [G, N].
   std::vector<float> scale(static_cast<size_t>(N * layer.G)), zero(static_cast<size_t>(N * layer.G));
   for (int64_t g = 0; g < layer.G; ++g)
     for (int64_t n = 0; n < N; ++n) {

@@ -12,7 +12,8 @@
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/model/float_run.h"
-#include "qgru/model/sequence_io.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/import/load_float_gru.h"
 
 namespace fs = std::filesystem;
 

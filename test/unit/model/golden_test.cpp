@@ -9,6 +9,8 @@
 #include "pytorch_reference.h"
 #include "qgru/io/npy.h"
 #include "qgru/model/float_gru.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/io/sequence_io.h"
 
 namespace fs = std::filesystem;
 

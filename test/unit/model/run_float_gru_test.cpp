@@ -6,6 +6,8 @@
 
 #include "pytorch_reference.h"
 #include "qgru/model/float_gru.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/io/sequence_io.h"
 
 using qgru_test::GruShape;
 

@@ -1,4 +1,4 @@
-// Gate activations (qgru/fixed/activation.h, qgru/quant/activation_tables.h) checked exhaustively over
+// Gate activations (qgru/fixed/activation.h, qgru/runtime/activation_tables.h) checked exhaustively over
 // every input code against an independent long-double reference, plus the artifact round trip and the
 // refusal of malformed artifact data.
 #include <doctest/doctest.h>
@@ -15,7 +15,8 @@
 
 #include "qgru/base/error.h"
 #include "qgru/fixed/activation.h"
-#include "qgru/quant/activation_tables.h"
+#include "qgru/runtime/activation_tables.h"
+#include "qgru/quant/activation_generation.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ TensorQuant make_quant(int bits, bool is_unsigned, bool symmetric, int shift, in
   return quant;
 }
 
-// The seed's gate output tensors: sigmoid into UINT (scale 2^-bits covers [0, 1)), tanh into symmetric INT
+// The int8 preset's gate output tensors: sigmoid into UINT (scale 2^-bits covers [0, 1)), tanh into symmetric INT
 // (scale 2^-(bits-1) covers [-1, 1)).
 TensorQuant sigmoid_output(int bits) { return make_quant(bits, true, false, bits, 0); }
 TensorQuant tanh_output(int bits) { return make_quant(bits, false, true, bits - 1, 0); }

@@ -1,4 +1,4 @@
-// The bit-width config: presets (embedded == configs/*.json, int8 == seed 001 Appendix A) and strict parsing.
+// The bit-width config: presets (embedded == configs/*.json, int8 == the table of docs/FIXED_POINT.md §2) and strict parsing.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -7,7 +7,8 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
-#include "qgru/quant/bitwidth_config.h"
+#include "qgru/runtime/bitwidth_config.h"
+#include "qgru/quant/bitwidth_presets.h"
 
 namespace qgru {
 namespace {
@@ -24,7 +25,7 @@ TEST_CASE("embedded presets are byte-for-byte the files in configs/") {
   }
 }
 
-TEST_CASE("the int8 preset is seed 001 Appendix A") {
+TEST_CASE("the int8 preset is the table of docs/FIXED_POINT.md §2") {
   const BitwidthConfig c = load_bitwidth_config("int8");
   for (int i = 0; i < kGruTensorCount; ++i) {
     const auto tensor = static_cast<GruTensor>(i);

@@ -1,11 +1,12 @@
 // Quantization parameters: ranges covered, zero points inside the code range, symmetric => zp = 0,
-// weight rows on their finest grid, all-zero rows, and the B.8 identities written as scale ratios.
+// weight rows on their finest grid, all-zero rows, and the derived-shift identities written as scale ratios.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
 
 #include "qgru/quant/gru_quant_params.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "quant_test_support.h"
 
 namespace qgru {
@@ -99,7 +100,7 @@ TEST_CASE("an all-zero weight row is handled: zero codes, zero row sum, counted"
   CHECK(q.cell(0, 0).W_sum[2] == 0);
 }
 
-TEST_CASE("B.8 derived shifts equal the scale ratios they stand for") {
+TEST_CASE("derived shifts equal the scale ratios they stand for") {
   const BitwidthConfig config = load_bitwidth_config("int8");
   std::mt19937 rng(17);
   for (int trial = 0; trial < 10; ++trial) {

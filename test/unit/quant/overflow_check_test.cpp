@@ -6,7 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qgru/quant/overflow_check.h"
+#include "qgru/runtime/overflow_check.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "quant_test_support.h"
 
 namespace qgru {
@@ -37,7 +38,7 @@ TEST_CASE("the presets are proven for a 2-layer model with C = H = 256") {
     const OverflowProof proof = prove_no_overflow(q);
     CHECK(proof.ok());
     CHECK(proof.checks.size() > 40);  // about 30 per cell
-    // int8: the seed's int8 GEMM with int32 accumulation on every GEMM.
+    // int8: the int8 GEMM with int32 accumulation on every GEMM.
     for (const GruCellQuantParams& p : q.cells) {
       CHECK(p.gemm_x_int32 == (name == "int8"));
       CHECK(p.gemm_h_int32 == (name == "int8"));

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 // Properties of quant_from_range over many random ranges and every width: the range is covered, zp lies
 // in the code range, symmetric means zp = 0, and the next finer shift would not cover the range.

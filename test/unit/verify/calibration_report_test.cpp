@@ -13,8 +13,9 @@
 #include "qgru/base/error.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_methods.h"
-#include "qgru/quant/bitwidth_config.h"
+#include "qgru/runtime/bitwidth_config.h"
 #include "qgru/verify/calibration_report.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "../../../lib/src/verify/svg_plot.h"
 #include "html_checks.h"
 

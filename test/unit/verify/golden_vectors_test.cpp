@@ -15,7 +15,7 @@
 #include "qgru/base/sha256.h"
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
-#include "qgru/quant/artifact.h"
+#include "qgru/runtime/artifact.h"
 #include "qgru/verify/golden_vectors.h"
 
 namespace qgru {

@@ -11,7 +11,7 @@
 #include "../../../lib/src/verify/svg_plot.h"
 #include "html_checks.h"
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/artifact.h"
+#include "qgru/runtime/artifact.h"
 #include "qgru/verify/html_report.h"
 
 namespace qgru {

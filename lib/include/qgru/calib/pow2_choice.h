@@ -1,6 +1,6 @@
 #pragma once
 // Power-of-two aware range choice: a range maps to a shift (the finest grid covering it, as quant_from_range
-// in qgru/quant/tensor_quant.h). The method's range lies between two power-of-two grids: the covering one
+// in qgru/base/tensor_quant.h). The method's range lies between two power-of-two grids: the covering one
 // (just coarser than the range's ideal scale) and the next finer one, which clips the range's ends. Both are
 // evaluated under the method's own objective and the better is kept (ties keep the covering shift). A grid
 // coarser than the covering one is no candidate: it clips nothing more and only loses resolution (and KL,
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "qgru/calib/tensor_stats.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru {
 

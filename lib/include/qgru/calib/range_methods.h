@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "qgru/calib/tensor_stats.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru {
 

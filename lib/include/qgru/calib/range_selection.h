@@ -4,7 +4,7 @@
 
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/gru_tensors.h"
-#include "qgru/quant/tensor_quant.h"
+#include "qgru/base/tensor_quant.h"
 
 namespace qgru {
 

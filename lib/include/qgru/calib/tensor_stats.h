@@ -1,7 +1,7 @@
 #pragma once
 // The statistics of one observed activation tensor (one layer, one direction): exact min/max, counts, the
-// seed's per-time-step EMA of the range (seed 001, "动态范围更新": min = 0.9·min_old + 0.1·min_cur, the
-// first step initialises) and a mergeable power-of-two histogram (calib/histogram.h).
+// per-time-step EMA of the range (docs/CALIBRATION.md, "ema": min = 0.9·min_old + 0.1·min_cur, the first
+// step initialises) and a mergeable power-of-two histogram (calib/histogram.h).
 #include <cstdint>
 #include <limits>
 #include <string>

@@ -1,4 +1,4 @@
-/* qgru GPTQ C API: the operator of seed 004 (InfiniOp QuantizeGPTQ) for programs that embed qgru.
+/* qgru GPTQ C API: the GPTQ operator (InfiniOp-style QuantizeGPTQ; docs/GPTQ.md, "C API") for programs that embed qgru.
  *
  *   W  = b              [N, K]   dT   float weights (contiguous)
  *   X  = a              [K, M]   dT   calibration inputs for qgruQuantizeGPTQ, the input of qgruQuantizeLinearGPTQ
@@ -26,7 +26,7 @@
  *   DEVICE_TYPE_NOT_SUPPORTED  qgru was built without CUDA, or the operator has no CUDA implementation;
  *   DEVICE_UNAVAILABLE         built with CUDA, but no usable device (none, or device_id out of range);
  *   NOT_SUPPORTED              the shape has no GPU kernel (K a multiple of 32, N of 8, K / num_groups of 8,
- *                              see kTileConfigs in qgru/dequant/linear_plan.h); the message names M, N, K;
+ *                              see kTileConfigs in qgru/kernels/linear_plan.h); the message names M, N, K;
  *   EXECUTION_FAILED           a CUDA runtime call failed (the message names the call).
  * Arguments (NULL pointers, shapes, dtypes, strides, workspace size) are validated before any device call. */
 #ifndef QGRU_CAPI_QGRU_GPTQ_H_

@@ -1,8 +1,8 @@
 #pragma once
-// Integer evaluation of the gate activations (sigmoid for z and r, tanh for n; seed 001, B.9), host and
+// Integer evaluation of the gate activations (sigmoid for z and r, tanh for n; docs/FIXED_POINT.md §4), host and
 // device. The data (a lookup table, or the breakpoints, slopes, intercepts and shifts of a
 // piecewise-linear approximation) is built offline in double precision by generate_activation()
-// (qgru/quant/activation_tables.h); this header only reads it, so every constant the evaluation uses
+// (qgru/runtime/activation_tables.h); this header only reads it, so every constant the evaluation uses
 // travels with the artifact.
 //
 // Both sides are codes: q_in is a code of the gate input tensor (e.g. update_gate_input), the result a
@@ -36,7 +36,7 @@ struct ActivationView {
   //   [pwl_threshold[i], pwl_threshold[i+1] - 1]   (the last one up to q_in_max),
   // with pwl_threshold[0] == q_in_min and the thresholds strictly increasing. On segment i
   //   q_out = saturate(rshift_round(pwl_q_b[i] * q_in + pwl_term_c[i], pwl_shift[i]), q_out_min, q_out_max)
-  // i.e. the line y = b*x + c of the seed written directly in code space: pwl_q_b[i] * 2^-pwl_shift[i]
+  // i.e. the segment line y = b*x + c written directly in code space: pwl_q_b[i] * 2^-pwl_shift[i]
   // is the slope in output codes per input code, and pwl_term_c[i] * 2^-pwl_shift[i] is the line's value
   // at q_in = 0 in output codes, with both zero points and both scales folded in offline.
   int32_t num_segments;

@@ -1,24 +1,24 @@
 #pragma once
 // The fixed-point GRU cell step for ONE element (hidden unit j of one batch row), host and device.
-// Seed 001: B-1 / B-2 (zero-point compensation, bias fused at the GEMM scale, rescale into
+// docs/FIXED_POINT.md §3: B-1 / B-2 (zero-point compensation, bias fused at the GEMM scale, rescale into
 // weight_ih_linear / weight_hh_linear) and C-1 .. C-4 (update, reset and new gate, hidden state update).
 // The GRU variant (gate order z, r, n; r multiplies R_n h + br_n) is fixed in qgru/gru_tensors.h.
 //
-// Both executors call exactly this code: the CPU reference executor (qgru/quant/quant_executor.h) and the
+// Both executors call exactly this code: the CPU reference executor (qgru/runtime/quant_executor.h) and the
 // CUDA pointwise kernel. A caller supplies the six raw GEMM accumulators of the element
 //   gemm_x[g] = Σ_k q_W[g*H + j, k] * q_x[k]       (scale S_W[c] * S_x, no zero-point correction)
 //   gemm_h[g] = Σ_k q_R[g*H + j, k] * q_h_old[k]   (scale S_R[c] * S_h)
 // for g = z, r, n, and the old hidden code q_h_old[j]; the function returns the new hidden code.
 //
 // Rounding: the only rounding is rshift_round (half away from zero, qgru/fixed/rounding.h); the only
-// saturations are the ones the seed implies: into the code range of every stored tensor
+// saturations are the ones the data flow implies: into the code range of every stored tensor
 // (weight_ih_linear, weight_hh_linear, the three gate inputs, h) and, inside evaluate_activation, into the
 // gate outputs' ranges. q_new_gate_aligned_to_h is NOT saturated: it only feeds the (1-u) product and
 // the final result is saturated into h.
 //
 // Overflow contract: every intermediate below is int64. The GEMM accumulators themselves may come from
 // an int32 accumulation (int8 GEMM); that they fit is proven by check_overflow()
-// (qgru/quant/overflow_check.h), which also bounds every left shift (negative rescale shift) and every
+// (qgru/runtime/overflow_check.h), which also bounds every left shift (negative rescale shift) and every
 // product below, so that |value| <= 2^62 holds wherever rshift_round's contract asks for it. Sizes for
 // the 16-bit limit of tensor widths: code differences |q - zp| <= 2^16 - 1, products of two differences
 // < 2^32, so only the left shifts (negative rescale shifts) can approach the int64 limit; the proof bounds
@@ -66,7 +66,7 @@ struct GruCellParamsView {
   int32_t zp_reset_gate_output;
   int32_t zp_new_gate_output;
 
-  // C-1, C-2 (seed 001, B.8)
+  // C-1, C-2 (docs/FIXED_POINT.md §3)
   int32_t shift_weight_ih_linear_to_update_gate_input;
   int32_t shift_weight_hh_linear_to_update_gate_input;
   int32_t shift_weight_ih_linear_to_reset_gate_input;

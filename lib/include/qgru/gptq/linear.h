@@ -23,7 +23,7 @@ struct PackedCodesView {
 inline PackedCodesView autogptq_codes(const int32_t* qweight, int bits, int64_t N, int64_t K) {
   return {reinterpret_cast<const uint32_t*>(qweight), bits, N, K, N, 1};
 }
-// Row-packed [N, K·bits/32] (the C API's packed_weights [N, K/8] for 4 bits), rows `row_stride` words apart.
+// Row-packed [N, K·bits/32] (the GPTQ C API's packed_weights [N, K/8] for 4 bits), rows `row_stride` words apart.
 inline PackedCodesView row_packed_codes(const int32_t* packed, int bits, int64_t N, int64_t K, int64_t row_stride) {
   return {reinterpret_cast<const uint32_t*>(packed), bits, N, K, 1, row_stride};
 }

@@ -1,11 +1,13 @@
 #pragma once
 // The float GRU: weights in qgru's internal layout and the reference executor (haste's formulation, see
-// qgru/gru_tensors.h). Importers convert PyTorch (r, z, n) and haste ([C, 3H]) layouts once, at load.
+// qgru/gru_tensors.h). Importers (qgru/import/) convert PyTorch (r, z, n) and haste ([C, 3H]) layouts once,
+// at load.
 #include <map>
 #include <string>
 #include <vector>
 
 #include "qgru/base/tensor.h"
+#include "qgru/io/sequence_io.h"  // row_is_valid
 
 namespace qgru {
 
@@ -25,30 +27,16 @@ struct FloatGruModel {
   int num_layers = 0;
   int num_directions = 1;               // 1 or 2
   std::vector<GruCellWeights> cells;    // index layer * num_directions + direction
-  std::string source_layout;            // "pytorch" or "haste", as detected or chosen
+  std::string source_layout;            // "pytorch", "haste" or "onnx", as detected or chosen
+  // The cell variant (qgru/gru_tensors.h). true: r multiplies R_n h + br_n (PyTorch, cuDNN, haste; ONNX
+  // linear_before_reset = 1). false: r multiplies h before the recurrent product,
+  // n = tanh(W_n x + bw_n + R_n (r ⊙ h) + br_n) (ONNX's default linear_before_reset = 0, Keras reset_after=False).
+  bool linear_before_reset = true;
 
   const GruCellWeights& cell(int layer, int direction) const {
     return cells.at(static_cast<size_t>(layer * num_directions + direction));
   }
 };
-
-enum class WeightLayout { Auto, PyTorch, Haste };
-
-// Parse "auto" | "pytorch" | "haste"; throws qgru::Error otherwise.
-WeightLayout parse_weight_layout(const std::string& text);
-
-// Accepted names, under one optional common prefix (e.g. "encoder.rnn."; other tensors are ignored):
-//   pytorch: nn.GRU weight_ih_l{k}[_reverse] [3H, C], weight_hh_l{k} [3H, H], bias_ih_l{k}, bias_hh_l{k} [3H]
-//            (gates r, z, n), or nn.GRUCell weight_ih, weight_hh, bias_ih, bias_hh;
-//   haste:   W [C, 3H], R [H, 3H], bx, br [3H] (gates z, r, n), W_l{k}[_reverse] ... for several layers, or
-//            haste_pytorch.GRU's kernel, recurrent_kernel, bias, recurrent_bias (the prefix ends with '.').
-// Biases are optional (zeros). Auto detection refuses a file holding names of both layouts.
-// Build a model from named tensors (as read from a safetensors file). `source` names the file in errors.
-// Inconsistent shapes are refused with a message naming the tensor, its shape and the expected shape.
-FloatGruModel float_gru_from_tensors(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                                     const std::string& source);
-// Read a safetensors file and build the model.
-FloatGruModel load_float_gru(const std::string& path, WeightLayout layout = WeightLayout::Auto);
 
 // Every tensor of one cell's time step, for observers (calibration, verify). Pointers are valid only
 // during the callback. Shapes: x [N, C_layer], h_prev/h_new [N, H], the two linears [N, 3H] (gates z, r, n),
@@ -71,7 +59,11 @@ struct FloatStepView {
   const float* new_gate_input = nullptr;
   const float* new_gate_output = nullptr;
   const float* h_new = nullptr;
+  // [N] sequence lengths or null (all T): rows with t >= lengths[n] are padding at this step (their state
+  // does not change); observers skip them (qgru::row_is_valid).
+  const int32_t* lengths = nullptr;
 };
+
 
 class FloatGruObserver {
  public:
@@ -85,11 +77,11 @@ struct FloatGruResult {
   std::vector<float> h_n;     // [L*D, N, H]
 };
 
-// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros.
+// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros. lengths: [N] sequence
+// lengths in [0, T] or nullptr (every row has T steps): as PyTorch's packed sequences and ONNX's sequence_lens,
+// steps t >= lengths[n] leave row n's state unchanged and output 0 there, h_n is the state after its last
+// valid step, and the reverse direction starts at the row's own last step t = lengths[n] - 1.
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
-                             FloatGruObserver* observer = nullptr);
-
-// [N, T, C] <-> [T, N, C] (the same function both ways with the first two extents swapped).
-std::vector<float> swap_first_two_axes(const std::vector<float>& values, int64_t d0, int64_t d1, int64_t rest);
+                             FloatGruObserver* observer = nullptr, const int32_t* lengths = nullptr);
 
 }  // namespace qgru

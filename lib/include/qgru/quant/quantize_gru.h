@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quantized_gru.h"
 
 namespace qgru {
 
@@ -27,5 +27,9 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
 // A summary table of every cell's tensors (bits, shift, zp, range) and derived shifts, one line per
 // tensor, for the log.
 std::string describe_quantized_gru(const QuantizedGru& model);
+
+// Decide the GEMM accumulator types of every cell from config.gemm_accumulator (Auto: int32 when both
+// operands fit int8), then prove. Throws qgru::Error with the first failure, prefixed by `what`.
+void choose_accumulators_and_prove(QuantizedGru& model, const std::string& what);
 
 }  // namespace qgru

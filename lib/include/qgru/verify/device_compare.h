@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/quant_executor.h"
+#include "qgru/runtime/quant_executor.h"
 
 namespace qgru {
 

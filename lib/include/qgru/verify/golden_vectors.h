@@ -3,7 +3,7 @@
 // in one safetensors file, so that a hardware team (RTL simulation, a DSP port, an independent
 // re-implementation such as scripts/reference_fixed_point.py) can compare its numbers with qgru's, code
 // for code, and find the first (layer, direction, t, n, channel) where they part. The arithmetic is the
-// one of docs/FIXED_POINT.md; the names are the seed's (seed 001, B-1/B-2, C-1..C-4).
+// one of docs/FIXED_POINT.md; the names are those of docs/FIXED_POINT.md §3 (B-1/B-2, C-1..C-4).
 //
 // File layout (all tensors C order, little-endian):
 //   __metadata__: "format" = "qgru.golden_vectors", "version" = "1", "tool_version", "artifact_sha256"
@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "qgru/base/tensor.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quantized_gru.h"
 
 namespace qgru {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Float against integer, side by side on the same inputs: the final output, h_n, and every intermediate
-// tensor of every layer and direction (seed 001 Appendix A), each also per time step. The integer run
+// tensor of every layer and direction (docs/FIXED_POINT.md §2), each also per time step. The integer run
 // follows its own state (no teacher forcing), so intermediate errors include the drift of h over time,
 // as a deployment would see it.
 #include <map>
@@ -10,7 +10,7 @@
 
 #include "qgru/gru_tensors.h"
 #include "qgru/model/float_gru.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quantized_gru.h"
 #include "qgru/verify/error_metrics.h"
 
 namespace qgru {
@@ -39,7 +39,10 @@ struct GruVerifyOptions {
 
 // x: [T, N, C] time-major floats; h0: [L*D, N, H] or nullptr. Throws qgru::Error when the two models do not
 // describe the same GRU (sizes, layers, directions).
+// lengths: [N] sequence lengths or nullptr; padded steps are run as padding by both models and left out of
+// every figure (the output's and each tensor's).
 GruVerifyReport verify_gru(const FloatGruModel& float_model, const QuantizedGru& quant_model, const float* x,
-                           int T, int N, const float* h0, const GruVerifyOptions& options = {});
+                           int T, int N, const float* h0, const GruVerifyOptions& options = {},
+                           const int32_t* lengths = nullptr);
 
 }  // namespace qgru

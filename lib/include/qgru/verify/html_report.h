@@ -15,7 +15,7 @@
 #include <string>
 
 #include "qgru/calib/calibration_stats.h"
-#include "qgru/quant/quantized_gru.h"
+#include "qgru/runtime/quantized_gru.h"
 #include "qgru/verify/gru_verify.h"
 
 namespace qgru {

@@ -1,0 +1,132 @@
+#pragma once
+// Launch planning for the GPU quantized linear (W4A16 / W8A16, cuda/src/quant_linear_kernels.cu): the
+// explicit list of tile configurations that exist, the shape rules they need, grid, split-K and workspace
+// sizes. Plain host code (no CUDA), tested on the CPU; split_k_range is QGRU_HD because the kernel uses it.
+//
+// Problem: C[M, N] (fp16, row-major) = A[M, K] (fp16, row-major) · W[K, N], W the dequantized GPTQ weight
+// (qgru/kernels/gptq_layout.h), fp32 accumulation. With split-K > 1 every split adds its partial sums
+// into an fp32 workspace [M, N] (zeroed first) and a second kernel rounds it to fp16 C.
+#include <cstdint>
+#include <string>
+
+#include "qgru/hd.h"
+
+namespace qgru::kernels {
+
+struct TileConfig {
+  const char* name;
+  int bits;  // 4 or 8
+  int block_m, block_n, block_k;  // block tile
+  int warps_m, warps_n;  // warp grid; each warp owns (block_m/warps_m) x (block_n/warps_n) in 16x16 WMMA tiles
+};
+
+// Every configuration a kernel is instantiated for (cuda/src/quant_linear_kernels.cu dispatches on the
+// index, in this order). Anything else is "not supported".
+inline constexpr TileConfig kTileConfigs[] = {
+    {"w4a16_m16n128k32", 4, 16, 128, 32, 1, 4},   // small batch (M <= 32): 4 warps of 16x32
+    {"w4a16_m64n128k32", 4, 64, 128, 32, 2, 4},   // large batch: 8 warps of 32x32
+    {"w8a16_m16n128k32", 8, 16, 128, 32, 1, 4},
+    {"w8a16_m64n128k32", 8, 64, 128, 32, 2, 4},
+};
+inline constexpr int kTileConfigCount = static_cast<int>(sizeof(kTileConfigs) / sizeof(kTileConfigs[0]));
+inline constexpr int64_t kSmallBatchMaxM = 32;  // M at or below this takes the m16 tile
+inline constexpr int64_t kMaxSplitK = 16;
+
+struct LinearProblem {
+  int64_t M = 0, N = 0, K = 0;
+  int bits = 4;
+  int64_t group_size = 0;  // inputs per group; K for a single group
+};
+
+struct LinearPlan {
+  bool supported = false;
+  std::string reason;  // why not, naming the shape, when !supported
+  int config_index = -1;
+  int64_t grid_x = 0, grid_y = 0, grid_z = 0;  // N tiles, M tiles, K splits
+  int threads = 0;
+  int64_t k_tiles = 0;            // K / block_k
+  int64_t k_tiles_per_split = 0;  // every split but the last has exactly this many k tiles
+  int64_t workspace_bytes = 0;    // fp32 [M, N] when grid_z > 1, else 0
+  int64_t smem_bytes = 0;         // static shared memory of the kernel (A and W tiles, reused for C)
+};
+
+inline std::string describe(const LinearProblem& p) {
+  return "M=" + std::to_string(p.M) + " N=" + std::to_string(p.N) + " K=" + std::to_string(p.K) +
+         " bits=" + std::to_string(p.bits) + " group_size=" + std::to_string(p.group_size);
+}
+
+// Shared memory of one block (quant_linear_tile.h): two stages of { A [block_m, block_k + 8] fp16, packed W words
+// [block_k·bits/32, block_n] uint32 } and one dequantized W tile [block_k, block_n + 8] fp16, in that order; the
+// epilogue reuses the space for one 16 x (16 + 4) fp32 fragment per warp. Every region starts 32-byte aligned
+// (WMMA loads and stores, 16-byte cp.async).
+struct TileSmemLayout {
+  int64_t a_stage_bytes, w_stage_bytes;   // one stage each
+  int64_t a_offset[2], w_offset[2], tile_offset;
+  int64_t epilogue_bytes;                 // warps · 16 · 20 · 4
+  int64_t total_bytes;
+};
+inline constexpr int kFragmentLd = 16 + 4;  // floats per row of a staged 16x16 fragment
+inline constexpr TileSmemLayout tile_smem_layout(const TileConfig& c) {
+  const int64_t a = 2LL * c.block_m * (c.block_k + 8);
+  const int64_t w = 4LL * (c.block_k * c.bits / 32) * c.block_n;
+  const int64_t tile = 2LL * c.block_k * (c.block_n + 8);
+  const int64_t epilogue = 4LL * c.warps_m * c.warps_n * 16 * kFragmentLd;
+  const int64_t pipeline = 2 * a + 2 * w + tile;
+  return {a, w, {0, a}, {2 * a, 2 * a + w}, 2 * a + 2 * w, epilogue, pipeline > epilogue ? pipeline : epilogue};
+}
+inline constexpr int64_t tile_smem_bytes(const TileConfig& c) { return tile_smem_layout(c).total_bytes; }
+
+// K range [begin, end) in k tiles of split z.
+struct KTileRange {
+  int64_t begin, end;
+};
+QGRU_HD KTileRange split_k_range(int64_t k_tiles, int64_t k_tiles_per_split, int64_t z) {
+  const int64_t begin = z * k_tiles_per_split;
+  const int64_t end = begin + k_tiles_per_split < k_tiles ? begin + k_tiles_per_split : k_tiles;
+  return {begin, end};
+}
+
+// Chooses the tile and the split for `problem` on a GPU with `sm_count` multiprocessors (> 0).
+// Split-K: enough blocks for about two waves, each split at least one k tile, at most kMaxSplitK splits,
+// and no empty split.
+inline LinearPlan plan_linear(const LinearProblem& p, int sm_count) {
+  LinearPlan plan;
+  auto refuse = [&](const std::string& why) {
+    plan.reason = "quantized linear not supported for " + describe(p) + ": " + why;
+    return plan;
+  };
+  if (p.bits != 4 && p.bits != 8) return refuse("only 4- and 8-bit weights have kernels");
+  if (p.M < 1 || p.N < 1 || p.K < 1) return refuse("every dimension must be at least 1");
+  if (sm_count < 1) return refuse("the device reports no multiprocessors");
+  const bool small = p.M <= kSmallBatchMaxM;
+  for (int i = 0; i < kTileConfigCount; ++i) {
+    if (kTileConfigs[i].bits == p.bits && (kTileConfigs[i].block_m == 16) == small) plan.config_index = i;
+  }
+  const TileConfig& c = kTileConfigs[plan.config_index];
+  if (p.K % c.block_k != 0) return refuse("K must be a multiple of the tile's block_k = " + std::to_string(c.block_k));
+  if (p.N % 8 != 0) return refuse("N must be a multiple of 8 (packed zero words and 16-byte fp16 rows)");
+  if (p.group_size <= 0 || p.group_size % (32 / p.bits) != 0) {
+    return refuse("group_size must be a positive multiple of " + std::to_string(32 / p.bits) +
+                  " (one group per packed word)");
+  }
+  const int64_t grid_y = (p.M + c.block_m - 1) / c.block_m;
+  if (grid_y > 65535) return refuse("M needs more than 65535 row tiles");
+  plan.grid_x = (p.N + c.block_n - 1) / c.block_n;
+  plan.grid_y = grid_y;
+  plan.threads = 32 * c.warps_m * c.warps_n;
+  plan.k_tiles = p.K / c.block_k;
+  const int64_t tiles = plan.grid_x * plan.grid_y;
+  const int64_t target_blocks = 2LL * sm_count;
+  int64_t split = (target_blocks + tiles - 1) / tiles;
+  if (split > kMaxSplitK) split = kMaxSplitK;
+  if (split > plan.k_tiles) split = plan.k_tiles;
+  if (split < 1) split = 1;
+  plan.k_tiles_per_split = (plan.k_tiles + split - 1) / split;
+  plan.grid_z = (plan.k_tiles + plan.k_tiles_per_split - 1) / plan.k_tiles_per_split;  // no empty split
+  plan.workspace_bytes = plan.grid_z > 1 ? 4 * p.M * p.N : 0;
+  plan.smem_bytes = tile_smem_bytes(c);
+  plan.supported = true;
+  return plan;
+}
+
+}  // namespace qgru::kernels

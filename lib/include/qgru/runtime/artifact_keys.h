@@ -1,0 +1,65 @@
+#pragma once
+// Names shared by the artifact writer and reader: the cell prefix, and the derived shifts with the member
+// each one is stored in, so that the two sides cannot disagree about a key.
+#include <string>
+#include <vector>
+
+#include "qgru/runtime/cell_quant_params.h"
+#include "qgru/version.h"
+
+#define QGRU_ARTIFACT_TOOL_VERSION QGRU_VERSION_STRING
+
+namespace qgru {
+
+inline std::string artifact_cell_prefix(int layer, int direction) {
+  return "layer" + std::to_string(layer) + ".dir" + std::to_string(direction) + ".";
+}
+
+struct ScalarShiftKey {
+  const char* name;
+  int32_t GruCellQuantParams::*member;
+};
+
+inline const std::vector<ScalarShiftKey>& scalar_shift_keys() {
+  static const std::vector<ScalarShiftKey> keys = {
+      {"shift_weight_ih_linear_to_update_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_update_gate_input},
+      {"shift_weight_hh_linear_to_update_gate_input", &GruCellQuantParams::shift_weight_hh_linear_to_update_gate_input},
+      {"shift_weight_ih_linear_to_reset_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_reset_gate_input},
+      {"shift_weight_hh_linear_to_reset_gate_input", &GruCellQuantParams::shift_weight_hh_linear_to_reset_gate_input},
+      {"shift_weight_ih_linear_to_new_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_new_gate_input},
+      {"shift_reset_mul_hh_to_new_gate_input", &GruCellQuantParams::shift_reset_mul_hh_to_new_gate_input},
+      {"shift_new_gate_output_to_h", &GruCellQuantParams::shift_new_gate_output_to_h},
+      {"shift_update_gate_output", &GruCellQuantParams::shift_update_gate_output}};
+  return keys;
+}
+
+struct ChannelShiftKey {
+  const char* name;
+  std::vector<int32_t> GruCellQuantParams::*member;
+  bool derived;  // recomputed by compute_derived_shifts (else a base shift)
+};
+
+inline const std::vector<ChannelShiftKey>& channel_shift_keys() {
+  static const std::vector<ChannelShiftKey> keys = {
+      {"shift_W", &GruCellQuantParams::shift_W, false},
+      {"shift_R", &GruCellQuantParams::shift_R, false},
+      {"shift_bw", &GruCellQuantParams::shift_bw, false},
+      {"shift_br", &GruCellQuantParams::shift_br, false},
+      {"shift_gemm_x_to_weight_ih_linear", &GruCellQuantParams::shift_gemm_x_to_weight_ih_linear, true},
+      {"shift_bw_to_gemm_x", &GruCellQuantParams::shift_bw_to_gemm_x, true},
+      {"shift_gemm_h_to_weight_hh_linear", &GruCellQuantParams::shift_gemm_h_to_weight_hh_linear, true},
+      {"shift_br_to_gemm_h", &GruCellQuantParams::shift_br_to_gemm_h, true}};
+  return keys;
+}
+
+inline const std::vector<int32_t>* parameter_shifts(const GruCellQuantParams& p, GruTensor tensor) {
+  switch (tensor) {
+    case GruTensor::W: return &p.shift_W;
+    case GruTensor::R: return &p.shift_R;
+    case GruTensor::bw: return &p.shift_bw;
+    case GruTensor::br: return &p.shift_br;
+    default: return nullptr;
+  }
+}
+
+}  // namespace qgru

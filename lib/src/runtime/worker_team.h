@@ -1,0 +1,88 @@
+#pragma once
+// Private to the fast executor (qgru/runtime/fast_executor.h): a team of threads that stays alive between
+// runs, and the spinning barrier the time loop waits on.
+//
+// Why: on the 2-core reference machine starting a std::thread and joining it costs 10 to 140 µs
+// (measured), while a batch-1 time step at H = 256 is about 4 µs; a cache line makes a round trip between
+// the two cores in about 150 ns. A run that splits its steps over two cores pays for it only when the second
+// thread is already running and both wait on each other by spinning on shared memory.
+//
+// WorkerTeam(helpers) starts `helpers` threads once. run(parts, fn) calls fn(0) on the calling thread and
+// fn(i) for 1 <= i < parts on helper i, and returns when every call has returned (what they wrote is then
+// visible to the caller: release by each helper, acquire by the caller). A helper that finished a job spins
+// on the next one for about kSpinMicros before it sleeps on a condition variable, so that the jobs of one
+// run (a phase per cell and layer) and back-to-back runs find it awake. One run at a time: the caller
+// serialises (FastQuantGru holds a mutex around it). An exception thrown by fn is not caught: the jobs run
+// only the executor's kernels, which do not throw.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qgru::fast {
+
+// One spin-wait iteration: the pause instruction on x86 (frees the core's resources for the other
+// hyperthread and saves power), nothing elsewhere.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class WorkerTeam {
+ public:
+  explicit WorkerTeam(int helpers);
+  ~WorkerTeam();
+  WorkerTeam(const WorkerTeam&) = delete;
+  WorkerTeam& operator=(const WorkerTeam&) = delete;
+
+  int size() const { return static_cast<int>(threads_.size()) + 1; }
+  // parts must lie in [1, size()].
+  void run(int parts, const std::function<void(int)>& fn);
+  // Whether a helper sleeps now (a run would wake it, tens of µs): read without a lock, a hint.
+  bool any_asleep() const { return sleeping_.load(std::memory_order_relaxed) > 0; }
+
+ private:
+  void helper_loop(int index);
+
+  std::vector<std::thread> threads_;
+  const std::function<void(int)>* job_ = nullptr;  // set before epoch_ is published
+  int parts_ = 0;
+  std::atomic<uint64_t> epoch_{0};   // one more per job (release by run, acquire by helpers)
+  std::atomic<int> unfinished_{0};   // helpers of the current job still running
+  std::atomic<int> sleeping_{0};     // helpers waiting on wake_
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;                // guarded by sleep_mutex_
+};
+
+// A reusable barrier for `count` threads that spins (then yields, when the machine is oversubscribed and a
+// partner is not running) instead of sleeping: one per time step costs about one cache-line round trip.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int count) : count_(count) {}
+  void wait();
+
+ private:
+  const int count_;
+  alignas(64) std::atomic<int> arrived_{0};
+  alignas(64) std::atomic<int> generation_{0};
+};
+
+// Spin until pred() holds: pause-spins first, then yields the CPU between checks.
+template <class Pred>
+void spin_until(Pred pred) {
+  constexpr int kPauseSpins = 1 << 14;  // ~0.1-1 ms of pause instructions before giving the CPU away
+  for (int spins = 0; !pred(); ++spins) {
+    if (spins < kPauseSpins) {
+      spin_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace qgru::fast

@@ -1,0 +1,93 @@
+// Launch planning of the GPU quantized linear: the configurations listed, the split-K covering every k tile
+// exactly once, workspace sizes, and "not supported" answers that name the shape.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qgru/kernels/linear_plan.h"
+
+namespace dq = qgru::kernels;
+
+TEST_CASE("every listed tile configuration tiles into 16x16x16 WMMA steps and fits 48 KiB static smem") {
+  for (const auto& c : dq::kTileConfigs) {
+    CHECK(c.block_m % (16 * c.warps_m) == 0);
+    CHECK(c.block_n % (16 * c.warps_n) == 0);
+    CHECK(c.block_k % 16 == 0);
+    CHECK(c.block_k % (32 / c.bits) == 0);
+    CHECK(dq::tile_smem_bytes(c) <= 48 * 1024);
+  }
+}
+
+TEST_CASE("split-K covers every k tile exactly once, with no empty split, for the benchmark shapes") {
+  for (int bits : {4, 8}) {
+    for (int64_t N : {4096, 11008}) {
+      for (int64_t M : {1, 16, 33, 64, 256}) {
+        for (int sms : {1, 108, 132}) {
+          const dq::LinearProblem p{M, N, 4096, bits, 128};
+          const dq::LinearPlan plan = dq::plan_linear(p, sms);
+          REQUIRE_MESSAGE(plan.supported, plan.reason);
+          const auto& c = dq::kTileConfigs[plan.config_index];
+          CHECK(c.bits == bits);
+          CHECK((c.block_m == 16) == (M <= dq::kSmallBatchMaxM));
+          CHECK(plan.grid_x * c.block_n >= N);
+          CHECK(plan.grid_y * c.block_m >= M);
+          CHECK(plan.k_tiles * c.block_k == 4096);
+          CHECK(plan.grid_z >= 1);
+          CHECK(plan.grid_z <= dq::kMaxSplitK);
+          std::vector<int> seen(static_cast<size_t>(plan.k_tiles), 0);
+          for (int64_t z = 0; z < plan.grid_z; ++z) {
+            const dq::KTileRange r = dq::split_k_range(plan.k_tiles, plan.k_tiles_per_split, z);
+            REQUIRE(r.end > r.begin);  // no empty split
+            for (int64_t t = r.begin; t < r.end; ++t) ++seen[static_cast<size_t>(t)];
+          }
+          for (int s : seen) REQUIRE(s == 1);
+          CHECK(plan.workspace_bytes == (plan.grid_z > 1 ? 4 * M * N : 0));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("batch 1 on a 132-SM GPU splits K so that the grid reaches about two waves") {
+  const dq::LinearPlan plan = dq::plan_linear({1, 4096, 4096, 4, 128}, 132);
+  REQUIRE(plan.supported);
+  CHECK(plan.grid_x == 32);
+  CHECK(plan.grid_z == 9);  // ceil(264 / 32) = 9 splits of ceil(128 / 9) = 15 k tiles (the last 8)
+  CHECK(plan.k_tiles_per_split == 15);
+  CHECK(plan.workspace_bytes == 4 * 4096);
+  const dq::LinearPlan big = dq::plan_linear({256, 11008, 4096, 4, 128}, 132);
+  CHECK(big.grid_z == 1);  // 86 x 4 = 344 blocks already
+  CHECK(big.workspace_bytes == 0);
+}
+
+TEST_CASE("shapes without a kernel are refused with the shape in the message") {
+  const auto reason = [](dq::LinearProblem p) { return dq::plan_linear(p, 132).reason; };
+  CHECK(reason({1, 4096, 4040, 4, 128}).find("K must be a multiple") != std::string::npos);
+  CHECK(reason({1, 4096, 4040, 4, 128}).find("K=4040") != std::string::npos);
+  CHECK(reason({1, 12, 4096, 4, 128}).find("N must be a multiple of 8") != std::string::npos);
+  CHECK(reason({1, 4096, 4096, 3, 128}).find("only 4- and 8-bit") != std::string::npos);
+  CHECK(reason({1, 4096, 4096, 4, 12}).find("group_size must be a positive multiple of 8") != std::string::npos);
+  CHECK(reason({0, 4096, 4096, 4, 128}).find("at least 1") != std::string::npos);
+  CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 0).supported);
+}
+
+TEST_CASE("shared memory layout: two stages and the W tile do not overlap, start 32-byte aligned, the epilogue fits") {
+  for (const dq::TileConfig& c : dq::kTileConfigs) {
+    const dq::TileSmemLayout l = dq::tile_smem_layout(c);
+    CHECK(l.a_stage_bytes == 2LL * c.block_m * (c.block_k + 8));
+    CHECK(l.w_stage_bytes == 4LL * (c.block_k * c.bits / 32) * c.block_n);
+    const int64_t starts[] = {l.a_offset[0], l.a_offset[1], l.w_offset[0], l.w_offset[1], l.tile_offset};
+    const int64_t sizes[] = {l.a_stage_bytes, l.a_stage_bytes, l.w_stage_bytes, l.w_stage_bytes,
+                             2LL * c.block_k * (c.block_n + 8)};
+    for (int i = 0; i < 5; ++i) {
+      CHECK(starts[i] % 32 == 0);
+      CHECK(starts[i] + sizes[i] <= l.total_bytes);
+      for (int j = i + 1; j < 5; ++j) CHECK((starts[i] + sizes[i] <= starts[j] || starts[j] + sizes[j] <= starts[i]));
+    }
+    CHECK(l.epilogue_bytes == 4LL * c.warps_m * c.warps_n * 16 * dq::kFragmentLd);
+    CHECK(l.epilogue_bytes <= l.total_bytes);
+    CHECK(l.total_bytes < 33792);  // below the single-stage kernel's 33.8 KB fp32 C staging area
+  }
+}
