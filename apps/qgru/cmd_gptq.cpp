@@ -11,9 +11,16 @@ namespace {
 
 struct GptqCli {
   qgru::gptq::JobOptions job;
-  std::string tensor, manifest, hessian, format = "gptq";
+  std::string tensor, manifest, hessian, format = "gptq", order = "group-aware";
+  bool act_order = false;
   std::vector<std::string> activations;
 };
+
+// --order as GptqOptions: "act-order" (desc_act), "group-aware" (act_group_aware) or "natural".
+void set_order(qgru::gptq::GptqOptions& gptq, const std::string& order) {
+  gptq.act_order = order == "act-order";
+  gptq.group_aware = order == "group-aware";
+}
 
 std::function<int()> setup_gptq(CLI::App& command) {
   auto cli = std::make_shared<GptqCli>();
@@ -33,17 +40,29 @@ std::function<int()> setup_gptq(CLI::App& command) {
   command.add_option("--save-hessian", cli->job.save_hessian_path, "Also write H (.npy float64 [K, K])");
   command.add_option("--bits", gptq.bits, "Bits per weight")->check(CLI::IsMember({2, 3, 4, 8}))->capture_default_str();
   command.add_option("--group-size", gptq.group_size, "Columns per group (-1: one group per row)")->capture_default_str();
-  command.add_flag("--act-order", gptq.act_order, "Quantize columns in descending diag(H) order (desc_act)");
+  auto* order = command.add_option("--order", cli->order,
+                                    "Column order: group-aware (act-order inside each group, groups by their largest "
+                                    "diag(H); g_idx stays k / group size), act-order (descending diag(H) over all "
+                                    "columns; desc_act, g_idx permuted) or natural")
+                    ->check(CLI::IsMember({"group-aware", "act-order", "natural"}))->capture_default_str();
+  command.add_flag("--act-order", cli->act_order, "Same as --order act-order (desc_act)")->excludes(order);
   command.add_flag("--static-groups", gptq.static_groups, "Group parameters from the original W");
   command.add_flag("--sym", gptq.sym, "Symmetric quantization (zero = 2^(bits-1))");
-  command.add_option("--damp", gptq.damp, "Damping, relative to mean(diag H)")->capture_default_str();
+  command.add_option("--damp", gptq.damp, "Damping, relative to mean(diag H); in (0, 1)")->capture_default_str();
   command.add_option("--block-size", gptq.block_size, "Columns per lazy-update block")->capture_default_str();
   command.add_option("--format", cli->format, "Checkpoint format: gptq (v1, zeros stored minus one) or gptq_v2")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}))->capture_default_str();
   command.add_flag("--keep-other-tensors", cli->job.keep_other_tensors,
                    "Copy every tensor that is not quantized into the output unchanged (a whole-model checkpoint)");
-  command.add_option("-o,--output", cli->job.output_path, "Output .safetensors (quantize_config.json beside it)")
+  command.add_option("-o,--output", cli->job.output_path,
+                     "Output .safetensors (quantize_config.json beside it; refused when the folder's config disagrees)")
       ->required();
+  command.footer(
+      "Examples:\n"
+      "  qgru gptq --weights model.safetensors --tensor fc1.weight --activations x.npy -o q/model.safetensors\n"
+      "  qgru gptq --weights model.safetensors --manifest layers.json --bits 3 --sym --order act-order \\\n"
+      "            -o q3/model.safetensors\n"
+      "docs/GPTQ.md describes the checkpoint layout and which clients read it.");
   return [cli]() {
     auto& job = cli->job;
     if (cli->tensor.empty() == cli->manifest.empty()) throw qgru::Error("gptq: give exactly one of --tensor or --manifest");
@@ -59,6 +78,7 @@ std::function<int()> setup_gptq(CLI::App& command) {
       job.layers.push_back({cli->tensor, cli->activations, cli->hessian});
     }
     job.format = qgru::gptq::parse_format(cli->format);
+    set_order(job.gptq, cli->act_order ? "act-order" : cli->order);
     // Printed once everything is written, so stdout never reports a checkpoint that does not exist.
     const auto reports = qgru::gptq::run_job(job);
     std::printf("layer\tN\tK\ttokens\tgptq_rel_err\trtn_rel_err\tgptq_over_rtn\tseconds\n");
