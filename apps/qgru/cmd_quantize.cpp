@@ -9,6 +9,7 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
@@ -21,6 +22,7 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 namespace {
@@ -32,38 +34,41 @@ struct QuantizeCli {
   std::string output;
   std::string layout = "auto";
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  bool allow_model_mismatch = false;
 };
 
 std::string config_text_sha256(const std::string& name_or_path) {
-  for (const std::string& name : qgru::bitwidth_preset_names()) {
-    if (name == name_or_path) {
-      const std::string& text = qgru::bitwidth_preset_text(name);
-      return qgru::sha256_hex(text.data(), text.size());
-    }
-  }
-  return qgru::sha256_file_hex(name_or_path);
+  const std::string file = qgru::cli::config_file(name_or_path);
+  if (!file.empty()) return qgru::sha256_file_hex(file);
+  const std::string& text = qgru::bitwidth_preset_text(name_or_path);
+  return qgru::sha256_hex(text.data(), text.size());
 }
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
+  qgru::check_command_files({{"--model", cli.model}, {"--stats", cli.stats}, {"--config", qgru::cli::config_file(cli.config)}},
+                            {{"-o", cli.output}, {"-o (its tensor file)", qgru::artifact_tensor_path(cli.output)}});
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
   qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                                 cli.stats);
+  const std::string model_sha256 =
+      qgru::cli::require_same_weights(cli.stats, stats.model_sha256, cli.model, cli.allow_model_mismatch);
 
   const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
                                          const qgru::TensorQuant& spec) {
     // --range-method overrides the config's methods, which override the statistics' default method.
     const std::string& chosen = cli.range_method.empty() ? method : cli.range_method;
-    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, chosen, spec);
+    // Checked here as quantize_gru will quantize it, so that an error names the statistics file.
+    const qgru::RangeChoice choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
     qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                        qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
     return std::pair<double, double>{choice.min, choice.max};
   };
   qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
   quantized.provenance.model_path = cli.model;
-  quantized.provenance.model_sha256 = qgru::sha256_file_hex(cli.model);
+  quantized.provenance.model_sha256 = model_sha256;
   quantized.provenance.stats_path = cli.stats;
   quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
   quantized.provenance.config_source = cli.config;
@@ -95,10 +100,18 @@ std::function<int()> setup_quantize(CLI::App& command) {
                      "Range method for every observed tensor, overriding the config's (minmax, ema, kl, "
                      "percentile[:P], mse, bounds, each optionally +pow2); default: the config's method per tensor, "
                      "else the one stored by 'qgru calibrate --method'");
-  command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
+  command.add_option("-o,--output", cli->output,
+                     "Output artifact NAME.qgru.json; its tensor file NAME.qgru.safetensors is written beside it")
+      ->required();
+  qgru::cli::add_allow_model_mismatch(command, cli->allow_model_mismatch, "--stats");
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
+  command.footer(
+      "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
+      "(exit 1), or only warned about with --allow-model-mismatch.\n"
+      "Example:\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o gru.qgru.json");
   return [cli]() { return run_quantize(*cli); };
 }
 

@@ -5,11 +5,14 @@
 
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
+#include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
 #include "qgru/import/load_float_gru.h"
 #include "device_option.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -115,6 +118,17 @@ int run_quantized(const RunCliOptions& cli) {
   return qgru::kExitOk;
 }
 
+int run_command(const RunCliOptions& cli) {
+  const bool quantized = ends_with(cli.model, ".qgru.json");
+  std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
+                                           {"--h0", qgru::array_file_path(cli.h0)}};
+  if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
+  else inputs.push_back({"--model", cli.model});
+  qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--codes", cli.codes},
+                                     {"--dump-intermediates", cli.dump}});
+  return quantized ? run_quantized(cli) : run_float(cli);
+}
+
 }  // namespace
 
 QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) on input sequences", 30,
@@ -146,8 +160,5 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                   command.add_option("--dump-intermediates", cli->dump,
                                      "Also write every intermediate code of every step (golden vectors, "
                                      ".safetensors; quantized models only; keep the input small)");
-                  return [cli] {
-                    if (ends_with(cli->model, ".qgru.json")) return run_quantized(*cli);
-                    return run_float(*cli);
-                  };
+                  return [cli] { return run_command(*cli); };
                 });

@@ -1,10 +1,20 @@
 #include "qgru/base/tensor_quant.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "qgru/base/error.h"
 
 namespace qgru {
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+}  // namespace
 
 bool quant_covers_range(const TensorQuant& quant, double min, double max) {
   const double lo = std::min(min, 0.0);
@@ -18,7 +28,7 @@ bool quant_covers_range(const TensorQuant& quant, double min, double max) {
 RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsigned, bool symmetric) {
   if (bits < 2 || bits > 32) throw Error("bit width " + std::to_string(bits) + " outside 2..32");
   if (!(std::isfinite(min) && std::isfinite(max)) || min > max) {
-    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] is not a finite interval");
+    throw Error("range [" + number(min) + ", " + number(max) + "] is not a finite interval");
   }
   RangeQuantResult result;
   result.quant.bits = bits;
@@ -47,7 +57,7 @@ RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsi
   while (shift > kMinShift && !fits(shift)) --shift;
   while (shift < kMaxShift && fits(shift + 1)) ++shift;
   if (!fits(shift)) {
-    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] cannot be represented with " +
+    throw Error("range [" + number(min) + ", " + number(max) + "] cannot be represented with " +
                 std::to_string(bits) + " bits and a shift in [" + std::to_string(kMinShift) + ", " +
                 std::to_string(kMaxShift) + "]");
   }

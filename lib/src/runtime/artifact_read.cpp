@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qgru/io/strict_json.h"
 #include "qgru/runtime/artifact_keys.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/sha256.h"
@@ -221,17 +222,31 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
   }
 }
 
+// The tensor file the artifact's JSON names, in the JSON's folder.
+std::string tensor_path_of(const Reader& r, const json& root, const std::string& json_path) {
+  if (!root.is_object()) r.fail("(top level)", "expected a JSON object");
+  const std::string tensor_name = r.string(root, "tensor_file", "");
+  if (tensor_name.empty() || tensor_name == "." || tensor_name == ".." ||
+      std::filesystem::path(tensor_name).filename().string() != tensor_name) {
+    r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
+  }
+  return (std::filesystem::path(json_path).parent_path() / tensor_name).string();
+}
+
+json read_artifact_json(const std::string& json_path) {
+  return parse_strict_json(read_file_text(json_path), "artifact " + json_path);
+}
+
 }  // namespace
+
+std::string recorded_artifact_tensor_path(const std::string& json_path) {
+  return tensor_path_of(Reader(json_path), read_artifact_json(json_path), json_path);
+}
 
 QuantizedGru read_artifact(const std::string& json_path) {
   const Reader r(json_path);
-  json root;
-  try {
-    root = json::parse(read_file_text(json_path));
-  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
-    throw Error("artifact " + json_path + ": not valid JSON: " + e.what());
-  }
-  if (!root.is_object()) r.fail("(top level)", "expected a JSON object");
+  const json root = read_artifact_json(json_path);
+  const std::string tensor_path = tensor_path_of(r, root, json_path);
   const std::string schema = r.string(root, "schema", "");
   if (schema != kArtifactSchema) r.fail("schema", "'" + schema + "' is not '" + kArtifactSchema + "'");
   const int64_t version = r.integer(root, "version", "", INT64_MIN, INT64_MAX);
@@ -241,11 +256,6 @@ QuantizedGru read_artifact(const std::string& json_path) {
   }
   if (version != kArtifactVersion) r.fail("version", std::to_string(version) + " is not a valid version");
 
-  const std::string tensor_name = r.string(root, "tensor_file", "");
-  if (tensor_name.empty() || std::filesystem::path(tensor_name).filename().string() != tensor_name) {
-    r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
-  }
-  const std::string tensor_path = (std::filesystem::path(json_path).parent_path() / tensor_name).string();
   const std::vector<uint8_t> bytes = read_file_bytes(tensor_path);
   const std::string recorded = r.string(root, "tensor_file_sha256", "");
   const std::string actual = sha256_hex(bytes.data(), bytes.size());

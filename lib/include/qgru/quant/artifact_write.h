@@ -7,7 +7,15 @@
 
 namespace qgru {
 
-// Write both files atomically (both or neither). Throws qgru::Error naming the file on failure.
+// The naming rule of the writer: NAME.qgru.json goes with NAME.qgru.safetensors, always, so that the tensor
+// file can never be a file the user meant as an input (with "x.json" -> "x.safetensors", -o gru.json beside
+// the float gru.safetensors replaced the model). The output policy (qgru/base/output_policy.h) refuses the
+// rest: an input that is itself named NAME.qgru.safetensors. Throws qgru::UsageError for a name that does not
+// end in ".qgru.json", saying which name to use instead.
+std::string artifact_tensor_path(const std::string& json_path);
+
+// Write both files atomically (both or neither, under the folder's lock: qgru/base/atomic_file.h). Throws
+// qgru::Error naming the file on failure.
 void write_artifact(const std::string& json_path, const QuantizedGru& model);
 
 }  // namespace qgru
