@@ -44,6 +44,11 @@ std::string config_text_sha256(const std::string& name_or_path) {
   return qgru::sha256_hex(text.data(), text.size());
 }
 
+// A range the statistics give that cannot be used; its message names the statistics file already.
+struct StatisticsError : qgru::Error {
+  using qgru::Error::Error;
+};
+
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
   qgru::check_command_files({{"--model", cli.model}, {"--stats", cli.stats}, {"--config", qgru::cli::config_file(cli.config)}},
@@ -61,12 +66,24 @@ int run_quantize(const QuantizeCli& cli) {
     // --range-method overrides the config's methods, which override the statistics' default method.
     const std::string& chosen = cli.range_method.empty() ? method : cli.range_method;
     // Checked here as quantize_gru will quantize it, so that an error names the statistics file.
-    const qgru::RangeChoice choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
+    qgru::RangeChoice choice;
+    try {
+      choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
+    } catch (const qgru::Error& e) {
+      throw StatisticsError(e.what());
+    }
     qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                        qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
     return std::pair<double, double>{choice.min, choice.max};
   };
-  qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
+  qgru::QuantizedGru quantized;
+  try {
+    quantized = qgru::quantize_gru(model, config, ranges);
+  } catch (const StatisticsError&) {
+    throw;  // names the statistics file and the tensor already
+  } catch (const qgru::Error& e) {  // a weight no shift can represent, a table, the overflow proof: name the inputs
+    throw qgru::Error("quantize " + cli.model + " (config " + cli.config + "): " + e.what());
+  }
   quantized.provenance.model_path = cli.model;
   quantized.provenance.model_sha256 = model_sha256;
   quantized.provenance.stats_path = cli.stats;
