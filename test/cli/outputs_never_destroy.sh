@@ -62,6 +62,10 @@ expect_refusal 2 "-o x.npy is the same file as --data x.npy" calibrate --model g
 expect_refusal 2 "--html gru.safetensors $same_as_input" \
   calibrate --model gru.safetensors --data x.npy -o outdir/s.json --html gru.safetensors
 expect_refusal 2 "-o ./stats.json is the same file as --merge stats.json" calibrate --merge stats.json -o ./stats.json
+expect_refusal 2 "--html gru.safetensors $same_as_input" \
+  quantize --model gru.safetensors --stats stats.json --html gru.safetensors -o outdir/a.qgru.json
+expect_refusal 2 "--html x.npy is the same file as --stats \(a data file it records\) x.npy" \
+  quantize --model gru.safetensors --stats stats.json --range-method search --html x.npy -o outdir/a.qgru.json
 expect_refusal 2 "--report x.npy $same_as_input" \
   verify --model gru.safetensors --artifact gru.qgru.json --input x.npy --report x.npy
 expect_refusal 2 "--html gru.qgru.safetensors is the same file as --artifact \(its tensor file\)" \
@@ -85,6 +89,9 @@ expect_refusal 2 "--dump-intermediates outdir/y.npy .*: $two_outputs" \
   run --model gru.qgru.json --input x.npy --output outdir/y.npy --dump-intermediates outdir/y.npy
 expect_refusal 2 "--codes outdir/hn.npy is the same file as --hn outdir/hn.npy" \
   run --model gru.qgru.json --input x.npy --output outdir/y.npy --hn outdir/hn.npy --codes outdir/hn.npy
+expect_refusal 2 "--suggest-config outdir/a.qgru.json is the same file as -o outdir/a.qgru.json" \
+  quantize --model gru.safetensors --stats stats.json --range-method search --suggest-config outdir/a.qgru.json \
+  -o outdir/a.qgru.json
 expect_refusal 2 "--html outdir/s.json is the same file as -o outdir/s.json" \
   calibrate --model gru.safetensors --data x.npy -o outdir/s.json --html outdir/s.json
 expect_refusal 2 "--html outdir/r.json is the same file as --report outdir/r.json" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qgru run and qgru verify on quantized artifacts of the bundled example: task accuracy of the integer model
-# against the float one (issue targets: int8 within 0.5 points, int16-activations within 0.1), integer codes
+# against the float one (targets: int8 within 0.5 points, int16-activations within 0.1), integer codes
 # in and out (codes given as input reproduce the float-input run exactly), the verify report and its SQNR
 # gate, and clean refusals (--device cuda without a GPU, a tampered tensor file).
 # Usage: run_quantized.sh <qgru-binary> <scratch-dir> <source-root>
@@ -87,6 +87,13 @@ names = {t["tensor"] for t in r["tensors"]}
 assert {"x", "h", "weight_ih_linear", "weight_hh_linear", "update_gate_input", "update_gate_output",
         "reset_gate_input", "reset_gate_output", "new_gate_input", "new_gate_output"} <= names, names
 assert len(r["output"]["per_step_sqnr_db"]) == 8
+steps = r["output"]["per_step"]
+for figure in ("count", "max_abs_error", "mean_abs_error", "nmse", "sqnr_db", "cosine"):
+    assert len(steps[figure]) == 8, figure
+assert sum(steps["count"]) == r["output"]["count"]
+assert abs(max(steps["max_abs_error"]) - r["output"]["max_abs_error"]) < 1e-12
+mean = sum(c * m for c, m in zip(steps["count"], steps["mean_abs_error"])) / r["output"]["count"]
+assert abs(mean - r["output"]["mean_abs_error"]) < 1e-9 * max(1.0, mean)
 assert r["output"]["sqnr_db"] >= 23.0, r["output"]["sqnr_db"]
 assert 0.99 < r["output"]["cosine"] <= 1.0
 PY

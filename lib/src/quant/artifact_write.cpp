@@ -115,7 +115,8 @@ std::string artifact_tensor_path(const std::string& json_path) {
                    "the tensor file can never be one of the inputs; use " + printable(suggestion));
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
@@ -142,10 +143,15 @@ void write_artifact(const std::string& json_path, const QuantizedGru& model) {
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
 
-  AtomicFileGroup group;
   group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
   group.add(json_path).write(json_text(root, 2) + "\n");
+}
+
+void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
+  AtomicFileGroup group;
+  stage_artifact(group, json_path, model, provenance_extra);
   group.commit_all();
 }
 

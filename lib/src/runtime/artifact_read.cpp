@@ -222,31 +222,28 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
   }
 }
 
-// The tensor file the artifact's JSON names, in the JSON's folder.
-std::string tensor_path_of(const Reader& r, const json& root, const std::string& json_path) {
+// The artifact's "tensor_file": a plain file name, read from the JSON's folder.
+std::string tensor_file_name(const Reader& r, const json& root) {
   if (!root.is_object()) r.fail("(top level)", "expected a JSON object");
   const std::string tensor_name = r.string(root, "tensor_file", "");
   if (tensor_name.empty() || tensor_name == "." || tensor_name == ".." ||
       std::filesystem::path(tensor_name).filename().string() != tensor_name) {
     r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
   }
+  return tensor_name;
+}
+
+std::string tensor_path_beside(const std::string& json_path, const std::string& tensor_name) {
   return (std::filesystem::path(json_path).parent_path() / tensor_name).string();
 }
 
-json read_artifact_json(const std::string& json_path) {
-  return parse_strict_json(read_file_text(json_path), "artifact " + json_path);
-}
-
-}  // namespace
-
-std::string recorded_artifact_tensor_path(const std::string& json_path) {
-  return tensor_path_of(Reader(json_path), read_artifact_json(json_path), json_path);
-}
-
-QuantizedGru read_artifact(const std::string& json_path) {
+// The reader of both sources: json_text is the artifact's JSON, named json_path in messages; tensor_bytes
+// returns the tensor file's bytes and its name for messages, given the JSON's "tensor_file".
+QuantizedGru parse_artifact(const std::string& json_text, const std::string& json_path,
+                            const std::function<std::vector<uint8_t>(const std::string& tensor_name, std::string* source)>& tensor_bytes) {
   const Reader r(json_path);
-  const json root = read_artifact_json(json_path);
-  const std::string tensor_path = tensor_path_of(r, root, json_path);
+  const json root = parse_strict_json(json_text, "artifact " + json_path);
+  const std::string tensor_name = tensor_file_name(r, root);
   const std::string schema = r.string(root, "schema", "");
   if (schema != kArtifactSchema) r.fail("schema", "'" + schema + "' is not '" + kArtifactSchema + "'");
   const int64_t version = r.integer(root, "version", "", INT64_MIN, INT64_MAX);
@@ -256,7 +253,8 @@ QuantizedGru read_artifact(const std::string& json_path) {
   }
   if (version != kArtifactVersion) r.fail("version", std::to_string(version) + " is not a valid version");
 
-  const std::vector<uint8_t> bytes = read_file_bytes(tensor_path);
+  std::string tensor_path;
+  const std::vector<uint8_t> bytes = tensor_bytes(tensor_name, &tensor_path);
   const std::string recorded = r.string(root, "tensor_file_sha256", "");
   const std::string actual = sha256_hex(bytes.data(), bytes.size());
   if (recorded != actual) {
@@ -309,6 +307,29 @@ QuantizedGru read_artifact(const std::string& json_path) {
   const OverflowProof proof = prove_no_overflow(model);
   if (!proof.ok()) r.fail("cells", "overflow: " + proof.first_failure());
   return model;
+}
+
+}  // namespace
+
+std::string recorded_artifact_tensor_path(const std::string& json_path) {
+  const json root = parse_strict_json(read_file_text(json_path), "artifact " + json_path);
+  return tensor_path_beside(json_path, tensor_file_name(Reader(json_path), root));
+}
+
+QuantizedGru read_artifact(const std::string& json_path) {
+  return parse_artifact(read_file_text(json_path), json_path, [&](const std::string& tensor_name, std::string* source) {
+    *source = tensor_path_beside(json_path, tensor_name);
+    return read_file_bytes(*source);
+  });
+}
+
+QuantizedGru read_artifact_memory(const std::string& json_text, const uint8_t* tensor_bytes, size_t tensor_size,
+                                  const std::string& source_name) {
+  if (!tensor_bytes && tensor_size > 0) throw Error("artifact " + source_name + ": null tensor bytes of size " + std::to_string(tensor_size));
+  return parse_artifact(json_text, source_name, [&](const std::string& tensor_name, std::string* source) {
+    *source = source_name + " (tensor bytes for " + tensor_name + ")";
+    return tensor_bytes ? std::vector<uint8_t>(tensor_bytes, tensor_bytes + tensor_size) : std::vector<uint8_t>();
+  });
 }
 
 }  // namespace qgru

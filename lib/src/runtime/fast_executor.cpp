@@ -24,6 +24,7 @@
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
+#include "qgru/runtime/stream_step.h"
 
 namespace qgru {
 
@@ -401,6 +402,37 @@ struct PackedCell {
   fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
 };
 
+// The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
+// (PackedCell): gx is B-1's accumulator row, or with x_terms the x terms x_terms_*_i32 made of it (int32
+// cells only); gh is B-2's row; hc the row's h codes before the step. Writes the new codes to hn and dst
+// ([j0, j1)), and as codes + R.a_bias to hn_u8 when it is not null.
+template <class GX, class GH>
+void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
+              int16_t* hn, uint8_t* hn_u8, int32_t* dst) {
+  const GruCellParamsView& view = pc.view;
+  const int32_t a_bias = pc.R.a_bias;
+  if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+    if (x_terms && pc.avx2) return fast::cell_rows_avx2_i32_xterms(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+    if (pc.cell32 && pc.avx2) return fast::cell_rows_avx2_i32(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+    if (x_terms) {
+      return fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+    }
+    if (pc.cell32) return fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+  }
+  const int64_t* offset_x = pc.folded.x.data();
+  const int64_t* offset_h = pc.folded.h.data();
+  if (pc.cell64_avx2) return fast::cell_rows_avx2(view, offset_x, offset_h, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+  if (pc.vector_cell) {
+    return fast::cell_rows_avx512(view, pc.byte_tables, offset_x, offset_h, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
+  }
+  for (int j = j0; j < j1; ++j) {
+    const int32_t q_h_new = fused_cell_element(view, offset_x, offset_h, j, gx, gh, hc[j]);
+    hn[j] = static_cast<int16_t>(q_h_new);  // h's code range fits int16 (checked at pack time)
+    dst[j] = q_h_new;
+    if (hn_u8) hn_u8[j] = static_cast<uint8_t>(q_h_new + a_bias);  // h codes + a_bias lie in [0, 255]
+  }
+}
+
 // Step-loop of one cell on the fast path. x16: [T*N, Kx] int16 codes (padded with zeros) in the cell's x
 // space. h16_init: [N, H] initial codes. out: [T, N, out_stride], this direction at column out_offset.
 // h_final: [N, H] codes after the last step.
@@ -415,7 +447,6 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   const PackedMatrix& R = pc.R;
   const int Kh = R.Kp;
   const GruCellParamsView& view = pc.view;
-  const FoldedOffsets& folded = pc.folded;
 
   // B-1 for all steps before the time loop, computed by the thread that reads it in the loop (its batch
   // rows or its units' channels): reading another core's freshly written gemm_x costs a cross-core transfer
@@ -709,38 +740,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         int16_t* hn = h_next + static_cast<size_t>(n) * Kh;
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
-        if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
-          if (x_terms && pc.avx2) {
-            fast::cell_rows_avx2_i32_xterms(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-            continue;
-          }
-          if (pc.cell32 && pc.avx2) {
-            fast::cell_rows_avx2_i32(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-            continue;
-          }
-          if (x_terms) {
-            fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-            continue;
-          }
-          if (pc.cell32) {
-            fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-            continue;
-          }
-        }
-        if (pc.cell64_avx2) {
-          fast::cell_rows_avx2(view, folded.x.data(), folded.h.data(), gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-          continue;
-        }
-        if (pc.vector_cell) {
-          fast::cell_rows_avx512(view, pc.byte_tables, folded.x.data(), folded.h.data(), gx, gh, hc, j0, j1, hn, hn_u8, R.a_bias, dst);
-          continue;
-        }
-        for (int j = j0; j < j1; ++j) {
-          const int32_t q_h_new = fused_cell_element(view, folded.x.data(), folded.h.data(), j, gx, gh, hc[j]);
-          hn[j] = static_cast<int16_t>(q_h_new);  // h's code range fits int16 (checked at pack time)
-          dst[j] = q_h_new;
-          if (hn_u8) hn_u8[j] = static_cast<uint8_t>(q_h_new + R.a_bias);  // h codes + a_bias lie in [0, 255]
-        }
+        cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
       }
       cur ^= 1;
       if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);
@@ -986,5 +986,112 @@ QuantGruResult run_quantized_gru_fast_codes(const QuantizedGru& model, const int
   if (observer) return run_quantized_gru_codes(model, q_x, T, N, q_h0, observer);
   return FastQuantGru(model).run_codes(q_x, T, N, q_h0, nullptr);
 }
+
+namespace {
+
+// FastQuantGru::make_stepper's cell: one step of run_cell_fast's loop for the whole batch on one thread. The
+// state arrives as int32 codes (the caller's), is converted to the operand forms of the cell's GEMMs (int16,
+// u8 + a_bias, or two u8 planes) and the cell writes the new codes straight back into it.
+class FastStepper : public GruCellStepper {
+ public:
+  FastStepper(const QuantizedGru& model, const std::vector<PackedCell>& cells, int N) : model_(model), cells_(cells), N_(N) {
+    if (N < 0) throw Error("stepper: negative batch " + std::to_string(N));
+    size_t kx = 0, kh = 0;
+    for (const PackedCell& pc : cells) {
+      kx = std::max(kx, static_cast<size_t>(pc.W.Kp));
+      kh = std::max(kh, static_cast<size_t>(pc.R.Kp));
+    }
+    const size_t n = static_cast<size_t>(N);
+    const size_t G = 3 * static_cast<size_t>(model.hidden_size);
+    x16_ = LineArray<int16_t>(n * kx, 0);  // padding columns stay zero (codes_to_int16_checked rewrites them as 0)
+    x_a_ = LineArray<uint8_t>(n * kx, 0);
+    x_b_ = LineArray<uint8_t>(n * kx, 0);
+    h16_ = LineArray<int16_t>(n * kh, 0);
+    h_new16_ = LineArray<int16_t>(n * kh, 0);
+    h_a_ = LineArray<uint8_t>(n * kh, 0);
+    h_b_ = LineArray<uint8_t>(n * kh, 0);
+    h_new_u8_ = LineArray<uint8_t>(n * kh, 0);
+    gx32_ = LineArray<int32_t>(n * G, 0);
+    gh32_ = LineArray<int32_t>(n * G, 0);
+    gx64_ = LineArray<int64_t>(n * G, 0);
+    gh64_ = LineArray<int64_t>(n * G, 0);
+  }
+  int batch() const override { return N_; }
+  void step_cell(int layer, const int32_t* q_x, int32_t* q_h) override {
+    const size_t index = static_cast<size_t>(layer) * model_.num_directions;
+    const PackedCell& pc = cells_[index];
+    const GruCellQuantParams& p = model_.cells[index];
+    if (pc.W.out_int32 && pc.R.out_int32) {
+      step<int32_t, int32_t>(p, pc, q_x, q_h, gx32_.data(), gh32_.data());
+    } else if (pc.W.out_int32) {
+      step<int32_t, int64_t>(p, pc, q_x, q_h, gx32_.data(), gh64_.data());
+    } else if (pc.R.out_int32) {
+      step<int64_t, int32_t>(p, pc, q_x, q_h, gx64_.data(), gh32_.data());
+    } else {
+      step<int64_t, int64_t>(p, pc, q_x, q_h, gx64_.data(), gh64_.data());
+    }
+  }
+
+ private:
+  // acc [N, 3H] = operand codes [N, K] (int32, within the operand's range) times M's rows, by the kernel
+  // run_cell_fast uses for M (VNNI on u8 codes + a_bias, two u8 planes, or the AVX2 GEMMs on int16 codes).
+  template <class OT>
+  void gemm(const PackedMatrix& M, const TensorQuant& operand, const int32_t* codes, int K, int16_t* a16, uint8_t* a,
+            uint8_t* b, OT* acc) {
+    const int N = N_;
+    const int G = M.rows;
+    const size_t count = static_cast<size_t>(N) * M.Kp;
+    fast::codes_to_int16_checked(codes, static_cast<size_t>(N), K, M.Kp, operand.qmin(), operand.qmax(), a16);
+    if (M.vnni16) {
+      fast::int16_to_planes(a16, count, a, b);
+      M.gemm_planes(a, b, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
+      return;
+    }
+    if constexpr (std::is_same_v<OT, int32_t>) {
+      if (M.vnni) {
+        fast::int16_to_u8_biased(a16, count, M.a_bias, a);
+        if (N == 1) {
+          M.gemv_u8(a, 0, G, acc, false);
+        } else {
+          M.gemm_u8(a, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
+        }
+        return;
+      }
+    }
+    M.gemm(a16, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
+  }
+
+  template <class GX, class GH>
+  void step(const GruCellQuantParams& p, const PackedCell& pc, const int32_t* q_x, int32_t* q_h, GX* gx, GH* gh) {
+    const int H = p.hidden_size;
+    const size_t G = 3 * static_cast<size_t>(H);
+    const size_t Kh = static_cast<size_t>(pc.R.Kp);
+    gemm(pc.W, p.q(GruTensor::x), q_x, p.input_size, x16_.data(), x_a_.data(), x_b_.data(), gx);  // B-1
+    gemm(pc.R, p.q(GruTensor::h), q_h, H, h16_.data(), h_a_.data(), h_b_.data(), gh);          // B-2
+    for (int n = 0; n < N_; ++n) {
+      const size_t row = static_cast<size_t>(n);
+      uint8_t* hn_u8 = pc.R.vnni ? h_new_u8_.data() + row * Kh : nullptr;
+      cell_row(pc, false, gx + row * G, gh + row * G, h16_.data() + row * Kh, 0, H, h_new16_.data() + row * Kh, hn_u8,
+               q_h + row * static_cast<size_t>(H));
+    }
+  }
+
+  const QuantizedGru& model_;
+  const std::vector<PackedCell>& cells_;
+  int N_;
+  LineArray<int16_t> x16_, h16_, h_new16_;         // [N, Kp] int16 codes (x, h before and after the step)
+  LineArray<uint8_t> x_a_, x_b_, h_a_, h_b_;       // [N, Kp] u8 codes + a_bias, or the low and high planes
+  LineArray<uint8_t> h_new_u8_;                    // [N, Kp] the cell's u8 copy of the new h (VNNI R)
+  LineArray<int32_t> gx32_, gh32_;                 // [N, 3H] accumulators, int32 where the proof allows
+  LineArray<int64_t> gx64_, gh64_;                 // [N, 3H] else int64
+};
+
+}  // namespace
+
+std::unique_ptr<GruCellStepper> FastQuantGru::make_stepper(int N) const {
+  if (!support_.supported) return nullptr;
+  return std::make_unique<FastStepper>(model_, packed_->cells, N);
+}
+
 
 }  // namespace qgru

@@ -1,11 +1,14 @@
 #include "qgru/runtime/quant_executor.h"
 
+#include <algorithm>
+#include <memory>
 #include <string>
 
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
 #include "qgru/runtime/layer_loop.h"
+#include "qgru/runtime/stream_step.h"
 
 namespace qgru {
 
@@ -136,7 +139,51 @@ class ReferenceCellRunner : public GruCellRunner {
   QuantGruObserver* observer_;
 };
 
+// The streaming cell (qgru/runtime/stream_step.h): one time step of run_reference_cell (the same GEMMs and
+// gru_cell_element) on buffers allocated once for a batch of N.
+class ReferenceStepper : public GruCellStepper {
+ public:
+  ReferenceStepper(const QuantizedGru& model, int N) : model_(model), N_(N) {
+    if (N < 0) throw Error("stepper: negative batch " + std::to_string(N));
+    const size_t NH = static_cast<size_t>(N) * model.hidden_size;
+    gemm_x_.resize(3 * NH);
+    gemm_h_.resize(3 * NH);
+    q_h_new_.resize(NH);
+    for (const GruCellQuantParams& p : model.cells) views_.push_back(p.view());
+  }
+  int batch() const override { return N_; }
+  void step_cell(int layer, const int32_t* q_x, int32_t* q_h) override {
+    const GruCellQuantParams& p = model_.cell(layer, 0);
+    const GruCellParamsView& view = views_[static_cast<size_t>(layer) * model_.num_directions];
+    const int H = p.hidden_size;
+    const int channels = 3 * H;
+    gemm(p.gemm_x_int32, q_x, N_, p.input_size, p.q_W.data(), channels, gemm_x_.data());
+    gemm(p.gemm_h_int32, q_h, N_, H, p.q_R.data(), channels, gemm_h_.data());
+    for (int n = 0; n < N_; ++n) {
+      const int64_t* gx = gemm_x_.data() + static_cast<size_t>(n) * channels;
+      const int64_t* gh = gemm_h_.data() + static_cast<size_t>(n) * channels;
+      for (int j = 0; j < H; ++j) {
+        const GruCellAccumulators acc{{gx[j], gx[H + j], gx[2 * H + j]}, {gh[j], gh[H + j], gh[2 * H + j]}};
+        const size_t e = static_cast<size_t>(n) * H + j;
+        q_h_new_[e] = gru_cell_element(view, j, acc, q_h[e], nullptr);
+      }
+    }
+    std::copy(q_h_new_.begin(), q_h_new_.end(), q_h);
+  }
+
+ private:
+  const QuantizedGru& model_;
+  int N_;
+  std::vector<GruCellParamsView> views_;  // one per cell
+  std::vector<int64_t> gemm_x_, gemm_h_;  // [N, 3H]
+  std::vector<int32_t> q_h_new_;          // [N, H]
+};
+
 }  // namespace
+
+std::unique_ptr<GruCellStepper> make_reference_stepper(const QuantizedGru& model, int N) {
+  return std::make_unique<ReferenceStepper>(model, N);
+}
 
 std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* values, size_t count) {
   std::vector<int32_t> codes(count);

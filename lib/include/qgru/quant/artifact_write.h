@@ -3,6 +3,9 @@
 // reads it).
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "qgru/base/atomic_file.h"
 #include "qgru/runtime/artifact.h"
 
 namespace qgru {
@@ -14,8 +17,14 @@ namespace qgru {
 // end in ".qgru.json", saying which name to use instead.
 std::string artifact_tensor_path(const std::string& json_path);
 
-// Write both files atomically (both or neither, under the folder's lock: qgru/base/atomic_file.h). Throws
-// qgru::Error naming the file on failure.
-void write_artifact(const std::string& json_path, const QuantizedGru& model);
+// Stage both files of the artifact in `group` (the caller may add its other outputs, then commit_all: all
+// appear together, under the folders' lock, or none). provenance_extra: further keys of the JSON's
+// "provenance" object (e.g. "range_search"); readers ignore them.
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra = nlohmann::json::object());
+
+// stage_artifact and commit: both files or neither. Throws qgru::Error naming the file on failure.
+void write_artifact(const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra = nlohmann::json::object());
 
 }  // namespace qgru

@@ -19,6 +19,8 @@
 // Tensors, prefix "layer<l>.dir<d>.": W [3H, C] and R [3H, H] (I8 for widths <= 8, else I16); bw, br [3H] I32;
 // W_sum, R_sum [3H] I64; shift_W, shift_R, shift_bw, shift_br and the four per-channel derived shifts [3H] I32;
 // the activation arrays under "<prefix>update_gate." etc.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "qgru/runtime/quantized_gru.h"
@@ -40,5 +42,10 @@ std::string recorded_artifact_tensor_path(const std::string& json_path);
 // compared), the activation data, and the overflow proof. Every error is one line naming the file and
 // the key or tensor.
 QuantizedGru read_artifact(const std::string& json_path);
+
+// The same reader and checks on an artifact held in memory: the JSON text and the tensor file's bytes (its
+// "tensor_file" name is then only reported; the sha256 is checked). source_name names it in messages.
+QuantizedGru read_artifact_memory(const std::string& json_text, const uint8_t* tensor_bytes, size_t tensor_size,
+                                  const std::string& source_name);
 
 }  // namespace qgru

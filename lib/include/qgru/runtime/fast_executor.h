@@ -74,6 +74,8 @@
 
 namespace qgru {
 
+class GruCellStepper;  // qgru/runtime/stream_step.h
+
 // Instruction set level of the fast path (see above). Auto: QGRU_FAST_ISA when set, else the best the CPU has.
 enum class FastIsa { Auto, Avx2, Avx512Vnni };
 
@@ -133,6 +135,12 @@ class FastQuantGru {
   QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                            QuantGruObserver* observer = nullptr) const;
   QuantGruResult run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer = nullptr) const;
+
+  // The streaming cell of the fast path (qgru/runtime/stream_step.h) for a batch of N: one time step of the
+  // time loop above on the calling thread (B-1 of the frame, B-2 from the state, the same cell kernels),
+  // working memory allocated here. Null when !support().supported (make_reference_stepper then). Each
+  // stepper belongs to one thread at a time; this object and the model must outlive it.
+  std::unique_ptr<GruCellStepper> make_stepper(int N) const;
 
  private:
   struct Packed;
