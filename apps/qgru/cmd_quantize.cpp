@@ -32,6 +32,7 @@
 #include "qgru/io/strict_json.h"
 #include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
+#include "model_options.h"
 #include "shared_checks.h"
 #include "subcommand.h"
 
@@ -43,6 +44,7 @@ struct QuantizeCli {
   std::string config = "int8";
   std::string output;
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
   bool allow_model_mismatch = false;
   // The range search (range method "search"): its data, budget and outputs.
@@ -112,7 +114,8 @@ int run_quantize(const QuantizeCli& cli) {
   for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
   qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
-  const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::FloatGruModel model = qgru::load_float_gru(
+      qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
   qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                                 cli.stats);
@@ -216,7 +219,8 @@ int run_quantize(const QuantizeCli& cli) {
 
 std::function<int()> setup_quantize(CLI::App& command) {
   auto cli = std::make_shared<QuantizeCli>();
-  command.add_option("--model", cli->model, "Float GRU weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  command.add_option("--model", cli->model, "Float GRU (.safetensors or .onnx)")->required()->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
   command.add_option("--stats", cli->stats, "Calibration statistics from 'qgru calibrate' (.json)")
       ->required()
       ->check(CLI::ExistingFile);

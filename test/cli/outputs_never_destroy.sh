@@ -53,6 +53,8 @@ expect_refusal 2 "--output x_symlink.npy $same_as_input" run --model gru.qgru.js
 expect_refusal 2 "--output x.npy is the same file as --h0 x.npy" run --model gru.qgru.json --input acts.npy --h0 x.npy --output x.npy
 expect_refusal 2 "--output gru.qgru.safetensors is the same file as --model \(its tensor file\)" \
   run --model gru.qgru.json --input x.npy --output gru.qgru.safetensors
+expect_refusal 2 "--output x.npy is the same file as --lengths x.npy" \
+  run --model gru.qgru.json --input acts.npy --lengths x.npy --output x.npy
 expect_refusal 2 "--hn gru.qgru.json is the same file as --model gru.qgru.json" \
   run --model gru.qgru.json --input x.npy --output outdir/y.npy --hn gru.qgru.json
 expect_refusal 2 "--output gru.safetensors is the same file as --model" \
