@@ -130,6 +130,7 @@ not_regular="qgru reads only regular files"
 expect_refusal 2 "--input special/fifo.npy: is a FIFO; $not_regular" run --model gru.qgru.json --input special/fifo.npy --output outdir/y.npy
 expect_refusal 2 "--input /dev/zero: is a character device; $not_regular" run --model gru.qgru.json --input /dev/zero --output outdir/y.npy
 expect_refusal 2 "--model special/fifo.json: is a FIFO" run --model special/fifo.json --input x.npy --output outdir/y.npy
+expect_refusal 2 "MODEL special/fifo.json: is a FIFO" inspect special/fifo.json
 expect_refusal 2 "--data special/fifo.npy: is a FIFO" calibrate --model gru.safetensors --data special/fifo.npy -o outdir/s.json
 expect_refusal 2 "--stats special/fifo.json: is a FIFO" quantize --model gru.safetensors --stats special/fifo.json -o outdir/a.qgru.json
 expect_refusal 2 "--config special/fifo.json: is a FIFO" quantize --model gru.safetensors --stats stats.json --config special/fifo.json -o outdir/a.qgru.json
