@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/tensor.h"
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/linear.h"
@@ -98,6 +99,10 @@ std::vector<float> linear_cuda(const qgru::gptq::QuantizedLayer& layer, const st
 }
 
 int run_linear(const LinearCli& cli) {
+  qgru::check_command_files({{"--checkpoint", cli.checkpoint},
+                             {"--checkpoint (its quantize_config.json)", qgru::gptq::quantize_config_path_beside(cli.checkpoint)},
+                             {"--input", qgru::array_file_path(cli.input)}},
+                            {{"--output", cli.output}});
   const auto start = std::chrono::steady_clock::now();
   const qgru::gptq::QuantizeConfig config =
       qgru::gptq::read_quantize_config(qgru::gptq::quantize_config_path_beside(cli.checkpoint));

@@ -9,6 +9,8 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/io/strict_json.h"
+#include "qgru/half.h"
 #include "qgru/gptq/quantizer.h"
 #include "qgru/half.h"
 #include "qgru/version.h"
@@ -62,12 +64,7 @@ std::string quantize_config_json(const QuantizeConfig& config) {
 }
 
 QuantizeConfig parse_quantize_config(const std::string& text, const std::string& source) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(source + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const nlohmann::json json = parse_strict_json(text, source);
   if (!json.is_object()) throw Error(source + ": expected a JSON object");
   QuantizeConfig config;
   config.damp_percent = 0.01;  // AutoGPTQ's default, for files that do not say

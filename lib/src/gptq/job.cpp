@@ -14,6 +14,7 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/base/log.h"
 #include "qgru/base/sha256.h"
 #include "qgru/gptq/hessian.h"
@@ -46,6 +47,7 @@ const Tensor& weight_tensor(const SafetensorsFile& file, const std::string& name
     throw Error(source + ": tensor '" + name + "' has shape " + shape_string(tensor.shape) +
                 ", expected a linear weight [N, K]");
   }
+  require_finite(tensor_to_f32(tensor), source + ": tensor '" + name + "': ", "; GPTQ needs finite weights");
   return tensor;
 }
 
@@ -88,12 +90,7 @@ uint64_t hessian_bytes_needed(int64_t K, bool save_hessian) {
 }
 
 std::vector<LayerJob> read_manifest(const std::string& path) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_file_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const nlohmann::json json = parse_strict_json(read_file_text(path), path);
   const size_t slash = path.find_last_of('/');
   const std::string base = slash == std::string::npos ? std::string() : path.substr(0, slash);
   if (!json.is_array() || json.empty()) throw Error(path + ": expected a non-empty JSON list of layers");
@@ -106,6 +103,12 @@ std::vector<LayerJob> read_manifest(const std::string& path) {
     }
     LayerJob job;
     job.tensor = entry["tensor"].get<std::string>();
+    for (size_t earlier = 0; earlier < layers.size(); ++earlier) {
+      if (layers[earlier].tensor == job.tensor) {
+        throw Error(where + ": tensor '" + job.tensor + "' is already listed in entry " + std::to_string(earlier) +
+                    "; each layer is quantized once");
+      }
+    }
     if (entry.contains("activations")) {
       if (!entry["activations"].is_array() || entry["activations"].empty()) {
         throw Error(where + " ('" + job.tensor + "'): \"activations\" must be a non-empty list of .npy paths");

@@ -1,13 +1,15 @@
 // Recognising model files by their first bytes (qgru/import/model_file_kind.h).
 #include "qgru/import/model_file_kind.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/base/input_file.h"
 
 namespace qgru {
 namespace {
@@ -50,11 +52,15 @@ bool looks_like_safetensors(const std::vector<uint8_t>& bytes) {
 }  // namespace
 
 ModelFileKind sniff_model_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the model file");
   std::vector<uint8_t> bytes(512);
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<size_t>(in.gcount()));
+  try {
+    const InputFile file(path);  // a regular file only: a FIFO would block the read
+    bytes.resize(static_cast<size_t>(file.read_some(0, bytes.data(), bytes.size())));
+  } catch (const Error&) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) throw;  // "PATH: is a FIFO, expected a regular file"
+    throw Error(path + ": cannot open the model file");
+  }
 
   if (looks_like_safetensors(bytes)) return ModelFileKind::Safetensors;
   if (starts_with(bytes, "PK\x03\x04", 4)) {
