@@ -38,7 +38,7 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   qgru::install_interrupt_cleanup();
-  CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, gptq)"};
+  CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, export, gptq)"};
   app.footer(
       "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error.\n"
       "Logs and progress go to stderr; results go to stdout and to the files you name.\n"
