@@ -13,6 +13,7 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
@@ -26,10 +27,13 @@
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
 #include "qgru/quant/range_method_precedence.h"
+#include "qgru/io/npy.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
 #include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 namespace {
@@ -42,6 +46,7 @@ struct QuantizeCli {
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  bool allow_model_mismatch = false;
   // The range search (range method "search"): its data, budget and outputs.
   std::vector<std::string> data;  // empty: the statistics' own data files
   bool batch_first = false;
@@ -49,6 +54,12 @@ struct QuantizeCli {
   std::string suggest_config;
   std::string html;
 };
+
+// Every file quantize writes: the artifact's two, the suggested config and the report.
+std::vector<qgru::CommandFile> quantize_outputs(const QuantizeCli& cli) {
+  return {{"-o", cli.output}, {"-o (its tensor file)", qgru::artifact_tensor_path(cli.output)},
+          {"--suggest-config", cli.suggest_config}, {"--html", cli.html}};
+}
 
 // The search's calibration data: --data, else the files the statistics record (found as recorded, or beside
 // the statistics file, and checked against their sha256).
@@ -72,6 +83,7 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
       }
       path = beside.string();
     }
+    qgru::check_command_files({{"--stats (a data file it records)", path}}, quantize_outputs(cli));  // read, so never written
     if (!file.sha256.empty() && qgru::sha256_file_hex(path) != file.sha256) {
       throw qgru::Error("range method 'search': " + path + " is not the file " + cli.stats +
                         " was calibrated on (sha256 differs); give --data");
@@ -84,23 +96,31 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
 }
 
 std::string config_text_sha256(const std::string& name_or_path) {
-  for (const std::string& name : qgru::bitwidth_preset_names()) {
-    if (name == name_or_path) {
-      const std::string& text = qgru::bitwidth_preset_text(name);
-      return qgru::sha256_hex(text.data(), text.size());
-    }
-  }
-  return qgru::sha256_file_hex(name_or_path);
+  const std::string file = qgru::cli::config_file(name_or_path);
+  if (!file.empty()) return qgru::sha256_file_hex(file);
+  const std::string& text = qgru::bitwidth_preset_text(name_or_path);
+  return qgru::sha256_hex(text.data(), text.size());
 }
+
+// A range the statistics give that cannot be used; its message names the statistics file already.
+struct StatisticsError : qgru::Error {
+  using qgru::Error::Error;
+};
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
+  std::vector<qgru::CommandFile> inputs = {{"--model", cli.model}, {"--stats", cli.stats},
+                                           {"--config", qgru::cli::config_file(cli.config)}};
+  for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
+  qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(
       qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
   qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                                 cli.stats);
+  const std::string model_sha256 =
+      qgru::cli::require_same_weights(cli.stats, stats.model_sha256, cli.model, cli.allow_model_mismatch);
 
   const std::string note = qgru::range_method_precedence_note(config, cli.range_method, stats.method);
   if (!note.empty()) qgru::log()->info("quantize: {}", note);
@@ -125,14 +145,27 @@ int run_quantize(const QuantizeCli& cli) {
     const std::string chosen = qgru::resolved_range_method(config, cli.range_method, stats.method, tensor);
     (void)method;
     if (search && qgru::is_range_search_method(chosen)) return search->provider()(layer, direction, tensor, chosen, spec);
-    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, chosen, spec);
+    // Checked here as quantize_gru will quantize it, so that an error names the statistics file.
+    qgru::RangeChoice choice;
+    try {
+      choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
+    } catch (const qgru::Error& e) {
+      throw StatisticsError(e.what());
+    }
     qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                        qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
     return std::pair<double, double>{choice.min, choice.max};
   };
-  qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
+  qgru::QuantizedGru quantized;
+  try {
+    quantized = qgru::quantize_gru(model, config, ranges);
+  } catch (const StatisticsError&) {
+    throw;  // names the statistics file and the tensor already
+  } catch (const qgru::Error& e) {  // a weight no shift can represent, a table, the overflow proof: name the inputs
+    throw qgru::Error("quantize " + cli.model + " (config " + cli.config + "): " + e.what());
+  }
   quantized.provenance.model_path = cli.model;
-  quantized.provenance.model_sha256 = qgru::sha256_file_hex(cli.model);
+  quantized.provenance.model_sha256 = model_sha256;
   quantized.provenance.stats_path = cli.stats;
   quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
   quantized.provenance.config_source = cli.config;
@@ -153,7 +186,7 @@ int run_quantize(const QuantizeCli& cli) {
     suggested["description"] = "The config '" + config.name + "' with " + qgru::gru_tensor_name(best->tensor) +
                                fmt::format(" at 16 bits: the range search measured {:+.2f} dB output SQNR ({:.2f} dB) "
                                            "on the held-in calibration sequences.", best->gain_db, best->sqnr_db);
-    suggestion_text = suggested.dump(2) + "\n";
+    suggestion_text = qgru::json_text(suggested, 2) + "\n";
   }
   std::string html;
   if (!cli.html.empty()) {
@@ -166,15 +199,13 @@ int run_quantize(const QuantizeCli& cli) {
     html = qgru::calibration_report_html(stats, report);
   }
 
-  qgru::write_artifact(cli.output, quantized, provenance_extra);
-  if (!cli.suggest_config.empty() || !cli.html.empty()) {
-    qgru::AtomicFileGroup group;
-    if (!cli.suggest_config.empty()) group.add(cli.suggest_config).write(suggestion_text);
-    if (!cli.html.empty()) group.add(cli.html).write(html);
-    group.commit_all();
-    if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
-    if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
-  }
+  qgru::AtomicFileGroup outputs;  // the artifact, the suggested config and the report: all of them or none
+  qgru::stage_artifact(outputs, cli.output, quantized, provenance_extra);
+  if (!cli.suggest_config.empty()) outputs.add(cli.suggest_config).write(suggestion_text);
+  if (!cli.html.empty()) outputs.add(cli.html).write(html);
+  outputs.commit_all();
+  if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
+  if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
   qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
                     config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                     qgru::describe_quantized_gru(quantized));
@@ -231,11 +262,16 @@ std::function<int()> setup_quantize(CLI::App& command) {
   command.add_option("--html", cli->html,
                      "Also write the calibration report (as 'qgru calibrate --html') for this config; with search, "
                      "its ranges, start scores, history and widenings");
-  command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
+  command.add_option("-o,--output", cli->output,
+                     "Output artifact NAME.qgru.json; its tensor file NAME.qgru.safetensors is written beside it")
+      ->required();
+  qgru::cli::add_allow_model_mismatch(command, cli->allow_model_mismatch, "--stats");
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
   command.footer(
+      "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
+      "(exit 1), or only warned about with --allow-model-mismatch.\n"
       "Examples:\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"

@@ -131,7 +131,7 @@ CalibrationStats run_calibration(const CalibrateOptions& options) {
       x = first_sequences(x, T, N, model.input_size, used);
     }
     if (T > 0 && used > 0) observe_sequences(model, x, T, used, path, stats, lengths.empty() ? nullptr : lengths.data());
-    stats.data_files.push_back({path, sha256_file_hex(path), T, used});
+    stats.data_files.push_back({path, sha256_file_hex(array_file_path(path)), T, used});
     sequences_done += used;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log()->info("calibrate: {}/{} files, {} sequences ({} of {}: T={}), {:.1f} sequences/s", f + 1, files.size(),

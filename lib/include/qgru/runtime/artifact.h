@@ -37,8 +37,12 @@ constexpr int kArtifactVersion = 2;                   // the newest version this
 constexpr int kArtifactVersionLinearBeforeReset = 1;  // what it writes for the linear_before_reset = 1 cell
 constexpr int kArtifactVersionResetBeforeLinear = 2;  // ... and for the linear_before_reset = 0 cell
 
-// The tensor file that goes with a JSON path: "x.json" -> "x.safetensors", anything else + ".safetensors".
-std::string artifact_tensor_path(const std::string& json_path);
+// The tensor file an artifact's JSON names (its "tensor_file", a file name in the JSON's folder), for the
+// readers and for the output policy of the commands that read an artifact. Reads and parses the JSON; throws
+// qgru::Error naming the file when it cannot. (Artifacts are written under the rule of
+// qgru/quant/artifact_write.h, NAME.qgru.json beside NAME.qgru.safetensors; older ones with other names are
+// read by what their JSON records.)
+std::string recorded_artifact_tensor_path(const std::string& json_path);
 
 // Read and validate: schema name and version (a newer version is refused), the tensor file's sha256,
 // every shape, dtype, code range and shift range, the derived shifts and row sums (recomputed and
