@@ -515,7 +515,10 @@ def build(c):
 
     c.write("artifact/art.qgru.safetensors", art_blob)
     art_case("truncated_json", art_text[:len(art_text) // 3], "JSON")
-    art_case("future_version", art(lambda d: d.update(version=2)), "newer")
+    art_case("future_version", art(lambda d: d.update(version=3)), "newer")
+    # Version 2 names the GRU cell (linear_before_reset); version 1 holds PyTorch's cell only.
+    art_case("v2_without_cell", art(lambda d: d.update(version=2)), "linear_before_reset: missing")
+    art_case("v1_with_cell", art(lambda d: d.update(linear_before_reset=False)), "needs version 2")
     art_case("wrong_schema", art(lambda d: d.update(schema="qgru.calibration_stats")), "schema")
     art_case("sha256_mismatch", art(lambda d: d.update(tensor_file="sha.qgru.safetensors")), "sha256",
              tensors=art_blob[:-1] + bytes([art_blob[-1] ^ 1]))
