@@ -388,6 +388,27 @@ inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* off
   return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
 }
 
+// The linear_before_reset = 0 cell's C-3 sum (compute_new_gate_input_reset_before) in the other cell's product
+// form, so that cell_row's kernels of every level run that cell's second half: rshift_round(1 · v, s) is
+// rshift_round(v, s) for every shift s, so a reset gate whose every code is zp_r + 1 (r - zp_r = 1) with
+// shift_reset_mul_hh_to_new_gate_input = shift_weight_hh_linear_to_new_gate_input gives compute_new_gate_input
+// the sum's codes; C-1 and C-4 do not read r. The real reset gate stays in PackedCell::reset_view (C-2 and C-2a
+// run before the second GEMM, reset_before_step). apply() leaves the view alone and returns false when
+// zp_r + 1 is no reset gate code or the gate is not a table.
+struct ResetBeforeForm {
+  std::vector<int32_t> unit_reset_table;  // [reset_gate_input codes] every entry zp_r + 1
+  bool apply(GruCellParamsView& v) {
+    ActivationView& r = v.reset_gate;
+    const int64_t unit = static_cast<int64_t>(v.zp_reset_gate_output) + 1;
+    if (!v.reset_before_linear || r.impl != ActivationImpl::Table || unit > r.q_out_max) return false;
+    unit_reset_table.assign(static_cast<size_t>(static_cast<int64_t>(r.q_in_max) - r.q_in_min + 1), static_cast<int32_t>(unit));
+    r.table = unit_reset_table.data();
+    v.shift_reset_mul_hh_to_new_gate_input = v.shift_weight_hh_linear_to_new_gate_input;
+    v.reset_before_linear = false;
+    return true;
+  }
+};
+
 // Everything the time loop of one cell needs, prepared once at load.
 struct PackedCell {
   PackedMatrix W;  // [3H, C] against x codes
@@ -401,6 +422,10 @@ struct PackedCell {
   fast::CellByteTables byte_tables{};  // for vector_cell
   bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
   fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
+  // The linear_before_reset = 0 cell: `view` in the product form when reset_form applied (else the cell's own view,
+  // run element by element), reset_view the cell's own (its reset gate for C-2 and C-2a).
+  GruCellParamsView reset_view{};
+  ResetBeforeForm reset_form;
 };
 
 // The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
@@ -437,9 +462,9 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
 // ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
 // Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
 // in h's space, so R's packing, operand form and proof, made for h, hold for them), the second GEMM R_n against
-// them into gemm_h's n channels, then cell_row, whose element-by-element branch is gru_cell_gates with the C-3 sum
-// (FastQuantGru's constructor never gives this cell a vector cell kernel: those compute the other C-3). Threads:
-// batch rows split over the parts, each with its own scratch; every part runs the whole time loop on its rows.
+// them into gemm_h's n channels, then cell_row on the cell's view in the product form (ResetBeforeForm), so the
+// level's vector cell kernel runs the second half. Threads: batch rows split over the parts, each with its own
+// scratch; every part runs the whole time loop on its rows.
 
 // C[n, c] for the channels [c0, c1) of M (C points at channel 0 of row 0, rows ldc apart) from the int16 operand rows
 // a16 [N, M.Kp], by M's kernel: the VNNI GEMM on u8 codes + a_bias, the two-plane GEMM, or the AVX2 GEMMs (what
@@ -483,7 +508,7 @@ template <class GX, class GH>
 void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* h16, int N, GX* gx, GH* gh,
                        ResetBeforeScratch& s, int16_t* h_new16, int32_t* dst, size_t dst_stride, const int32_t* lengths,
                        int t, int n_first) {
-  const GruCellParamsView& view = pc.view;
+  const GruCellParamsView& view = pc.reset_view;  // the cell's own reset gate (pc.view may be the product form)
   const int H = view.hidden_size;
   const int G = 3 * H;
   const int Kh = pc.R.Kp;
@@ -968,6 +993,8 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       pc.view = model.cells[i].view();
       pc.folded.fill(pc.view);
       pc.tabulated.apply(pc.view);
+      pc.reset_view = pc.view;
+      pc.reset_form.apply(pc.view);  // the linear_before_reset = 0 cell's second half for the kernels below
       const GruCellParamsView& v = pc.view;
       const bool all_tables = v.update_gate.impl == ActivationImpl::Table && v.reset_gate.impl == ActivationImpl::Table &&
                               v.new_gate.impl == ActivationImpl::Table;
@@ -980,7 +1007,7 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
         fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
       }
       pc.cell64_avx2 = pc.avx2 && !pc.cell32 && fast::cell_avx2_i64_applies(v);
-      if (v.reset_before_linear) {  // the vector cells compute the other C-3: cell_row's element by element branch
+      if (v.reset_before_linear) {  // not in the product form: cell_row's element by element branch
         pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
       }
     }
