@@ -277,3 +277,35 @@ TEST_CASE("the multiplier's bits do not shrink when a 16-bit GEMM sum would over
 }
 
 }  // namespace qgru
+
+namespace qgru {
+
+TEST_CASE("a config with multiplier scales on some tensors only gives those tensors real scales or loses them in the file") {
+  BitwidthConfig config = load_bitwidth_config("int8");
+  config.of(GruTensor::h).multiplier_scale = true;
+  config.of(GruTensor::W).multiplier_scale = true;
+  test::CalibratedCase c = test::calibrated_case(4, 9, 2, 1, 3, 2, config, 303u);
+  for (const GruCellQuantParams& p : c.quantized.cells) {
+    CHECK(p.multiplier_scales);  // one real scale makes every rescale a multiplier
+    CHECK_FALSE(p.q(GruTensor::h).power_of_two());
+    CHECK(p.q(GruTensor::x).power_of_two());
+    CHECK(p.q(GruTensor::weight_ih_linear).power_of_two());
+    for (double m : p.mantissa_R) CHECK(m == 1.0);
+    int real_rows = 0;
+    for (double m : p.mantissa_W) real_rows += m != 1.0 ? 1 : 0;
+    CHECK(real_rows > 0);
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("qgru_mixed_scales_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "m.qgru.json").string();
+  write_artifact(path, c.quantized);
+  const QuantizedGru back = read_artifact(path);
+  const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+  CHECK(run_quantized_gru(back, c.x.data(), c.T, c.N, nullptr).output_codes == ref.output_codes);
+  FastQuantGru fast(back, FastExecutorOptions{});
+  const std::string bad = first_mismatch(ref, fast.run(c.x.data(), c.T, c.N, nullptr));
+  CHECK_MESSAGE(bad.empty(), bad);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace qgru
