@@ -147,9 +147,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     if (opts.model_path.empty()) throw qgru::Error("calibrate: give --model (or --merge FILES)");
     opts.layout = qgru::parse_weight_layout(cli->layout);
     opts.include_zeros = !cli->exclude_zeros;
-    qgru::RangeMethod parsed = qgru::parse_range_method(opts.method);
-    if (parsed.name == "percentile" && opts.method.find(':') == std::string::npos) parsed.percentile = cli->percentile;
-    opts.method = parsed.text();
+    opts.method = qgru::calibration_method(opts.method, cli->percentile);
     const qgru::CalibrationStats stats = qgru::run_calibration(opts);
     write_outputs(*cli, stats, config, {cli->output});
     qgru::log()->info("calibrate: wrote {} ({} files, {} sequences, method {})", cli->output, stats.data_files.size(),

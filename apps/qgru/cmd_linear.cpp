@@ -1,5 +1,5 @@
 // qgru linear: runs one layer of a GPTQ checkpoint on input activations, y = x · Ŵᵀ (x [M, K], y [M, N]).
-// --device cpu: the GPTQ CPU linear (float32, qgru/gptq/linear.h). --device cuda: the W4A16/W8A16 GPU
+// --device cpu: the GPTQ CPU linear (float32, qgru/gptq/layer_linear.h). --device cuda: the W4A16/W8A16 GPU
 // kernel (qgru_cuda/quant_linear.h; x is rounded to fp16 on the way in, y comes back as fp16 values).
 // Without a usable GPU: "no CUDA device: <reason>", exit 1. Prints one summary line on stdout.
 #include <chrono>
@@ -11,7 +11,7 @@
 #include "qgru/base/error.h"
 #include "qgru/base/tensor.h"
 #include "qgru/gptq/checkpoint.h"
-#include "qgru/gptq/linear.h"
+#include "qgru/gptq/layer_linear.h"
 #include "qgru/gptq/pack.h"
 #include "qgru/half.h"
 #include "qgru/io/npy.h"
@@ -28,29 +28,6 @@ namespace {
 struct LinearCli {
   std::string checkpoint, layer, input, output, device = "cpu";
 };
-
-// y [M, N] on the CPU from x [M, K].
-std::vector<float> linear_cpu(const qgru::gptq::QuantizedLayer& layer, const std::vector<int32_t>& qweight,
-                              const std::vector<float>& x, int64_t M) {
-  const int64_t N = layer.N, K = layer.K;
-  std::vector<float> xt(static_cast<size_t>(K * M)), yt(static_cast<size_t>(N * M)), y(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t k = 0; k < K; ++k) xt[static_cast<size_t>(k * M + m)] = x[static_cast<size_t>(m * K + k)];
-  std::vector<float> zeros(layer.zeros.begin(), layer.zeros.end());
-  const auto codes = qgru::gptq::autogptq_codes(qweight.data(), layer.bits, N, K);
-  qgru::gptq::GroupParamsView params;
-  params.scale = layer.scales.data();
-  params.zero = zeros.data();
-  params.stride_g = N;
-  params.stride_n = 1;
-  params.g_idx = layer.g_idx.data();
-  params.group_size = (K + layer.G - 1) / layer.G;
-  std::vector<float> workspace(qgru::gptq::linear_workspace_floats(codes));
-  qgru::gptq::linear_f32(codes, params, xt.data(), M, M, yt.data(), M, workspace.data());
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t m = 0; m < M; ++m) y[static_cast<size_t>(m * N + n)] = yt[static_cast<size_t>(n * M + m)];
-  return y;
-}
 
 std::vector<float> linear_cuda(const qgru::gptq::QuantizedLayer& layer, const std::vector<int32_t>& qweight,
                                const std::vector<float>& x, int64_t M) {
@@ -96,7 +73,8 @@ int run_linear(const LinearCli& cli) {
   const int64_t M = input.shape[0];
   const std::vector<float> x = qgru::tensor_to_f32(input);
   const std::vector<int32_t> qweight = qgru::gptq::pack_qweight(layer.codes, layer.N, layer.K, layer.bits, cli.layer + ".qweight");
-  const std::vector<float> y = cli.device == "cuda" ? linear_cuda(layer, qweight, x, M) : linear_cpu(layer, qweight, x, M);
+  const std::vector<float> y =
+      cli.device == "cuda" ? linear_cuda(layer, qweight, x, M) : qgru::gptq::layer_linear_f32(layer, qweight, x, M);
   qgru::write_npy(cli.output, qgru::Tensor::from_vector({M, layer.N}, y));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("linear %s: M=%lld N=%lld K=%lld bits=%d device=%s -> %s (%.1f ms)\n", cli.layer.c_str(),

@@ -11,13 +11,12 @@
 #include "qgru/base/log.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
-#include "qgru/calib/range_selection.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/runtime/artifact.h"
 #include "qgru/runtime/bitwidth_config.h"
 #include "qgru/runtime/overflow_check.h"
 #include "qgru/quant/quantize_gru.h"
-#include "qgru/version.h"
+#include "qgru/quant/quantize_with_stats.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
@@ -34,41 +33,14 @@ struct QuantizeCli {
   std::string range_method;  // empty: per tensor from the config, else the statistics
 };
 
-std::string config_text_sha256(const std::string& name_or_path) {
-  for (const std::string& name : qgru::bitwidth_preset_names()) {
-    if (name == name_or_path) {
-      const std::string& text = qgru::bitwidth_preset_text(name);
-      return qgru::sha256_hex(text.data(), text.size());
-    }
-  }
-  return qgru::sha256_file_hex(name_or_path);
-}
-
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
-  qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
-                                cli.stats);
-
-  const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
-                                         const qgru::TensorQuant& spec) {
-    // --range-method overrides the config's methods, which override the statistics' default method.
-    const std::string& chosen = cli.range_method.empty() ? method : cli.range_method;
-    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, chosen, spec);
-    qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
-                       qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
-    return std::pair<double, double>{choice.min, choice.max};
-  };
-  qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
-  quantized.provenance.model_path = cli.model;
-  quantized.provenance.model_sha256 = qgru::sha256_file_hex(cli.model);
-  quantized.provenance.stats_path = cli.stats;
-  quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
-  quantized.provenance.config_source = cli.config;
-  quantized.provenance.config_sha256 = config_text_sha256(cli.config);
-  quantized.provenance.tool_version = QGRU_VERSION_STRING;
+  const qgru::QuantizeSources sources{cli.model, qgru::sha256_file_hex(cli.model), cli.stats,
+                                      qgru::sha256_file_hex(cli.stats), cli.config};
+  const qgru::QuantizedGru quantized = qgru::quantize_with_stats(model, stats, config, cli.range_method, sources);
 
   qgru::write_artifact(cli.output, quantized);
   qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",

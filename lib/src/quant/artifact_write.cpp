@@ -99,21 +99,21 @@ std::string artifact_tensor_path(const std::string& json_path) {
   return json_path + ".safetensors";
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
   for (const GruCellQuantParams& p : model.cells) cells.push_back(cell_json(p, model.config, file.tensors));
-  const std::vector<uint8_t> tensor_bytes = serialize_safetensors(file);
-  const std::string tensor_path = artifact_tensor_path(json_path);
+  ArtifactBytes bytes;
+  bytes.tensors = serialize_safetensors(file);
 
   const QuantProvenance& prov = model.provenance;
   json root = {
       {"schema", kArtifactSchema},
       {"version", kArtifactVersion},
       {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
-      {"tensor_file", std::filesystem::path(tensor_path).filename().string()},
-      {"tensor_file_sha256", sha256_hex(tensor_bytes.data(), tensor_bytes.size())},
+      {"tensor_file", tensor_file_name},
+      {"tensor_file_sha256", sha256_hex(bytes.tensors.data(), bytes.tensors.size())},
       {"provenance",
        {{"model", {{"path", prov.model_path}, {"sha256", prov.model_sha256}}},
         {"stats", {{"path", prov.stats_path}, {"sha256", prov.stats_sha256}}},
@@ -126,10 +126,16 @@ void write_artifact(const std::string& json_path, const QuantizedGru& model) {
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  bytes.json = root.dump(2) + "\n";
+  return bytes;
+}
 
+void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+  const std::string tensor_path = artifact_tensor_path(json_path);
+  const ArtifactBytes bytes = serialize_artifact(model, std::filesystem::path(tensor_path).filename().string());
   AtomicFileGroup group;
-  group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
-  group.add(json_path).write(root.dump(2) + "\n");
+  group.add(tensor_path).write(bytes.tensors.data(), bytes.tensors.size());
+  group.add(json_path).write(bytes.json);
   group.commit_all();
 }
 

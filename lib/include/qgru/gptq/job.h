@@ -4,9 +4,12 @@
 // write the checkpoint (safetensors + quantize_config.json beside it) atomically, all layers or nothing.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "qgru/base/tensor.h"
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/gptq.h"
 
@@ -35,6 +38,13 @@ struct JobOptions {
   // factor: hessian_bytes_needed). A layer over it is refused, naming the tensor, before anything is
   // allocated or any activation read. 0: the machine's physical memory.
   uint64_t max_hessian_bytes = 0;
+  // In memory instead of files (the Python package): when `weights` is set it is the input, and weights_path
+  // only names it in messages (source_sha256 is then that of its serialized form); activation_arrays[tensor]
+  // are activations of that layer like its files, each with the name messages give it (after the files). An
+  // empty output_path writes nothing; `checkpoint`, when set, receives the checkpoint's tensors either way.
+  const SafetensorsFile* weights = nullptr;
+  std::map<std::string, std::vector<std::pair<std::string, Tensor>>> activation_arrays;
+  SafetensorsFile* checkpoint = nullptr;
 };
 
 // Bytes of the K×K float64 matrices GPTQ holds at once for one layer of input size K (4 matrices, 5 with

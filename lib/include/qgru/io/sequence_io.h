@@ -20,9 +20,14 @@ struct SequenceBatch {
 // file: a rank other than 3, C != input_size ("x.npy: expected [T, N, 8] with C = 8, got [5, 2, 7]"),
 // T or N of zero, an integer dtype, NaN or infinite values.
 SequenceBatch read_sequence_input(const std::string& path, int input_size, bool batch_first);
+// The same checks on an array already in memory (the Python package's); `source` names it in the messages.
+SequenceBatch sequence_input_from_tensor(const Tensor& tensor, const std::string& source, int input_size,
+                                         bool batch_first);
 
 // Read h0 [L*D, N, H] from `path`; any other shape, an integer dtype or a non-finite value is refused.
 std::vector<float> read_initial_state(const std::string& path, int layers_times_directions, int N, int H);
+std::vector<float> initial_state_from_tensor(const Tensor& tensor, const std::string& source, int layers_times_directions,
+                                             int N, int H);
 
 // A float32 tensor [T, N, F] from time-major values, or [N, T, F] when batch_first.
 Tensor sequence_output_tensor(const std::vector<float>& time_major, int T, int N, int F, bool batch_first);
