@@ -1,0 +1,119 @@
+// GPTQ bound for Python: `qgru gptq` on a weight and activations held in memory (gptq::run_job, the CLI's
+// one library call, so defaults, checks, errors and the checkpoint written are the CLI's), and `qgru linear
+// --device cpu` on a checkpoint layer. The library's option struct is bound field by field (GptqOptions):
+// a new option is one def_rw line here, and the Python keyword arguments follow the struct's fields.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <vector>
+
+#include "arrays.h"
+#include "qgru/base/error.h"
+#include "qgru/gptq/checkpoint.h"
+#include "qgru/gptq/job.h"
+#include "qgru/gptq/layer_linear.h"
+#include "qgru/gptq/pack.h"
+#include "qgru/io/safetensors.h"
+
+namespace qgru::python {
+
+namespace {
+
+// The result of one layer: the checkpoint's tensors (name -> NumPy array) and the CLI's report line.
+nb::dict gptq_layer(const HostArray& weight, const std::string& tensor_name, const std::vector<HostArray>& activations,
+                    bool activations_feature_major, const gptq::GptqOptions& options, const std::string& format,
+                    const std::string& output_path) {
+  const std::string source = "weight (in memory)";
+  SafetensorsFile input;
+  input.tensors[tensor_name] = tensor_from_array(weight, source + ": tensor '" + tensor_name + "'");
+  gptq::JobOptions job;
+  job.weights_path = source;
+  job.weights = &input;
+  gptq::LayerJob layer;
+  layer.tensor = tensor_name;
+  job.layers.push_back(layer);
+  for (size_t i = 0; i < activations.size(); ++i) {
+    const std::string name = "activations[" + std::to_string(i) + "]";
+    job.activation_arrays[tensor_name].emplace_back(name, tensor_from_array(activations[i], name));
+  }
+  job.activations_feature_major = activations_feature_major;
+  job.gptq = options;
+  job.format = gptq::parse_format(format);
+  job.output_path = output_path;
+  SafetensorsFile checkpoint;
+  job.checkpoint = &checkpoint;
+  std::vector<gptq::LayerReport> reports;
+  {
+    nb::gil_scoped_release release;
+    reports = gptq::run_job(job);
+  }
+  nb::dict tensors;
+  for (const auto& [name, tensor] : checkpoint.tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
+  const gptq::LayerReport& r = reports.at(0);
+  nb::dict report;
+  report["tensor"] = r.tensor;
+  report["N"] = r.N;
+  report["K"] = r.K;
+  report["tokens"] = r.tokens;
+  report["gptq_error"] = r.gptq_error;
+  report["rtn_error"] = r.rtn_error;
+  report["seconds"] = r.seconds;
+  report["hessian_seconds"] = r.hessian_seconds;
+  report["damp_used"] = r.damp_used;
+  report["dead_columns"] = r.dead_columns;
+  nb::dict result;
+  result["tensors"] = tensors;
+  result["report"] = report;
+  return result;
+}
+
+// `qgru linear --device cpu`: y [M, N] = x [M, K] · Ŵᵀ for the layer PREFIX of the checkpoint.
+nb::ndarray<nb::numpy, float> gptq_linear(const std::string& checkpoint, const std::string& prefix, const HostArray& x,
+                                          const std::string& x_name) {
+  const gptq::QuantizeConfig config = gptq::read_quantize_config(gptq::quantize_config_path_beside(checkpoint));
+  const SafetensorsFile file = read_safetensors(checkpoint);
+  const gptq::QuantizedLayer layer = gptq::read_layer(file, prefix, config.bits, config.format, checkpoint);
+  const Tensor input = tensor_from_array(x, x_name);
+  if (input.rank() != 2 || input.shape[1] != layer.K) {
+    throw Error(x_name + ": input has shape " + shape_string(input.shape) + ", expected [M, " +
+                std::to_string(layer.K) + "] for layer '" + prefix + "'");
+  }
+  const int64_t M = input.shape[0];
+  const std::vector<float> values = tensor_to_f32(input);
+  const std::vector<int32_t> qweight = gptq::pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight");
+  std::vector<float> y;
+  {
+    nb::gil_scoped_release release;
+    y = gptq::layer_linear_f32(layer, qweight, values, M);
+  }
+  return numpy_owning(std::move(y), {static_cast<size_t>(M), static_cast<size_t>(layer.N)});
+}
+
+std::vector<std::string> checkpoint_layers(const std::string& checkpoint) {
+  return gptq::list_layers(read_safetensors(checkpoint));
+}
+
+}  // namespace
+
+void bind_gptq(nb::module_& m) {
+  nb::class_<gptq::GptqOptions>(m, "GptqOptions")
+      .def(nb::init<>())
+      .def_rw("bits", &gptq::GptqOptions::bits)
+      .def_rw("group_size", &gptq::GptqOptions::group_size)
+      .def_rw("act_order", &gptq::GptqOptions::act_order)
+      .def_rw("static_groups", &gptq::GptqOptions::static_groups)
+      .def_rw("sym", &gptq::GptqOptions::sym)
+      .def_rw("damp", &gptq::GptqOptions::damp)
+      .def_rw("block_size", &gptq::GptqOptions::block_size)
+      .def_rw("max_damp_retries", &gptq::GptqOptions::max_damp_retries);
+  // The options `qgru gptq` starts from (its JobOptions' defaults).
+  m.def("gptq_cli_defaults", [] { return gptq::JobOptions().gptq; });
+  m.def("gptq_layer", &gptq_layer, nb::arg("weight"), nb::arg("tensor_name"), nb::arg("activations"),
+        nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
+  m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"));
+  m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));
+}
+
+}  // namespace qgru::python

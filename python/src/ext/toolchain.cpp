@@ -1,0 +1,315 @@
+// The toolchain bound for Python: models, calibration, statistics, quantization, verification. Each function
+// is the library call its CLI subcommand makes (apps/qgru/cmd_*.cpp), on files or on arrays held in memory,
+// with the same defaults and the same one-line qgru::Error messages.
+#include "toolchain.h"
+
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <optional>
+#include <variant>
+
+#include "arrays.h"
+#include "qgru/base/atomic_file.h"
+#include "qgru/base/sha256.h"
+#include "qgru/calib/calibrate.h"
+#include "qgru/calib/range_selection.h"
+#include "qgru/import/load_float_gru.h"
+#include "qgru/io/npy.h"
+#include "qgru/io/safetensors.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/quant/artifact_write.h"
+#include "qgru/quant/bitwidth_presets.h"
+#include "qgru/quant/quantize_gru.h"
+#include "qgru/quant/quantize_with_stats.h"
+#include "qgru/runtime/artifact.h"
+#include "qgru/verify/calibration_report.h"
+#include "qgru/verify/html_report.h"
+#include "qgru/verify/verify_report.h"
+
+namespace qgru::python {
+
+namespace {
+
+using Source = std::variant<std::string, HostArray>;
+
+// A path is read as the CLI reads it (read_array: .npy, or file.npz:key) and named by it; an array is named
+// `name`.
+Tensor tensor_of(const Source& input, const std::string& name, std::string& source) {
+  if (const auto* path = std::get_if<std::string>(&input)) {
+    source = *path;
+    return read_array(*path);
+  }
+  source = name;
+  return tensor_from_array(std::get<HostArray>(input), name);
+}
+
+std::string sha256_of_text(const std::string& text) { return sha256_hex(text.data(), text.size()); }
+
+FloatModel load_model(const std::string& path, const std::string& layout) {
+  FloatModel model;
+  model.gru = load_float_gru(path, parse_weight_layout(layout));
+  model.path = model.source = path;
+  model.sha256 = sha256_file_hex(path);
+  return model;
+}
+
+FloatModel model_from_tensors(const std::map<std::string, HostArray>& arrays, const std::string& layout,
+                              const std::string& source) {
+  SafetensorsFile file;
+  for (const auto& [name, array] : arrays) file.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
+  FloatModel model;
+  model.gru = float_gru_from_tensors(file.tensors, parse_weight_layout(layout), source);
+  model.source = source;
+  const std::vector<uint8_t> serialized = serialize_safetensors(file);
+  model.sha256 = sha256_hex(serialized.data(), serialized.size());
+  return model;
+}
+
+// calibrate: one array (or file) at a time, as `qgru calibrate --data A --data B ...` observes files.
+class CalibrationSession {
+ public:
+  CalibrationSession(const FloatModel& model, const std::string& method, double percentile, bool exclude_zeros,
+                     int64_t max_samples, bool batch_first)
+      : model_(model.gru) {
+    options_.method = calibration_method(method, percentile);
+    options_.include_zeros = !exclude_zeros;
+    if (max_samples < 0) throw Error("max_samples " + std::to_string(max_samples) + " is negative (0: all)");
+    options_.max_samples = max_samples;
+    options_.batch_first = batch_first;
+    run_.emplace(model_, options_, model.path, model.sha256);
+  }
+  bool wants_more() const { return run_->wants_more(); }
+  void add(const Source& input, const std::string& name) {
+    std::string source;
+    const Tensor values = tensor_of(input, name, source);
+    const std::string sha256 = std::holds_alternative<std::string>(input) ? sha256_file_hex(source)
+                                                                          : sha256_hex(values.bytes.data(), values.bytes.size());
+    nb::gil_scoped_release release;
+    run_->add(values, source, sha256);
+  }
+  Statistics finish() const {
+    Statistics stats;
+    stats.stats = run_->stats();
+    stats.sha256 = sha256_of_text(serialize_calibration_stats(stats.stats));
+    stats.source = "statistics (in memory)";
+    return stats;
+  }
+
+ private:
+  FloatGruModel model_;
+  CalibrateOptions options_;
+  std::optional<CalibrationRun> run_;
+};
+
+Statistics load_statistics(const std::string& path) {
+  Statistics stats;
+  stats.stats = read_calibration_stats(path);
+  stats.path = stats.source = path;
+  stats.sha256 = sha256_file_hex(path);
+  return stats;
+}
+
+Statistics merge_statistics(const std::vector<Statistics>& shards) {
+  std::vector<CalibrationStats> all;
+  std::vector<std::string> sources;
+  for (const Statistics& shard : shards) {
+    all.push_back(shard.stats);
+    sources.push_back(shard.source);
+  }
+  Statistics merged;
+  merged.stats = merge_calibration_stats(all, sources);
+  merged.sha256 = sha256_of_text(serialize_calibration_stats(merged.stats));
+  merged.source = "statistics (in memory)";
+  return merged;
+}
+
+void save_statistics(Statistics& stats, const std::string& path) {
+  const std::string text = serialize_calibration_stats(stats.stats);
+  write_file_atomic(path, text);
+  stats.path = stats.source = path;
+  stats.sha256 = sha256_of_text(text);
+}
+
+// `qgru calibrate --merge STATS --html PATH --config CONFIG`: the calibration report of these statistics.
+void write_calibration_html(const Statistics& stats, const std::string& path, const std::string& config_source) {
+  const BitwidthConfig config = load_bitwidth_config(config_source);
+  CalibrationReportOptions options;
+  options.stats_sources = {stats.source};
+  options.config_source = config_source;
+  options.config = &config;
+  write_file_atomic(path, calibration_report_html(stats.stats, options));
+}
+
+std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& stats, const std::string& config_source,
+                   const std::string& range_method) {
+  const BitwidthConfig config = load_bitwidth_config(config_source);
+  const QuantizeSources sources{model.path, model.sha256, stats.path, stats.sha256, config_source};
+  std::shared_ptr<QuantizedGru> quantized;
+  {
+    nb::gil_scoped_release release;
+    quantized = std::make_shared<QuantizedGru>(quantize_with_stats(model.gru, stats.stats, config, range_method, sources));
+  }
+  return std::make_unique<Artifact>(std::move(quantized), "");
+}
+
+std::unique_ptr<Artifact> load_artifact(const std::string& path) {
+  return std::make_unique<Artifact>(std::make_shared<QuantizedGru>(read_artifact(path)), path);
+}
+
+// Report: `qgru verify`'s comparison on arrays or files.
+std::unique_ptr<Report> verify(const FloatModel& model, const Artifact& artifact, const Source& x_input, const std::string& x_name,
+               const std::optional<Source>& h0_input, const std::string& h0_name, bool batch_first) {
+  std::string x_source;
+  const SequenceBatch x = sequence_input_from_tensor(tensor_of(x_input, x_name, x_source), x_source,
+                                                     model.gru.input_size, batch_first);
+  std::vector<float> h0;
+  if (h0_input) {
+    std::string h0_source;
+    const Tensor tensor = tensor_of(*h0_input, h0_name, h0_source);
+    h0 = initial_state_from_tensor(tensor, h0_source, model.gru.num_layers * model.gru.num_directions, x.N,
+                                   model.gru.hidden_size);
+  }
+  auto report = std::make_unique<Report>();
+  {
+    nb::gil_scoped_release release;
+    report->report = verify_gru(model.gru, artifact.model(), x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+  }
+  report->model = artifact.shared_model();
+  report->model_name = model.source;
+  report->artifact_name = artifact.source();
+  report->input_name = x_source;
+  return report;
+}
+
+// The JSON `qgru verify --report` writes.
+std::string report_json(const Report& report) {
+  nlohmann::json json = verify_report_json(report.report);
+  json["model"] = report.model_name;
+  json["artifact"] = report.artifact_name;
+  json["input"] = report.input_name;
+  return json.dump(2) + "\n";
+}
+
+void write_report_html(const Report& report, const std::string& path, const Statistics* stats) {
+  HtmlReportOptions options;
+  options.model_path = report.model_name;
+  options.artifact_path = report.artifact_name;
+  options.input_path = report.input_name;
+  if (stats) {
+    check_stats_match_model(stats->stats, report.model->num_layers, report.model->num_directions,
+                            report.model->input_size, report.model->hidden_size, stats->source);
+    options.stats = &stats->stats;
+  }
+  write_verify_report_html(path, report.report, *report.model, options);
+}
+
+}  // namespace
+
+const qgru_rt::Model& Artifact::runtime() const {
+  std::lock_guard<std::mutex> lock(runtime_mutex_);
+  if (!runtime_) {
+    const ArtifactBytes bytes = serialize_artifact(*model_, "model.qgru.safetensors");
+    try {
+      runtime_ = std::make_unique<qgru_rt::Model>(bytes.json, bytes.tensors.data(), bytes.tensors.size());
+    } catch (const qgru_rt::Error&) {
+      throw Error(source() + ": the runtime refused the artifact: " + qgru_rt_last_error());
+    }
+  }
+  return *runtime_;
+}
+
+void bind_toolchain(nb::module_& m) {
+  nb::class_<FloatModel>(m, "FloatModel")
+      .def_prop_ro("input_size", [](const FloatModel& f) { return f.gru.input_size; })
+      .def_prop_ro("hidden_size", [](const FloatModel& f) { return f.gru.hidden_size; })
+      .def_prop_ro("num_layers", [](const FloatModel& f) { return f.gru.num_layers; })
+      .def_prop_ro("num_directions", [](const FloatModel& f) { return f.gru.num_directions; })
+      .def_prop_ro("layout", [](const FloatModel& f) { return f.gru.source_layout; })
+      .def_ro("path", &FloatModel::path)
+      .def_ro("sha256", &FloatModel::sha256)
+      .def_ro("source", &FloatModel::source);
+  m.def("load_model", &load_model, nb::arg("path"), nb::arg("layout"));
+  // Every tensor of a .safetensors file, read and checked by the library's reader, as NumPy arrays.
+  m.def("read_tensors", [](const std::string& path) {
+    nb::dict tensors;
+    for (const auto& [name, tensor] : read_safetensors(path).tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
+    return tensors;
+  }, nb::arg("path"));
+  m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"));
+
+  nb::class_<Statistics>(m, "Statistics")
+      .def_ro("path", &Statistics::path)
+      .def_ro("sha256", &Statistics::sha256)
+      .def_ro("source", &Statistics::source)
+      .def_prop_ro("num_layers", [](const Statistics& s) { return s.stats.num_layers; })
+      .def_prop_ro("num_directions", [](const Statistics& s) { return s.stats.num_directions; })
+      .def_prop_ro("input_size", [](const Statistics& s) { return s.stats.input_size; })
+      .def_prop_ro("hidden_size", [](const Statistics& s) { return s.stats.hidden_size; })
+      .def_prop_ro("method", [](const Statistics& s) { return s.stats.method; })
+      .def_prop_ro("total_sequences", [](const Statistics& s) { return s.stats.total_sequences(); })
+      .def("to_json", [](const Statistics& s) { return serialize_calibration_stats(s.stats); })
+      .def("save", &save_statistics, nb::arg("path"))
+      .def("write_html", &write_calibration_html, nb::arg("path"), nb::arg("config"));
+  m.def("load_statistics", &load_statistics, nb::arg("path"));
+  // `qgru calibrate`'s defaults for what the Python signature leaves as None.
+  m.def("calibrate_defaults", [] {
+    nb::dict defaults;
+    defaults["method"] = CalibrateOptions().method;
+    defaults["percentile"] = RangeMethod().percentile;
+    return defaults;
+  });
+  m.def("write_text_atomic", [](const std::string& path, const std::string& text) { write_file_atomic(path, text); },
+        nb::arg("path"), nb::arg("text"));
+  m.def("merge_statistics", &merge_statistics, nb::arg("shards"));
+
+  nb::class_<CalibrationSession>(m, "CalibrationSession")
+      .def(nb::init<const FloatModel&, const std::string&, double, bool, int64_t, bool>(), nb::arg("model"),
+           nb::arg("method"), nb::arg("percentile"), nb::arg("exclude_zeros"), nb::arg("max_samples"),
+           nb::arg("batch_first"))
+      .def_prop_ro("wants_more", &CalibrationSession::wants_more)
+      .def("add", &CalibrationSession::add, nb::arg("data"), nb::arg("name"))
+      .def("finish", &CalibrationSession::finish);
+
+  nb::class_<Artifact>(m, "Artifact")
+      .def_prop_ro("path", &Artifact::path)
+      .def_prop_ro("source", &Artifact::source)
+      .def_prop_ro("input_size", [](const Artifact& a) { return a.model().input_size; })
+      .def_prop_ro("hidden_size", [](const Artifact& a) { return a.model().hidden_size; })
+      .def_prop_ro("num_layers", [](const Artifact& a) { return a.model().num_layers; })
+      .def_prop_ro("num_directions", [](const Artifact& a) { return a.model().num_directions; })
+      .def_prop_ro("config_name", [](const Artifact& a) { return a.model().config.name; })
+      .def("describe", [](const Artifact& a) { return describe_quantized_gru(a.model()); })
+      .def("save",
+           [](Artifact& a, const std::string& path) {
+             write_artifact(path, a.model());
+             a.set_path(path);
+           },
+           nb::arg("path"))
+      .def("to_bytes",
+           [](const Artifact& a, const std::string& tensor_file_name) {
+             const ArtifactBytes bytes = serialize_artifact(a.model(), tensor_file_name);
+             return std::make_pair(nb::bytes(bytes.json.data(), bytes.json.size()),
+                                   nb::bytes(bytes.tensors.data(), bytes.tensors.size()));
+           },
+           nb::arg("tensor_file_name"));
+  m.def("quantize", &quantize, nb::arg("model"), nb::arg("stats"), nb::arg("config"), nb::arg("range_method"));
+  m.def("load_artifact", &load_artifact, nb::arg("path"));
+  m.def("artifact_tensor_path", &artifact_tensor_path, nb::arg("json_path"));
+  m.def("preset_names", &bitwidth_preset_names);
+
+  nb::class_<Report>(m, "Report")
+      .def("table", [](const Report& r) { return verify_report_table(r.report); })
+      .def("to_json", &report_json)
+      .def("write_html", &write_report_html, nb::arg("path"), nb::arg("stats").none());
+  m.def("verify", &verify, nb::arg("model"), nb::arg("artifact"), nb::arg("x"), nb::arg("x_name"), nb::arg("h0").none(),
+        nb::arg("h0_name"), nb::arg("batch_first"));
+}
+
+}  // namespace qgru::python
