@@ -6,11 +6,12 @@
 # The venv ($QGRU_PYTHON_VENV, default <build-dir>/python-venv) is made from Debian's python3 with its
 # system packages (NumPy and pytest come from Debian, scripts/setup.sh); scikit-build-core and nanobind come
 # from PyPI through pip's cache (~/.cache/pip), pinned.
-# Usage: test_python.sh <build-dir> <scratch-dir> <source-root> [compiler launcher, e.g. ccache's]
+# The extension compiles through the build's own compiler launcher (ccache, scripts/compiler_cache.sh).
+# Usage: test_python.sh <build-dir> <scratch-dir> <source-root>
 set -euo pipefail
 build="$(cd "$1" && pwd)"
 root="$(cd "$3" && pwd)"
-launcher="${4:-}"
+launcher="$(sed -n 's/^CMAKE_CXX_COMPILER_LAUNCHER:[A-Z]*=//p' "$build/CMakeCache.txt")"
 source "$root/test/cli/common.bash"
 rm -rf "$2"
 mkdir -p "$2"

@@ -3,9 +3,11 @@
 // --device cpu` on a checkpoint layer. The library's option struct is bound field by field (GptqOptions):
 // a new option is one def_rw line here, and the Python keyword arguments follow the struct's fields.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,12 +24,13 @@ namespace qgru::python {
 namespace {
 
 // The result of one layer: the checkpoint's tensors (name -> NumPy array) and the CLI's report line.
-nb::dict gptq_layer(const HostArray& weight, const std::string& tensor_name, const std::vector<HostArray>& activations,
-                    bool activations_feature_major, const gptq::GptqOptions& options, const std::string& format,
-                    const std::string& output_path) {
+// `weights` are the layer's tensors as a weights file would hold them: tensor_name [N, K] and PREFIX.bias.
+nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::string& tensor_name,
+                    const std::vector<HostArray>& activations, bool activations_feature_major,
+                    const gptq::GptqOptions& options, const std::string& format, const std::string& output_path) {
   const std::string source = "weight (in memory)";
   SafetensorsFile input;
-  input.tensors[tensor_name] = tensor_from_array(weight, source + ": tensor '" + tensor_name + "'");
+  for (const auto& [name, array] : weights) input.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
   gptq::JobOptions job;
   job.weights_path = source;
   job.weights = &input;
@@ -110,7 +113,7 @@ void bind_gptq(nb::module_& m) {
       .def_rw("max_damp_retries", &gptq::GptqOptions::max_damp_retries);
   // The options `qgru gptq` starts from (its JobOptions' defaults).
   m.def("gptq_cli_defaults", [] { return gptq::JobOptions().gptq; });
-  m.def("gptq_layer", &gptq_layer, nb::arg("weight"), nb::arg("tensor_name"), nb::arg("activations"),
+  m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
         nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
   m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"));
   m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));

@@ -242,6 +242,11 @@ void bind_toolchain(nb::module_& m) {
     for (const auto& [name, tensor] : read_safetensors(path).tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
     return tensors;
   }, nb::arg("path"));
+  m.def("write_tensors", [](const std::string& path, const std::map<std::string, HostArray>& arrays) {
+    SafetensorsFile file;
+    for (const auto& [name, array] : arrays) file.tensors[name] = tensor_from_array(array, path + ": tensor '" + name + "'");
+    write_safetensors(path, file);
+  }, nb::arg("path"), nb::arg("tensors"));
   m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"));
 
   nb::class_<Statistics>(m, "Statistics")

@@ -37,6 +37,16 @@ def read_tensors(path):
     return _qgru.read_tensors(os.fspath(path))
 
 
+def write_tensors(path, tensors):
+    """Write a mapping of names to arrays or tensors as ``.safetensors`` (atomically; qgru's own writer), e.g. a
+    ``torch.nn.GRU``'s ``state_dict()`` for ``qgru calibrate --model``."""
+    import os
+
+    from ._inputs import host_array
+
+    _qgru.write_tensors(os.fspath(path), {str(name): host_array(value) for name, value in tensors.items()})
+
+
 _LEVELS = {"warning": 0, "info": 1, "debug": 2}
 
 
@@ -51,4 +61,4 @@ _qgru.set_log_verbosity(0)
 
 __all__ = ["Artifact", "Error", "GptqResult", "Metrics", "Report", "Statistics", "Stream", "calibrate", "gptq",
            "gptq_defaults", "gptq_linear", "load", "presets", "quantize", "read_tensors", "set_log_level",
-           "verify"]
+           "verify", "write_tensors"]
