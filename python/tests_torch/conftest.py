@@ -1,9 +1,12 @@
 """The PyTorch checks (scripts/test_python_torch.sh; not in CI: PyPI's torch is gigabytes). torch is imported
-unconditionally: without it these tests fail, they never skip."""
+unconditionally: without it these tests fail, they never skip. The fixtures are python/tests/conftest.py's."""
 
+import importlib.util
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "conftest.py")
+_spec = importlib.util.spec_from_file_location("qgru_tests_conftest", _path)
+_shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_shared)
 
-from conftest import cli, digits, run_cli  # noqa: E402,F401  (the shared fixtures)
+ROOT, cli, digits, run_cli = _shared.ROOT, _shared.cli, _shared.digits, _shared.run_cli
