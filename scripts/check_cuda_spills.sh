@@ -3,6 +3,8 @@
 # `nvcc -cubin -Xptxas -v` (device code only), prints each kernel's registers, shared memory, stack frame
 # and spills, and fails if any function spills registers or uses a stack frame, if nvcc fails, or if no
 # kernel was found at all (never a silent pass).
+# With QGRU_PTXAS set (scripts/check_cuda12.sh) the same check runs on another toolkit's assembler: nvcc -ptx, the
+# PTX's ISA header set to QGRU_PTX_ISA (the newest that ptxas reads), then $QGRU_PTXAS -v.
 # Usage: scripts/check_cuda_spills.sh [source-root] [nvcc]
 set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -29,8 +31,21 @@ fi
 for src in "${sources[@]}"; do
   for arch in 80 90; do
     log="$work/$(basename "$src").sm_$arch.log"
-    if ! "$nvcc" -cubin -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr -Xptxas=-v \
-        -I"$root/lib/include" -I"$root/cuda/include" -I"$root/cuda/src" \
+    includes=(-I"$root/lib/include" -I"$root/cuda/include" -I"$root/cuda/src")
+    if [[ -n "${QGRU_PTXAS:-}" ]]; then
+      if ! "$nvcc" -ptx -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr "${includes[@]}" -o "$work/out.ptx" "$src" \
+          >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "check_cuda_spills: nvcc -ptx failed on $src for sm_$arch" >&2
+        exit 1
+      fi
+      sed -i "s/^\.version [0-9.]*/.version ${QGRU_PTX_ISA:?QGRU_PTX_ISA must name the PTX ISA QGRU_PTXAS reads}/" "$work/out.ptx"
+      if ! "$QGRU_PTXAS" -arch="sm_$arch" -v -o "$work/out.cubin" "$work/out.ptx" >>"$log" 2>&1; then
+        cat "$log" >&2
+        echo "check_cuda_spills: $QGRU_PTXAS failed on $src for sm_$arch" >&2
+        exit 1
+      fi
+    elif ! "$nvcc" -cubin -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr -Xptxas=-v "${includes[@]}" \
         -o "$work/out.cubin" "$src" >"$log" 2>&1; then
       cat "$log" >&2
       echo "check_cuda_spills: nvcc failed on $src for sm_$arch" >&2
@@ -77,4 +92,6 @@ if [[ $bad -ne 0 ]]; then
   echo "check_cuda_spills: FAILED (a kernel spills registers or uses a stack frame)" >&2
   exit 1
 fi
-echo "check_cuda_spills: OK, $count function(s) on sm_80 and sm_90, no stack frames, no spills"
+assembler="ptxas of $nvcc"
+[[ -z "${QGRU_PTXAS:-}" ]] || assembler="$("$QGRU_PTXAS" --version | tail -n 1) (PTX ISA ${QGRU_PTX_ISA})"
+echo "check_cuda_spills: OK, $count function(s) on sm_80 and sm_90, no stack frames, no spills ($assembler)"

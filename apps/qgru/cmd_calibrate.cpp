@@ -19,6 +19,7 @@
 #include "qgru/verify/calibration_report.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
+#include "qgru/quant/range_method_precedence.h"
 #include "subcommand.h"
 
 namespace {
@@ -91,7 +92,9 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                        ->check(CLI::ExistingDirectory);
   auto* method = command.add_option("--method", options.method,
                                     "Default range method stored in the statistics: minmax, ema, kl, percentile, "
-                                    "mse, bounds (optionally +pow2)")
+                                    "mse, bounds (optionally +pow2). At quantize time the config's range methods "
+                                    "win over it (the int8 preset names ema, the 16-bit presets minmax+pow2) and "
+                                    "quantize --range-method over both; quantize logs the methods it uses")
                      ->capture_default_str();
   auto* percentile = command.add_option("--percentile", cli->percentile, "Percentile for --method percentile")
                          ->check(CLI::Range(0.0, 100.0))->capture_default_str();
@@ -152,6 +155,8 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     write_outputs(*cli, stats, config, {cli->output});
     qgru::log()->info("calibrate: wrote {} ({} files, {} sequences, method {})", cli->output, stats.data_files.size(),
                       stats.total_sequences(), stats.method);
+    const std::string note = qgru::range_method_precedence_note(config, "", stats.method);
+    if (!note.empty()) qgru::log()->info("calibrate: quantize --config {} will use {}", cli->config, note.substr(note.find(':') + 2));
     print_range_table(stats, config);
     return qgru::kExitOk;
   };

@@ -1,10 +1,14 @@
 // qgru quantize: float GRU weights + calibration statistics + bit-width config -> the quantized-model
 // artifact (model.qgru.json + model.qgru.safetensors). The float range of every observed tensor comes from
-// the statistics (select_range with the config's range method for that tensor); quantize_gru derives every
-// shift and table and proves that no intermediate can overflow before anything is written.
+// the statistics (select_range with the config's range method for that tensor), or, for the range method
+// `search`, from the range search on calibration data (qgru/search/range_search.h); quantize_gru derives
+// every shift and table and proves that no intermediate can overflow before anything is written.
 #include <chrono>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
@@ -20,6 +24,9 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/search/range_search.h"
+#include "qgru/verify/calibration_report.h"
 #include "subcommand.h"
 
 namespace {
@@ -31,18 +38,107 @@ struct QuantizeCli {
   std::string output;
   std::string layout = "auto";
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  // The range search (range method "search"): its data, budget and outputs.
+  std::vector<std::string> data;  // empty: the statistics' own data files
+  bool batch_first = false;
+  qgru::RangeSearchOptions search;
+  std::string suggest_config;
+  std::string html;
 };
+
+// The search's calibration data: --data, else the files the statistics record (found as recorded, or beside
+// the statistics file, and checked against their sha256).
+std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru::CalibrationStats& stats, int input_size) {
+  std::vector<qgru::SequenceBatch> batches;
+  if (!cli.data.empty()) {
+    for (const std::string& path : cli.data) batches.push_back(qgru::read_sequence_input(path, input_size, cli.batch_first));
+    return batches;
+  }
+  if (stats.data_files.empty()) {
+    throw qgru::Error("range method 'search' needs calibration data: " + cli.stats + " records no data file; give --data");
+  }
+  const std::filesystem::path stats_folder = std::filesystem::path(cli.stats).parent_path();
+  for (const qgru::CalibrationDataFile& file : stats.data_files) {
+    std::string path = file.path;
+    if (!std::filesystem::exists(path)) {
+      const std::filesystem::path beside = stats_folder / std::filesystem::path(file.path).filename();
+      if (!std::filesystem::exists(beside)) {
+        throw qgru::Error("range method 'search' needs calibration data: " + file.path + " (recorded in " + cli.stats +
+                          ") is not found; give --data");
+      }
+      path = beside.string();
+    }
+    if (!file.sha256.empty() && qgru::sha256_file_hex(path) != file.sha256) {
+      throw qgru::Error("range method 'search': " + path + " is not the file " + cli.stats +
+                        " was calibrated on (sha256 differs); give --data");
+    }
+    // The statistics do not record the layout: --batch-first applies to the recorded files too.
+    batches.push_back(qgru::read_sequence_input(path, input_size, cli.batch_first));
+    qgru::log()->info("quantize: range search data {} (recorded in {})", path, cli.stats);
+  }
+  return batches;
+}
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
+  std::optional<qgru::RangeSearchResult> search;
+  if (!qgru::range_search_tensors(config, cli.range_method, stats.method).empty()) {
+    const std::vector<qgru::SequenceBatch> data = search_data(cli, stats, model.input_size);
+    search = qgru::search_ranges(model, config, stats, data, cli.range_method, cli.search,
+                                 [](const std::string& line) { qgru::log()->info("quantize: {}", line); });
+    const std::string summary = qgru::range_search_summary(*search);
+    for (size_t begin = 0; begin < summary.size();) {
+      const size_t end = std::min(summary.find('\n', begin), summary.size());
+      qgru::log()->info("quantize: {}", summary.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  } else if (!cli.data.empty() || !cli.suggest_config.empty()) {
+    throw qgru::Error("--data and --suggest-config belong to the range method 'search', which no tensor uses here");
+  }
   const qgru::QuantizeSources sources{cli.model, qgru::sha256_file_hex(cli.model), cli.stats,
                                       qgru::sha256_file_hex(cli.stats), cli.config};
-  const qgru::QuantizedGru quantized = qgru::quantize_with_stats(model, stats, config, cli.range_method, sources);
+  const qgru::QuantizedGru quantized =
+      qgru::quantize_with_stats(model, stats, config, cli.range_method, sources, qgru::searched_ranges(search));
 
-  qgru::write_artifact(cli.output, quantized);
+  // Everything is computed before the first file is written.
+  nlohmann::json provenance_extra = nlohmann::json::object();
+  if (search) provenance_extra["range_search"] = qgru::range_search_json(*search, cli.search);
+  std::string suggestion_text;
+  if (!cli.suggest_config.empty()) {
+    const qgru::WideningResult* best = search->best_widening();
+    if (best == nullptr) {
+      throw qgru::Error("--suggest-config " + cli.suggest_config +
+                        ": no single tensor widened to 16 bits improves the output here; nothing to suggest");
+    }
+    nlohmann::json suggested = qgru::bitwidth_config_to_json(best->config);
+    suggested["description"] = "The config '" + config.name + "' with " + qgru::gru_tensor_name(best->tensor) +
+                               fmt::format(" at 16 bits: the range search measured {:+.2f} dB output SQNR ({:.2f} dB) "
+                                           "on the held-in calibration sequences.", best->gain_db, best->sqnr_db);
+    suggestion_text = suggested.dump(2) + "\n";
+  }
+  std::string html;
+  if (!cli.html.empty()) {
+    qgru::CalibrationReportOptions report;
+    report.stats_sources = {cli.stats};
+    report.config_source = cli.config;
+    report.config = &config;
+    report.range_method = cli.range_method;
+    if (search) report.range_search = &*search;
+    html = qgru::calibration_report_html(stats, report);
+  }
+
+  qgru::write_artifact(cli.output, quantized, provenance_extra);
+  if (!cli.suggest_config.empty() || !cli.html.empty()) {
+    qgru::AtomicFileGroup group;
+    if (!cli.suggest_config.empty()) group.add(cli.suggest_config).write(suggestion_text);
+    if (!cli.html.empty()) group.add(cli.html).write(html);
+    group.commit_all();
+    if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
+    if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
+  }
   qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
                     config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                     qgru::describe_quantized_gru(quantized));
@@ -65,12 +161,48 @@ std::function<int()> setup_quantize(CLI::App& command) {
       ->capture_default_str();
   command.add_option("--range-method", cli->range_method,
                      "Range method for every observed tensor, overriding the config's (minmax, ema, kl, "
-                     "percentile[:P], mse, bounds, each optionally +pow2); default: the config's method per tensor, "
-                     "else the one stored by 'qgru calibrate --method'");
+                     "percentile[:P], mse, bounds, each optionally +pow2, or search); default: the config's method per "
+                     "tensor, else the one stored by 'qgru calibrate --method'. Precedence: --range-method > the "
+                     "config's methods > the statistics' method (a log line names the methods used when the config's "
+                     "override the statistics'). search: ranges chosen by the quantized model's output error on "
+                     "calibration data, by coordinate descent over tensors from the best single method "
+                     "(docs/CALIBRATION.md)");
+  command.add_option("--data", cli->data,
+                     "search: calibration data [T, N, C] (.npy/.npz), repeatable; default: the files the statistics "
+                     "were made from")
+      ->check(CLI::ExistingFile);
+  command.add_flag("--batch-first", cli->batch_first,
+                   "search: the data files (--data, or those the statistics record) are [N, T, C]");
+  command.add_option("--search-sequences", cli->search.max_sequences,
+                     "search: score on the first N calibration sequences (the held-in subset)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--search-evaluations", cli->search.max_evaluations,
+                     "search: at most this many model evaluations (the deterministic budget)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--search-seconds", cli->search.max_seconds,
+                     "search: stop after this many seconds (0: no time limit; a time limit makes the result depend "
+                     "on the machine's speed)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command.add_flag("!--no-widening", cli->search.suggest_widening,
+                   "search: do not score each activation tensor widened to 16 bits");
+  command.add_option("--suggest-config", cli->suggest_config,
+                     "search: write the config with the one activation tensor whose widening to 16 bits gains the "
+                     "most (the measured gain in its description)");
+  command.add_option("--html", cli->html,
+                     "Also write the calibration report (as 'qgru calibrate --html') for this config; with search, "
+                     "its ranges, start scores, history and widenings");
   command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
+  command.footer(
+      "Examples:\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"
+      "      --search-evaluations 1000 --html calibration.html -o model.qgru.json");
   return [cli]() { return run_quantize(*cli); };
 }
 

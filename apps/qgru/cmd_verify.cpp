@@ -129,7 +129,7 @@ QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, te
                       ->required();
                   command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
                   command.add_flag("--batch-first", cli->batch_first, "Input is [N, T, C] instead of [T, N, C]");
-                  command.add_option("--report", cli->report, "Write the full report (JSON, with per-step SQNR)");
+                  command.add_option("--report", cli->report, "Write the full report (JSON: every figure overall and per time step)");
                   command.add_option("--html", cli->html,
                                      "Write a self-contained HTML report (tables, SQNR over time, activation and "
                                      "histogram plots as inline SVG)");

@@ -9,6 +9,10 @@
 #include "qgru/version.h"
 #include "subcommand.h"
 
+#ifdef QGRU_WITH_CUDA
+#include "qgru_cuda/device.h"
+#endif
+
 namespace qgru::cli {
 
 std::vector<SubcommandEntry>& subcommand_registry() {
@@ -23,9 +27,9 @@ namespace {
 std::string version_text() {
   std::string text = std::string("qgru ") + QGRU_VERSION_STRING;
 #ifdef QGRU_WITH_CUDA
-  text += " (CUDA support compiled in)";
+  text += "\nCUDA: " + qgru::cuda::build_description();
 #else
-  text += " (CPU only: built without CUDA)";
+  text += "\nCUDA: none (CPU only: built without CUDA)";
 #endif
   return text;
 }

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/float_gru_cuda.h"
+#include "cuda_uploader.h"
+#include "pinned_buffer.h"
 
 namespace qgru::cuda {
 
@@ -45,7 +48,7 @@ __global__ void __launch_bounds__(kFloatStepThreads)
 
 struct DeviceCell {
   int64_t C = 0;
-  DeviceBuffer W, R, bw, br;  // float [3H, C], [3H, H], [3H], [3H]
+  const float *W = nullptr, *R = nullptr, *bw = nullptr, *br = nullptr;  // [3H, C], [3H, H], [3H], [3H]
 };
 
 float* at(const DeviceBuffer& buffer, const kernels::WorkspaceCarve& carve, size_t i) {
@@ -55,7 +58,9 @@ float* at(const DeviceBuffer& buffer, const kernels::WorkspaceCarve& carve, size
 kernels::WorkspaceCarve float_workspace(const FloatGruModel& model, int64_t T, int64_t N) {
   const int64_t H = model.hidden_size, D = model.num_directions;
   const int64_t width = std::max<int64_t>(model.input_size, D * H);
-  return kernels::carve_workspace({4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H});
+  const int64_t cells = model.num_layers * D;
+  return kernels::carve_workspace(
+      {4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H, 4 * cells * N * H});
 }
 
 }  // namespace
@@ -67,6 +72,8 @@ int64_t float_gru_workspace_bytes(const FloatGruModel& model, int T, int N) {
 struct FloatGruCuda::Impl {
   int C = 0, H = 0, L = 0, D = 0;
   std::vector<DeviceCell> cells;
+  std::vector<DeviceBuffer> arrays;  // the cells' uploads
+  mutable PinnedBuffer pinned;       // output and h_n on their way back
   cublasHandle_t handle = nullptr;
   cudaStream_t stream = nullptr;
   mutable DeviceBuffer workspace;
@@ -100,15 +107,19 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
   QGRU_CUBLAS_CHECK(cublasCreate(&d.handle));
   QGRU_CUBLAS_CHECK(cublasSetStream(d.handle, d.stream));
   QGRU_CUBLAS_CHECK(cublasSetMathMode(d.handle, CUBLAS_DEFAULT_MATH));  // fp32 GEMMs, no TF32
+  // Every upload on d.stream, ending with its synchronization (the rule: qgru/kernels/device_upload.h).
+  CudaUploader uploader(d.stream);
   for (const GruCellWeights& w : model.cells) {
     DeviceCell cell;
     cell.C = w.input_size;
-    cell.W = DeviceBuffer::from(w.W);
-    cell.R = DeviceBuffer::from(w.R);
-    cell.bw = DeviceBuffer::from(w.bw);
-    cell.br = DeviceBuffer::from(w.br);
-    d.cells.push_back(std::move(cell));
+    cell.W = uploader.put(w.W.data(), static_cast<int64_t>(w.W.size()));
+    cell.R = uploader.put(w.R.data(), static_cast<int64_t>(w.R.size()));
+    cell.bw = uploader.put(w.bw.data(), static_cast<int64_t>(w.bw.size()));
+    cell.br = uploader.put(w.br.data(), static_cast<int64_t>(w.br.size()));
+    d.cells.push_back(cell);
   }
+  uploader.finish();
+  d.arrays = uploader.take();
 }
 
 FloatGruCuda::~FloatGruCuda() = default;
@@ -127,6 +138,7 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   shape.input_size = d.C;
   shape.hidden_size = d.H;
   shape.num_directions = d.D;
+  shape.num_layers = d.L;
   const kernels::WorkspaceCarve w = float_workspace(shape, T, N);
   if (d.workspace.bytes() < static_cast<size_t>(w.total_bytes)) d.workspace = DeviceBuffer(static_cast<size_t>(w.total_bytes));
   float* layer_in = at(d.workspace, w, 0);
@@ -134,6 +146,7 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   float* ih = at(d.workspace, w, 2);
   float* hh = at(d.workspace, w, 3);
   float* h = at(d.workspace, w, 4);
+  float* h_n = at(d.workspace, w, 5);
 
   FloatGruResult result;
   result.T = T_;
@@ -148,7 +161,7 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
       const DeviceCell& cell = d.cells[cell_index];
       // W·x for every (t, n): ih[t·N + n, c] = Σ_k W[c, k] · x[t·N + n, k] (the TN form, as the int8 path).
       QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(T * N),
-                                    static_cast<int>(cell.C), &one, static_cast<const float*>(cell.W.data()),
+                                    static_cast<int>(cell.C), &one, cell.W,
                                     static_cast<int>(cell.C), layer_in, static_cast<int>(cell.C), &zero, ih,
                                     static_cast<int>(3 * H)));
       if (h0 != nullptr) {
@@ -161,22 +174,28 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
         const int64_t t = dir == 0 ? s : T - 1 - s;
         // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k]
         QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(N),
-                                      static_cast<int>(H), &one, static_cast<const float*>(cell.R.data()),
+                                      static_cast<int>(H), &one, cell.R,
                                       static_cast<int>(H), h, static_cast<int>(H), &zero, hh, static_cast<int>(3 * H)));
         float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
-            ih + t * N * 3 * H, hh, static_cast<const float*>(cell.bw.data()), static_cast<const float*>(cell.br.data()), h,
+            ih + t * N * 3 * H, hh, cell.bw, cell.br, h,
             layer_out + t * N * D * H, D * H, dir * H, N, H);
         QGRU_CUDA_CHECK_LAUNCH("float_gru_step_kernel<<<...>>>");
       }
-      QGRU_CUDA_CHECK(cudaMemcpyAsync(result.h_n.data() + cell_index * N * H, h, static_cast<size_t>(4 * N * H),
-                                      cudaMemcpyDeviceToHost, d.stream));
+      // h_n stays on the device (a copy to pageable host memory here would block the host until this cell
+      // finished, before the next cell's launches are queued); it comes back with the output below.
+      QGRU_CUDA_CHECK(cudaMemcpyAsync(h_n + cell_index * N * H, h, static_cast<size_t>(4 * N * H),
+                                      cudaMemcpyDeviceToDevice, d.stream));
     }
     std::swap(layer_in, layer_out);  // layer l's output is layer l+1's input
   }
   result.output.resize(static_cast<size_t>(T * N * D * H));
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(result.output.data(), layer_in, result.output.size() * sizeof(float),
-                                  cudaMemcpyDeviceToHost, d.stream));
+  const size_t output_bytes = result.output.size() * sizeof(float), h_n_bytes = result.h_n.size() * sizeof(float);
+  char* pinned = static_cast<char*>(d.pinned.reserve(output_bytes + h_n_bytes));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned, layer_in, output_bytes, cudaMemcpyDeviceToHost, d.stream));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned + output_bytes, h_n, h_n_bytes, cudaMemcpyDeviceToHost, d.stream));
   QGRU_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  std::memcpy(result.output.data(), pinned, output_bytes);
+  std::memcpy(result.h_n.data(), pinned + output_bytes, h_n_bytes);
   return result;
 }
 

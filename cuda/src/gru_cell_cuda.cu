@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
 #include "qgru/kernels/wide_gemm.h"
@@ -17,6 +19,10 @@
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gru_cell_cuda.h"
+#include "blas_handle.h"
+#include "cuda_uploader.h"
+#include "pinned_buffer.h"
+#include "step_graph.h"
 
 namespace qgru::cuda {
 
@@ -64,13 +70,6 @@ void launch_wide_gemm(const kernels::WideGemmGeometry& g, const int16_t* A, int6
 }
 
 template <typename T>
-DeviceBuffer upload_array(const T* host, int64_t count) {
-  DeviceBuffer buffer(static_cast<size_t>(count) * sizeof(T));
-  buffer.upload(host, static_cast<size_t>(count) * sizeof(T));
-  return buffer;
-}
-
-template <typename T>
 T* region(const DeviceBuffer& buffer, const kernels::WorkspaceCarve& carve, size_t i) {
   return reinterpret_cast<T*>(static_cast<char*>(buffer.data()) + carve.offsets[i]);
 }
@@ -79,39 +78,57 @@ void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t strea
   if (bytes > 0) QGRU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
 }
 
+// C[n_rows, rows_p] = the TN int8 GEMM of qgru/kernels/int8_gemm_layout.h; the cuBLAS status as it came.
+cublasStatus_t int8_gemm(cublasHandle_t handle, const kernels::GruGemmLayout& l, int64_t n_rows, int64_t k_p,
+                         const void* A, const void* B, int32_t* C) {
+  const int32_t one = 1, zero = 0;
+  return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.rows_p), static_cast<int>(n_rows),
+                      static_cast<int>(k_p), &one, A, CUDA_R_8I, static_cast<int>(k_p), B, CUDA_R_8I,
+                      static_cast<int>(k_p), &zero, C, CUDA_R_32I, static_cast<int>(l.rows_p), CUBLAS_COMPUTE_32I,
+                      CUBLAS_GEMM_DEFAULT);
+}
+
+// Asks cuBLAS for the cell's two int8 GEMM shapes at the smallest padded batch (N_p = 16 rows; larger batches
+// differ only in n, a multiple of 16 too) on zeroed scratch. "" when both run; the reason when cuBLAS answers
+// NOT_SUPPORTED (the cell then takes the wide kernel); any other failure throws.
+std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const kernels::GruGemmLayout& l) {
+  const int64_t k_max = std::max(l.C_p, l.H_p);
+  DeviceBuffer a(static_cast<size_t>(l.rows_p * k_max)), b(static_cast<size_t>(l.N_p * k_max));
+  DeviceBuffer c(static_cast<size_t>(4 * l.N_p * l.rows_p));
+  QGRU_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, a.bytes(), stream));
+  QGRU_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.bytes(), stream));
+  std::string refused;
+  for (int64_t k_p : {l.C_p, l.H_p}) {
+    const cublasStatus_t status = int8_gemm(handle, l, l.N_p, k_p, a.data(), b.data(), static_cast<int32_t*>(c.data()));
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+      refused = "cuBLAS int8 GEMM answered CUBLAS_STATUS_NOT_SUPPORTED for m=" + std::to_string(l.rows_p) +
+                " n=" + std::to_string(l.N_p) + " k=" + std::to_string(k_p);
+      break;
+    }
+    QGRU_CUBLAS_CHECK(status);
+  }
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));  // the scratch buffers outlive the probe's kernels
+  return refused;
+}
+
 }  // namespace
 
 struct GruCellCuda::Impl {
   int64_t H = 0, C = 0;
   kernels::GruOperandPlan plan;
-  GruCellParamsView device_view{};  // pointers into the buffers below
+  std::string fallback;             // why an int8 cell runs on the wide kernel ("" when it does not)
+  GruCellParamsView device_view{};  // pointers into `arrays`
   CodeSpace h_space{};
-  std::vector<DeviceBuffer> arrays;  // every per-channel and activation array
-  DeviceBuffer W, R;                 // int8 [rows_p, C_p], [rows_p, H_p] or int16 [3H, C_p], [3H, H_p]
-  cublasHandle_t handle = nullptr;   // int8 path only
+  std::vector<DeviceBuffer> arrays;  // every per-channel and activation array, and the packed weights
+  const void* W = nullptr;           // int8 [rows_p, C_p] or int16 [3H, C_p], in `arrays`
+  const void* R = nullptr;           // int8 [rows_p, H_p] or int16 [3H, H_p], in `arrays`
+  BlasHandle own_handle;             // when the caller passes no handle (int8 path only)
+  cublasHandle_t handle = nullptr;   // int8 path only: the executor's or own_handle
   cudaStream_t stream = nullptr;
   mutable DeviceBuffer workspace;    // grown by run() as needed
-  ~Impl() {
-    if (handle != nullptr) cublasDestroy(handle);  // destructor: nothing to report to
-  }
+  mutable StepGraph steps;           // the time loop, captured once per shape
+  mutable PinnedBuffer out_pinned;   // the output codes on their way back
 
-  template <typename T>
-  const T* keep(const T* host, int64_t count) {
-    arrays.push_back(upload_array(host, count));
-    return static_cast<const T*>(arrays.back().data());
-  }
-  ActivationView copy_activation(const ActivationView& a) {
-    ActivationView d = a;
-    if (a.impl == ActivationImpl::Table) {
-      d.table = keep(a.table, static_cast<int64_t>(a.q_in_max) - a.q_in_min + 1);
-    } else {
-      d.pwl_threshold = keep(a.pwl_threshold, a.num_segments);
-      d.pwl_q_b = keep(a.pwl_q_b, a.num_segments);
-      d.pwl_term_c = keep(a.pwl_term_c, a.num_segments);
-      d.pwl_shift = keep(a.pwl_shift, a.num_segments);
-    }
-    return d;
-  }
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
   void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
@@ -119,10 +136,17 @@ struct GruCellCuda::Impl {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
   }
+  // The output codes [T, N, H] from the device region `out` to the host through pinned memory; synchronizes.
+  void copy_out(const int32_t* out, int64_t bytes, int32_t* out_host) const {
+    void* pinned = out_pinned.reserve(static_cast<size_t>(bytes));
+    QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned, out, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(out_host, pinned, static_cast<size_t>(bytes));
+  }
 };
 
 GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const int32_t* q_R, int input_size,
-                         const CodeSpace& x_space, void* stream)
+                         const CodeSpace& x_space, void* stream, void* blas_handle)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   d.H = v.hidden_size;
@@ -144,29 +168,28 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   }
 
   require_device();
-  d.device_view = v;
-  d.device_view.W_sum = d.keep(v.W_sum, rows);
-  d.device_view.q_bw = d.keep(v.q_bw, rows);
-  d.device_view.shift_bw_to_gemm_x = d.keep(v.shift_bw_to_gemm_x, rows);
-  d.device_view.shift_gemm_x_to_weight_ih_linear = d.keep(v.shift_gemm_x_to_weight_ih_linear, rows);
-  d.device_view.R_sum = d.keep(v.R_sum, rows);
-  d.device_view.q_br = d.keep(v.q_br, rows);
-  d.device_view.shift_br_to_gemm_h = d.keep(v.shift_br_to_gemm_h, rows);
-  d.device_view.shift_gemm_h_to_weight_hh_linear = d.keep(v.shift_gemm_h_to_weight_hh_linear, rows);
-  d.device_view.update_gate = d.copy_activation(v.update_gate);
-  d.device_view.reset_gate = d.copy_activation(v.reset_gate);
-  d.device_view.new_gate = d.copy_activation(v.new_gate);
-  if (d.wide()) {
-    const kernels::GruGemmLayout l = kernels::plan_gru_wide(d.H, d.C, 1, 1);
-    d.W = DeviceBuffer::from(kernels::pack_int16_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
-    d.R = DeviceBuffer::from(kernels::pack_int16_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
-  } else {
-    const kernels::GruGemmLayout l = kernels::plan_gru_gemm(d.H, d.C, 1, 1);
-    d.W = DeviceBuffer::from(kernels::pack_int8_rows(q_W, rows, d.C, l.rows_p, l.C_p, 0, "q_W"));
-    d.R = DeviceBuffer::from(kernels::pack_int8_rows(q_R, rows, d.H, l.rows_p, l.H_p, 0, "q_R"));
-    QGRU_CUBLAS_CHECK(cublasCreate(&d.handle));
-    QGRU_CUBLAS_CHECK(cublasSetStream(d.handle, d.stream));
+  if (!d.wide()) {
+    if (blas_handle == nullptr) {
+      d.own_handle = BlasHandle(d.stream);
+      d.handle = d.own_handle.get();
+    } else {
+      d.handle = static_cast<cublasHandle_t>(blas_handle);
+    }
+    // Chosen once per cell: cuBLAS runs the padded int8 shapes, or the cell takes the wide kernel (exact for
+    // 8-bit operands too: qgru/kernels/wide_gemm.h).
+    d.fallback = probe_int8_gemms(d.handle, d.stream, kernels::plan_gru_gemm(d.H, d.C, 1, 1));
+    if (!d.fallback.empty()) {
+      d.plan = kernels::plan_wide_operands(*W_range.first, *W_range.second, *R_range.first, *R_range.second, x_space, v.h);
+      kernels::plan_gru_wide(d.H, d.C, 1, 1);
+    }
   }
+  // Every upload on d.stream, ending with its synchronization (the rule: qgru/kernels/device_upload.h).
+  CudaUploader uploader(d.stream);
+  const kernels::GruCellUpload uploaded = kernels::upload_gru_cell(v, q_W, q_R, d.C, d.plan.path, uploader);
+  d.arrays = uploader.take();
+  d.device_view = uploaded.view;
+  d.W = uploaded.W;
+  d.R = uploaded.R;
 }
 
 GruCellCuda::~GruCellCuda() = default;
@@ -174,6 +197,8 @@ GruCellCuda::GruCellCuda(GruCellCuda&&) noexcept = default;
 GruCellCuda& GruCellCuda::operator=(GruCellCuda&&) noexcept = default;
 
 bool GruCellCuda::wide() const { return impl_->wide(); }
+
+const std::string& GruCellCuda::fallback_reason() const { return impl_->fallback; }
 
 int64_t GruCellCuda::workspace_bytes(int T, int N) const {
   return kernels::gru_cell_workspace(impl_->plan.path, impl_->H, impl_->C, N, T).total_bytes;
@@ -189,35 +214,29 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
   int32_t* gemm_h = region<int32_t>(workspace, w, 3);
   int32_t* h_state = region<int32_t>(workspace, w, 4);
   int32_t* out = region<int32_t>(workspace, w, 5);
-  // Inputs: x for all steps and the initial state, packed with their offsets (host vectors live until the
-  // stream is synchronized below).
-  const std::vector<int8_t> x_host = kernels::pack_int8_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int8_t> h_host = kernels::pack_int8_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
+  // Inputs: x for all steps and the initial state, packed with their offsets into the padded layout (row (t, n)
+  // at t·N_p + n; padded rows and columns 0, every run); the host vectors live until the copy-back synchronizes.
+  const std::vector<int8_t> x_host = kernels::pack_signed_steps<int8_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
+  const std::vector<int8_t> h_host = kernels::pack_signed_steps<int8_t>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0");
   copy_to_device(x8, x_host.data(), x_host.size(), stream);
   copy_to_device(h8, h_host.data(), h_host.size(), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
 
-  const int32_t one = 1, zero = 0;
-  // B-1 for every step: gemm_x[t·N + n, c] = Σ_k W8[c, k] · x8[t·N + n, k]
-  QGRU_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.rows_p), static_cast<int>(T * N),
-                                 static_cast<int>(l.C_p), &one, W.data(), CUDA_R_8I, static_cast<int>(l.C_p), x8, CUDA_R_8I,
-                                 static_cast<int>(l.C_p), &zero, gemm_x, CUDA_R_32I, static_cast<int>(l.rows_p),
-                                 CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
+  // B-1 for every step: gemm_x[t·N_p + n, c] = Σ_k W8[c, k] · x8[t·N_p + n, k]
+  QGRU_CUBLAS_CHECK(int8_gemm(handle, l, T * l.N_p, l.C_p, W, x8, gemm_x));
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  for (int64_t s = 0; s < T; ++s) {
-    const int64_t t = reverse ? T - 1 - s : s;
-    // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k]
-    QGRU_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.rows_p), static_cast<int>(N),
-                                   static_cast<int>(l.H_p), &one, R.data(), CUDA_R_8I, static_cast<int>(l.H_p), h8,
-                                   CUDA_R_8I, static_cast<int>(l.H_p), &zero, gemm_h, CUDA_R_32I,
-                                   static_cast<int>(l.rows_p), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
-    gru_step_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
-        device_view, gemm_x + t * N * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8, l.H_p,
-        out + t * N * H, N);
-    QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
-  }
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(out_host, out, static_cast<size_t>(l.output_bytes), cudaMemcpyDeviceToHost, stream));
-  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+  steps.run(stream, T, N, reverse, workspace.data(), [&] {
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = reverse ? T - 1 - s : s;
+      // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k] over the N_p padded rows
+      QGRU_CUBLAS_CHECK(int8_gemm(handle, l, l.N_p, l.H_p, R, h8, gemm_h));
+      gru_step_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
+          device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8,
+          l.H_p, out + t * N * H, N);
+      QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
+    }
+  });
+  copy_out(out, l.output_bytes, out_host);
 }
 
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
@@ -230,29 +249,30 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
   int64_t* gemm_h = region<int64_t>(workspace, w, 3);
   int32_t* h_state = region<int32_t>(workspace, w, 4);
   int32_t* out = region<int32_t>(workspace, w, 5);
-  const std::vector<int16_t> x_host = kernels::pack_int16_rows(q_x, T * N, C, T * N, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int16_t> h_host = kernels::pack_int16_rows(h0.data(), N, H, N, l.H_p, plan.h_offset, "q_h0");
+  const std::vector<int16_t> x_host = kernels::pack_signed_steps<int16_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
+  const std::vector<int16_t> h_host = kernels::pack_signed_steps<int16_t>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0");
   copy_to_device(x16, x_host.data(), x_host.size() * sizeof(int16_t), stream);
   copy_to_device(h16, h_host.data(), h_host.size() * sizeof(int16_t), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
 
-  const auto* W16 = static_cast<const int16_t*>(W.data());
-  const auto* R16 = static_cast<const int16_t*>(R.data());
+  const auto* W16 = static_cast<const int16_t*>(W);
+  const auto* R16 = static_cast<const int16_t*>(R);
   // B-1 for every step: gemm_x[t·N + n, c] = Σ_k W16[c, k] · x16[t·N + n, k]
-  launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * N, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
-  const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(l.rows_p, N, l.H_p);
+  launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
+  const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(l.rows_p, l.N_p, l.H_p);
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  for (int64_t s = 0; s < T; ++s) {
-    const int64_t t = reverse ? T - 1 - s : s;
-    // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]
-    launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
-    gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
-        device_view, gemm_x + t * N * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16, l.H_p,
-        out + t * N * H, N);
-    QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
-  }
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(out_host, out, static_cast<size_t>(l.output_bytes), cudaMemcpyDeviceToHost, stream));
-  QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+  steps.run(stream, T, N, reverse, workspace.data(), [&] {
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = reverse ? T - 1 - s : s;
+      // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]
+      launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
+      gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
+          device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16,
+          l.H_p, out + t * N * H, N);
+      QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
+    }
+  });
+  copy_out(out, l.output_bytes, out_host);
 }
 
 std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const {

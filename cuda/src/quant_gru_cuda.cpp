@@ -9,6 +9,7 @@
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/gru_cell_cuda.h"
+#include "blas_handle.h"
 
 namespace qgru::cuda {
 
@@ -35,9 +36,11 @@ class CudaCellRunner : public GruCellRunner {
 struct QuantGruCuda::Impl {
   QuantizedGru model;
   cudaStream_t stream = nullptr;
-  std::vector<GruCellCuda> cells;  // destroyed before the stream (declared after it)
+  BlasHandle blas;                 // one cuBLAS handle and workspace for every cell, bound to `stream`
+  std::vector<GruCellCuda> cells;  // destroyed before the handle and the stream (declared after them)
   ~Impl() {
     cells.clear();
+    blas = BlasHandle();
     if (stream != nullptr) cudaStreamDestroy(stream);  // destructor: nothing to report to
   }
 };
@@ -51,11 +54,12 @@ QuantGruCuda::QuantGruCuda(const QuantizedGru& model) : impl_(std::make_unique<I
   }
   require_device();
   QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+  d.blas = BlasHandle(d.stream);
   for (const GruCellQuantParams& p : d.model.cells) {
     const TensorQuant& xq = p.q(GruTensor::x);
     const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
     try {
-      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream);
+      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream, d.blas.get());
     } catch (const NotSupported& e) {
       throw NotSupported("layer " + std::to_string(p.layer) + " direction " + std::to_string(p.direction) + ": " +
                          e.what());
@@ -86,8 +90,10 @@ std::string QuantGruCuda::describe() const {
   for (size_t i = 0; i < impl_->cells.size(); ++i) {
     const GruCellQuantParams& p = impl_->model.cells[i];
     if (!text.empty()) text += ", ";
+    const GruCellCuda& cell = impl_->cells[i];
     text += "l" + std::to_string(p.layer) + ".d" + std::to_string(p.direction) +
-            (impl_->cells[i].wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
+            (cell.wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
+    if (!cell.fallback_reason().empty()) text += " (" + cell.fallback_reason() + ")";
   }
   return text;
 }

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
+#include "cuda_uploader.h"
 #include "quant_linear_launch.h"
 
 namespace qgru::cuda {
@@ -18,7 +21,8 @@ struct QuantLinear::Impl {
   int64_t K = 0, N = 0, group_size = 0;
   int bits = 4, zero_adjust = 0, sm_count = 0;
   bool act_order = false;
-  DeviceBuffer qweight, qzeros, scales, perm;
+  std::vector<DeviceBuffer> arrays;  // the uploads below live here
+  kernels::GptqLayerUpload device;   // qweight, qzeros, scales, perm (null without act-order) on the device
 };
 
 namespace {
@@ -62,10 +66,14 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   d.zero_adjust = w.zero_adjust;
   d.sm_count = multiprocessor_count();
   d.act_order = !order.identity;
-  d.qweight = DeviceBuffer::from(order.identity ? w.qweight : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm));
-  d.qzeros = DeviceBuffer::from(w.qzeros);
-  d.scales = DeviceBuffer::from(w.scales);
-  if (d.act_order) d.perm = DeviceBuffer::from(order.perm);
+  // Uploads on the legacy default stream, ending with its synchronization (qgru/kernels/device_upload.h): run()
+  // on a caller's stream, non-blocking or not, right after construction reads the finished weights.
+  CudaUploader uploader(nullptr);
+  const std::vector<int32_t> permuted =
+      order.identity ? std::vector<int32_t>() : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm);
+  d.device = kernels::upload_gptq_layer(order.identity ? w.qweight : permuted, w.qzeros, w.scales,
+                                        d.act_order ? &order.perm : nullptr, uploader);
+  d.arrays = uploader.take();
 }
 
 QuantLinear::~QuantLinear() = default;
@@ -99,10 +107,10 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   }
   QuantLinearArgs args;
   args.a = static_cast<const uint16_t*>(a);
-  args.a_perm = d.act_order ? static_cast<const int32_t*>(d.perm.data()) : nullptr;
-  args.qweight = static_cast<const uint32_t*>(d.qweight.data());
-  args.qzeros = static_cast<const uint32_t*>(d.qzeros.data());
-  args.scales = static_cast<const uint16_t*>(d.scales.data());
+  args.a_perm = d.device.perm;
+  args.qweight = d.device.qweight;
+  args.qzeros = d.device.qzeros;
+  args.scales = d.device.scales;
   args.c = static_cast<uint16_t*>(c);
   args.workspace = p.grid_z > 1 ? static_cast<float*>(workspace) : nullptr;
   args.M = M;

@@ -1,16 +1,20 @@
 // W4A16 / W8A16 GEMM kernels: C[M, N] = A[M, K] · W[K, N], W dequantized from the GPTQ layout in shared
 // memory with the fast PRMT/LOP3 path, fp32 accumulation on tensor cores (WMMA m16n16k16).
 //
-// One block computes a BM x BN tile of C over its split's k tiles. Per k tile (single stage):
-//   A tile  BM x BK  fp16, 16-byte vector loads (or an element gather through a_perm for act-order);
-//   W tile  BK x BN  fp16, each thread dequantizes whole packed words (one group per word) with
-//           qgru::kernels::dequant_u{4x8,8x4}_raw and writes the halves to the rows raw_pair_element says;
-//   then every warp runs (BM/WM/16) x (BN/WN/16) WMMA tiles.
-// Epilogue: accumulators go through shared memory (the A/W tiles' space) to fp16 C, or are atomically
-// added into the fp32 workspace when K is split; workspace_to_half rounds that to C afterwards.
-// Everything computed per element (tile coordinates, dequantization, zero/group lookup, split ranges) is
-// QGRU_HD header code (qgru/kernels/quant_linear_tile.h, linear_plan.h) that the CPU tests run, including
-// a host emulation of this kernel's block loop; this file only moves data and calls WMMA.
+// One block computes a BM x BN tile of C over its split's k tiles, double-buffered (shared layout:
+// kernels::tile_smem_layout):
+//   stage s: A tile BM x BK fp16 and the k tile's packed W words, filled by cp.async one k tile ahead
+//            (kernels::load_stage; act-order gathers A with plain loads);
+//   per k tile: wait for its stage, dequantize its words into the fp16 W tile (kernels::dequant_stage_column:
+//            one column per thread, zero point and scale loaded once per group), then every warp runs
+//            (BM/WM/16) x (BN/WN/16) WMMA tiles while the next stage's copies are in flight.
+// Epilogue: each warp stages one 16x16 fp32 fragment at a time in its own slice of the (now idle) stage space
+// and writes it to fp16 C, or atomically adds it into the fp32 workspace when K is split; workspace_to_half
+// rounds that to C afterwards.
+// Everything computed per element (tile coordinates, stage loads, dequantization, zero/group lookup, split
+// ranges, fragment elements) is QGRU_HD header code (qgru/kernels/quant_linear_tile.h, linear_plan.h) that the
+// CPU tests run, including a host emulation of this kernel's block loop; this file only sequences it and calls
+// WMMA.
 #include <cuda_fp16.h>
 #include <mma.h>
 
@@ -33,23 +37,26 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
   constexpr int kThreads = WM * WN * 32;
   constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
   constexpr int kFragM = kWarpM / 16, kFragN = kWarpN / 16;
-  constexpr int kLdA = BK + 8, kLdW = BN + 8, kLdC = BN + 4;  // padded rows (multiples of 8 halves / 4 floats)
-  constexpr int kPerWord = 32 / Bits;
-  constexpr int kWordRows = BK / kPerWord;
-  constexpr int kBytesAB = 2 * BM * kLdA + 2 * BK * kLdW;
-  constexpr int kBytesC = 4 * BM * kLdC;
-  constexpr int kSmemBytes = kBytesAB > kBytesC ? kBytesAB : kBytesC;
-  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % 16 == 0 && BK % kPerWord == 0, "tile shape");
-  static_assert((2 * BM * kLdA) % 32 == 0, "W tile must start 32-byte aligned for WMMA loads");
-  static_assert(kSmemBytes <= 48 * 1024, "static shared memory limit");
+  constexpr int kLdA = BK + 8, kLdW = BN + 8;  // padded rows (multiples of 8 halves)
+  constexpr kernels::TileConfig kConfig{"", Bits, BM, BN, BK, WM, WN};
+  constexpr kernels::TileSmemLayout kSmem = kernels::tile_smem_layout(kConfig);
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0 && BK % 16 == 0 && BK % (32 / Bits) == 0, "tile shape");
+  static_assert(kSmem.a_stage_bytes % 32 == 0 && kSmem.w_stage_bytes % 32 == 0 && kSmem.tile_offset % 32 == 0,
+                "every shared region must start 32-byte aligned for WMMA and cp.async");
+  static_assert(kThreads % BN == 0, "one W tile column per thread (or several threads per column)");
+  static_assert(kSmem.total_bytes <= 48 * 1024, "static shared memory limit");
 
-  __shared__ __align__(128) unsigned char smem[kSmemBytes];
-  uint16_t* a_s = reinterpret_cast<uint16_t*>(smem);
-  uint16_t* w_s = a_s + BM * kLdA;
-  float* c_s = reinterpret_cast<float*>(smem);  // reused after the main loop
+  __shared__ __align__(128) unsigned char smem[kSmem.total_bytes];
+  // Stage s's regions (computed, not indexed from an array: a dynamically indexed array would live in local memory).
+  static_assert(kSmem.a_offset[1] == kSmem.a_offset[0] + kSmem.a_stage_bytes &&
+                    kSmem.w_offset[1] == kSmem.w_offset[0] + kSmem.w_stage_bytes,
+                "stages are consecutive");
+  const auto a_s = [&](int s) { return reinterpret_cast<uint16_t*>(smem + kSmem.a_offset[0] + s * kSmem.a_stage_bytes); };
+  const auto w_raw = [&](int s) { return reinterpret_cast<uint32_t*>(smem + kSmem.w_offset[0] + s * kSmem.w_stage_bytes); };
+  uint16_t* w_s = reinterpret_cast<uint16_t*>(smem + kSmem.tile_offset);
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / 32;
+  const int warp = tid / 32, lane = tid % 32;
   const int warp_m = warp / WN, warp_n = warp % WN;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * BM;
@@ -62,35 +69,24 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
+  if (range.begin < range.end) {
+    kernels::load_stage<Bits>(args.a, args.a_perm, args.qweight, M, N, K, m0, n0, range.begin * BK, BM, BN, BK, tid,
+                              kThreads, a_s(0), kLdA, w_raw(0));
+  }
+  kernels::copy_async_commit();
   for (int64_t kt = range.begin; kt < range.end; ++kt) {
-    const int64_t k0 = kt * BK;
-    // A tile: BM x BK halves in chunks of 8 (16 bytes).
-    for (int chunk = tid; chunk < BM * BK / 8; chunk += kThreads) {
-      const kernels::TileCoord at = kernels::a_tile_chunk(chunk, BK);
-      const int row = at.row, col = at.col;
-      const int64_t m = m0 + row;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (m < M) {
-        if (args.a_perm == nullptr) {
-          v = __ldg(reinterpret_cast<const uint4*>(args.a + m * K + k0 + col));
-        } else {
-          uint32_t packed[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const uint32_t lo = __ldg(args.a + m * K + __ldg(args.a_perm + k0 + col + 2 * i));
-            const uint32_t hi = __ldg(args.a + m * K + __ldg(args.a_perm + k0 + col + 2 * i + 1));
-            packed[i] = lo | (hi << 16);
-          }
-          v = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        }
-      }
-      *reinterpret_cast<uint4*>(a_s + row * kLdA + col) = v;
+    const int stage = static_cast<int>((kt - range.begin) & 1);
+    // The next k tile's copies go out now (into the stage the previous iteration finished with) ...
+    if (kt + 1 < range.end) {
+      kernels::load_stage<Bits>(args.a, args.a_perm, args.qweight, M, N, K, m0, n0, (kt + 1) * BK, BM, BN, BK, tid,
+                                kThreads, a_s(stage ^ 1), kLdA, w_raw(stage ^ 1));
     }
-    // W tile: kWordRows x BN packed words, each -> kPerWord halves in column col.
-    for (int idx = tid; idx < kWordRows * BN; idx += kThreads) {
-      kernels::load_w_tile_word<Bits>(args.qweight, args.qzeros, args.scales, N, args.group_size, args.zero_adjust, k0,
-                                      n0, idx, BN, w_s, kLdW);
-    }
+    kernels::copy_async_commit();
+    // ... and this k tile's have landed once at most that one group is pending.
+    kernels::copy_async_wait<1>();
+    __syncthreads();
+    kernels::dequant_stage_column<Bits>(w_raw(stage), args.qzeros, args.scales, N, args.group_size, args.zero_adjust,
+                                        kt * BK, n0, tid % BN, tid / BN, kThreads / BN, BN, BK, w_s, kLdW);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
@@ -98,7 +94,7 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b_frag[kFragN];
 #pragma unroll
       for (int i = 0; i < kFragM; ++i) {
-        const uint16_t* tile = a_s + (warp_m * kWarpM + i * 16) * kLdA + kk;
+        const uint16_t* tile = a_s(stage) + (warp_m * kWarpM + i * 16) * kLdA + kk;
         wmma::load_matrix_sync(a_frag[i], reinterpret_cast<const __half*>(tile), kLdA);
       }
 #pragma unroll
@@ -111,29 +107,31 @@ __global__ void __launch_bounds__(WM * WN * 32) quant_linear_kernel(const QuantL
 #pragma unroll
         for (int j = 0; j < kFragN; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
     }
-    __syncthreads();
+    __syncthreads();  // stage `stage` and the W tile are free for the next iteration's copies / dequantization
   }
+  kernels::copy_async_wait<0>();
+  __syncthreads();  // every warp is done with the stages: the epilogue reuses their space
 
-  __syncthreads();  // the C staging area overlaps the A/W tiles
+  float* frag_s = reinterpret_cast<float*>(smem) + warp * 16 * kernels::kFragmentLd;
 #pragma unroll
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) {
-      float* tile = c_s + (warp_m * kWarpM + i * 16) * kLdC + warp_n * kWarpN + j * 16;
-      wmma::store_matrix_sync(tile, acc[i][j], kLdC, wmma::mem_row_major);
+      wmma::store_matrix_sync(frag_s, acc[i][j], kernels::kFragmentLd, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const kernels::TileCoord f = kernels::fragment_element(e);
+        const int64_t m = m0 + warp_m * kWarpM + i * 16 + f.row, n = n0 + warp_n * kWarpN + j * 16 + f.col;
+        if (m >= M || n >= N) continue;
+        const float value = frag_s[f.row * kernels::kFragmentLd + f.col];
+        if (args.workspace != nullptr) {
+          atomicAdd(args.workspace + m * N + n, value);
+        } else {
+          args.c[m * N + n] = __half_as_ushort(__float2half_rn(value));
+        }
+      }
+      __syncwarp();  // the next fragment overwrites the staging area
     }
-  __syncthreads();
-  for (int idx = tid; idx < BM * BN; idx += kThreads) {
-    const int row = idx / BN, col = idx % BN;
-    const int64_t m = m0 + row, n = n0 + col;
-    if (m >= M || n >= N) continue;
-    const float value = c_s[row * kLdC + col];
-    if (args.workspace != nullptr) {
-      atomicAdd(args.workspace + m * N + n, value);
-    } else {
-      args.c[m * N + n] = __half_as_ushort(__float2half_rn(value));
-    }
-  }
 }
 
 // Split-K epilogue: C = RN_fp16(workspace).

@@ -175,3 +175,26 @@ def test_errors_are_the_cli_lines(cli, digits, tmp_path):
     with pytest.raises(qgru.Error) as error:
         qgru.load(tmp_path / "model.qgru.json")
     assert str(error.value) == line
+
+
+def test_range_search_writes_the_cli_artifact(cli, digits, tmp_path):
+    run_cli(cli, "calibrate", "--model", digits["model"], "--data", digits["calib"], "-o", tmp_path / "stats.json")
+    for who in ("cli", "py"):
+        (tmp_path / who).mkdir()
+    run_cli(cli, "quantize", "--model", digits["model"], "--stats", tmp_path / "stats.json", "--range-method", "search",
+            "--data", digits["calib"], "--search-evaluations", 30, "--search-sequences", 64,
+            "-o", tmp_path / "cli" / "model.qgru.json")
+    artifact = qgru.quantize(digits["model"], os.fspath(tmp_path / "stats.json"), range_method="search",
+                             data=digits["calib"], search_evaluations=30, search_sequences=64)
+    artifact.save(tmp_path / "py" / "model.qgru.json")
+    for name in ("model.qgru.json", "model.qgru.safetensors"):
+        assert read_bytes(tmp_path / "py" / name) == read_bytes(tmp_path / "cli" / name), name
+    assert json.loads(read_bytes(tmp_path / "py" / "model.qgru.json"))["provenance"]["range_search"]["evaluations"] <= 30
+    # Loading and saving again keeps the search's record.
+    qgru.load(tmp_path / "py" / "model.qgru.json").save(tmp_path / "py" / "again.qgru.json")
+    again = json.loads(read_bytes(tmp_path / "py" / "again.qgru.json"))
+    assert again["provenance"] == json.loads(read_bytes(tmp_path / "py" / "model.qgru.json"))["provenance"]
+    with pytest.raises(qgru.Error, match="range method 'search' needs calibration data: give data="):
+        qgru.quantize(digits["model"], os.fspath(tmp_path / "stats.json"), range_method="search")
+    with pytest.raises(qgru.Error, match="data= belongs to the range method 'search'"):
+        qgru.quantize(digits["model"], os.fspath(tmp_path / "stats.json"), data=digits["calib"])

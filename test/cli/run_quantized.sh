@@ -87,6 +87,13 @@ names = {t["tensor"] for t in r["tensors"]}
 assert {"x", "h", "weight_ih_linear", "weight_hh_linear", "update_gate_input", "update_gate_output",
         "reset_gate_input", "reset_gate_output", "new_gate_input", "new_gate_output"} <= names, names
 assert len(r["output"]["per_step_sqnr_db"]) == 8
+steps = r["output"]["per_step"]
+for figure in ("count", "max_abs_error", "mean_abs_error", "nmse", "sqnr_db", "cosine"):
+    assert len(steps[figure]) == 8, figure
+assert sum(steps["count"]) == r["output"]["count"]
+assert abs(max(steps["max_abs_error"]) - r["output"]["max_abs_error"]) < 1e-12
+mean = sum(c * m for c, m in zip(steps["count"], steps["mean_abs_error"])) / r["output"]["count"]
+assert abs(mean - r["output"]["mean_abs_error"]) < 1e-9 * max(1.0, mean)
 assert r["output"]["sqnr_db"] >= 23.0, r["output"]["sqnr_db"]
 assert 0.99 < r["output"]["cosine"] <= 1.0
 PY

@@ -3,7 +3,7 @@
 // (docs/BENCHMARKS.md). Each figure is the median over --runs timed calls after --warmup calls, each call
 // timed with CUDA events around it (end to end: host packing, copies, every GEMM and kernel, copy back;
 // the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
-// "no GPU present: <reason>" and exits 77, with no table.
+// "no usable GPU: <reason>" and exits 77, with no table.
 // Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes small]
 #include <cstdio>
 #include <cstdlib>
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   if (runs < 1 || warmup < 0) return usage(argv[0]);
   const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
   if (probe.device_count == 0) {
-    std::printf("no GPU present: %s\nGRU benchmark NOT RUN (no figures)\n", probe.reason.c_str());
+    std::printf("no usable GPU: %s\nGRU benchmark NOT RUN (no figures)\n", probe.reason.c_str());
     return 77;
   }
   try {

@@ -1,7 +1,7 @@
 // Benchmark: QuantLinear (W4A16 or W8A16, group 128) against cuBLAS fp16 GEMM (fp32 compute) of the
 // dequantized weight, for K = 4096 and N in {4096, 11008}, M in {1, 16, 64, 256}. CUDA events, warm-up,
 // median of the timed runs; a markdown table with the ratio cuBLAS / ours (> 1: ours is faster).
-// Without a GPU it prints "no GPU present: <reason>" and exits 1.
+// Without a GPU it prints "no usable GPU: <reason>" and exits 1.
 // Usage: bench_cuda_linear [--bits 4|8] [--iters N]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
   if (probe.device_count == 0) {
-    std::printf("no GPU present: %s\nbenchmark NOT RUN\n", probe.reason.c_str());
+    std::printf("no usable GPU: %s\nbenchmark NOT RUN\n", probe.reason.c_str());
     return 1;
   }
   try {

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   }
   const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
   if (probe.device_count == 0) {
-    std::printf("no GPU present: %s\n", probe.reason.c_str());
+    std::printf("no usable GPU: %s\n", probe.reason.c_str());
     std::printf("GPU self-test NOT RUN (this is not a pass)%s\n", require_gpu ? "" : "; exit 77 = skipped");
     return require_gpu ? 1 : 77;
   }

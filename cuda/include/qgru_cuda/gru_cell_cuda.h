@@ -3,13 +3,19 @@
 //   B-1 once: gemm_x = W·x for every step; per step: B-2 gemm_h = R·h, then ONE elementwise kernel that
 //   calls the QGRU_HD cell function gru_cell_element (qgru/fixed/gru_cell.h), the code the CPU executor runs.
 // The GEMMs take one of two exact paths (kernels::plan_gru_operands, qgru/kernels/gru_step.h):
-//   int8 operands:        cublasGemmEx int8 x int8 -> int32 (CUBLAS_COMPUTE_32I), qgru/kernels/int8_gemm_layout.h;
+//   int8 operands:        cublasGemmEx int8 x int8 -> int32 (CUBLAS_COMPUTE_32I), every dimension padded to 16,
+//                         qgru/kernels/int8_gemm_layout.h; asked once at construction, and when cuBLAS answers
+//                         NOT_SUPPORTED for the cell's shapes the cell takes the wide kernel (fallback_reason());
 //   up to 16-bit operands: wide_gemm_kernel, int16 x int16 -> int64, qgru/kernels/wide_gemm.h.
+// Construction uploads every array on the cell's stream and ends with that stream's synchronization
+// (qgru/kernels/device_upload.h), so run() on any stream sees the weights. The time loop is captured once per
+// (T, N, direction) into a CUDA graph and replayed (not on the legacy default stream).
 // Layouts, padding, operand offsets, launch geometry and workspace are host code the CPU tests check; the
 // whole flow is kernels::emulate_gru_cell on the host. Host-only API without CUDA headers. Requires a
 // device (NoDevice otherwise).
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "qgru/fixed/gru_cell.h"
@@ -22,9 +28,11 @@ class GruCellCuda {
   // q_W: [3H, C] and q_R: [3H, H] weight codes (row-major, signed, at most 16 bits).
   // x_space: the code space of the cell's input x (h's is in host_view.h). Operands no path takes (more than
   // 16 bits) throw NotSupported naming the cell's shape and the operand. stream: a cudaStream_t every call
-  // of this cell is issued on (null: the default stream); not owned.
+  // of this cell is issued on (null: the default stream); not owned. blas_handle: a cublasHandle_t bound to
+  // `stream` with a workspace of its own (one per executor, shared by its cells), or null for a handle of the
+  // cell's own; not owned.
   GruCellCuda(const GruCellParamsView& host_view, const int32_t* q_W, const int32_t* q_R, int input_size,
-              const CodeSpace& x_space, void* stream = nullptr);
+              const CodeSpace& x_space, void* stream = nullptr, void* blas_handle = nullptr);
   ~GruCellCuda();
   GruCellCuda(GruCellCuda&&) noexcept;
   GruCellCuda& operator=(GruCellCuda&&) noexcept;
@@ -36,6 +44,7 @@ class GruCellCuda {
   std::vector<int32_t> run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const;
 
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
+  const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not
   int64_t workspace_bytes(int T, int N) const;  // what run(T, N) allocates
 
  private:

@@ -16,7 +16,7 @@ namespace qgru::cuda {
 class QuantGruCuda {
  public:
   // Throws NotSupported (a cell whose operands are wider than 16 bits; the message names the cell), NoDevice,
-  // or CudaFailure. Creates one CUDA stream every cell runs on.
+  // or CudaFailure. Creates one CUDA stream and one cuBLAS handle every cell runs on.
   explicit QuantGruCuda(const QuantizedGru& model);
   ~QuantGruCuda();
   QuantGruCuda(QuantGruCuda&&) noexcept;
@@ -27,7 +27,8 @@ class QuantGruCuda {
   QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const;
   QuantGruResult run(const float* x, int T, int N, const float* h0) const;
 
-  // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS".
+  // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
+  // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".
   std::string describe() const;
 
  private:

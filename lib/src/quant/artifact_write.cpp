@@ -99,7 +99,8 @@ std::string artifact_tensor_path(const std::string& json_path) {
   return json_path + ".safetensors";
 }
 
-ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name) {
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
+                                 const nlohmann::json& provenance_extra) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
@@ -126,13 +127,15 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
   bytes.json = root.dump(2) + "\n";
   return bytes;
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
   const std::string tensor_path = artifact_tensor_path(json_path);
-  const ArtifactBytes bytes = serialize_artifact(model, std::filesystem::path(tensor_path).filename().string());
+  const ArtifactBytes bytes =
+      serialize_artifact(model, std::filesystem::path(tensor_path).filename().string(), provenance_extra);
   AtomicFileGroup group;
   group.add(tensor_path).write(bytes.tensors.data(), bytes.tensors.size());
   group.add(json_path).write(bytes.json);

@@ -7,6 +7,7 @@
 #include "qgru/calib/range_selection.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/quantize_gru.h"
+#include "qgru/quant/range_method_precedence.h"
 #include "qgru/version.h"
 
 namespace qgru {
@@ -22,13 +23,18 @@ std::string bitwidth_config_sha256(const std::string& name_or_path) {
 }
 
 QuantizedGru quantize_with_stats(const FloatGruModel& model, const CalibrationStats& stats, const BitwidthConfig& config,
-                                 const std::string& range_method, const QuantizeSources& sources) {
+                                 const std::string& range_method, const QuantizeSources& sources,
+                                 const DecidedRange& decided) {
   check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                           sources.stats_path);
-  const RangeProvider ranges = [&](int layer, int direction, GruTensor tensor, const std::string& method,
+  const std::string note = range_method_precedence_note(config, range_method, stats.method);
+  if (!note.empty()) log()->info("quantize: {}", note);
+  const RangeProvider ranges = [&](int layer, int direction, GruTensor tensor, const std::string& /*config's*/,
                                    const TensorQuant& spec) {
-    // range_method overrides the config's methods, which override the statistics' default method.
-    const std::string& chosen = range_method.empty() ? method : range_method;
+    const std::string chosen = resolved_range_method(config, range_method, stats.method, tensor);
+    if (decided) {
+      if (const auto range = decided(layer, direction, tensor, chosen, spec)) return *range;
+    }
     const RangeChoice choice = select_range(stats, layer, direction, tensor, chosen, spec);
     log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                  gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);

@@ -17,6 +17,7 @@
 
 #include "arrays.h"
 #include "qgru/base/atomic_file.h"
+#include "qgru/base/log.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/range_selection.h"
@@ -29,6 +30,7 @@
 #include "qgru/quant/quantize_gru.h"
 #include "qgru/quant/quantize_with_stats.h"
 #include "qgru/runtime/artifact.h"
+#include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
 #include "qgru/verify/html_report.h"
 #include "qgru/verify/verify_report.h"
@@ -147,20 +149,57 @@ void write_calibration_html(const Statistics& stats, const std::string& path, co
   write_file_atomic(path, calibration_report_html(stats.stats, options));
 }
 
+// `qgru quantize`; with the range method "search" on some tensor, the search runs first on `data` (arrays or
+// files, [T, N, C] or batch-first), as `qgru quantize --data` gives it.
 std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& stats, const std::string& config_source,
-                   const std::string& range_method) {
+                                   const std::string& range_method, const std::vector<Source>& data, bool batch_first,
+                                   const RangeSearchOptions& search_options) {
   const BitwidthConfig config = load_bitwidth_config(config_source);
+  std::optional<RangeSearchResult> search;
+  nlohmann::json provenance_extra = nlohmann::json::object();
+  if (!range_search_tensors(config, range_method, stats.stats.method).empty()) {
+    if (data.empty()) {
+      throw Error("range method 'search' needs calibration data: give data= (the arrays or files the statistics "
+                  "were made from)");
+    }
+    std::vector<SequenceBatch> batches;
+    for (size_t i = 0; i < data.size(); ++i) {
+      std::string source;
+      const Tensor tensor = tensor_of(data[i], "data[" + std::to_string(i) + "]", source);
+      batches.push_back(sequence_input_from_tensor(tensor, source, model.gru.input_size, batch_first));
+    }
+    nb::gil_scoped_release release;
+    search = search_ranges(model.gru, config, stats.stats, batches, range_method, search_options,
+                           [](const std::string& line) { log()->info("quantize: {}", line); });
+    provenance_extra["range_search"] = range_search_json(*search, search_options);
+  } else if (!data.empty()) {
+    throw Error("data= belongs to the range method 'search', which no tensor uses here");
+  }
   const QuantizeSources sources{model.path, model.sha256, stats.path, stats.sha256, config_source};
   std::shared_ptr<QuantizedGru> quantized;
   {
     nb::gil_scoped_release release;
-    quantized = std::make_shared<QuantizedGru>(quantize_with_stats(model.gru, stats.stats, config, range_method, sources));
+    quantized = std::make_shared<QuantizedGru>(
+        quantize_with_stats(model.gru, stats.stats, config, range_method, sources, searched_ranges(search)));
   }
-  return std::make_unique<Artifact>(std::move(quantized), "");
+  return std::make_unique<Artifact>(std::move(quantized), "", std::move(provenance_extra));
+}
+
+// The provenance keys of an artifact file beyond those the reader takes into QuantProvenance.
+nlohmann::json provenance_extra_of(const std::string& json_path) {
+  nlohmann::json extra = nlohmann::json::object();
+  const nlohmann::json root = nlohmann::json::parse(read_file_text(json_path), nullptr, false);
+  if (root.is_object() && root.contains("provenance") && root["provenance"].is_object()) {
+    for (const auto& [key, value] : root["provenance"].items()) {
+      if (key != "model" && key != "stats" && key != "config" && key != "quantized_by") extra[key] = value;
+    }
+  }
+  return extra;
 }
 
 std::unique_ptr<Artifact> load_artifact(const std::string& path) {
-  return std::make_unique<Artifact>(std::make_shared<QuantizedGru>(read_artifact(path)), path);
+  auto model = std::make_shared<QuantizedGru>(read_artifact(path));  // every check first
+  return std::make_unique<Artifact>(std::move(model), path, provenance_extra_of(path));
 }
 
 // Report: `qgru verify`'s comparison on arrays or files.
@@ -215,7 +254,7 @@ void write_report_html(const Report& report, const std::string& path, const Stat
 const qgru_rt::Model& Artifact::runtime() const {
   std::lock_guard<std::mutex> lock(runtime_mutex_);
   if (!runtime_) {
-    const ArtifactBytes bytes = serialize_artifact(*model_, "model.qgru.safetensors");
+    const ArtifactBytes bytes = serialize_artifact(*model_, "model.qgru.safetensors", provenance_extra_);
     try {
       runtime_ = std::make_unique<qgru_rt::Model>(bytes.json, bytes.tensors.data(), bytes.tensors.size());
     } catch (const qgru_rt::Error&) {
@@ -293,18 +332,28 @@ void bind_toolchain(nb::module_& m) {
       .def("describe", [](const Artifact& a) { return describe_quantized_gru(a.model()); })
       .def("save",
            [](Artifact& a, const std::string& path) {
-             write_artifact(path, a.model());
+             write_artifact(path, a.model(), a.provenance_extra());
              a.set_path(path);
            },
            nb::arg("path"))
       .def("to_bytes",
            [](const Artifact& a, const std::string& tensor_file_name) {
-             const ArtifactBytes bytes = serialize_artifact(a.model(), tensor_file_name);
+             const ArtifactBytes bytes = serialize_artifact(a.model(), tensor_file_name, a.provenance_extra());
              return std::make_pair(nb::bytes(bytes.json.data(), bytes.json.size()),
                                    nb::bytes(bytes.tensors.data(), bytes.tensors.size()));
            },
            nb::arg("tensor_file_name"));
-  m.def("quantize", &quantize, nb::arg("model"), nb::arg("stats"), nb::arg("config"), nb::arg("range_method"));
+  nb::class_<RangeSearchOptions>(m, "RangeSearchOptions")
+      .def(nb::init<>())
+      .def_rw("methods", &RangeSearchOptions::methods)
+      .def_rw("max_sequences", &RangeSearchOptions::max_sequences)
+      .def_rw("max_evaluations", &RangeSearchOptions::max_evaluations)
+      .def_rw("max_seconds", &RangeSearchOptions::max_seconds)
+      .def_rw("min_gain_db", &RangeSearchOptions::min_gain_db)
+      .def_rw("suggest_widening", &RangeSearchOptions::suggest_widening)
+      .def_rw("threads", &RangeSearchOptions::threads);
+  m.def("quantize", &quantize, nb::arg("model"), nb::arg("stats"), nb::arg("config"), nb::arg("range_method"),
+        nb::arg("data"), nb::arg("batch_first"), nb::arg("search_options"));
   m.def("load_artifact", &load_artifact, nb::arg("path"));
   m.def("artifact_tensor_path", &artifact_tensor_path, nb::arg("json_path"));
   m.def("preset_names", &bitwidth_preset_names);

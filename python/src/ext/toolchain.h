@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/qgru_runtime.hpp"
@@ -31,8 +33,9 @@ struct Statistics {
 // (run, stream) opened from the same bytes.
 class Artifact {
  public:
-  Artifact(std::shared_ptr<const QuantizedGru> model, std::string path)
-      : model_(std::move(model)), path_(std::move(path)) {}
+  Artifact(std::shared_ptr<const QuantizedGru> model, std::string path,
+           nlohmann::json provenance_extra = nlohmann::json::object())
+      : model_(std::move(model)), path_(std::move(path)), provenance_extra_(std::move(provenance_extra)) {}
   const QuantizedGru& model() const { return *model_; }
   std::shared_ptr<const QuantizedGru> shared_model() const { return model_; }
   const std::string& path() const { return path_; }
@@ -40,10 +43,13 @@ class Artifact {
   // The name in messages and reports: the path, or "artifact (in memory)".
   std::string source() const { return path_.empty() ? "artifact (in memory)" : path_; }
   const qgru_rt::Model& runtime() const;
+  // Provenance keys beyond the reader's (e.g. "range_search"), written again by save.
+  const nlohmann::json& provenance_extra() const { return provenance_extra_; }
 
  private:
   std::shared_ptr<const QuantizedGru> model_;
   std::string path_;
+  nlohmann::json provenance_extra_;
   mutable std::mutex runtime_mutex_;
   mutable std::unique_ptr<qgru_rt::Model> runtime_;
 };

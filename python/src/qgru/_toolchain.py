@@ -120,7 +120,8 @@ def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False,
     return Statistics(session.finish())
 
 
-def quantize(model, stats, config="int8", *, range_method=None, layout="auto"):
+def quantize(model, stats, config="int8", *, range_method=None, data=None, batch_first=None, search_sequences=None,
+             search_evaluations=None, search_seconds=None, widening=True, layout="auto"):
     """Quantize a float GRU with its calibration statistics and a bit-width config.
 
     ``qgru quantize`` as a function: power-of-two shifts and zero points from the statistics' ranges, the
@@ -133,7 +134,13 @@ def quantize(model, stats, config="int8", *, range_method=None, layout="auto"):
         config: ``"int8"`` (the default), ``"int16-activations"``, ``"int16"``, or a path to a config JSON
             file (configs/README.md).
         range_method: one range method for every observed tensor, overriding the config's (``minmax``,
-            ``ema``, ``kl``, ``percentile[:P]``, ``mse``, ``bounds``, each optionally ``+pow2``).
+            ``ema``, ``kl``, ``percentile[:P]``, ``mse``, ``bounds``, each optionally ``+pow2``, or
+            ``search``); default: the config's method per tensor, else the statistics'.
+        data: for the range method ``search`` (docs/CALIBRATION.md, "The range search"): the calibration data
+            to score candidate ranges on, as ``calibrate`` takes it (``batch_first`` likewise). The search's
+            budget: ``search_sequences`` (held-in sequences, default 256), ``search_evaluations`` (default
+            2000), ``search_seconds`` (default none), ``widening`` (also score each activation tensor at 16
+            bits; the result is in the artifact's provenance).
         layout: weight layout of a path or state dict.
 
     Returns:
@@ -152,7 +159,17 @@ def quantize(model, stats, config="int8", *, range_method=None, layout="auto"):
         stats = Statistics.load(stats)
     if not isinstance(stats, Statistics):
         raise _qgru.Error(f"stats: a {type(stats).__name__}, expected qgru.Statistics or a path")
-    return Artifact(_qgru.quantize(float_model, stats._impl, os.fspath(config), range_method or ""))
+    if batch_first is None:
+        batch_first = torch_gru_batch_first(model)
+    items = [] if data is None else list(data_items(data))
+    options = _qgru.RangeSearchOptions()
+    for name, value in (("max_sequences", search_sequences), ("max_evaluations", search_evaluations),
+                        ("max_seconds", search_seconds)):
+        if value is not None:
+            setattr(options, name, value)
+    options.suggest_widening = bool(widening)
+    return Artifact(_qgru.quantize(float_model, stats._impl, os.fspath(config), range_method or "", items,
+                                   bool(batch_first), options))
 
 
 def load(path):

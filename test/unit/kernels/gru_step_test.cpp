@@ -10,11 +10,11 @@
 #include "hand_gru_cell.h"
 #include "qgru/kernels/gru_step.h"
 
-TEST_CASE("int8 executor flow equals the direct cell loop, forward and reverse, H and C off multiples of 4") {
+TEST_CASE("int8 executor flow equals the direct cell loop, forward and reverse, H, C and N off multiples of 16") {
   for (int H : {1, 31, 33}) {
     for (int C : {1, 5, 8}) {
       const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 100 + C));
-      const int T = 4, N = 3;
+      const int T = 4, N = H == 31 ? 17 : 3;  // N = 17: two padded batch blocks of 16
       std::mt19937 rng(static_cast<uint32_t>(H + C));
       std::vector<int32_t> q_x(static_cast<size_t>(T * N * C)), q_h0(static_cast<size_t>(N * H));
       for (auto& x : q_x) x = static_cast<int32_t>(static_cast<uint32_t>(rng()) % 256);
@@ -35,4 +35,25 @@ TEST_CASE("int8 executor flow refuses activations wider than 8 bits") {
   CHECK_THROWS_WITH_AS(qgru::kernels::emulate_gru_cell_int8(cell.view, cell.q_W.data(), cell.q_R.data(), 4, wide,
                                                             q_x.data(), 1, 1, nullptr, false),
                        doctest::Contains("[0, 511]"), qgru::Error);
+}
+
+TEST_CASE("the wide kernel runs an int8 cell exactly: the fallback when cuBLAS answers NOT_SUPPORTED") {
+  for (int H : {1, 17, 33}) {
+    const int C = 5, T = 3, N = 2;
+    const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H + 7));
+    const qgru::kernels::GruOperandPlan plan = qgru::kernels::plan_wide_operands(-127, 127, -127, 127, cell.x_space, cell.view.h);
+    REQUIRE(plan.refused.empty());
+    CHECK(plan.path == qgru::kernels::GruGemmPath::Wide16);
+    CHECK(plan.x_offset == 0);  // unsigned 8-bit codes fit int16 as they are
+    std::mt19937 rng(static_cast<uint32_t>(H));
+    std::vector<int32_t> q_x(static_cast<size_t>(T * N * C)), q_h0(static_cast<size_t>(N * H));
+    for (auto& x : q_x) x = static_cast<int32_t>(static_cast<uint32_t>(rng()) % 256);
+    for (auto& h : q_h0) h = static_cast<int32_t>(static_cast<uint32_t>(rng()) % 256);
+    for (bool reverse : {false, true}) {
+      const std::vector<int32_t> got = qgru::kernels::emulate_gru_cell_wide(cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                                            plan.x_offset, plan.h_offset, q_x.data(), T, N,
+                                                                            q_h0.data(), reverse);
+      qgru::test::check_cell_flow(cell, got, q_x, T, N, q_h0, reverse);
+    }
+  }
 }

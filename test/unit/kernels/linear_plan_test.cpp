@@ -72,3 +72,22 @@ TEST_CASE("shapes without a kernel are refused with the shape in the message") {
   CHECK(reason({0, 4096, 4096, 4, 128}).find("at least 1") != std::string::npos);
   CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 0).supported);
 }
+
+TEST_CASE("shared memory layout: two stages and the W tile do not overlap, start 32-byte aligned, the epilogue fits") {
+  for (const dq::TileConfig& c : dq::kTileConfigs) {
+    const dq::TileSmemLayout l = dq::tile_smem_layout(c);
+    CHECK(l.a_stage_bytes == 2LL * c.block_m * (c.block_k + 8));
+    CHECK(l.w_stage_bytes == 4LL * (c.block_k * c.bits / 32) * c.block_n);
+    const int64_t starts[] = {l.a_offset[0], l.a_offset[1], l.w_offset[0], l.w_offset[1], l.tile_offset};
+    const int64_t sizes[] = {l.a_stage_bytes, l.a_stage_bytes, l.w_stage_bytes, l.w_stage_bytes,
+                             2LL * c.block_k * (c.block_n + 8)};
+    for (int i = 0; i < 5; ++i) {
+      CHECK(starts[i] % 32 == 0);
+      CHECK(starts[i] + sizes[i] <= l.total_bytes);
+      for (int j = i + 1; j < 5; ++j) CHECK((starts[i] + sizes[i] <= starts[j] || starts[j] + sizes[j] <= starts[i]));
+    }
+    CHECK(l.epilogue_bytes == 4LL * c.warps_m * c.warps_n * 16 * dq::kFragmentLd);
+    CHECK(l.epilogue_bytes <= l.total_bytes);
+    CHECK(l.total_bytes < 33792);  // below the single-stage kernel's 33.8 KB fp32 C staging area
+  }
+}

@@ -61,6 +61,25 @@ struct GruOperandPlan {
   std::string refused;  // non-empty: no path takes these operands (the reason)
 };
 
+// The wide kernel's plan: weights must be signed 16-bit codes, x and h fit int16 after an offset of 0 or 32768.
+inline GruOperandPlan plan_wide_operands(int32_t W_min, int32_t W_max, int32_t R_min, int32_t R_max,
+                                         const CodeSpace& x_space, const CodeSpace& h_space) {
+  GruOperandPlan plan;
+  plan.path = GruGemmPath::Wide16;
+  const int32_t lo = W_min < R_min ? W_min : R_min, hi = W_max > R_max ? W_max : R_max;
+  if (lo < -32768 || hi > 32767) {
+    plan.refused = "weights with codes in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] are not signed 16-bit codes";
+    return plan;
+  }
+  const std::string why_x = int16_operand_offset(x_space.q_min, x_space.q_max, plan.x_offset);
+  const std::string why_h = int16_operand_offset(h_space.q_min, h_space.q_max, plan.h_offset);
+  if (!why_x.empty()) plan.refused = "x: " + why_x;
+  else if (!why_h.empty()) plan.refused = "h: " + why_h;
+  return plan;
+}
+
+// Int8 when every operand fits it, else Wide16 (or refused). GruCellCuda also takes plan_wide_operands for an
+// int8 cell when cuBLAS answers NOT_SUPPORTED for its shapes: the wide kernel is exact for 8-bit operands too.
 inline GruOperandPlan plan_gru_operands(int32_t W_min, int32_t W_max, int32_t R_min, int32_t R_max,
                                         const CodeSpace& x_space, const CodeSpace& h_space) {
   GruOperandPlan plan;
@@ -70,17 +89,7 @@ inline GruOperandPlan plan_gru_operands(int32_t W_min, int32_t W_max, int32_t R_
     plan.path = GruGemmPath::Int8;
     return plan;
   }
-  plan.path = GruGemmPath::Wide16;
-  if (!weights_fit(32768)) {
-    plan.refused = "weights with codes in [" + std::to_string(W_min < R_min ? W_min : R_min) + ", " +
-                   std::to_string(W_max > R_max ? W_max : R_max) + "] are not signed 16-bit codes";
-    return plan;
-  }
-  const std::string why_x = int16_operand_offset(x_space.q_min, x_space.q_max, plan.x_offset);
-  const std::string why_h = int16_operand_offset(h_space.q_min, h_space.q_max, plan.h_offset);
-  if (!why_x.empty()) plan.refused = "x: " + why_x;
-  else if (!why_h.empty()) plan.refused = "h: " + why_h;
-  return plan;
+  return plan_wide_operands(W_min, W_max, R_min, R_max, x_space, h_space);
 }
 
 // The device workspace of one run of a cell (GruCellCuda::run), carved once: regions in the order
@@ -104,20 +113,21 @@ inline std::vector<int32_t> emulate_gru_cell_wide(const GruCellParamsView& view,
   const GruGemmLayout l = plan_gru_wide(H, C, N, T);
   const auto W16 = pack_int16_rows(q_W, l.rows_p, C, l.rows_p, l.C_p, 0, "q_W");
   const auto R16 = pack_int16_rows(q_R, l.rows_p, H, l.rows_p, l.H_p, 0, "q_R");
-  const auto x16 = pack_int16_rows(q_x, T * N, C, T * N, l.C_p, x_offset, "q_x");
+  const auto x16 = pack_signed_steps<int16_t>(q_x, T, N, C, l.N_p, l.C_p, x_offset, "q_x");
   std::vector<int32_t> h_state(static_cast<size_t>(N * H), view.h.zp);
   if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
-  std::vector<int16_t> h16 = pack_int16_rows(h_state.data(), N, H, N, l.H_p, h_offset, "q_h0");
-  std::vector<int64_t> gemm_x(static_cast<size_t>(T * N * l.rows_p)), gemm_h(static_cast<size_t>(N * l.rows_p));
+  std::vector<int16_t> h16 = pack_signed_steps<int16_t>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
+  std::vector<int64_t> gemm_x(static_cast<size_t>(T * l.N_p * l.rows_p)), gemm_h(static_cast<size_t>(l.N_p * l.rows_p));
   std::vector<int32_t> out(static_cast<size_t>(T * N * H));
-  emulate_wide_gemm_tiled(plan_wide_gemm(l.rows_p, T * N, l.C_p), W16.data(), l.C_p, x16.data(), l.C_p, gemm_x.data(), l.rows_p);
-  const WideGemmGeometry step_gemm = plan_wide_gemm(l.rows_p, N, l.H_p);
+  emulate_wide_gemm_tiled(plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W16.data(), l.C_p, x16.data(), l.C_p, gemm_x.data(),
+                          l.rows_p);
+  const WideGemmGeometry step_gemm = plan_wide_gemm(l.rows_p, l.N_p, l.H_p);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
     emulate_wide_gemm_tiled(step_gemm, R16.data(), l.H_p, h16.data(), l.H_p, gemm_h.data(), l.rows_p);
     for (int64_t n = 0; n < N; ++n)
       for (int32_t j = 0; j < H; ++j)
-        gru_step_element_t<int64_t, int16_t>(view, gemm_x.data() + t * N * l.rows_p, gemm_h.data(), l.rows_p, x_offset,
+        gru_step_element_t<int64_t, int16_t>(view, gemm_x.data() + t * l.N_p * l.rows_p, gemm_h.data(), l.rows_p, x_offset,
                                              h_offset, h_state.data(), h16.data(), l.H_p, out.data() + t * N * H, n, j);
   }
   return out;
@@ -137,19 +147,20 @@ inline std::vector<int32_t> emulate_gru_cell_int8(const GruCellParamsView& view,
   if (!why_x.empty() || !why_h.empty()) throw Error("int8 GRU path: " + why_x + why_h);
   const auto W8 = pack_int8_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
   const auto R8 = pack_int8_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
-  const auto x8 = pack_int8_rows(q_x, T * N, C, T * N, l.C_p, x_offset, "q_x");
+  const auto x8 = pack_signed_steps<int8_t>(q_x, T, N, C, l.N_p, l.C_p, x_offset, "q_x");
   std::vector<int32_t> h_state(static_cast<size_t>(N * H), view.h.zp);
   if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
-  std::vector<int8_t> h8 = pack_int8_rows(h_state.data(), N, H, N, l.H_p, h_offset, "q_h0");
-  std::vector<int32_t> gemm_x(static_cast<size_t>(T * N * l.rows_p)), gemm_h(static_cast<size_t>(N * l.rows_p));
+  std::vector<int8_t> h8 = pack_signed_steps<int8_t>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
+  // The padded batch rows n >= N of both GEMM outputs are computed (from zero rows) and never read.
+  std::vector<int32_t> gemm_x(static_cast<size_t>(T * l.N_p * l.rows_p), -1), gemm_h(static_cast<size_t>(l.N_p * l.rows_p), -1);
   std::vector<int32_t> out(static_cast<size_t>(T * N * H));
-  gemm_int8_tn_reference(l.rows_p, T * N, l.C_p, W8.data(), l.C_p, x8.data(), l.C_p, gemm_x.data(), l.rows_p);
+  gemm_int8_tn_reference(l.rows_p, T * l.N_p, l.C_p, W8.data(), l.C_p, x8.data(), l.C_p, gemm_x.data(), l.rows_p);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = reverse ? T - 1 - s : s;
-    gemm_int8_tn_reference(l.rows_p, N, l.H_p, R8.data(), l.H_p, h8.data(), l.H_p, gemm_h.data(), l.rows_p);
+    gemm_int8_tn_reference(l.rows_p, l.N_p, l.H_p, R8.data(), l.H_p, h8.data(), l.H_p, gemm_h.data(), l.rows_p);
     for (int64_t n = 0; n < N; ++n)
       for (int32_t j = 0; j < H; ++j)
-        gru_step_element(view, gemm_x.data() + t * N * l.rows_p, gemm_h.data(), l.rows_p, x_offset, h_offset,
+        gru_step_element(view, gemm_x.data() + t * l.N_p * l.rows_p, gemm_h.data(), l.rows_p, x_offset, h_offset,
                          h_state.data(), h8.data(), l.H_p, out.data() + t * N * H, n, j);
   }
   return out;

@@ -5,20 +5,26 @@
 // because the elementwise kernel applies it.
 //
 // cuBLAS call (column-major view; one for all steps, B-1, and one per step, B-2):
-//   cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m = rows_p, n = batch rows, k = k_p,
+//   cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m = rows_p, n = batch rows (T·N_p, N_p), k = k_p,
 //                &alpha(int32 1), A = packed weight [rows_p, k_p] row-major (lda = k_p), CUDA_R_8I,
 //                B = packed activations [batch rows, k_p] row-major (ldb = k_p), CUDA_R_8I,
 //                &beta(int32 0), C = int32 [batch rows, rows_p] row-major (ldc = rows_p), CUDA_R_32I,
 //                CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT)
-//   so C[b, c] = Σ_k A[c, k] · B[b, k]: the "TN" form cuBLAS's int8 tensor-core (IMMA) kernels take, with
-//   every leading dimension (k_p, rows_p) a multiple of 4 and every pointer 4-byte aligned (cudaMalloc
-//   gives 256). Padding is filled with code 0, so it adds nothing to any sum.
+//   so C[b, c] = Σ_k A[c, k] · B[b, k]: the "TN" form cuBLAS's int8 tensor-core (IMMA) kernels take.
+// Padding (docs/CUDA.md "cuBLAS int8 and small shapes"): cuBLAS documents alpha/beta of 0 or 1, 4-byte aligned
+//   A and B and lda, ldb multiples of 4 for this path; small int8 shapes are nonetheless where it has answered
+//   NOT_SUPPORTED before, so EVERY dimension is padded to a multiple of kInt8GemmMultiple = 16 — m (rows_p),
+//   k (C_p, H_p) and the batch rows n: N is padded to N_p per step, row (t, n) of x lives at t·N_p + n — and
+//   every operand starts 256-byte aligned (workspace.h). Padding holds stored code 0, so it adds nothing to any
+//   sum, and the rows b >= N of C are computed and never read. GruCellCuda still asks cuBLAS once per cell at
+//   construction and falls back to the wide kernel (wide_gemm.h, exact for int8 operands too) on NOT_SUPPORTED.
 // Operand offsets: an activation tensor whose codes lie in [0, 255] (unsigned 8-bit) is stored as
 //   q - 128 so it fits int8; the GEMM then yields Σ W·(q - 128) and the raw accumulator the cell expects is
 //   that plus 128 · W_sum[c] (raw_gemm_accumulator). Signed codes in [-128, 127] are stored as they are.
 //   Weights must be signed codes in [-128, 127] (symmetric weights of at most 8 bits).
 // Overflow: |stored| <= 128 for both operands, so |Σ| <= k · 2^14 < 2^31 for k < 2^17 (plan refuses more).
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,7 +33,7 @@
 
 namespace qgru::kernels {
 
-inline constexpr int64_t kInt8LeadingDimMultiple = 4;
+inline constexpr int64_t kInt8GemmMultiple = 16;
 inline constexpr int64_t kInt8GemmMaxK = (int64_t{1} << 17) - 1;
 
 QGRU_HD constexpr int64_t pad_to_multiple(int64_t value, int64_t multiple) {
@@ -69,9 +75,10 @@ struct GruGemmLayout {
   int64_t rows_p = 0;  // 3H, padded where the GEMM wants it: ldc of both GEMMs
   int64_t C_p = 0;     // C padded: lda of W, ldb of x
   int64_t H_p = 0;     // H padded: lda of R, ldb of h
+  int64_t N_p = 0;     // N padded: batch rows of one step (row (t, n) of x at t·N_p + n); N on the wide path
   int64_t W_bytes = 0, R_bytes = 0;                 // operands [rows_p, C_p], [rows_p, H_p]
-  int64_t x_bytes = 0, h_bytes = 0;                 // operands [T·N, C_p], [N, H_p]
-  int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;       // accumulators [T·N, rows_p], [N, rows_p]
+  int64_t x_bytes = 0, h_bytes = 0;                 // operands [T·N_p, C_p], [N_p, H_p]
+  int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;       // accumulators [T·N_p, rows_p], [N_p, rows_p]
   int64_t state_bytes = 0, output_bytes = 0;        // int32 h codes [N, H], output codes [T, N, H]
   int64_t workspace_bytes() const { return x_bytes + h_bytes + gemm_x_bytes + gemm_h_bytes + state_bytes + output_bytes; }
 };
@@ -95,15 +102,15 @@ inline GruGemmLayout gru_gemm_layout_shape(const char* path, int64_t H, int64_t 
 }
 
 inline void size_gru_gemm_buffers(GruGemmLayout& l) {
-  const int64_t TN = l.T * l.N;
+  const int64_t TN_p = l.T * l.N_p;
   l.W_bytes = l.operand_bytes * l.rows_p * l.C_p;
   l.R_bytes = l.operand_bytes * l.rows_p * l.H_p;
-  l.x_bytes = l.operand_bytes * TN * l.C_p;
-  l.h_bytes = l.operand_bytes * l.N * l.H_p;
-  l.gemm_x_bytes = l.accumulator_bytes * TN * l.rows_p;
-  l.gemm_h_bytes = l.accumulator_bytes * l.N * l.rows_p;
+  l.x_bytes = l.operand_bytes * TN_p * l.C_p;
+  l.h_bytes = l.operand_bytes * l.N_p * l.H_p;
+  l.gemm_x_bytes = l.accumulator_bytes * TN_p * l.rows_p;
+  l.gemm_h_bytes = l.accumulator_bytes * l.N_p * l.rows_p;
   l.state_bytes = 4 * l.N * l.H;
-  l.output_bytes = 4 * TN * l.H;
+  l.output_bytes = 4 * l.T * l.N * l.H;
 }
 
 // Throws qgru::Error naming the shape when the int8 GEMM cannot serve it.
@@ -111,34 +118,64 @@ inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
   GruGemmLayout l = gru_gemm_layout_shape("int8", H, C, N, T, 1, 4);
   const std::string shape = "H=" + std::to_string(H) + " C=" + std::to_string(C) + " N=" + std::to_string(N) +
                             " T=" + std::to_string(T);
-  l.rows_p = pad_to_multiple(3 * H, kInt8LeadingDimMultiple);
-  l.C_p = pad_to_multiple(C, kInt8LeadingDimMultiple);
-  l.H_p = pad_to_multiple(H, kInt8LeadingDimMultiple);
+  l.rows_p = pad_to_multiple(3 * H, kInt8GemmMultiple);
+  l.C_p = pad_to_multiple(C, kInt8GemmMultiple);
+  l.H_p = pad_to_multiple(H, kInt8GemmMultiple);
+  l.N_p = pad_to_multiple(N, kInt8GemmMultiple);
   if (l.C_p > kInt8GemmMaxK || l.H_p > kInt8GemmMaxK) {
     throw Error("GRU int8 GEMM layout: a reduction longer than " + std::to_string(kInt8GemmMaxK) +
                 " could overflow the int32 accumulator (" + shape + ")");
   }
-  if (l.rows_p > INT32_MAX || T * N > INT32_MAX) throw Error("GRU int8 GEMM layout: sizes exceed cuBLAS's int (" + shape + ")");
+  if (l.rows_p > INT32_MAX || T * l.N_p > INT32_MAX) throw Error("GRU int8 GEMM layout: sizes exceed cuBLAS's int (" + shape + ")");
   size_gru_gemm_buffers(l);
   return l;
 }
 
-// codes [rows, cols] (row-major int32) -> int8 [rows_p, cols_p], stored = q - offset, padding 0.
-// Throws qgru::Error (naming `what`, the row and column) for a code that does not fit after the offset.
-inline std::vector<int8_t> pack_int8_rows(const int32_t* codes, int64_t rows, int64_t cols, int64_t rows_p,
-                                          int64_t cols_p, int32_t offset, const std::string& what) {
-  std::vector<int8_t> out(static_cast<size_t>(rows_p * cols_p), 0);
+// codes [rows, cols] (row-major int32) -> Stored rows of `out` with leading dimension cols_p, stored = q - offset
+// (padding columns untouched). Throws qgru::Error (naming `what`, the row first_row + r and the column) for a
+// code that does not fit Stored after the offset.
+template <class Stored>
+inline void pack_signed_rows_into(const int32_t* codes, int64_t rows, int64_t cols, int64_t cols_p, int32_t offset,
+                                  const std::string& what, int64_t first_row, Stored* out) {
+  constexpr int32_t lo = std::numeric_limits<Stored>::min(), hi = std::numeric_limits<Stored>::max();
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       const int32_t stored = codes[r * cols + c] - offset;
-      if (stored < -128 || stored > 127) {
-        throw Error(what + "[" + std::to_string(r) + ", " + std::to_string(c) + "] = " + std::to_string(codes[r * cols + c]) +
-                    " does not fit int8 after the offset " + std::to_string(offset));
+      if (stored < lo || stored > hi) {
+        throw Error(what + "[" + std::to_string(first_row + r) + ", " + std::to_string(c) + "] = " +
+                    std::to_string(codes[r * cols + c]) + " does not fit int" + std::to_string(8 * sizeof(Stored)) +
+                    " after the offset " + std::to_string(offset));
       }
-      out[static_cast<size_t>(r * cols_p + c)] = static_cast<int8_t>(stored);
+      out[r * cols_p + c] = static_cast<Stored>(stored);
     }
   }
+}
+
+// codes [rows, cols] -> Stored [rows_p, cols_p], padding 0.
+template <class Stored>
+inline std::vector<Stored> pack_signed_rows(const int32_t* codes, int64_t rows, int64_t cols, int64_t rows_p,
+                                            int64_t cols_p, int32_t offset, const std::string& what) {
+  std::vector<Stored> out(static_cast<size_t>(rows_p * cols_p), 0);
+  pack_signed_rows_into(codes, rows, cols, cols_p, offset, what, 0, out.data());
   return out;
+}
+
+// Per-step activations: codes [T, N, cols] -> Stored [T, N_p, cols_p], row (t, n) at t·N_p + n, padding rows
+// and columns 0 (the layout of x and h in GruGemmLayout).
+template <class Stored>
+inline std::vector<Stored> pack_signed_steps(const int32_t* codes, int64_t T, int64_t N, int64_t cols, int64_t N_p,
+                                             int64_t cols_p, int32_t offset, const std::string& what) {
+  std::vector<Stored> out(static_cast<size_t>(T * N_p * cols_p), 0);
+  for (int64_t t = 0; t < T; ++t) {
+    pack_signed_rows_into(codes + t * N * cols, N, cols, cols_p, offset, what, t * N, out.data() + t * N_p * cols_p);
+  }
+  return out;
+}
+
+// codes [rows, cols] (row-major int32) -> int8 [rows_p, cols_p], stored = q - offset, padding 0.
+inline std::vector<int8_t> pack_int8_rows(const int32_t* codes, int64_t rows, int64_t cols, int64_t rows_p,
+                                          int64_t cols_p, int32_t offset, const std::string& what) {
+  return pack_signed_rows<int8_t>(codes, rows, cols, rows_p, cols_p, offset, what);
 }
 
 // Exact inverse of pack_int8_rows on the unpadded part.

@@ -55,12 +55,26 @@ inline std::string describe(const LinearProblem& p) {
          " bits=" + std::to_string(p.bits) + " group_size=" + std::to_string(p.group_size);
 }
 
-// Shared memory of one block: max(A tile + W tile, fp32 C tile), rows padded by 8 halves / 4 floats.
-inline constexpr int64_t tile_smem_bytes(const TileConfig& c) {
-  const int64_t ab = 2LL * c.block_m * (c.block_k + 8) + 2LL * c.block_k * (c.block_n + 8);
-  const int64_t cc = 4LL * c.block_m * (c.block_n + 4);
-  return ab > cc ? ab : cc;
+// Shared memory of one block (quant_linear_tile.h): two stages of { A [block_m, block_k + 8] fp16, packed W words
+// [block_k·bits/32, block_n] uint32 } and one dequantized W tile [block_k, block_n + 8] fp16, in that order; the
+// epilogue reuses the space for one 16 x (16 + 4) fp32 fragment per warp. Every region starts 32-byte aligned
+// (WMMA loads and stores, 16-byte cp.async).
+struct TileSmemLayout {
+  int64_t a_stage_bytes, w_stage_bytes;   // one stage each
+  int64_t a_offset[2], w_offset[2], tile_offset;
+  int64_t epilogue_bytes;                 // warps · 16 · 20 · 4
+  int64_t total_bytes;
+};
+inline constexpr int kFragmentLd = 16 + 4;  // floats per row of a staged 16x16 fragment
+inline constexpr TileSmemLayout tile_smem_layout(const TileConfig& c) {
+  const int64_t a = 2LL * c.block_m * (c.block_k + 8);
+  const int64_t w = 4LL * (c.block_k * c.bits / 32) * c.block_n;
+  const int64_t tile = 2LL * c.block_k * (c.block_n + 8);
+  const int64_t epilogue = 4LL * c.warps_m * c.warps_n * 16 * kFragmentLd;
+  const int64_t pipeline = 2 * a + 2 * w + tile;
+  return {a, w, {0, a}, {2 * a, 2 * a + w}, 2 * a + 2 * w, epilogue, pipeline > epilogue ? pipeline : epilogue};
 }
+inline constexpr int64_t tile_smem_bytes(const TileConfig& c) { return tile_smem_layout(c).total_bytes; }
 
 // K range [begin, end) in k tiles of split z.
 struct KTileRange {

@@ -127,18 +127,7 @@ inline void emulate_wide_gemm_tiled(const WideGemmGeometry& g, const int16_t* A,
 // qgru::Error (naming `what`, the row and column) for a code that does not fit int16 after the offset.
 inline std::vector<int16_t> pack_int16_rows(const int32_t* codes, int64_t rows, int64_t cols, int64_t rows_p,
                                             int64_t cols_p, int32_t offset, const std::string& what) {
-  std::vector<int16_t> out(static_cast<size_t>(rows_p * cols_p), 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const int32_t stored = codes[r * cols + c] - offset;
-      if (stored < -32768 || stored > 32767) {
-        throw Error(what + "[" + std::to_string(r) + ", " + std::to_string(c) + "] = " + std::to_string(codes[r * cols + c]) +
-                    " does not fit int16 after the offset " + std::to_string(offset));
-      }
-      out[static_cast<size_t>(r * cols_p + c)] = static_cast<int16_t>(stored);
-    }
-  }
-  return out;
+  return pack_signed_rows<int16_t>(codes, rows, cols, rows_p, cols_p, offset, what);
 }
 
 // Sizes of one cell's wide GEMMs (GruGemmLayout, qgru/kernels/int8_gemm_layout.h): int16 operands with K
@@ -148,6 +137,7 @@ inline GruGemmLayout plan_gru_wide(int64_t H, int64_t C, int64_t N, int64_t T) {
   l.rows_p = 3 * H;
   l.C_p = pad_to_multiple(C, kWideTile);
   l.H_p = pad_to_multiple(H, kWideTile);
+  l.N_p = N;  // the kernel bounds-checks batch rows
   plan_wide_gemm(l.rows_p, T * N, l.C_p);  // throws on a shape the kernel cannot take
   plan_wide_gemm(l.rows_p, N, l.H_p);
   size_gru_gemm_buffers(l);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "qgru/runtime/artifact.h"
 
 namespace qgru {
@@ -15,9 +17,12 @@ struct ArtifactBytes {
   std::string json;
   std::vector<uint8_t> tensors;
 };
-ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name);
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
+                                 const nlohmann::json& provenance_extra = nlohmann::json::object());
 
 // Write both files atomically (both or neither). Throws qgru::Error naming the file on failure.
-void write_artifact(const std::string& json_path, const QuantizedGru& model);
+// provenance_extra: further keys of the JSON's "provenance" object (e.g. "range_search"); readers ignore them.
+void write_artifact(const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra = nlohmann::json::object());
 
 }  // namespace qgru

@@ -1,0 +1,49 @@
+#pragma once
+// Internal: one cuBLAS handle bound to one stream with a workspace of its own (cublasSetWorkspace after
+// cublasSetStream, which resets it), so that cuBLAS allocates nothing while a stream is captured into a CUDA
+// graph (GruCellCuda's time loop). One per executor: QuantGruCuda shares its handle with every cell.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "qgru_cuda/check.h"
+#include "qgru_cuda/device_buffer.h"
+
+namespace qgru::cuda {
+
+inline constexpr size_t kBlasWorkspaceBytes = size_t{4} << 20;  // cuBLAS's own default before Hopper
+
+class BlasHandle {
+ public:
+  BlasHandle() = default;
+  explicit BlasHandle(cudaStream_t stream) : workspace_(kBlasWorkspaceBytes) {
+    QGRU_CUBLAS_CHECK(cublasCreate(&handle_));
+    QGRU_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    QGRU_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+  }
+  ~BlasHandle() {
+    if (handle_ != nullptr) cublasDestroy(handle_);  // destructor: nothing to report to
+  }
+  BlasHandle(BlasHandle&& other) noexcept : handle_(other.handle_), workspace_(std::move(other.workspace_)) {
+    other.handle_ = nullptr;
+  }
+  BlasHandle& operator=(BlasHandle&& other) noexcept {
+    if (this != &other) {
+      if (handle_ != nullptr) cublasDestroy(handle_);
+      handle_ = other.handle_;
+      other.handle_ = nullptr;
+      workspace_ = std::move(other.workspace_);
+    }
+    return *this;
+  }
+  BlasHandle(const BlasHandle&) = delete;
+  BlasHandle& operator=(const BlasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+};
+
+}  // namespace qgru::cuda

@@ -1,0 +1,65 @@
+#pragma once
+// Internal: a cell's time loop captured once into a CUDA graph and replayed (GruCellCuda). The loop issues
+// 2·T launches per run (the R·h GEMM and the step kernel per step); replaying one graph costs one launch, so
+// small batches are no longer bound by launch overhead. The graph holds the addresses it was captured with:
+// it is recaptured when the shape, the direction or the workspace allocation changes. Capture needs a stream
+// other than the legacy default stream; on that stream the loop is issued directly.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "qgru_cuda/check.h"
+
+namespace qgru::cuda {
+
+class StepGraph {
+ public:
+  StepGraph() = default;
+  ~StepGraph() { reset(); }
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+
+  // Replays the graph captured for (T, N, reverse, workspace), capturing `issue_steps` first if needed.
+  template <class IssueSteps>
+  void run(cudaStream_t stream, int64_t T, int64_t N, bool reverse, const void* workspace, IssueSteps issue_steps) {
+    if (stream == nullptr) {
+      issue_steps();
+      return;
+    }
+    if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_) {
+      reset();
+      QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      cudaGraph_t graph = nullptr;
+      try {
+        issue_steps();
+      } catch (...) {
+        cudaStreamEndCapture(stream, &graph);  // leave the stream usable; the first error is the one reported
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        throw;
+      }
+      QGRU_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+      const cudaError_t instantiated = cudaGraphInstantiate(&exec_, graph, 0);
+      cudaGraphDestroy(graph);
+      if (instantiated != cudaSuccess) exec_ = nullptr;
+      QGRU_CUDA_CHECK(instantiated);
+      T_ = T;
+      N_ = N;
+      reverse_ = reverse;
+      workspace_ = workspace;
+    }
+    QGRU_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+  }
+
+  void reset() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);  // nothing to report to
+    exec_ = nullptr;
+  }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+  int64_t T_ = -1, N_ = -1;
+  bool reverse_ = false;
+  const void* workspace_ = nullptr;
+};
+
+}  // namespace qgru::cuda
