@@ -37,6 +37,10 @@ cmake_defines=(--config-settings=cmake.define.QGRU_PREFIX="$prefix")
   --config-settings=build-dir="$build/python-wheel" "${cmake_defines[@]}" "$root/python" > "$scratch/wheel.log" 2>&1 ||
   { cat "$scratch/wheel.log"; fail "pip install ./python"; }
 echo "python: wheel built and installed in $((SECONDS - started)) s" >&2
+# The installed module needs nothing of the build: no run path, no library from the build or the prefix.
+module="$("$venv/bin/python" -c 'import qgru._qgru as m; print(m.__file__)')"
+! readelf -d "$module" | grep -Eq "RPATH|RUNPATH" || fail "$module has a run path: $(readelf -d "$module" | grep -E 'RPATH|RUNPATH')"
+! ldd "$module" | grep -Fq -e "$build" -e "$root" || fail "$module loads a library of the build tree: $(ldd "$module")"
 
 # From the scratch folder, so that `import qgru` is the installed wheel, not python/src.
 cd "$scratch"
