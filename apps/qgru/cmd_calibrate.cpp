@@ -20,6 +20,7 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/range_method_precedence.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 namespace {
@@ -83,8 +84,13 @@ void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats,
 std::function<int()> setup_calibrate(CLI::App& command) {
   auto cli = std::make_shared<CalibrateCli>();
   auto& options = cli->options;
-  auto* model = command.add_option("--model", options.model_path, "Float GRU weights (.safetensors)")
+  auto* model = command.add_option("--model", options.model_path, "Float GRU (.safetensors or .onnx)")
                     ->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, options.model_prefix, options.model_node);
+  auto* lengths = command.add_option("--lengths", options.lengths_paths,
+                                     "Sequence lengths [N] (integer .npy) of each --data file, in the same order; "
+                                     "padded steps are not observed")
+                      ->check(CLI::ExistingFile);
   auto* data = command.add_option("--data", options.data_paths,
                                   "Calibration data (.npy/.npz), each [T, N, C]; repeatable")
                    ->check(CLI::ExistingFile);
@@ -126,7 +132,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                                CLI::ExitCodes::RequiredError);
     }
   });
-  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros}) {
+  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros, lengths}) {
     merge->excludes(option);
   }
   return [cli]() {

@@ -27,6 +27,7 @@
 #include "qgru/io/sequence_io.h"
 #include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 namespace {
@@ -37,6 +38,7 @@ struct QuantizeCli {
   std::string config = "int8";
   std::string output;
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
   // The range search (range method "search"): its data, budget and outputs.
   std::vector<std::string> data;  // empty: the statistics' own data files
@@ -82,7 +84,8 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
-  const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::FloatGruModel model = qgru::load_float_gru(
+      qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
   std::optional<qgru::RangeSearchResult> search;
   if (!qgru::range_search_tensors(config, cli.range_method, stats.method).empty()) {
@@ -152,7 +155,8 @@ int run_quantize(const QuantizeCli& cli) {
 
 std::function<int()> setup_quantize(CLI::App& command) {
   auto cli = std::make_shared<QuantizeCli>();
-  command.add_option("--model", cli->model, "Float GRU weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  command.add_option("--model", cli->model, "Float GRU (.safetensors or .onnx)")->required()->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
   command.add_option("--stats", cli->stats, "Calibration statistics from 'qgru calibrate' (.json)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -19,6 +19,7 @@
 #include "qgru/verify/html_report.h"
 #include "qgru/verify/verify_report.h"
 #include "qgru/import/load_float_gru.h"
+#include "model_options.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -29,9 +30,10 @@
 namespace {
 
 struct VerifyCliOptions {
-  std::string model, artifact, input, h0, report;
+  std::string model, artifact, input, h0, report, lengths;
   std::string html, stats;  // --html report.html, --stats (histograms in the HTML report)
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of the model file
   std::string device = "cpu";
   bool batch_first = false;
   double fail_below_sqnr = NAN;
@@ -39,7 +41,8 @@ struct VerifyCliOptions {
 
 int run_verify(const VerifyCliOptions& cli) {
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
-  const qgru::FloatGruModel float_model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::FloatGruModel float_model = qgru::load_float_gru(
+      qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::QuantizedGru quant_model = qgru::read_artifact(cli.artifact);
   const qgru::SequenceBatch x = qgru::read_sequence_input(cli.input, float_model.input_size, cli.batch_first);
   std::vector<float> h0;
@@ -55,9 +58,18 @@ int run_verify(const VerifyCliOptions& cli) {
     qgru::check_stats_match_model(stats, quant_model.num_layers, quant_model.num_directions, quant_model.input_size,
                                   quant_model.hidden_size, cli.stats);
   }
+  std::vector<int32_t> lengths;
+  if (!cli.lengths.empty()) {
+    lengths = qgru::read_sequence_lengths(cli.lengths, x.N, x.T);
+    if (device == qgru::cli::Device::Cuda) {
+      throw qgru::Error("--lengths " + cli.lengths + ": the device check runs sequences of full length; leave out "
+                        "--lengths or --device cuda");
+    }
+  }
   qgru::log()->info("verifying {} against {} on {} (T = {}, N = {})", cli.artifact, cli.model, cli.input, x.T, x.N);
   const qgru::GruVerifyReport report =
-      qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+      qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(), {},
+                       lengths.empty() ? nullptr : lengths.data());
 
   std::fputs(qgru::verify_report_table(report).c_str(), stdout);
   // --device cuda: the CUDA executors against the CPU ones on the same input, integer codes one for one and
@@ -123,11 +135,14 @@ int run_verify(const VerifyCliOptions& cli) {
 QGRU_SUBCOMMAND("verify", "Compare a quantized artifact with its float model, tensor by tensor", 40,
                 [](CLI::App& command) -> std::function<int()> {
                   auto cli = std::make_shared<VerifyCliOptions>();
-                  command.add_option("--model", cli->model, "Float weights (.safetensors)")->required();
+                  command.add_option("--model", cli->model, "Float GRU (.safetensors or .onnx)")->required();
+                  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
                   command.add_option("--artifact", cli->artifact, "Quantized artifact (.qgru.json)")->required();
                   command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
                       ->required();
                   command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
+                  command.add_option("--lengths", cli->lengths,
+                                     "Sequence lengths [N] (integer .npy); padded steps are left out of every figure");
                   command.add_flag("--batch-first", cli->batch_first, "Input is [N, T, C] instead of [T, N, C]");
                   command.add_option("--report", cli->report, "Write the full report (JSON: every figure overall and per time step)");
                   command.add_option("--html", cli->html,

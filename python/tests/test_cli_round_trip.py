@@ -198,3 +198,43 @@ def test_range_search_writes_the_cli_artifact(cli, digits, tmp_path):
         qgru.quantize(digits["model"], os.fspath(tmp_path / "stats.json"), range_method="search")
     with pytest.raises(qgru.Error, match="data= belongs to the range method 'search'"):
         qgru.quantize(digits["model"], os.fspath(tmp_path / "stats.json"), data=digits["calib"])
+
+
+def test_onnx_models_prefix_and_lengths_as_the_cli(cli, digits, tmp_path):
+    onnx = os.path.join(os.environ.get("QGRU_SOURCE_DIR", ""), "test", "data", "onnx", "pytorch_l2_bidir_lengths")
+    model, x, lengths = (os.path.join(onnx, name) for name in ("model.onnx", "x.npy", "lengths.npy"))
+    for who in ("cli", "py"):
+        (tmp_path / who).mkdir()
+    run_cli(cli, "calibrate", "--model", model, "--data", x, "--lengths", lengths, "--method", "minmax",
+            "-o", tmp_path / "cli" / "stats.json")
+    run_cli(cli, "quantize", "--model", model, "--stats", tmp_path / "cli" / "stats.json", "--config", "int16",
+            "-o", tmp_path / "cli" / "model.qgru.json")
+    run_cli(cli, "verify", "--model", model, "--artifact", tmp_path / "cli" / "model.qgru.json", "--input", x,
+            "--lengths", lengths, "--report", tmp_path / "cli" / "report.json")
+    stats = qgru.calibrate(model, x, method="minmax", lengths=lengths)
+    stats.save(tmp_path / "py" / "stats.json")
+    assert read_bytes(tmp_path / "py" / "stats.json") == read_bytes(tmp_path / "cli" / "stats.json")
+    artifact = qgru.quantize(model, os.fspath(tmp_path / "cli" / "stats.json"), config="int16")
+    artifact.save(tmp_path / "py" / "model.qgru.json")
+    for name in ("model.qgru.json", "model.qgru.safetensors"):
+        assert read_bytes(tmp_path / "py" / name) == read_bytes(tmp_path / "cli" / name), name
+    report = qgru.verify(model, artifact, x, lengths=np.load(lengths))
+    cli_report = json.loads(read_bytes(tmp_path / "cli" / "report.json"))
+    cli_report["artifact"] = report.to_dict()["artifact"]  # the artifact in memory is named so
+    assert report.to_dict() == cli_report
+    # Lengths as arrays equal lengths files; a bad length names its row.
+    assert qgru.calibrate(model, np.load(x), method="minmax", lengths=np.load(lengths)).to_dict()["tensors"] == \
+        stats.to_dict()["tensors"]
+    bad = np.load(lengths).copy()
+    bad[1] = 99
+    with pytest.raises(qgru.Error, match=r"sequence length 99 of row 1 is outside \[0, T = "):
+        qgru.verify(model, artifact, x, lengths=bad)
+
+    # --prefix: one GRU of a full state dict (the example's file also holds its classifier head).
+    full = qgru.read_tensors(digits["model"])
+    run_cli(cli, "calibrate", "--model", digits["model"], "--prefix", "gru", "--data", digits["calib"],
+            "-o", tmp_path / "cli" / "digits.json")
+    qgru.calibrate(digits["model"], digits["calib"], prefix="gru").save(tmp_path / "py" / "digits.json")
+    assert read_bytes(tmp_path / "py" / "digits.json") == read_bytes(tmp_path / "cli" / "digits.json")
+    assert qgru.calibrate(full, digits["calib"], prefix="gru.").to_dict()["tensors"] == \
+        qgru.Statistics.load(tmp_path / "cli" / "digits.json").to_dict()["tensors"]

@@ -73,7 +73,11 @@ PY
 "$python" -c "
 import sys, numpy as np
 a, b = np.load('int8.codes.npy'), np.load('from_codes.codes.npy')
-sys.exit(0 if a.dtype == np.int32 and np.array_equal(a, b) else 1)" || fail "codes input does not reproduce the float-input codes"
+sys.exit(0 if a.dtype == np.int8 and np.array_equal(a, b) else 1)" || fail "codes input does not reproduce the float-input codes"
+# --codes in the narrowest dtype holding h's codes: int8 for the int8 preset, int16 for 16-bit activations.
+"$python" -c "
+import sys, numpy as np
+sys.exit(0 if np.load('int16-activations.codes.npy').dtype == np.int16 else 1)" || fail "int16-activations codes are not int16"
 
 # verify: JSON report with every tensor, per-step SQNR, and the gate.
 "$qgru" -q verify --model "$example/gru.safetensors" --artifact int8.qgru.json --input "$example/test.npy" \

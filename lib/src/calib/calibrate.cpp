@@ -98,10 +98,10 @@ std::vector<std::string> calibration_data_files(const CalibrateOptions& options)
 }
 
 void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, int T, int N,
-                       const std::string& source, CalibrationStats& stats) {
+                       const std::string& source, CalibrationStats& stats, const int32_t* lengths) {
   CalibrationObserver observer(stats);
   observer.set_source(source);
-  run_float_gru(model, x.data(), T, N, nullptr, &observer);
+  run_float_gru(model, x.data(), T, N, nullptr, &observer, lengths);
 }
 
 CalibrationRun::CalibrationRun(const FloatGruModel& model, const CalibrateOptions& options, std::string model_path,
@@ -119,15 +119,19 @@ bool CalibrationRun::wants_more() const {
   return options_.max_samples <= 0 || sequences_done_ < options_.max_samples;
 }
 
-void CalibrationRun::add(const Tensor& values, const std::string& source, const std::string& sha256) {
+void CalibrationRun::add(const Tensor& values, const std::string& source, const std::string& sha256,
+                         const LengthsOf& lengths) {
   int T = 0, N = 0;
   std::vector<float> x = load_sequences(values, source, model_, options_.batch_first, T, N);
+  const std::vector<int32_t> sequence_lengths = lengths ? lengths(N, T) : std::vector<int32_t>();
   int used = N;
   if (options_.max_samples > 0 && sequences_done_ + N > options_.max_samples) {
     used = static_cast<int>(std::max<int64_t>(options_.max_samples - sequences_done_, 0));
-    x = first_sequences(x, T, N, model_.input_size, used);
+    x = first_sequences(x, T, N, model_.input_size, used);  // the first `used` lengths stay theirs
   }
-  if (T > 0 && used > 0) observe_sequences(model_, x, T, used, source, stats_);
+  if (T > 0 && used > 0) {
+    observe_sequences(model_, x, T, used, source, stats_, sequence_lengths.empty() ? nullptr : sequence_lengths.data());
+  }
   stats_.data_files.push_back({source, sha256, T, used});
   sequences_done_ += used;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -140,14 +144,24 @@ void CalibrationRun::add(const Tensor& values, const std::string& source, const 
 CalibrationStats run_calibration(const CalibrateOptions& options) {
   parse_range_method(options.method);  // refuse an unknown method before any work
   const std::vector<std::string> files = calibration_data_files(options);
-  const FloatGruModel model = load_float_gru(options.model_path, options.layout);
+  if (!options.lengths_paths.empty() && options.lengths_paths.size() != files.size()) {
+    throw Error("--lengths: " + std::to_string(options.lengths_paths.size()) + " lengths file(s) for " +
+                std::to_string(files.size()) + " data file(s); give one per data file, in the same order");
+  }
+  const FloatGruModel model =
+      load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
   CalibrationRun run(model, options, options.model_path, sha256_file_hex(options.model_path), files.size());
-  for (const std::string& path : files) {
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = files[f];
     if (!run.wants_more()) {
       log()->info("calibrate: --max-samples {} reached; skipping {} and later files", options.max_samples, path);
       break;
     }
-    run.add(read_array(path), path, sha256_file_hex(path));
+    CalibrationRun::LengthsOf lengths;
+    if (!options.lengths_paths.empty()) {
+      lengths = [&](int N, int T) { return read_sequence_lengths(options.lengths_paths[f], N, T); };
+    }
+    run.add(read_array(path), path, sha256_file_hex(path), lengths);
   }
   return run.stats();
 }

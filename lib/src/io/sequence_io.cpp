@@ -70,6 +70,41 @@ std::vector<float> initial_state_from_tensor(const Tensor& tensor, const std::st
   return finite_float_values(tensor, path);
 }
 
+void check_sequence_lengths(const int32_t* lengths, int T, int N) {
+  if (lengths == nullptr) return;
+  for (int n = 0; n < N; ++n) {
+    if (lengths[n] < 0 || lengths[n] > T) {
+      throw Error("sequence length " + std::to_string(lengths[n]) + " of row " + std::to_string(n) +
+                  " is outside [0, T = " + std::to_string(T) + "]");
+    }
+  }
+}
+
+std::vector<int32_t> read_sequence_lengths(const std::string& path, int N, int T) {
+  return sequence_lengths_from_tensor(read_array(path), path, N, T);
+}
+
+std::vector<int32_t> sequence_lengths_from_tensor(const Tensor& tensor, const std::string& path, int N, int T) {
+  if (tensor.rank() != 1 || tensor.shape[0] != N) {
+    throw Error(path + ": expected sequence lengths [N] = [" + std::to_string(N) + "] (one per batch row), got " +
+                shape_string(tensor.shape));
+  }
+  if (tensor.dtype != DType::I64 && tensor.dtype != DType::I32 && tensor.dtype != DType::I16 && tensor.dtype != DType::I8 &&
+      tensor.dtype != DType::U8) {
+    throw Error(path + ": expected integer sequence lengths, got " + std::string(dtype_name(tensor.dtype)));
+  }
+  const std::vector<int64_t> wide = tensor_to_i64(tensor, path);
+  std::vector<int32_t> lengths(wide.size());
+  for (size_t n = 0; n < wide.size(); ++n) {
+    if (wide[n] < 0 || wide[n] > T) {
+      throw Error(path + ": sequence length " + std::to_string(wide[n]) + " of row " + std::to_string(n) +
+                  " is outside [0, T = " + std::to_string(T) + "]");
+    }
+    lengths[n] = static_cast<int32_t>(wide[n]);
+  }
+  return lengths;
+}
+
 Tensor sequence_output_tensor(const std::vector<float>& time_major, int T, int N, int F, bool batch_first) {
   if (batch_first) {
     return Tensor::from_vector<float>({N, T, F}, swap_first_two_axes(time_major, T, N, F));

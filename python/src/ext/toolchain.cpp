@@ -52,22 +52,32 @@ Tensor tensor_of(const Source& input, const std::string& name, std::string& sour
   return tensor_from_array(std::get<HostArray>(input), name);
 }
 
+// Sequence lengths [N] for data of T steps and N sequences, as --lengths reads them (a path, or an array).
+std::vector<int32_t> lengths_of(const Source& input, const std::string& name, int N, int T) {
+  std::string source;
+  const Tensor tensor = tensor_of(input, name, source);
+  return sequence_lengths_from_tensor(tensor, source, N, T);
+}
+
 std::string sha256_of_text(const std::string& text) { return sha256_hex(text.data(), text.size()); }
 
-FloatModel load_model(const std::string& path, const std::string& layout) {
+// A model file as the CLI's --model / --layout / --prefix / --node give it (.safetensors or .onnx, told apart
+// by their first bytes).
+FloatModel load_model(const std::string& path, const std::string& layout, const std::string& prefix,
+                      const std::string& node) {
   FloatModel model;
-  model.gru = load_float_gru(path, parse_weight_layout(layout));
+  model.gru = load_float_gru(FloatModelSource{path, parse_weight_layout(layout), prefix, node});
   model.path = model.source = path;
   model.sha256 = sha256_file_hex(path);
   return model;
 }
 
 FloatModel model_from_tensors(const std::map<std::string, HostArray>& arrays, const std::string& layout,
-                              const std::string& source) {
+                              const std::string& source, const std::string& prefix) {
   SafetensorsFile file;
   for (const auto& [name, array] : arrays) file.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
   FloatModel model;
-  model.gru = float_gru_from_tensors(file.tensors, parse_weight_layout(layout), source);
+  model.gru = float_gru_from_tensors(file.tensors, parse_weight_layout(layout), source, prefix);
   model.source = source;
   const std::vector<uint8_t> serialized = serialize_safetensors(file);
   model.sha256 = sha256_hex(serialized.data(), serialized.size());
@@ -88,13 +98,15 @@ class CalibrationSession {
     run_.emplace(model_, options_, model.path, model.sha256);
   }
   bool wants_more() const { return run_->wants_more(); }
-  void add(const Source& input, const std::string& name) {
+  void add(const Source& input, const std::string& name, const std::optional<Source>& lengths) {
     std::string source;
     const Tensor values = tensor_of(input, name, source);
     const std::string sha256 = std::holds_alternative<std::string>(input) ? sha256_file_hex(source)
                                                                           : sha256_hex(values.bytes.data(), values.bytes.size());
+    CalibrationRun::LengthsOf lengths_of_data;
+    if (lengths) lengths_of_data = [&](int N, int T) { return lengths_of(*lengths, name + " lengths", N, T); };
     nb::gil_scoped_release release;
-    run_->add(values, source, sha256);
+    run_->add(values, source, sha256, lengths_of_data);
   }
   Statistics finish() const {
     Statistics stats;
@@ -204,7 +216,8 @@ std::unique_ptr<Artifact> load_artifact(const std::string& path) {
 
 // Report: `qgru verify`'s comparison on arrays or files.
 std::unique_ptr<Report> verify(const FloatModel& model, const Artifact& artifact, const Source& x_input, const std::string& x_name,
-               const std::optional<Source>& h0_input, const std::string& h0_name, bool batch_first) {
+               const std::optional<Source>& h0_input, const std::string& h0_name,
+               const std::optional<Source>& lengths_input, bool batch_first) {
   std::string x_source;
   const SequenceBatch x = sequence_input_from_tensor(tensor_of(x_input, x_name, x_source), x_source,
                                                      model.gru.input_size, batch_first);
@@ -215,10 +228,13 @@ std::unique_ptr<Report> verify(const FloatModel& model, const Artifact& artifact
     h0 = initial_state_from_tensor(tensor, h0_source, model.gru.num_layers * model.gru.num_directions, x.N,
                                    model.gru.hidden_size);
   }
+  std::vector<int32_t> lengths;
+  if (lengths_input) lengths = lengths_of(*lengths_input, "lengths", x.N, x.T);
   auto report = std::make_unique<Report>();
   {
     nb::gil_scoped_release release;
-    report->report = verify_gru(model.gru, artifact.model(), x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data());
+    report->report = verify_gru(model.gru, artifact.model(), x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(),
+                                {}, lengths.empty() ? nullptr : lengths.data());
   }
   report->model = artifact.shared_model();
   report->model_name = model.source;
@@ -274,7 +290,7 @@ void bind_toolchain(nb::module_& m) {
       .def_ro("path", &FloatModel::path)
       .def_ro("sha256", &FloatModel::sha256)
       .def_ro("source", &FloatModel::source);
-  m.def("load_model", &load_model, nb::arg("path"), nb::arg("layout"));
+  m.def("load_model", &load_model, nb::arg("path"), nb::arg("layout"), nb::arg("prefix"), nb::arg("node"));
   // Every tensor of a .safetensors file, read and checked by the library's reader, as NumPy arrays.
   m.def("read_tensors", [](const std::string& path) {
     nb::dict tensors;
@@ -286,7 +302,8 @@ void bind_toolchain(nb::module_& m) {
     for (const auto& [name, array] : arrays) file.tensors[name] = tensor_from_array(array, path + ": tensor '" + name + "'");
     write_safetensors(path, file);
   }, nb::arg("path"), nb::arg("tensors"));
-  m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"));
+  m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"),
+        nb::arg("prefix"));
 
   nb::class_<Statistics>(m, "Statistics")
       .def_ro("path", &Statistics::path)
@@ -318,7 +335,7 @@ void bind_toolchain(nb::module_& m) {
            nb::arg("method"), nb::arg("percentile"), nb::arg("exclude_zeros"), nb::arg("max_samples"),
            nb::arg("batch_first"))
       .def_prop_ro("wants_more", &CalibrationSession::wants_more)
-      .def("add", &CalibrationSession::add, nb::arg("data"), nb::arg("name"))
+      .def("add", &CalibrationSession::add, nb::arg("data"), nb::arg("name"), nb::arg("lengths").none())
       .def("finish", &CalibrationSession::finish);
 
   nb::class_<Artifact>(m, "Artifact")
@@ -363,7 +380,7 @@ void bind_toolchain(nb::module_& m) {
       .def("to_json", &report_json)
       .def("write_html", &write_report_html, nb::arg("path"), nb::arg("stats").none());
   m.def("verify", &verify, nb::arg("model"), nb::arg("artifact"), nb::arg("x"), nb::arg("x_name"), nb::arg("h0").none(),
-        nb::arg("h0_name"), nb::arg("batch_first"));
+        nb::arg("h0_name"), nb::arg("lengths").none(), nb::arg("batch_first"));
 }
 
 }  // namespace qgru::python

@@ -1,7 +1,7 @@
 """What the public functions accept, turned into what the extension takes.
 
-Models: a path (read by the library, as the CLI reads ``--model``), a ``torch.nn.GRU`` / ``nn.GRUCell``, or a
-state dict (a mapping of names to arrays or tensors). Arrays: NumPy arrays, PyTorch tensors (detached, moved to
+Models: a path (read by the library, as the CLI reads ``--model``: ``.safetensors`` or ``.onnx``), a
+``torch.nn.GRU`` / ``nn.GRUCell``, or a state dict (a mapping of names to arrays or tensors). Arrays: NumPy arrays, PyTorch tensors (detached, moved to
 the CPU) or anything ``numpy.asarray`` takes. PyTorch is never imported here: a tensor or module is recognised
 only when the caller's program has imported torch already.
 """
@@ -55,22 +55,23 @@ def torch_gru_batch_first(model):
     return bool(getattr(model, "batch_first", False)) if is_torch_module(model) else False
 
 
-def as_model(model, layout="auto"):
-    """The float model (``_qgru.FloatModel``) of a path, a PyTorch GRU module or a state dict."""
+def as_model(model, layout="auto", prefix=None, node=None):
+    """The float model (``_qgru.FloatModel``) of a path, a PyTorch GRU module or a state dict; ``prefix`` picks
+    one GRU of a full state dict, ``node`` one GRU stack of an ONNX graph (the CLI's --prefix, --node)."""
     if isinstance(model, _qgru.FloatModel):
         return model
     if is_path(model):
-        return _qgru.load_model(os.fspath(model), layout)
+        return _qgru.load_model(os.fspath(model), layout, prefix or "", node or "")
     if is_torch_module(model):
         torch = _torch()
         if not isinstance(model, (torch.nn.GRU, torch.nn.GRUCell)):
             raise _qgru.Error(f"model: a {type(model).__module__}.{type(model).__name__}, expected torch.nn.GRU or "
                               "torch.nn.GRUCell (or a state dict, or a path)")
         tensors = {name: host_array(value) for name, value in model.state_dict().items()}
-        return _qgru.model_from_tensors(tensors, "pytorch", f"torch.nn.{type(model).__name__}")
+        return _qgru.model_from_tensors(tensors, "pytorch", f"torch.nn.{type(model).__name__}", "")
     if isinstance(model, Mapping):
         tensors = {str(name): host_array(value) for name, value in model.items()}
-        return _qgru.model_from_tensors(tensors, layout, "state dict")
+        return _qgru.model_from_tensors(tensors, layout, "state dict", prefix or "")
     raise _qgru.Error(f"model: a {type(model).__name__}, expected a path (.safetensors), torch.nn.GRU, "
                       "torch.nn.GRUCell or a state dict")
 

@@ -1,7 +1,6 @@
 """calibrate, quantize, verify and their results: the CLI's subcommands as functions."""
 
 import json
-import math
 import os
 
 from . import _qgru
@@ -69,7 +68,7 @@ class Statistics:
 
 
 def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False, max_samples=0, batch_first=None,
-              layout="auto"):
+              lengths=None, layout="auto", prefix=None, node=None):
     """Run the float GRU over calibration data and observe every tensor of the fixed-point data flow.
 
     ``qgru calibrate`` as a function: per layer and direction, min/max, the per-step EMA and a mergeable
@@ -77,7 +76,7 @@ def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False,
 
     Args:
         model: a ``torch.nn.GRU`` or ``torch.nn.GRUCell``, a state dict (names as PyTorch's nn.GRU or
-            haste's), or a path to a ``.safetensors`` file (read as ``--model``).
+            haste's), or a path to a ``.safetensors`` or ``.onnx`` file (read as ``--model``).
         data: one array or tensor ``[T, N, C]`` (``[N, T, C]`` with ``batch_first``), a path to a ``.npy``
             (or ``file.npz:key``), or a list or any iterable of those (a generator, a DataLoader: an item
             that is an ``(inputs, targets)`` pair gives its inputs). Each is observed in order, as the CLI
@@ -89,7 +88,11 @@ def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False,
         max_samples: use at most this many sequences in all, the first ones (0: all).
         batch_first: arrays are ``[N, T, C]``; default: the module's own ``batch_first`` for a
             ``torch.nn.GRU``, else False.
+        lengths: sequence lengths ``[N]`` (integers; steps ``t >= lengths[n]`` are padding and not observed):
+            one array or path per data item, in a list, or one for a single array (``--lengths``).
         layout: weight layout of a path or state dict: ``auto``, ``pytorch`` or ``haste``.
+        prefix: which GRU of a full state dict or ``.safetensors`` (``--prefix``, e.g. ``"encoder.rnn"``).
+        node: which GRU stack of an ONNX graph (``--node``).
 
     Returns:
         Statistics (``save``, ``merge``, ``to_html``).
@@ -104,24 +107,35 @@ def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False,
     """
     if batch_first is None:
         batch_first = torch_gru_batch_first(model)
-    float_model = as_model(model, layout)
+    float_model = as_model(model, layout, prefix, node)
     defaults = _qgru.calibrate_defaults()
     session = _qgru.CalibrationSession(float_model, defaults["method"] if method is None else method,
                                        defaults["percentile"] if percentile is None else float(percentile),
                                        bool(exclude_zeros), int(max_samples), bool(batch_first))
+    if lengths is not None and not isinstance(lengths, (list, tuple)):
+        lengths = [lengths]
     count = 0
     for index, item in enumerate(data_items(data)):
         if not session.wants_more:
             break
-        session.add(item, f"data[{index}]")
+        item_lengths = None
+        if lengths is not None:
+            if index >= len(lengths):
+                raise _qgru.Error(f"lengths: {len(lengths)} lengths for more data items; give one per data item, "
+                                  "in the same order")
+            item_lengths = sequence_input(lengths[index])
+        session.add(item, f"data[{index}]", item_lengths)
         count += 1
     if count == 0:
         raise _qgru.Error("no calibration data: data holds no array")
+    if lengths is not None and len(lengths) != count and session.wants_more:
+        raise _qgru.Error(f"lengths: {len(lengths)} lengths for {count} data items; give one per data item, "
+                          "in the same order")
     return Statistics(session.finish())
 
 
 def quantize(model, stats, config="int8", *, range_method=None, data=None, batch_first=None, search_sequences=None,
-             search_evaluations=None, search_seconds=None, widening=True, layout="auto"):
+             search_evaluations=None, search_seconds=None, widening=True, layout="auto", prefix=None, node=None):
     """Quantize a float GRU with its calibration statistics and a bit-width config.
 
     ``qgru quantize`` as a function: power-of-two shifts and zero points from the statistics' ranges, the
@@ -141,7 +155,7 @@ def quantize(model, stats, config="int8", *, range_method=None, data=None, batch
             budget: ``search_sequences`` (held-in sequences, default 256), ``search_evaluations`` (default
             2000), ``search_seconds`` (default none), ``widening`` (also score each activation tensor at 16
             bits; the result is in the artifact's provenance).
-        layout: weight layout of a path or state dict.
+        layout, prefix, node: as for ``calibrate``.
 
     Returns:
         Artifact: run it (``run``, ``stream``), check it (``qgru.verify``), ``save`` it. Given the same
@@ -154,7 +168,7 @@ def quantize(model, stats, config="int8", *, range_method=None, data=None, batch
         >>> artifact = qgru.quantize(gru, stats, config="int8")
         >>> y, h_n = artifact.run(x)
     """
-    float_model = as_model(model, layout)
+    float_model = as_model(model, layout, prefix, node)
     if is_path(stats):
         stats = Statistics.load(stats)
     if not isinstance(stats, Statistics):
@@ -249,7 +263,7 @@ class Report:
         return f"qgru.Report(T={self.T}, N={self.N}, output SQNR {self.sqnr_db:.2f} dB)"
 
 
-def verify(model, artifact, data, *, h0=None, batch_first=None, layout="auto"):
+def verify(model, artifact, data, *, h0=None, batch_first=None, lengths=None, layout="auto", prefix=None, node=None):
     """Run the float model and the integer artifact side by side and compare them tensor by tensor.
 
     ``qgru verify`` as a function. The integer run follows its own state (no teacher forcing), so the
@@ -261,18 +275,21 @@ def verify(model, artifact, data, *, h0=None, batch_first=None, layout="auto"):
         data: inputs ``[T, N, C]`` float (``[N, T, C]`` with ``batch_first``): an array, a tensor or a path.
         h0: initial state ``[L*D, N, H]`` floats (default zeros).
         batch_first: as for ``calibrate``.
-        layout: weight layout of a path or state dict.
+        lengths: sequence lengths ``[N]`` (an integer array or a path): padded steps are left out of every
+            figure (``--lengths``).
+        layout, prefix, node: as for ``calibrate``.
 
     Returns:
         Report: ``report.sqnr_db``, ``report.output.max_abs_error``, ``report.tensor("h")``..., ``to_html``.
     """
     if batch_first is None:
         batch_first = torch_gru_batch_first(model)
-    float_model = as_model(model, layout)
+    float_model = as_model(model, layout, prefix, node)
     if is_path(artifact):
         artifact = load(artifact)
     if not isinstance(artifact, Artifact):
         raise _qgru.Error(f"artifact: a {type(artifact).__name__}, expected qgru.Artifact or a path")
     h0_input = None if h0 is None else sequence_input(h0)
+    lengths_input = None if lengths is None else sequence_input(lengths)
     return Report(_qgru.verify(float_model, artifact._impl, sequence_input(data), "data", h0_input, "h0",
-                               bool(batch_first)))
+                               lengths_input, bool(batch_first)))
