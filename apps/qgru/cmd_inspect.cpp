@@ -8,6 +8,7 @@
 
 #include "model_options.h"
 #include "qgru/base/error.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/import/model_file_kind.h"
 #include "qgru/import/onnx_gru.h"
@@ -22,6 +23,7 @@ struct InspectCli {
 };
 
 int run_inspect(const InspectCli& cli) {
+  qgru::check_command_files({{"MODEL", cli.model}}, {});  // reads only: a FIFO or a device is refused
   const qgru::ModelFileKind kind = qgru::sniff_model_file(cli.model);
   std::printf("%s: %s\n", cli.model.c_str(), qgru::model_file_kind_name(kind));
   if (kind == qgru::ModelFileKind::Onnx) {

@@ -13,6 +13,7 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
@@ -24,10 +25,13 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
+#include "qgru/io/npy.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
 #include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 namespace {
@@ -40,6 +44,7 @@ struct QuantizeCli {
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  bool allow_model_mismatch = false;
   // The range search (range method "search"): its data, budget and outputs.
   std::vector<std::string> data;  // empty: the statistics' own data files
   bool batch_first = false;
@@ -47,6 +52,12 @@ struct QuantizeCli {
   std::string suggest_config;
   std::string html;
 };
+
+// Every file quantize writes: the artifact's two, the suggested config and the report.
+std::vector<qgru::CommandFile> quantize_outputs(const QuantizeCli& cli) {
+  return {{"-o", cli.output}, {"-o (its tensor file)", qgru::artifact_tensor_path(cli.output)},
+          {"--suggest-config", cli.suggest_config}, {"--html", cli.html}};
+}
 
 // The search's calibration data: --data, else the files the statistics record (found as recorded, or beside
 // the statistics file, and checked against their sha256).
@@ -70,6 +81,7 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
       }
       path = beside.string();
     }
+    qgru::check_command_files({{"--stats (a data file it records)", path}}, quantize_outputs(cli));  // read, so never written
     if (!file.sha256.empty() && qgru::sha256_file_hex(path) != file.sha256) {
       throw qgru::Error("range method 'search': " + path + " is not the file " + cli.stats +
                         " was calibrated on (sha256 differs); give --data");
@@ -83,10 +95,18 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
+  std::vector<qgru::CommandFile> inputs = {{"--model", cli.model}, {"--stats", cli.stats},
+                                           {"--config", qgru::cli::config_file(cli.config)}};
+  for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
+  qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(
       qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
+  const qgru::QuantizeSources sources{cli.model,  qgru::sha256_file_hex(cli.model), cli.stats,
+                                      qgru::sha256_file_hex(cli.stats), cli.config, cli.model, cli.stats};
+  qgru::check_quantize_inputs(model, stats, config, cli.range_method, sources, cli.allow_model_mismatch);
+
   std::optional<qgru::RangeSearchResult> search;
   if (!qgru::range_search_tensors(config, cli.range_method, stats.method).empty()) {
     const std::vector<qgru::SequenceBatch> data = search_data(cli, stats, model.input_size);
@@ -101,8 +121,6 @@ int run_quantize(const QuantizeCli& cli) {
   } else if (!cli.data.empty() || !cli.suggest_config.empty()) {
     throw qgru::Error("--data and --suggest-config belong to the range method 'search', which no tensor uses here");
   }
-  const qgru::QuantizeSources sources{cli.model, qgru::sha256_file_hex(cli.model), cli.stats,
-                                      qgru::sha256_file_hex(cli.stats), cli.config};
   const qgru::QuantizedGru quantized =
       qgru::quantize_with_stats(model, stats, config, cli.range_method, sources, qgru::searched_ranges(search));
 
@@ -120,7 +138,7 @@ int run_quantize(const QuantizeCli& cli) {
     suggested["description"] = "The config '" + config.name + "' with " + qgru::gru_tensor_name(best->tensor) +
                                fmt::format(" at 16 bits: the range search measured {:+.2f} dB output SQNR ({:.2f} dB) "
                                            "on the held-in calibration sequences.", best->gain_db, best->sqnr_db);
-    suggestion_text = suggested.dump(2) + "\n";
+    suggestion_text = qgru::json_text(suggested, 2) + "\n";
   }
   std::string html;
   if (!cli.html.empty()) {
@@ -133,15 +151,13 @@ int run_quantize(const QuantizeCli& cli) {
     html = qgru::calibration_report_html(stats, report);
   }
 
-  qgru::write_artifact(cli.output, quantized, provenance_extra);
-  if (!cli.suggest_config.empty() || !cli.html.empty()) {
-    qgru::AtomicFileGroup group;
-    if (!cli.suggest_config.empty()) group.add(cli.suggest_config).write(suggestion_text);
-    if (!cli.html.empty()) group.add(cli.html).write(html);
-    group.commit_all();
-    if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
-    if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
-  }
+  qgru::AtomicFileGroup outputs;  // the artifact, the suggested config and the report: all of them or none
+  qgru::stage_artifact(outputs, cli.output, quantized, provenance_extra);
+  if (!cli.suggest_config.empty()) outputs.add(cli.suggest_config).write(suggestion_text);
+  if (!cli.html.empty()) outputs.add(cli.html).write(html);
+  outputs.commit_all();
+  if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
+  if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
   qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
                     config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                     qgru::describe_quantized_gru(quantized));
@@ -198,11 +214,16 @@ std::function<int()> setup_quantize(CLI::App& command) {
   command.add_option("--html", cli->html,
                      "Also write the calibration report (as 'qgru calibrate --html') for this config; with search, "
                      "its ranges, start scores, history and widenings");
-  command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
+  command.add_option("-o,--output", cli->output,
+                     "Output artifact NAME.qgru.json; its tensor file NAME.qgru.safetensors is written beside it")
+      ->required();
+  qgru::cli::add_allow_model_mismatch(command, cli->allow_model_mismatch, "--stats");
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
   command.footer(
+      "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
+      "(exit 1), or only warned about with --allow-model-mismatch.\n"
       "Examples:\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"

@@ -1,10 +1,13 @@
 // qgru run: run a GRU on a batch of sequences. The model path decides the executor: a .safetensors file
 // is a float model (run_float_files); a quantized artifact (.qgru.json) is the fixed-point path.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
+#include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
@@ -12,6 +15,7 @@
 #include "qgru/import/model_file_kind.h"
 #include "device_option.h"
 #include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -127,6 +131,23 @@ int run_quantized(const RunCliOptions& cli) {
   return qgru::kExitOk;
 }
 
+int run_command(const RunCliOptions& cli) {
+  // An artifact by its name or, named otherwise, by its content (qgru/import/model_file_kind.h); only a regular
+  // file is sniffed (the policy refuses anything else as --model).
+  std::error_code error;
+  const bool quantized = ends_with(cli.model, ".qgru.json") ||
+                         (std::filesystem::is_regular_file(cli.model, error) &&
+                          qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact);
+  std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
+                                           {"--h0", qgru::array_file_path(cli.h0)},
+                                           {"--lengths", qgru::array_file_path(cli.lengths)}};
+  if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
+  else inputs.push_back({"--model", cli.model});
+  qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--codes", cli.codes},
+                                     {"--dump-intermediates", cli.dump}});
+  return quantized ? run_quantized(cli) : run_float(cli);
+}
+
 }  // namespace
 
 QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) on input sequences", 30,
@@ -162,12 +183,5 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                   command.add_option("--dump-intermediates", cli->dump,
                                      "Also write every intermediate code of every step (golden vectors, "
                                      ".safetensors; quantized models only; keep the input small)");
-                  return [cli] {
-                    // An artifact by its name or, named otherwise, by its content (qgru/import/model_file_kind.h).
-                    if (ends_with(cli->model, ".qgru.json") ||
-                        qgru::sniff_model_file(cli->model) == qgru::ModelFileKind::QgruArtifact) {
-                      return run_quantized(*cli);
-                    }
-                    return run_float(*cli);
-                  };
+                  return [cli] { return run_command(*cli); };
                 });

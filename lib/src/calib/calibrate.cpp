@@ -161,7 +161,7 @@ CalibrationStats run_calibration(const CalibrateOptions& options) {
     if (!options.lengths_paths.empty()) {
       lengths = [&](int N, int T) { return read_sequence_lengths(options.lengths_paths[f], N, T); };
     }
-    run.add(read_array(path), path, sha256_file_hex(path), lengths);
+    run.add(read_array(path), path, sha256_file_hex(array_file_path(path)), lengths);
   }
   return run.stats();
 }

@@ -8,12 +8,13 @@
 #include <cstring>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "qgru/base/error.h"
+#include "qgru/base/input_file.h"
 #include "qgru/base/log.h"
 #include "qgru/base/tensor.h"
 #include "qgru/base/atomic_file.h"
@@ -92,15 +93,18 @@ std::string external_bytes(const Graph& g, const TensorProto& t, const std::stri
     throw Error(g.source + ": " + what + ": external data (" + path + ") offset " + std::to_string(offset) + ", length " +
                 std::to_string(length) + ", expected " + std::to_string(expected) + " bytes");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(g.source + ": " + what + ": cannot open the external data file " + path);
-  in.seekg(offset);
   std::string bytes(expected, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(expected));
-  if (!in || static_cast<size_t>(in.gcount()) != expected) {
+  std::unique_ptr<InputFile> file;
+  try {
+    file = std::make_unique<InputFile>(path);  // a regular file only: a FIFO would block the read
+  } catch (const Error& e) {
+    throw Error(g.source + ": " + what + ": cannot open the external data file " + e.what());
+  }
+  if (static_cast<uint64_t>(offset) > file->size() || expected > file->size() - static_cast<uint64_t>(offset)) {
     throw Error(g.source + ": " + what + ": the external data file " + path + " ends before offset " +
                 std::to_string(offset) + " + " + std::to_string(expected) + " bytes");
   }
+  file->read_at(static_cast<uint64_t>(offset), bytes.data(), expected, "external data");
   return bytes;
 }
 

@@ -17,12 +17,7 @@ std::vector<float> finite_float_values(const Tensor& tensor, const std::string& 
                 dtype_name(tensor.dtype));
   }
   std::vector<float> values = tensor_to_f32(tensor);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      throw Error(path + ": element " + std::to_string(i) + " is " + (std::isnan(values[i]) ? "NaN" : "infinite") +
-                  " (as float32); inputs must be finite");
-    }
-  }
+  require_finite(values, path + ": ", " (as float32); inputs must be finite");
   return values;
 }
 

@@ -18,9 +18,9 @@ bool is_integer_dtype(DType dtype) {
   return dtype == DType::I64 || dtype == DType::I32 || dtype == DType::I16 || dtype == DType::I8 || dtype == DType::U8;
 }
 
-// x codes [T, N, C] (time-major) from an integer array; range-checked by the executor.
-std::vector<int32_t> read_input_codes(const Tensor& tensor, const std::string& path, int input_size, bool batch_first,
-                                      int& T, int& N) {
+// x codes [T, N, C] (time-major) from an integer array, each inside x's code range.
+std::vector<int32_t> read_input_codes(const Tensor& tensor, const std::string& path, const TensorQuant& x_quant,
+                                      int input_size, bool batch_first, int& T, int& N) {
   if (tensor.rank() != 3 || tensor.shape[2] != input_size || tensor.shape[0] == 0 || tensor.shape[1] == 0) {
     throw Error(path + ": expected integer x codes " + std::string(batch_first ? "[N, T, " : "[T, N, ") +
                 std::to_string(input_size) + "], got " + shape_string(tensor.shape));
@@ -36,9 +36,11 @@ std::vector<int32_t> read_input_codes(const Tensor& tensor, const std::string& p
       const int64_t t = batch_first ? b : a, n = batch_first ? a : b;
       for (int64_t c = 0; c < input_size; ++c) {
         const int64_t value = wide[static_cast<size_t>((a * d1 + b) * input_size + c)];
-        if (value < INT32_MIN || value > INT32_MAX) {
+        if (value < x_quant.qmin() || value > x_quant.qmax()) {
           throw Error(path + ": x code " + std::to_string(value) + " at [" + std::to_string(a) + ", " +
-                      std::to_string(b) + ", " + std::to_string(c) + "] does not fit int32");
+                      std::to_string(b) + ", " + std::to_string(c) + "] is outside x's code range [" +
+                      std::to_string(x_quant.qmin()) + ", " + std::to_string(x_quant.qmax()) + "] (" +
+                      describe_quant(x_quant) + ")");
         }
         codes[static_cast<size_t>((t * N + n) * input_size + c)] = static_cast<int32_t>(value);
       }
@@ -79,14 +81,14 @@ Tensor codes_tensor(const QuantizedGru& model, const std::vector<int32_t>& time_
 
 }  // namespace
 
-QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first) {
+QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& model, bool batch_first) {
   QuantRunInput input;
   const Tensor raw = read_array(path);
   if (is_integer_dtype(raw.dtype)) {
     input.is_codes = true;
-    input.q_x = read_input_codes(raw, path, input_size, batch_first, input.T, input.N);
+    input.q_x = read_input_codes(raw, path, model.input_quant(), model.input_size, batch_first, input.T, input.N);
   } else {
-    SequenceBatch x = read_sequence_input(path, input_size, batch_first);
+    SequenceBatch x = read_sequence_input(path, model.input_size, batch_first);
     input.T = x.T;
     input.N = x.N;
     input.values = std::move(x.values);
@@ -97,12 +99,11 @@ QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool
 QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const QuantizedGru model = read_artifact(options.artifact_path);
   const GruCellQuantParams& first = model.cell(0, 0);
-  const int C = first.input_size;
   const int H = first.hidden_size;
   const int LD = model.num_layers * model.num_directions;
 
   QuantRunSummary summary;
-  const QuantRunInput x = read_quant_run_input(options.input_path, C, options.batch_first);
+  const QuantRunInput x = read_quant_run_input(options.input_path, model, options.batch_first);
   summary.input_was_codes = x.is_codes;
   std::vector<float> h0;
   if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, H);

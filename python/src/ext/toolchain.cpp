@@ -25,6 +25,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/quant/artifact_write.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/quantize_gru.h"
@@ -79,8 +80,7 @@ FloatModel model_from_tensors(const std::map<std::string, HostArray>& arrays, co
   FloatModel model;
   model.gru = float_gru_from_tensors(file.tensors, parse_weight_layout(layout), source, prefix);
   model.source = source;
-  const std::vector<uint8_t> serialized = serialize_safetensors(file);
-  model.sha256 = sha256_hex(serialized.data(), serialized.size());
+  model.sha256 = float_gru_weights_sha256(model.gru);
   return model;
 }
 
@@ -101,7 +101,7 @@ class CalibrationSession {
   void add(const Source& input, const std::string& name, const std::optional<Source>& lengths) {
     std::string source;
     const Tensor values = tensor_of(input, name, source);
-    const std::string sha256 = std::holds_alternative<std::string>(input) ? sha256_file_hex(source)
+    const std::string sha256 = std::holds_alternative<std::string>(input) ? sha256_file_hex(array_file_path(source))
                                                                           : sha256_hex(values.bytes.data(), values.bytes.size());
     CalibrationRun::LengthsOf lengths_of_data;
     if (lengths) lengths_of_data = [&](int N, int T) { return lengths_of(*lengths, name + " lengths", N, T); };
@@ -167,6 +167,9 @@ std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& st
                                    const std::string& range_method, const std::vector<Source>& data, bool batch_first,
                                    const RangeSearchOptions& search_options) {
   const BitwidthConfig config = load_bitwidth_config(config_source);
+  const QuantizeSources sources{model.path,    model.sha256, stats.path, stats.sha256,
+                                config_source, model.source, stats.source};
+  check_quantize_inputs(model.gru, stats.stats, config, range_method, sources, false);
   std::optional<RangeSearchResult> search;
   nlohmann::json provenance_extra = nlohmann::json::object();
   if (!range_search_tensors(config, range_method, stats.stats.method).empty()) {
@@ -187,7 +190,6 @@ std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& st
   } else if (!data.empty()) {
     throw Error("data= belongs to the range method 'search', which no tensor uses here");
   }
-  const QuantizeSources sources{model.path, model.sha256, stats.path, stats.sha256, config_source};
   std::shared_ptr<QuantizedGru> quantized;
   {
     nb::gil_scoped_release release;
@@ -249,7 +251,7 @@ std::string report_json(const Report& report) {
   json["model"] = report.model_name;
   json["artifact"] = report.artifact_name;
   json["input"] = report.input_name;
-  return json.dump(2) + "\n";
+  return json_text(json, 2) + "\n";
 }
 
 void write_report_html(const Report& report, const std::string& path, const Statistics* stats) {

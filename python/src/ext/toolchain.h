@@ -18,7 +18,7 @@ namespace qgru::python {
 struct FloatModel {
   FloatGruModel gru;
   std::string path;    // the file it was read from; "" for tensors held in memory
-  std::string sha256;  // the file's, or that of the tensors' safetensors serialization
+  std::string sha256;  // the file's, or for tensors held in memory float_gru_weights_sha256's
   std::string source;  // its name in messages: the path, or what the caller called it ("state dict", ...)
 };
 

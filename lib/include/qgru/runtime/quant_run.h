@@ -48,13 +48,14 @@ struct QuantRunSummary {
 QuantRunSummary run_quantized_files(const QuantRunOptions& options);
 
 // x for a quantized run, time-major: float values, or integer codes when the array has an integer dtype
-// ([T, N, C], or [N, T, C] with batch_first). Codes are range-checked against x's space by the executor.
+// ([T, N, C], or [N, T, C] with batch_first). Codes outside x's code range in `model` are refused here, naming
+// the file and the element ([t, n, c] as the file holds it).
 struct QuantRunInput {
   int T = 0, N = 0;
   bool is_codes = false;
   std::vector<float> values;   // [T, N, C] when !is_codes
   std::vector<int32_t> q_x;    // [T, N, C] when is_codes
 };
-QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first);
+QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& model, bool batch_first);
 
 }  // namespace qgru
