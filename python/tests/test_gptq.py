@@ -96,3 +96,14 @@ def test_gptq_refusals_name_the_array(layer, tmp_path):
     result = qgru.gptq(weight, activations, checkpoint=tmp_path / "q.safetensors")
     with pytest.raises(qgru.Error, match=r"^x: input has shape \[3, 255\], expected \[M, 256\] for layer 'linear'$"):
         qgru.gptq_linear(result, activations[:3, :255])
+
+
+def test_gptq_without_a_checkpoint_ignores_the_working_folder(layer, tmp_path, monkeypatch):
+    weight, activations = layer
+    # A quantize_config.json of 8-bit checkpoints where the interpreter runs: nothing is written there, so
+    # nothing there can disagree.
+    (tmp_path / "quantize_config.json").write_text(json.dumps({"bits": 8, "group_size": 128, "quant_method": "gptq"}))
+    monkeypatch.chdir(tmp_path)
+    result = qgru.gptq(weight, activations)
+    assert result.checkpoint is None and result.qweight.shape == (256 * 4 // 32, 64)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["quantize_config.json"]

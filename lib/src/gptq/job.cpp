@@ -170,7 +170,9 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
                 " is outside (0, 1), which GPTQModel and transformers refuse in quantize_config.json");
   }
   const QuantizeConfig config = checkpoint_config(options);
-  check_output_folder(options, config);
+  // Before the work, and again under the folder's lock when the checkpoint is written (below): another
+  // writer may have put its quantize_config.json there meanwhile. A job that writes nothing has no folder.
+  if (!options.output_path.empty()) check_output_folder(options, config);
   if (!options.save_hessian_path.empty() && options.layers.size() != 1) {
     throw Error("gptq: --save-hessian needs exactly one layer (use a manifest \"hessian\" per layer instead)");
   }
@@ -339,7 +341,7 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     const std::vector<uint8_t> npy = serialize_npy(Tensor::from_vector<double>({reports[0].K, reports[0].K}, saved_hessian));
     group.add(options.save_hessian_path).write(npy.data(), npy.size());
   }
-  group.commit_all();
+  group.commit_all([&] { check_output_folder(options, config); });
   return reports;
 }
 

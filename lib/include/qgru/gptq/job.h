@@ -70,7 +70,10 @@ QuantizeConfig checkpoint_config(const JobOptions& options);
 // Runs every layer; `on_layer` is called after each (for the caller's report). Nothing is written unless
 // every layer succeeds. Refused before any work when the output's folder already holds a
 // quantize_config.json that disagrees with this job's (config_disagreement): it describes the checkpoints
-// already there, and replacing it would change how they are read.
+// already there, and replacing it would change how they are read. Checked again under the folder's lock
+// (FolderLock) just before the checkpoint is renamed into place, so that a config another writer put there
+// during the work is never replaced either. A job with an empty output_path writes nothing and checks no
+// folder.
 std::vector<LayerReport> run_job(const JobOptions& options,
                                  const std::function<void(const LayerReport&)>& on_layer = nullptr);
 
