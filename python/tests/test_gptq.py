@@ -78,9 +78,15 @@ def test_gptq_options_follow_the_library(layer):
     weight, activations = layer
     defaults = qgru.gptq_defaults()
     assert (defaults["bits"], defaults["group_size"]) == (4, 128)  # the signature's defaults are the CLI's
-    assert {"act_order", "damp", "sym", "static_groups", "block_size"} <= set(defaults)
+    assert defaults["order"] == "group-aware"                      # --order's default
+    assert {"damp", "sym", "static_groups", "block_size"} <= set(defaults)
     with pytest.raises(TypeError, match="unknown option 'desc_act'"):
         qgru.gptq(weight, activations, desc_act=True)
+    with pytest.raises(TypeError, match="order= or act_order=True, not both"):
+        qgru.gptq(weight, activations, order="natural", act_order=True)
+    with pytest.raises(qgru.Error, match="^gptq: column order 'random' is not known, expected group-aware, "
+                                         "act-order or natural$"):
+        qgru.gptq(weight, activations, order="random")
     without_file = qgru.gptq(weight, activations, bits=8, group_size=-1)
     assert without_file.checkpoint is None and without_file.scales.shape == (1, 64)
     with pytest.raises(qgru.Error, match="was not written to a checkpoint"):
@@ -107,3 +113,33 @@ def test_gptq_without_a_checkpoint_ignores_the_working_folder(layer, tmp_path, m
     result = qgru.gptq(weight, activations)
     assert result.checkpoint is None and result.qweight.shape == (256 * 4 // 32, 64)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["quantize_config.json"]
+
+
+def test_each_column_order_writes_the_cli_checkpoint(cli, layer, tmp_path):
+    weight, activations = layer
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight})
+    np.save(tmp_path / "x.npy", activations)
+    g_idx = {}
+    for order, python_args, cli_args in (("default", {}, []),
+                                         ("group-aware", {"order": "group-aware"}, ["--order", "group-aware"]),
+                                         ("act-order", {"order": "act-order"}, ["--order", "act-order"]),
+                                         ("act-order-flag", {"act_order": True}, ["--act-order"]),
+                                         ("natural", {"order": "natural"}, ["--order", "natural"])):
+        for who in ("cli", "py"):
+            (tmp_path / order / who).mkdir(parents=True)
+        run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+                tmp_path / "x.npy", "--group-size", "64", *cli_args, "-o", tmp_path / order / "cli" / "q.safetensors")
+        result = qgru.gptq(weight, activations, group_size=64, name="fc.weight", **python_args,
+                           checkpoint=tmp_path / order / "py" / "q.safetensors")
+        for name in ("q.safetensors", "quantize_config.json"):
+            assert read_bytes(tmp_path / order / "py" / name) == read_bytes(tmp_path / order / "cli" / name), \
+                (order, name)
+        g_idx[order] = result.g_idx.tolist()
+    in_groups = [k // 64 for k in range(256)]
+    assert g_idx["default"] == g_idx["group-aware"] == g_idx["natural"] == in_groups
+    assert g_idx["act-order"] == g_idx["act-order-flag"] != in_groups
+    configs = {order: json.loads(read_bytes(tmp_path / order / "py" / "quantize_config.json"))
+               for order in ("group-aware", "act-order", "natural")}
+    assert [configs[o]["desc_act"] for o in ("group-aware", "act-order", "natural")] == [False, True, False]
+    assert [configs[o]["meta"]["act_group_aware"] for o in ("group-aware", "act-order", "natural")] == \
+        [True, False, False]

@@ -1,7 +1,8 @@
 // GPTQ bound for Python: `qgru gptq` on a weight and activations held in memory (gptq::run_job, the CLI's
 // one library call, so defaults, checks, errors and the checkpoint written are the CLI's), and `qgru linear
 // --device cpu` on a checkpoint layer. The library's option struct is bound field by field (GptqOptions):
-// a new option is one def_rw line here, and the Python keyword arguments follow the struct's fields.
+// a new option is one def_rw line here, and the Python keyword arguments follow the struct's fields; the
+// column order (act_order, group_aware) goes by its --order name instead.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
@@ -105,14 +106,17 @@ void bind_gptq(nb::module_& m) {
       .def(nb::init<>())
       .def_rw("bits", &gptq::GptqOptions::bits)
       .def_rw("group_size", &gptq::GptqOptions::group_size)
-      .def_rw("act_order", &gptq::GptqOptions::act_order)
       .def_rw("static_groups", &gptq::GptqOptions::static_groups)
       .def_rw("sym", &gptq::GptqOptions::sym)
       .def_rw("damp", &gptq::GptqOptions::damp)
       .def_rw("block_size", &gptq::GptqOptions::block_size)
       .def_rw("max_damp_retries", &gptq::GptqOptions::max_damp_retries);
-  // The options `qgru gptq` starts from (its JobOptions' defaults).
+  // The options `qgru gptq` starts from (its JobOptions' defaults). The column order (act_order, group_aware)
+  // is set by name, as --order takes it.
   m.def("gptq_cli_defaults", [] { return gptq::JobOptions().gptq; });
+  m.def("column_order_names", &gptq::column_order_names);
+  m.def("set_column_order", &gptq::set_column_order, nb::arg("options"), nb::arg("order"));
+  m.def("column_order_name", &gptq::column_order_name, nb::arg("options"));
   m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
         nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
   m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"));

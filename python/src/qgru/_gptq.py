@@ -14,9 +14,11 @@ def gptq_option_names():
 
 
 def gptq_defaults():
-    """The options ``qgru gptq`` starts from, as a dict."""
+    """The options ``qgru gptq`` starts from, as a dict: ``order`` (``--order``) and the option fields."""
     defaults = _qgru.gptq_cli_defaults()
-    return {name: getattr(defaults, name) for name in gptq_option_names()}
+    values = {name: getattr(defaults, name) for name in gptq_option_names()}
+    values["order"] = _qgru.column_order_name(defaults)
+    return values
 
 
 class GptqResult:
@@ -42,8 +44,8 @@ class GptqResult:
                 f"rtn_error={self.rtn_error:.4g})")
 
 
-def gptq(weight, activations, bits=4, group_size=128, *, checkpoint=None, name="linear.weight", bias=None,
-         format="gptq", activations_feature_major=False, **options):
+def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=False, checkpoint=None,
+         name="linear.weight", bias=None, format="gptq", activations_feature_major=False, **options):
     """GPTQ-quantize one linear layer: ``qgru gptq`` on arrays.
 
     Args:
@@ -53,15 +55,20 @@ def gptq(weight, activations, bits=4, group_size=128, *, checkpoint=None, name="
             ``H = 2·X·Xᵀ`` is accumulated in float64 chunk by chunk.
         bits: 2, 3, 4 or 8.
         group_size: columns per group (-1: one group per row).
+        order: the column order, as ``qgru gptq --order``: ``"group-aware"`` (the default: act-order inside
+            each group, groups by their largest diag(H); ``g_idx`` stays ``k // group_size``),
+            ``"act-order"`` (descending diag(H) over all columns; ``desc_act``, ``g_idx`` permuted) or
+            ``"natural"``.
+        act_order: ``True`` is ``order="act-order"`` (``--act-order``); not together with ``order``.
         checkpoint: when given, the ``.safetensors`` to write, with ``quantize_config.json`` beside it
             (atomically, together), exactly as ``qgru gptq -o`` writes them.
         name: the weight's name in the checkpoint; its prefix (``linear`` for ``linear.weight``) names the
             packed tensors.
         bias: ``[N]``, stored as float16 as AutoGPTQ does.
         format: ``"gptq"`` (v1) or ``"gptq_v2"``.
-        **options: any other field of the library's GPTQ options, by name (``act_order``, ``static_groups``,
-            ``sym``, ``damp``, ``block_size``, ...; ``qgru.gptq_defaults()`` lists them with the CLI's
-            defaults, which apply to those not given).
+        **options: any other field of the library's GPTQ options, by name (``static_groups``, ``sym``,
+            ``damp``, ``block_size``, ...; ``qgru.gptq_defaults()`` lists them with the CLI's defaults, which
+            apply to those not given).
 
     Returns:
         GptqResult: ``qweight``, ``qzeros``, ``scales``, ``g_idx``, ``gptq_error``, ``rtn_error``...
@@ -76,6 +83,10 @@ def gptq(weight, activations, bits=4, group_size=128, *, checkpoint=None, name="
     gptq_options = _qgru.gptq_cli_defaults()
     gptq_options.bits = int(bits)
     gptq_options.group_size = int(group_size)
+    if act_order and order is not None:
+        raise TypeError("gptq() takes order= or act_order=True, not both (as --order and --act-order)")
+    if act_order or order is not None:
+        _qgru.set_column_order(gptq_options, "act-order" if act_order else str(order))
     known = gptq_option_names()
     for key, value in options.items():
         if key not in known:
