@@ -143,3 +143,48 @@ def test_each_column_order_writes_the_cli_checkpoint(cli, layer, tmp_path):
     assert [configs[o]["desc_act"] for o in ("group-aware", "act-order", "natural")] == [False, True, False]
     assert [configs[o]["meta"]["act_group_aware"] for o in ("group-aware", "act-order", "natural")] == \
         [True, False, False]
+
+
+def test_gptq_linear_reads_the_checkpoint_as_qgru_linear(cli, tmp_path):
+    """The bias added (left out with no_bias), v1 zero points of 0 by the clients' rule, and a v1 file of
+    qgru's earlier writer (meta.quantizer "qgru") by its own per-field rule: y equal to `qgru linear`'s."""
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((32, 96)).astype(np.float32)
+    weight[::2] = np.abs(weight[::2])  # rows >= 0: asymmetric zero points of 0
+    bias = rng.standard_normal(32).astype(np.float32)
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight, "fc.bias": bias})
+    np.save(tmp_path / "calib.npy", rng.standard_normal((256, 96)).astype(np.float32))
+    x = rng.standard_normal((7, 96)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "v1").mkdir()
+    run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+            tmp_path / "calib.npy", "--bits", "2", "--group-size", "32", "-o", tmp_path / "v1" / "q.safetensors")
+    checkpoint = tmp_path / "v1" / "q.safetensors"
+
+    def cli_linear(path, *flags):
+        run_cli(cli, "linear", "--checkpoint", path, "--layer", "fc", "--input", tmp_path / "x.npy", "--output",
+                tmp_path / "y.npy", *flags)
+        return np.load(tmp_path / "y.npy")
+
+    with_bias, without_bias = cli_linear(checkpoint), cli_linear(checkpoint, "--no-bias")
+    np.testing.assert_array_equal(qgru.gptq_linear(checkpoint, x), with_bias)
+    np.testing.assert_array_equal(qgru.gptq_linear(checkpoint, x, no_bias=True), without_bias)
+    # The bias is what differs: stored in float16 (as AutoGPTQ keeps it), added in float32.
+    assert np.abs(with_bias - without_bias - bias.astype(np.float16).astype(np.float32)).max() < 1e-5
+
+    # The same layer as qgru's earlier writer stored it: (zero − 1) & maxq in each 2-bit field of qzeros.
+    (tmp_path / "old").mkdir()
+    tensors = qgru.read_tensors(checkpoint)
+    words = tensors["fc.qzeros"].view(np.uint32).astype(np.uint64)
+    zeros = np.stack([((words + 0x55555555) & 0xFFFFFFFF) >> np.uint64(2 * i) & np.uint64(3) for i in range(16)], -1)
+    assert np.any(zeros == 0)
+    fields = (zeros.astype(np.int64) - 1) & 3
+    tensors["fc.qzeros"] = np.bitwise_or.reduce(fields.astype(np.uint64) << (2 * np.arange(16, dtype=np.uint64)),
+                                                axis=-1).astype(np.uint32).view(np.int32)
+    qgru.write_tensors(tmp_path / "old" / "q.safetensors", tensors)
+    config = json.loads(read_bytes(tmp_path / "v1" / "quantize_config.json"))
+    config["meta"] = {"quantizer": "qgru"}
+    (tmp_path / "old" / "quantize_config.json").write_text(json.dumps(config))
+    old = qgru.gptq_linear(tmp_path / "old" / "q.safetensors", x)
+    np.testing.assert_array_equal(old, cli_linear(tmp_path / "old" / "q.safetensors"))
+    np.testing.assert_array_equal(old, with_bias)

@@ -17,7 +17,6 @@
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/job.h"
 #include "qgru/gptq/layer_linear.h"
-#include "qgru/gptq/pack.h"
 #include "qgru/io/safetensors.h"
 
 namespace qgru::python {
@@ -73,26 +72,21 @@ nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::
   return result;
 }
 
-// `qgru linear --device cpu`: y [M, N] = x [M, K] · Ŵᵀ for the layer PREFIX of the checkpoint.
+// `qgru linear --device cpu`: y [M, N] = x [M, K] · Ŵᵀ + bias for the layer PREFIX of the checkpoint, read as
+// the CLI reads it (read_checkpoint_layer: quantize_config.json's bits, format and v1 zero rule; the bias
+// unless with_bias is false, as --no-bias).
 nb::ndarray<nb::numpy, float> gptq_linear(const std::string& checkpoint, const std::string& prefix, const HostArray& x,
-                                          const std::string& x_name) {
-  const gptq::QuantizeConfig config = gptq::read_quantize_config(gptq::quantize_config_path_beside(checkpoint));
-  const SafetensorsFile file = read_safetensors(checkpoint);
-  const gptq::QuantizedLayer layer = gptq::read_layer(file, prefix, config.bits, config.format, checkpoint);
-  const Tensor input = tensor_from_array(x, x_name);
-  if (input.rank() != 2 || input.shape[1] != layer.K) {
-    throw Error(x_name + ": input has shape " + shape_string(input.shape) + ", expected [M, " +
-                std::to_string(layer.K) + "] for layer '" + prefix + "'");
-  }
-  const int64_t M = input.shape[0];
-  const std::vector<float> values = tensor_to_f32(input);
-  const std::vector<int32_t> qweight = gptq::pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight");
+                                          const std::string& x_name, bool with_bias) {
+  const gptq::CheckpointLayer layer = gptq::read_checkpoint_layer(checkpoint, prefix, with_bias);
+  int64_t M = 0;
+  const std::vector<float> values = gptq::linear_input(tensor_from_array(x, x_name), x_name, layer, prefix, M);
   std::vector<float> y;
   {
     nb::gil_scoped_release release;
-    y = gptq::layer_linear_f32(layer, qweight, values, M);
+    y = gptq::layer_linear_f32(layer.layer, layer.qweight, values, M);
+    gptq::add_linear_bias(y, layer.bias, M);
   }
-  return numpy_owning(std::move(y), {static_cast<size_t>(M), static_cast<size_t>(layer.N)});
+  return numpy_owning(std::move(y), {static_cast<size_t>(M), static_cast<size_t>(layer.layer.N)});
 }
 
 std::vector<std::string> checkpoint_layers(const std::string& checkpoint) {
@@ -119,7 +113,8 @@ void bind_gptq(nb::module_& m) {
   m.def("column_order_name", &gptq::column_order_name, nb::arg("options"));
   m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
         nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
-  m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"));
+  m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"),
+        nb::arg("with_bias"));
   m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));
 }
 

@@ -105,14 +105,17 @@ def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=F
     return GptqResult(result, prefix, None if checkpoint is None else os.fspath(checkpoint))
 
 
-def gptq_linear(checkpoint, x, layer=None):
-    """``y = x · Ŵᵀ`` for one layer of a GPTQ checkpoint, on the CPU from the packed codes (``qgru linear``).
+def gptq_linear(checkpoint, x, layer=None, *, no_bias=False):
+    """``y = x · Ŵᵀ + bias`` for one layer of a GPTQ checkpoint, on the CPU from the packed codes, read exactly
+    as ``qgru linear`` reads it (bits, format and the v1 zero-point rule from its ``quantize_config.json``).
 
     Args:
         checkpoint: the ``.safetensors`` (``quantize_config.json`` beside it), or a ``GptqResult`` that was
             written to one.
         x: ``[M, K]`` float.
         layer: the layer's prefix; may be left out when the checkpoint holds one layer.
+        no_bias: leave out the checkpoint's ``PREFIX.bias`` (``--no-bias``); it is added by default, as every
+            client adds it.
 
     Returns:
         y ``[M, N]`` float32.
@@ -128,4 +131,4 @@ def gptq_linear(checkpoint, x, layer=None):
         if len(layers) != 1:
             raise _qgru.Error(f"{path}: holds {len(layers)} layers ({', '.join(layers)}); give layer=")
         layer = layers[0]
-    return _qgru.gptq_linear(path, layer, host_array(x), "x")
+    return _qgru.gptq_linear(path, layer, host_array(x), "x", not no_bias)
