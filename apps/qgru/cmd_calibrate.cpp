@@ -160,7 +160,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
   }
   return [cli]() {
     std::vector<qgru::CommandFile> inputs = {{"--model", cli->options.model_path},
-                                             {"--config", qgru::cli::config_file(cli->config)}};
+                                             {"--config", qgru::bitwidth_config_file(cli->config)}};
     for (const auto& path : cli->merge) inputs.push_back({"--merge", path});
     for (const auto& path : cli->options.data_paths) inputs.push_back({"--data", qgru::array_file_path(path)});
     for (const auto& path : cli->options.lengths_paths) inputs.push_back({"--lengths", qgru::array_file_path(path)});

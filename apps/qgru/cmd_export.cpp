@@ -12,6 +12,7 @@
 #include "qgru/base/log.h"
 #include "qgru/export/onnx_export.h"
 #include "qgru/import/model_file_kind.h"
+#include "qgru/runtime/artifact.h"
 #include "shared_checks.h"
 #include "subcommand.h"
 
@@ -34,7 +35,7 @@ int run_export(const ExportCli& cli) {
   std::vector<qgru::CommandFile> inputs;
   if (std::filesystem::is_regular_file(cli.model, error) &&
       qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact) {
-    qgru::cli::add_artifact_input(inputs, "--model", cli.model);
+    qgru::add_artifact_input(inputs, "--model", cli.model);
   } else {
     inputs.push_back({"--model", cli.model});
   }

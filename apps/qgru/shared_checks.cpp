@@ -1,22 +1,11 @@
 #include "shared_checks.h"
 
 #include <cmath>
-#include <filesystem>
 
 #include "qgru/base/sha256.h"
 #include "qgru/base/weights_provenance.h"
-#include "qgru/quant/bitwidth_presets.h"
-#include "qgru/runtime/artifact.h"
 
 namespace qgru::cli {
-
-void add_artifact_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& json_path) {
-  inputs.push_back({flag, json_path});
-  std::error_code error;
-  if (!json_path.empty() && std::filesystem::is_regular_file(json_path, error)) {
-    inputs.push_back({flag + " (its tensor file)", recorded_artifact_tensor_path(json_path)});
-  }
-}
 
 const CLI::Validator& finite_number() {
   static const CLI::Validator validator(
@@ -34,13 +23,6 @@ CLI::Option* add_allow_model_mismatch(CLI::App& command, bool& allow, const std:
   return command.add_flag("--allow-model-mismatch", allow,
                           "Use " + what + " even when it records other float weights than --model (their sha256 "
                           "differs): a warning instead of the refusal");
-}
-
-std::string config_file(const std::string& name_or_path) {
-  for (const std::string& name : bitwidth_preset_names()) {
-    if (name == name_or_path) return "";
-  }
-  return name_or_path;
 }
 
 std::string require_same_weights(const std::string& recorded_by, const std::string& recorded_sha256,

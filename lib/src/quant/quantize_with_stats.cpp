@@ -24,13 +24,10 @@ struct StatisticsError : Error {
 }  // namespace
 
 std::string bitwidth_config_sha256(const std::string& name_or_path) {
-  for (const std::string& name : bitwidth_preset_names()) {
-    if (name == name_or_path) {
-      const std::string& text = bitwidth_preset_text(name);
-      return sha256_hex(text.data(), text.size());
-    }
-  }
-  return sha256_file_hex(name_or_path);
+  const std::string file = bitwidth_config_file(name_or_path);
+  if (!file.empty()) return sha256_file_hex(file);
+  const std::string& text = bitwidth_preset_text(name_or_path);
+  return sha256_hex(text.data(), text.size());
 }
 
 void check_quantize_inputs(const FloatGruModel& model, const CalibrationStats& stats, const BitwidthConfig& config,
