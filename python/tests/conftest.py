@@ -25,11 +25,12 @@ def cli():
     return path
 
 
-def run_cli(cli, *args, expect_failure=False):
-    """Run `qgru -q ARGS`; returns stdout, or with expect_failure the error line without "qgru: error: "."""
+def run_cli(cli, *args, expect_failure=False, exit_code=1):
+    """Run `qgru -q ARGS`; returns stdout, or with expect_failure the error line without "qgru: error: " (the
+    exit code 1 for bad input, 2 for a usage error such as a refused output path)."""
     result = subprocess.run([cli, "-q", *map(str, args)], capture_output=True, text=True)
     if expect_failure:
-        assert result.returncode == 1, f"qgru {' '.join(map(str, args))} exited {result.returncode}: {result.stderr}"
+        assert result.returncode == exit_code, f"qgru {' '.join(map(str, args))} exited {result.returncode}: {result.stderr}"
         lines = [line for line in result.stderr.splitlines() if line.startswith("qgru: error: ")]
         assert len(lines) == 1, result.stderr
         return lines[0][len("qgru: error: "):]

@@ -238,3 +238,51 @@ def test_onnx_models_prefix_and_lengths_as_the_cli(cli, digits, tmp_path):
     assert read_bytes(tmp_path / "py" / "digits.json") == read_bytes(tmp_path / "cli" / "digits.json")
     assert qgru.calibrate(full, digits["calib"], prefix="gru.").to_dict()["tensors"] == \
         qgru.Statistics.load(tmp_path / "cli" / "digits.json").to_dict()["tensors"]
+
+
+def test_saves_never_replace_an_input(cli, digits, tmp_path):
+    """Every write of the package goes through the CLI's output policy: an output that is one of the files the
+    object was made from, or that collides with its own derived file, is refused with the CLI's line."""
+    data = tmp_path / "calib.npy"
+    data.write_bytes(read_bytes(digits["calib"]))
+    line = run_cli(cli, "calibrate", "--model", digits["model"], "--data", data, "-o", data,
+                   expect_failure=True, exit_code=2)
+    stats = qgru.calibrate(digits["model"], os.fspath(data))
+    with pytest.raises(qgru.Error) as error:
+        stats.save(data)
+    assert str(error.value) == line
+    assert read_bytes(data) == read_bytes(digits["calib"])
+
+    stats_path = tmp_path / "stats.qgru.json"
+    stats.save(stats_path)
+    stats.save(stats_path)  # again to the file it was saved to: the same bytes, allowed
+    line = run_cli(cli, "quantize", "--model", digits["model"], "--stats", stats_path, "-o", stats_path,
+                   expect_failure=True, exit_code=2)
+    artifact = qgru.quantize(digits["model"], stats)
+    with pytest.raises(qgru.Error) as error:
+        artifact.save(stats_path)
+    assert str(error.value) == line
+
+    artifact.save(tmp_path / "model.qgru.json")
+    loaded = qgru.load(tmp_path / "model.qgru.json")
+    report = qgru.verify(digits["model"], loaded, digits["test"])
+    for target, flag in ((tmp_path / "model.qgru.safetensors", "--report"), (tmp_path / "model.qgru.json", "--html")):
+        line = run_cli(cli, "verify", "--model", digits["model"], "--artifact", tmp_path / "model.qgru.json",
+                       "--input", digits["test"], flag, target, expect_failure=True, exit_code=2)
+        with pytest.raises(qgru.Error) as error:
+            report.to_json(target) if flag == "--report" else report.to_html(target)
+        assert str(error.value) == line
+    qgru.load(tmp_path / "model.qgru.json")  # both files intact
+
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((16, 64)).astype(np.float32)
+    activations = rng.standard_normal((256, 64)).astype(np.float32)
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight})
+    np.save(tmp_path / "x.npy", activations)
+    line = run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+                   tmp_path / "x.npy", "--group-size", "32", "-o", tmp_path / "quantize_config.json",
+                   expect_failure=True, exit_code=2)
+    with pytest.raises(qgru.Error) as error:
+        qgru.gptq(weight, activations, group_size=32, name="fc.weight", checkpoint=tmp_path / "quantize_config.json")
+    assert str(error.value) == line
+    assert not (tmp_path / "quantize_config.json").exists()

@@ -14,6 +14,7 @@
 
 #include "arrays.h"
 #include "qgru/base/error.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/job.h"
 #include "qgru/gptq/layer_linear.h"
@@ -45,6 +46,12 @@ nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::
   job.gptq = options;
   job.format = gptq::parse_format(format);
   job.output_path = output_path;
+  // The checkpoint and the quantize_config.json beside it, checked as `qgru gptq -o` checks them
+  // (qgru/base/output_policy.h); the inputs are in memory.
+  if (!output_path.empty()) {
+    check_command_files({}, {{"-o", output_path},
+                             {"-o (its quantize_config.json)", gptq::quantize_config_path_beside(output_path)}});
+  }
   SafetensorsFile checkpoint;
   job.checkpoint = &checkpoint;
   std::vector<gptq::LayerReport> reports;

@@ -18,6 +18,7 @@
 #include "arrays.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/range_selection.h"
@@ -144,7 +145,17 @@ Statistics merge_statistics(const std::vector<Statistics>& shards) {
   return merged;
 }
 
+// The files statistics record as read, which nothing saved from them may replace (qgru/base/output_policy.h);
+// the messages name the CLI's flags.
+std::vector<CommandFile> statistics_inputs(const Statistics& stats) {
+  std::vector<CommandFile> inputs = {{"--model", stats.stats.model_path}};
+  for (const CalibrationDataFile& file : stats.stats.data_files) inputs.push_back({"--data", file.path});
+  return inputs;
+}
+
+// `qgru calibrate -o PATH`. Saving again to the file the statistics were read from writes the same bytes.
 void save_statistics(Statistics& stats, const std::string& path) {
+  check_command_files(statistics_inputs(stats), {{"-o", path}});
   const std::string text = serialize_calibration_stats(stats.stats);
   write_file_atomic(path, text);
   stats.path = stats.source = path;
@@ -153,6 +164,10 @@ void save_statistics(Statistics& stats, const std::string& path) {
 
 // `qgru calibrate --merge STATS --html PATH --config CONFIG`: the calibration report of these statistics.
 void write_calibration_html(const Statistics& stats, const std::string& path, const std::string& config_source) {
+  std::vector<CommandFile> inputs = statistics_inputs(stats);
+  inputs.push_back({"--merge", stats.path});
+  inputs.push_back({"--config", bitwidth_config_file(config_source)});
+  check_command_files(inputs, {{"--html", path}});
   const BitwidthConfig config = load_bitwidth_config(config_source);
   CalibrationReportOptions options;
   options.stats_sources = {stats.source};
@@ -199,6 +214,18 @@ std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& st
   return std::make_unique<Artifact>(std::move(quantized), "", std::move(provenance_extra));
 }
 
+// Saving checks the two files as `qgru quantize -o` does (qgru/base/output_policy.h), against the files the
+// artifact records as read: the model, the statistics and the config file. The messages name the CLI's flags.
+void save_artifact(Artifact& artifact, const std::string& path) {
+  const QuantProvenance& provenance = artifact.model().provenance;
+  check_command_files({{"--model", provenance.model_path},
+                       {"--stats", provenance.stats_path},
+                       {"--config", bitwidth_config_file(provenance.config_source)}},
+                      {{"-o", path}, {"-o (its tensor file)", artifact_tensor_path(path)}});
+  write_artifact(path, artifact.model(), artifact.provenance_extra());
+  artifact.set_path(path);
+}
+
 // The provenance keys of an artifact file beyond those the reader takes into QuantProvenance.
 nlohmann::json provenance_extra_of(const std::string& json_path) {
   nlohmann::json extra = nlohmann::json::object();
@@ -242,6 +269,15 @@ std::unique_ptr<Report> verify(const FloatModel& model, const Artifact& artifact
   report->model_name = model.source;
   report->artifact_name = artifact.source();
   report->input_name = x_source;
+  report->inputs = {{"--model", model.path}};
+  add_artifact_input(report->inputs, "--artifact", artifact.path());
+  const auto add_file = [&](const std::string& flag, const Source* input) {
+    const std::string* path = input ? std::get_if<std::string>(input) : nullptr;
+    if (path) report->inputs.push_back({flag, array_file_path(*path)});
+  };
+  add_file("--input", &x_input);
+  add_file("--h0", h0_input ? &*h0_input : nullptr);
+  add_file("--lengths", lengths_input ? &*lengths_input : nullptr);
   return report;
 }
 
@@ -254,7 +290,16 @@ std::string report_json(const Report& report) {
   return json_text(json, 2) + "\n";
 }
 
+// `qgru verify --report PATH`: the JSON, written after the output policy's check against the report's inputs.
+void write_report_json(const Report& report, const std::string& path) {
+  check_command_files(report.inputs, {{"--report", path}});
+  write_file_atomic(path, report_json(report));
+}
+
 void write_report_html(const Report& report, const std::string& path, const Statistics* stats) {
+  std::vector<CommandFile> inputs = report.inputs;
+  if (stats) inputs.push_back({"--stats", stats->path});
+  check_command_files(inputs, {{"--html", path}});
   HtmlReportOptions options;
   options.model_path = report.model_name;
   options.artifact_path = report.artifact_name;
@@ -328,8 +373,6 @@ void bind_toolchain(nb::module_& m) {
     defaults["percentile"] = RangeMethod().percentile;
     return defaults;
   });
-  m.def("write_text_atomic", [](const std::string& path, const std::string& text) { write_file_atomic(path, text); },
-        nb::arg("path"), nb::arg("text"));
   m.def("merge_statistics", &merge_statistics, nb::arg("shards"));
 
   nb::class_<CalibrationSession>(m, "CalibrationSession")
@@ -349,12 +392,7 @@ void bind_toolchain(nb::module_& m) {
       .def_prop_ro("num_directions", [](const Artifact& a) { return a.model().num_directions; })
       .def_prop_ro("config_name", [](const Artifact& a) { return a.model().config.name; })
       .def("describe", [](const Artifact& a) { return describe_quantized_gru(a.model()); })
-      .def("save",
-           [](Artifact& a, const std::string& path) {
-             write_artifact(path, a.model(), a.provenance_extra());
-             a.set_path(path);
-           },
-           nb::arg("path"))
+      .def("save", &save_artifact, nb::arg("path"))
       .def("to_bytes",
            [](const Artifact& a, const std::string& tensor_file_name) {
              const ArtifactBytes bytes = serialize_artifact(a.model(), tensor_file_name, a.provenance_extra());
@@ -380,6 +418,7 @@ void bind_toolchain(nb::module_& m) {
   nb::class_<Report>(m, "Report")
       .def("table", [](const Report& r) { return verify_report_table(r.report); })
       .def("to_json", &report_json)
+      .def("write_json", &write_report_json, nb::arg("path"))
       .def("write_html", &write_report_html, nb::arg("path"), nb::arg("stats").none());
   m.def("verify", &verify, nb::arg("model"), nb::arg("artifact"), nb::arg("x"), nb::arg("x_name"), nb::arg("h0").none(),
         nb::arg("h0_name"), nb::arg("lengths").none(), nb::arg("batch_first"));

@@ -4,9 +4,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "qgru/base/output_policy.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/qgru_runtime.hpp"
@@ -58,6 +60,7 @@ struct Report {
   GruVerifyReport report;
   std::shared_ptr<const QuantizedGru> model;  // for the HTML report's activation plots
   std::string model_name, artifact_name, input_name;
+  std::vector<CommandFile> inputs;  // the files it was made from, which no report written may replace
 };
 
 }  // namespace qgru::python

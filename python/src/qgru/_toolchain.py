@@ -242,10 +242,9 @@ class Report:
 
     def to_json(self, path=None):
         """The JSON text; written (atomically) to ``path`` when given."""
-        text = self._impl.to_json()
         if path is not None:
-            _qgru.write_text_atomic(os.fspath(path), text)
-        return text
+            self._impl.write_json(os.fspath(path))
+        return self._impl.to_json()
 
     def to_html(self, path, stats=None):
         """Write the self-contained HTML report (``qgru verify --html``); with ``stats`` (qgru.Statistics or a
