@@ -286,3 +286,24 @@ def test_saves_never_replace_an_input(cli, digits, tmp_path):
         qgru.gptq(weight, activations, group_size=32, name="fc.weight", checkpoint=tmp_path / "quantize_config.json")
     assert str(error.value) == line
     assert not (tmp_path / "quantize_config.json").exists()
+
+
+def test_linear_before_reset_0_model_as_the_cli(cli, tmp_path):
+    """An ONNX GRU with linear_before_reset = 0: the package writes the CLI's artifact (version 2) and runs it
+    to the CLI's outputs."""
+    onnx = os.path.join(os.environ.get("QGRU_SOURCE_DIR", ""), "test", "data", "onnx", "lbr0_bidir_lengths")
+    model, x = os.path.join(onnx, "model.onnx"), os.path.join(onnx, "x.npy")
+    for who in ("cli", "py"):
+        (tmp_path / who).mkdir()
+    run_cli(cli, "calibrate", "--model", model, "--data", x, "-o", tmp_path / "stats.json")
+    run_cli(cli, "quantize", "--model", model, "--stats", tmp_path / "stats.json", "-o", tmp_path / "cli" / "m.qgru.json")
+    run_cli(cli, "run", "--model", tmp_path / "cli" / "m.qgru.json", "--input", x, "--output", tmp_path / "y.npy",
+            "--hn", tmp_path / "hn.npy")
+    artifact = qgru.quantize(model, os.fspath(tmp_path / "stats.json"))
+    artifact.save(tmp_path / "py" / "m.qgru.json")
+    for name in ("m.qgru.json", "m.qgru.safetensors"):
+        assert read_bytes(tmp_path / "py" / name) == read_bytes(tmp_path / "cli" / name), name
+    assert json.loads(read_bytes(tmp_path / "py" / "m.qgru.json"))["linear_before_reset"] is False
+    y, h_n = artifact.run(np.load(x))
+    np.testing.assert_array_equal(y, np.load(tmp_path / "y.npy"))
+    np.testing.assert_array_equal(h_n, np.load(tmp_path / "hn.npy"))
