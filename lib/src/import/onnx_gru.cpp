@@ -315,6 +315,12 @@ int constant_int(const Graph& g, const std::string& value, std::vector<int64_t>&
   return static_cast<int>(out.size());
 }
 
+// A node's first output, or "" (which has no consumer) when a malformed graph gives it none.
+const std::string& first_output(const NodeProto& node) {
+  static const std::string none;
+  return node.output_size() > 0 ? node.output(0) : none;
+}
+
 // The GRU node whose X is fed by node `from`'s Y through the exporters' reshaping (or -1):
 //   one direction:  Y [T, 1, N, H] -> Squeeze(axes = [1]) -> X [T, N, H]
 //   two directions: Y [T, 2, N, H] -> Transpose(perm = [0, 2, 1, 3]) -> Reshape([T or 0, N or 0, 2H or -1]) -> X
@@ -328,17 +334,17 @@ int next_gru(const Graph& g, int from, int directions, int hidden_size) {
     std::vector<int64_t> axes = ints_attribute(squeeze, "axes");  // opset < 13
     if (axes.empty() && squeeze.input_size() > 1) constant_int(g, squeeze.input(1), axes);
     if (axes != std::vector<int64_t>{1}) return -1;
-    at = g.single_consumer(squeeze.output(0));
+    at = g.single_consumer(first_output(squeeze));
   } else {
     const NodeProto& transpose = g.node(at);
     if (transpose.op_type() != "Transpose" || ints_attribute(transpose, "perm") != std::vector<int64_t>{0, 2, 1, 3}) return -1;
-    at = g.single_consumer(transpose.output(0));
+    at = g.single_consumer(first_output(transpose));
     if (at < 0) return -1;
     const NodeProto& reshape = g.node(at);
     std::vector<int64_t> shape;
     if (reshape.op_type() != "Reshape" || reshape.input_size() < 2 || constant_int(g, reshape.input(1), shape) != 3) return -1;
     if (shape[0] < 0 || shape[1] < 0 || (shape[2] != -1 && shape[2] != 2 * int64_t{hidden_size})) return -1;
-    at = g.single_consumer(reshape.output(0));
+    at = g.single_consumer(first_output(reshape));
   }
   if (at < 0 || g.node(at).op_type() != "GRU") return -1;
   return at;
