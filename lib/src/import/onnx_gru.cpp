@@ -18,6 +18,7 @@
 #include "qgru/base/log.h"
 #include "qgru/base/tensor.h"
 #include "qgru/base/atomic_file.h"
+#include "qgru/import/model_file_kind.h"
 
 namespace qgru {
 namespace {
@@ -482,6 +483,13 @@ void read_node_weights(const Graph& g, const NodeProto& node, const OnnxGruNodeI
   }
 }
 
+// The folder external data is looked up in: the model's own, "." for a model named without one (a bare
+// "model.onnx" must not look in "/").
+std::string model_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  return folder.empty() ? std::string(".") : folder.string();
+}
+
 }  // namespace
 
 OnnxGraphGrus inspect_onnx_gru_bytes(const uint8_t* data, size_t size, const std::string& source, const std::string& model_dir) {
@@ -491,7 +499,7 @@ OnnxGraphGrus inspect_onnx_gru_bytes(const uint8_t* data, size_t size, const std
 
 OnnxGraphGrus inspect_onnx_grus(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return inspect_onnx_gru_bytes(bytes.data(), bytes.size(), path, std::filesystem::path(path).parent_path().string() + "/");
+  return inspect_onnx_gru_bytes(bytes.data(), bytes.size(), path, model_folder(path));
 }
 
 FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::string& source, const std::string& model_dir,
@@ -570,7 +578,38 @@ FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::s
 
 FloatGruModel load_onnx_gru(const std::string& path, const std::string& node) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return onnx_gru_from_bytes(bytes.data(), bytes.size(), path, std::filesystem::path(path).parent_path().string() + "/", node);
+  return onnx_gru_from_bytes(bytes.data(), bytes.size(), path, model_folder(path), node);
+}
+
+std::vector<std::string> onnx_external_data_files(const std::string& path) {
+  std::vector<std::string> files;
+  try {
+    if (sniff_model_file(path) != ModelFileKind::Onnx) return files;
+    const std::vector<uint8_t> bytes = read_file_bytes(path);
+    const onnx::ModelProto model = parse_model(bytes.data(), bytes.size(), path);
+    if (!model.has_graph()) return files;
+    std::set<std::string> seen;
+    const auto add = [&](const TensorProto& t) {
+      if (t.data_location() != TensorProto::EXTERNAL) return;
+      for (const auto& entry : t.external_data()) {
+        if (entry.key() != "location" || entry.value().empty()) continue;
+        const std::filesystem::path relative(entry.value());
+        bool escapes = relative.is_absolute();
+        for (const auto& part : relative) escapes = escapes || part == "..";
+        // A location outside the folder is refused by the reader before anything is written.
+        if (!escapes && seen.insert(entry.value()).second) files.push_back((std::filesystem::path(model_folder(path)) / relative).string());
+      }
+    };
+    for (const TensorProto& t : model.graph().initializer()) add(t);
+    for (const NodeProto& node : model.graph().node()) {
+      for (const AttributeProto& a : node.attribute()) {
+        if (a.type() == AttributeProto::TENSOR) add(a.t());
+      }
+    }
+  } catch (const std::exception&) {
+    files.clear();  // not readable as ONNX (or not a regular file): the model's reader and the policy say why
+  }
+  return files;
 }
 
 std::string describe_onnx_grus(const OnnxGraphGrus& grus) {
