@@ -11,6 +11,7 @@
 #include "qgru/base/output_policy.h"
 #include "qgru/base/log.h"
 #include "qgru/export/onnx_export.h"
+#include "qgru/import/load_float_gru.h"
 #include "qgru/import/model_file_kind.h"
 #include "qgru/runtime/artifact.h"
 #include "shared_checks.h"
@@ -37,7 +38,7 @@ int run_export(const ExportCli& cli) {
       qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact) {
     qgru::add_artifact_input(inputs, "--model", cli.model);
   } else {
-    inputs.push_back({"--model", cli.model});
+    qgru::add_model_input(inputs, "--model", cli.model);
   }
   qgru::check_command_files(inputs, {{"-o", cli.output}});
   qgru::OnnxExportRequest request;
