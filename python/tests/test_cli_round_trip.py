@@ -307,3 +307,18 @@ def test_linear_before_reset_0_model_as_the_cli(cli, tmp_path):
     y, h_n = artifact.run(np.load(x))
     np.testing.assert_array_equal(y, np.load(tmp_path / "y.npy"))
     np.testing.assert_array_equal(h_n, np.load(tmp_path / "hn.npy"))
+
+
+def test_saves_never_replace_an_onnx_models_external_data(cli, tmp_path):
+    onnx = os.path.join(os.environ.get("QGRU_SOURCE_DIR", ""), "test", "data", "onnx", "pytorch_l2_bidir_external")
+    (tmp_path / "ext").mkdir()
+    for name in ("model.onnx", "weights.bin"):
+        (tmp_path / "ext" / name).write_bytes(read_bytes(os.path.join(onnx, name)))
+    model, weights, x = tmp_path / "ext" / "model.onnx", tmp_path / "ext" / "weights.bin", os.path.join(onnx, "x.npy")
+    line = run_cli(cli, "calibrate", "--model", model, "--data", x, "-o", weights, expect_failure=True, exit_code=2)
+    stats = qgru.calibrate(os.fspath(model), x)
+    with pytest.raises(qgru.Error) as error:
+        stats.save(weights)
+    assert str(error.value) == line
+    assert "(its external data)" in line
+    assert read_bytes(weights) == read_bytes(os.path.join(onnx, "weights.bin"))

@@ -148,7 +148,8 @@ Statistics merge_statistics(const std::vector<Statistics>& shards) {
 // The files statistics record as read, which nothing saved from them may replace (qgru/base/output_policy.h);
 // the messages name the CLI's flags.
 std::vector<CommandFile> statistics_inputs(const Statistics& stats) {
-  std::vector<CommandFile> inputs = {{"--model", stats.stats.model_path}};
+  std::vector<CommandFile> inputs;
+  add_model_input(inputs, "--model", stats.stats.model_path);
   for (const CalibrationDataFile& file : stats.stats.data_files) inputs.push_back({"--data", file.path});
   return inputs;
 }
@@ -218,10 +219,10 @@ std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& st
 // artifact records as read: the model, the statistics and the config file. The messages name the CLI's flags.
 void save_artifact(Artifact& artifact, const std::string& path) {
   const QuantProvenance& provenance = artifact.model().provenance;
-  check_command_files({{"--model", provenance.model_path},
-                       {"--stats", provenance.stats_path},
-                       {"--config", bitwidth_config_file(provenance.config_source)}},
-                      {{"-o", path}, {"-o (its tensor file)", artifact_tensor_path(path)}});
+  std::vector<CommandFile> inputs = {{"--stats", provenance.stats_path},
+                                     {"--config", bitwidth_config_file(provenance.config_source)}};
+  add_model_input(inputs, "--model", provenance.model_path);
+  check_command_files(inputs, {{"-o", path}, {"-o (its tensor file)", artifact_tensor_path(path)}});
   write_artifact(path, artifact.model(), artifact.provenance_extra());
   artifact.set_path(path);
 }
@@ -269,7 +270,7 @@ std::unique_ptr<Report> verify(const FloatModel& model, const Artifact& artifact
   report->model_name = model.source;
   report->artifact_name = artifact.source();
   report->input_name = x_source;
-  report->inputs = {{"--model", model.path}};
+  add_model_input(report->inputs, "--model", model.path);
   add_artifact_input(report->inputs, "--artifact", artifact.path());
   const auto add_file = [&](const std::string& flag, const Source* input) {
     const std::string* path = input ? std::get_if<std::string>(input) : nullptr;
