@@ -127,13 +127,13 @@ std::string artifact_tensor_path(const std::string& json_path) {
                    "the tensor file can never be one of the inputs; use " + printable(suggestion));
 }
 
-void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
-                    const nlohmann::json& provenance_extra) {
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
+                                 const nlohmann::json& provenance_extra) {
   const bool linear_before_reset = model.linear_before_reset();
   const bool multiplier_scales = !model.cells.empty() && model.cells.front().multiplier_scales;
   for (const GruCellQuantParams& p : model.cells) {
     if (p.linear_before_reset != linear_before_reset || p.multiplier_scales != multiplier_scales) {
-      throw Error("internal: write_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
+      throw Error("internal: serialize_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
                   std::to_string(p.direction) + ") is another GRU variant or scale kind than cell (0, 0)");
     }
   }
@@ -144,16 +144,16 @@ void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const 
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
   for (const GruCellQuantParams& p : model.cells) cells.push_back(cell_json(p, model.config, file.tensors));
-  const std::vector<uint8_t> tensor_bytes = serialize_safetensors(file);
-  const std::string tensor_path = artifact_tensor_path(json_path);
+  ArtifactBytes bytes;
+  bytes.tensors = serialize_safetensors(file);
 
   const QuantProvenance& prov = model.provenance;
   json root = {
       {"schema", kArtifactSchema},
       {"version", version},
       {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
-      {"tensor_file", std::filesystem::path(tensor_path).filename().string()},
-      {"tensor_file_sha256", sha256_hex(tensor_bytes.data(), tensor_bytes.size())},
+      {"tensor_file", tensor_file_name},
+      {"tensor_file_sha256", sha256_hex(bytes.tensors.data(), bytes.tensors.size())},
       {"provenance",
        {{"model", {{"path", prov.model_path}, {"sha256", prov.model_sha256}}},
         {"stats", {{"path", prov.stats_path}, {"sha256", prov.stats_sha256}}},
@@ -169,9 +169,17 @@ void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const 
   for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
   if (version >= kArtifactVersionResetBeforeLinear) root["linear_before_reset"] = linear_before_reset;  // qgru/runtime/artifact.h
   if (multiplier_scales) root["scales"] = "multiplier";  // version 3's key
+  bytes.json = json_text(root, 2) + "\n";
+  return bytes;
+}
 
-  group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
-  group.add(json_path).write(json_text(root, 2) + "\n");
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra) {
+  const std::string tensor_path = artifact_tensor_path(json_path);
+  const ArtifactBytes bytes =
+      serialize_artifact(model, std::filesystem::path(tensor_path).filename().string(), provenance_extra);
+  group.add(tensor_path).write(bytes.tensors.data(), bytes.tensors.size());
+  group.add(json_path).write(bytes.json);
 }
 
 void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
