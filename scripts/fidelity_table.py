@@ -8,7 +8,7 @@ every range method and the range search under a bit-width config, the output SQN
 
 Every row is measured twice: with the config as given (power-of-two scales, unless it says otherwise) and with
 its multiplier-scale form ("scales": "multiplier", docs/FIXED_POINT.md §1a), same statistics, same range method
-(the search rows: power-of-two only).
+(the search too: on real grids for the multiplier form).
 
 Each model is calibrated on its calibration file (statistics' method: ema); the search scores its candidates
 on the first 256 of those sequences, never on the test inputs. Prints a Markdown table per model on stdout
@@ -97,9 +97,7 @@ def main():
             artifact = os.path.join(scratch, f"{name}.qgru.json")
             extra = ["--search-evaluations", str(args.search_evaluations), "--no-widening"] if method == "search" else []
             sqnr, value, log = measure(model, stats, args.config, method, artifact, test, out, name, folder, extra)
-            m_sqnr, m_value = None, None
-            if method != "search":
-                m_sqnr, m_value, _ = measure(model, stats, multiplier_config_path, method, artifact, test, out, name, folder)
+            m_sqnr, m_value, _ = measure(model, stats, multiplier_config_path, method, artifact, test, out, name, folder, extra)
             held_in = ""
             if method == "search":
                 found = re.search(r"range search: output SQNR ([-0-9.]+) dB on \d+ held-in sequences \(start: ([^,]+), ([-0-9.]+) dB\); "
@@ -116,8 +114,7 @@ def main():
             label = f"config's own ({args.config})" if method == "(config)" else method
             mark = "**" if sqnr == best_single and method in METHODS else ""
             note = f" ({held_in})" if held_in else ""
-            m_cells = "— | —" if m_sqnr is None else f"{m_sqnr:.2f} | {m_value:.4f}"
-            print(f"| {mark}{label}{mark}{note} | {sqnr:.2f} | {value:.4f} | {m_cells} |")
+            print(f"| {mark}{label}{mark}{note} | {sqnr:.2f} | {value:.4f} | {m_sqnr:.2f} | {m_value:.4f} |")
         sys.stdout.flush()
 
 
