@@ -907,7 +907,12 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       schedule_index = choice->next();
       schedule_kind = kinds[schedule_index];
       if (schedule_kind < 2) min_units_per_thread = std::numeric_limits<int>::max();
-      if (schedule_kind == 0) min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();
+      if (schedule_kind == 0) {
+        min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();
+        // No helper needed: one still spinning after an earlier run goes to sleep now, so that this thread
+        // keeps its CPU when another process wants the other one (the schedule_choice.h contention case).
+        parallel.team->park();
+      }
       cold_team = schedule_kind > 0 && parallel.team->any_asleep();
       run_start = std::chrono::steady_clock::now();
     }
@@ -949,9 +954,9 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   if (choice) {
     const double micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start).count();
     if (cold_team) {
-      choice->record_cold(schedule_index, micros / T);
+      choice->record_cold(schedule_index, micros / T, T);
     } else {
-      choice->record(schedule_index, micros / T);
+      choice->record(schedule_index, micros / T, T);
     }
   }
   result.output_codes = std::move(layer_output);
