@@ -869,8 +869,9 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   // Layer 0's x as padded int16 codes (x's code range fits int16: checked at pack time).
   int C = model.input_size;
   int Kx = pad16(C);
-  // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its message)
-  std::vector<int16_t> x16(rows * Kx);
+  // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its
+  // message). Every element of x16 is written (codes, then zero padding): no zero fill first.
+  LineArray<int16_t> x16(rows * Kx);
   const TensorQuant& xq = model.input_quant();
   if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
@@ -942,7 +943,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       // Requantize each direction's h codes into layer l+1's x space, exactly as the reference does.
       C = D * H;
       Kx = pad16(C);
-      x16.assign(rows * Kx, 0);
+      x16 = LineArray<int16_t>(rows * Kx, 0);
       for (size_t r = 0; r < rows; ++r) {
         for (int k = 0; k < C; ++k) {
           x16[r * Kx + k] = static_cast<int16_t>(requantize_h_to_next_x(model, l, k / H, layer_output[r * C + k]));
@@ -969,15 +970,19 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   const QuantizedGru& model = model_;
   const TensorQuant& xq = model.input_quant();
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
-  std::vector<int32_t> q_x;
+  LineArray<int32_t> q_vec;  // every element written by the quantization
+  std::vector<int32_t> q_ref;
+  const int32_t* q_x = nullptr;
   if (xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0) {  // TensorQuant::quantize, vectorized (exact)
-    q_x.resize(x_count);
-    fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_x.data());
+    q_vec = LineArray<int32_t>(x_count);
+    fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_vec.data());
+    q_x = q_vec.data();
   } else {
-    q_x = quantize_values(xq, x, x_count);
+    q_ref = quantize_values(xq, x, x_count);
+    q_x = q_ref.data();
   }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr);
+  return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
