@@ -433,14 +433,25 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
   }
 }
 
+// The last layer's float output, written by the time loop row by row while the codes are in cache, with
+// dequantize_fast's arithmetic (exact, see there): y[row·stride + offset + j] = float(code - zp)·scale.
+struct FloatOutput {
+  float* y = nullptr;  // null: dequantize_fast writes the output after the run
+  float scale = 0.0f;
+  int32_t zp = 0;
+  void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
+    for (int j = j0; j < j1; ++j) dst[j] = static_cast<float>(codes[j] - zp) * scale;
+  }
+};
+
 // Step-loop of one cell on the fast path. x16: [T*N, Kx] int16 codes (padded with zeros) in the cell's x
 // space. h16_init: [N, H] initial codes. out: [T, N, out_stride], this direction at column out_offset.
 // h_final: [N, H] codes after the last step.
 template <class GX, class GH>
-void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16,
+void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16, const uint8_t* x_u8,
                    int T, int N, const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
-                   int32_t* h_final, const Parallel& parallel, int threads, int min_units_per_thread,
-                   int64_t min_pipelined_b1_macs) {
+                   const FloatOutput& out_f, int32_t* h_final, const Parallel& parallel, int threads,
+                   int min_units_per_thread, int64_t min_pipelined_b1_macs) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const PackedMatrix& W = pc.W;
@@ -479,11 +490,14 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
   }
   const bool by_units = parts > 1 && !by_batch;
-  std::unique_ptr<uint8_t[]> xu8;  // the VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights)
-  if (W.vnni) {
+  // The VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights), given (x_u8) or made here.
+  std::unique_ptr<uint8_t[]> xu8_owner;
+  const uint8_t* xu8 = x_u8;
+  if (W.vnni && !xu8) {
     const size_t count = static_cast<size_t>(M) * W.Kp;
-    xu8.reset(new uint8_t[count]);
-    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8.get());  // codes + a_bias in [0, 255] (pack_vnni)
+    xu8_owner.reset(new uint8_t[count]);
+    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8_owner.get());  // codes + a_bias in [0, 255] (pack_vnni)
+    xu8 = xu8_owner.get();
   }
   std::unique_ptr<uint8_t[]> x_lo, x_hi;  // vnni16: x's codes as two u8 planes [M, Kp] (fast::int16_to_planes)
   if (W.vnni16) {
@@ -501,7 +515,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
     if constexpr (std::is_same_v<GX, int32_t>) {
       if (W.vnni) {
-        W.gemm_u8(xu8.get() + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
+        W.gemm_u8(xu8 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
                   gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
         return;
       }
@@ -518,7 +532,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
       if constexpr (std::is_same_v<GX, int32_t>) {
         if (W.vnni) {
-          W.gemm_u8(xu8.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
+          W.gemm_u8(xu8, static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
           continue;
         }
       }
@@ -628,6 +642,12 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         fast::recurrence_small_avx512_i32(view, pc.byte_tables, pc.plan32, R.packed_vnni.data(), R.bias_rowsum.data(),
                                           R.a_bias, gemm_x, T, p.direction != 0, b1_pipelined ? &b1_steps_ready : nullptr,
                                           hbuf[0].data(), hbuf[T % 2].data(), out + out_offset, static_cast<size_t>(out_stride));
+        if (out_f.y) {
+          for (int t = 0; t < T; ++t) {
+            const size_t at = static_cast<size_t>(t) * out_stride + out_offset;
+            out_f.rows_of(out + at, out_f.y + at, 0, H);
+          }
+        }
         return;
       }
     }
@@ -645,7 +665,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
           int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
           auto b1_channels = [&](int c0, int c1) {  // the VNNI GEMM on u8 codes, or the avx2 one on int16 codes
             if (W.vnni) {
-              W.gemm_u8(xu8.get() + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
+              W.gemm_u8(xu8 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
             } else {
               W.gemm(x16 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1 - c0, gx0 + c0, static_cast<size_t>(G));
             }
@@ -741,6 +761,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+        if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
       }
       cur ^= 1;
       if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);
@@ -770,16 +791,23 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
 // float((q - zp) · 2^-shift) in double. Codes are at most 16 bits, so |q - zp| < 2^17 is exact in float, and
 // for |shift| <= 100 both 2^-shift and the product are normal floats (2^-100 .. 2^117) held exactly: the
 // double product is that same number and its conversion to float is exact. Other shifts: the reference.
-void dequantize_fast(const QuantizedGru& model, QuantGruResult& result) {
+// Whether dequantize_fast's float arithmetic is exact for every cell's h (else the reference's runs).
+bool float_dequantize_exact(const QuantizedGru& model) {
   for (const GruCellQuantParams& p : model.cells) {
     const int shift = p.q(GruTensor::h).shift;
-    if (shift < -100 || shift > 100) return dequantize_result(model, result);
+    if (shift < -100 || shift > 100) return false;
   }
+  return true;
+}
+
+// The output (unless the time loop wrote it already: output_done) and h_n as floats.
+void dequantize_fast(const QuantizedGru& model, QuantGruResult& result, bool output_done) {
+  if (!float_dequantize_exact(model)) return dequantize_result(model, result);
   const int L = model.num_layers;
   const int D = model.num_directions;
   const size_t H = static_cast<size_t>(model.hidden_size);
   result.output.resize(result.output_codes.size());
-  const size_t rows = H == 0 ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
+  const size_t rows = H == 0 || output_done ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
   for (int d = 0; d < D; ++d) {
     const TensorQuant& hq = model.cell(L - 1, d).q(GruTensor::h);
     const float scale = static_cast<float>(hq.scale());  // a power of two, exact in float
@@ -856,6 +884,10 @@ FastQuantGru::~FastQuantGru() = default;
 QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                        QuantGruObserver* observer) const {
   if (!support_.supported || observer) return run_quantized_gru_codes(model_, q_x, T, N, q_h0, observer);
+  return run_prepared(q_x, nullptr, T, N, q_h0);
+}
+
+QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0) const {
   if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
   const QuantizedGru& model = model_;
   const int D = model.num_directions;
@@ -870,11 +902,19 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   int C = model.input_size;
   int Kx = pad16(C);
   // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its
-  // message). Every element of x16 is written (codes, then zero padding): no zero fill first.
-  LineArray<int16_t> x16(rows * Kx);
-  const TensorQuant& xq = model.input_quant();
-  if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
+  // message). Every element of x16 is written (codes, then zero padding): no zero fill first. Not needed when
+  // run() made layer 0's operand rows itself (x_u8).
+  LineArray<int16_t> x16;
+  if (!x_u8) {
+    x16 = LineArray<int16_t>(rows * Kx);
+    const TensorQuant& xq = model.input_quant();
+    if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
+  }
   std::vector<int32_t> layer_output(rows * D * H);
+  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_fast's float
+  // arithmetic is exact.
+  const bool float_output = float_dequantize_exact(model);
+  if (float_output) result.output.resize(layer_output.size());
   Parallel parallel;
   std::unique_lock<std::mutex> team_lock(packed_->team_mutex, std::defer_lock);
   if (options_.threads > 1 && team_lock.try_lock()) {
@@ -929,14 +969,21 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       const int mu = min_units_per_thread;
       const Parallel& par = parallel;
       const int64_t mp = min_pipelined_b1_macs;
+      const uint8_t* xu = l == 0 ? x_u8 : nullptr;
+      FloatOutput out_f;
+      if (float_output && l + 1 == L) {
+        const TensorQuant& hq = p.q(GruTensor::h);
+        out_f = FloatOutput{result.output.data(), static_cast<float>(hq.scale()), hq.zp};  // scale: a power of two
+      }
+      int32_t* out = layer_output.data();
       if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
+        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
       } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
+        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
       } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
+        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
       } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp);
+        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
       }
     }
     if (l + 1 < L) {
@@ -961,7 +1008,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     }
   }
   result.output_codes = std::move(layer_output);
-  dequantize_fast(model, result);
+  dequantize_fast(model, result, float_output);
   return result;
 }
 
@@ -970,10 +1017,26 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   const QuantizedGru& model = model_;
   const TensorQuant& xq = model.input_quant();
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
+  // Every layer-0 cell reads x as VNNI operand bytes: quantize straight into them (one pass instead of float ->
+  // int32 codes -> int16 -> u8; the codes are in x's range by construction).
+  const bool vectorized = xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;
+  bool u8_rows = vectorized;
+  for (int d = 0; d < model.num_directions && u8_rows; ++d) {
+    const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
+    u8_rows = W.vnni && W.out_int32 && W.a_bias == packed_->cells[0].W.a_bias;
+  }
+  if (u8_rows) {
+    const PackedMatrix& W = packed_->cells[0].W;
+    LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
+    fast::quantize_f32_to_u8_rows_avx2(x, static_cast<size_t>(T) * N, model.input_size, W.Kp, xq.shift, xq.zp, xq.qmin(),
+                                       xq.qmax(), W.a_bias, x_u8.data());
+    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
+    return run_prepared(nullptr, x_u8.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+  }
   LineArray<int32_t> q_vec;  // every element written by the quantization
   std::vector<int32_t> q_ref;
   const int32_t* q_x = nullptr;
-  if (xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0) {  // TensorQuant::quantize, vectorized (exact)
+  if (vectorized) {  // TensorQuant::quantize, vectorized (exact)
     q_vec = LineArray<int32_t>(x_count);
     fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_vec.data());
     q_x = q_vec.data();

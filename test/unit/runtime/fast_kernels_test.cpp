@@ -650,6 +650,23 @@ TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties
             REQUIRE_MESSAGE(got[i] == q.quantize(static_cast<double>(x[i])),
                             "x[" << i << "] = " << x[i] << ": TensorQuant::quantize " << q.quantize(x[i]) << ", vector " << got[i]);
           }
+          // 8-bit codes: the same values as VNNI operand rows (codes + a_bias as bytes, padding a_bias), rows of
+          // C values in Kp bytes for C that fill 32-byte blocks, leave tails or fill nothing
+          if (bits != 8) continue;
+          const int32_t a_bias = is_unsigned ? 0 : 128;
+          for (int C : {1, 7, 31, 32, 33, 77}) {
+            CAPTURE(C);
+            const int Kp = (C + 15) / 16 * 16 + 16;
+            const size_t rows = x.size() / static_cast<size_t>(C);
+            std::vector<uint8_t> u8(rows * static_cast<size_t>(Kp), 0x5A);
+            fast::quantize_f32_to_u8_rows_avx2(x.data(), rows, C, Kp, shift, zp, q.qmin(), q.qmax(), a_bias, u8.data());
+            for (size_t r = 0; r < rows; ++r) {
+              for (int k = 0; k < Kp; ++k) {
+                const int32_t want = (k < C ? q.quantize(static_cast<double>(x[r * C + k])) : 0) + a_bias;
+                REQUIRE_MESSAGE(u8[r * Kp + k] == want, "row " << r << " k " << k << ": want " << want << ", got " << int{u8[r * Kp + k]});
+              }
+            }
+          }
         }
       }
     }

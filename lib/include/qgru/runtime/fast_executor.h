@@ -144,6 +144,9 @@ class FastQuantGru {
 
  private:
   struct Packed;
+  // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when x_u8 is not
+  // null, as the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias, made by run()).
+  QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0) const;
   const QuantizedGru& model_;
   FastExecutorOptions options_;
   FastPathSupport support_;
