@@ -15,7 +15,7 @@ seconds="${1:-60}"
 shift || true
 build="${QGRU_FUZZ_BUILD_DIR:-${QGRU_ASAN_BUILD_DIR:-$root/build-asan}}"
 jobs="${QGRU_JOBS:-$(nproc)}"
-all_targets=(fuzz_safetensors fuzz_npy fuzz_npz fuzz_stats fuzz_bitwidth_config fuzz_artifact fuzz_gptq_checkpoint)
+all_targets=(fuzz_safetensors fuzz_npy fuzz_npz fuzz_stats fuzz_bitwidth_config fuzz_artifact fuzz_gptq_checkpoint fuzz_onnx)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -53,6 +53,7 @@ seed fuzz_npy "$corpus"/base/*.npy "$corpus"/npy/*
 seed fuzz_npz "$corpus"/base/*.npz "$corpus"/npz/*
 seed fuzz_stats "$corpus"/base/stats.json "$corpus"/stats/*
 seed fuzz_bitwidth_config "$root"/configs/*.json "$corpus"/config/*
+seed fuzz_onnx "$corpus"/onnx/*.onnx "$root"/test/data/onnx/*/model.onnx
 mkdir -p "$seeds/fuzz_gptq_checkpoint" "$seeds/fuzz_artifact"
 for file in "$corpus"/gptq/*.safetensors; do  # first byte 0x02: 4 bits, gptq (v1) format
   [[ $wanted == *" fuzz_gptq_checkpoint "* ]] || break

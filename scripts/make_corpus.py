@@ -105,6 +105,61 @@ def f32(a):
     return np.ascontiguousarray(a, dtype="<f4").tobytes()
 
 
+# ONNX, by hand (the corpus generator needs numpy only): the few protobuf fields a GRU graph uses.
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def pb_field(number, value):
+    """value: int (varint), float (fixed32), bytes/str (length-delimited)."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return pb_varint(number << 3) + pb_varint(value)
+    if isinstance(value, float):
+        return pb_varint(number << 3 | 5) + struct.pack("<f", value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint(number << 3 | 2) + pb_varint(len(value)) + value
+
+
+def onnx_tensor(name, array=None, dims=None, raw=None, external=None):
+    """TensorProto: FLOAT from `array` (raw_data), or `raw` bytes with `dims`, or external data entries."""
+    dims = list(array.shape) if dims is None else dims
+    out = b"".join(pb_field(1, d) for d in dims) + pb_field(2, 1) + pb_field(8, name)
+    if external is not None:
+        out += b"".join(pb_field(13, pb_field(1, k) + pb_field(2, v)) for k, v in external) + pb_field(14, 1)
+    else:
+        out += pb_field(9, array.astype("<f4").tobytes() if raw is None else raw)
+    return out
+
+
+def onnx_attr(name, value):
+    if isinstance(value, int):
+        return pb_field(1, name) + pb_field(3, value) + pb_field(20, 2)
+    if isinstance(value, float):
+        return pb_field(1, name) + pb_field(2, value) + pb_field(20, 1)
+    if isinstance(value, str):
+        return pb_field(1, name) + pb_field(4, value) + pb_field(20, 3)
+    return pb_field(1, name) + b"".join(pb_field(9, v) for v in value) + pb_field(20, 8)  # strings
+
+
+def onnx_node(op, inputs, outputs, name, attrs=()):
+    return (b"".join(pb_field(1, i) for i in inputs) + b"".join(pb_field(2, o) for o in outputs) + pb_field(3, name) +
+            pb_field(4, op) + b"".join(pb_field(5, onnx_attr(k, v)) for k, v in attrs))
+
+
+def onnx_model(nodes, initializers, inputs=("x",)):
+    graph = (b"".join(pb_field(1, n) for n in nodes) + pb_field(2, "g") + b"".join(pb_field(5, t) for t in initializers) +
+             b"".join(pb_field(11, pb_field(1, i)) for i in inputs) + pb_field(12, pb_field(1, "Y")))
+    return pb_field(1, 7) + pb_field(2, "scripts/make_corpus.py") + pb_field(7, graph) + pb_field(8, pb_field(2, 14))
+
+
 # ---------------------------------------------------------------------------------------------------- corpus
 class Corpus:
     def __init__(self, root, qgru):
@@ -632,6 +687,52 @@ def build(c):
     gq_case("config_not_json", gq_blob, "JSON", config=qc_text[:20])
     gq_case("input_wrong_k", gq_blob, "shape|expected", input_path="{C}/base/x.npy", file="base/x.npy")
 
+    # ---------------------------------------------------------------- ONNX (through calibrate --model)
+    s = 1.0 / np.sqrt(HID)
+    W = rng.uniform(-s, s, (1, 3 * HID, C_IN))
+    R = rng.uniform(-s, s, (1, 3 * HID, HID))
+    B = rng.uniform(-s, s, (1, 6 * HID))
+
+    def gru(name="gru", attrs=(), x="x", prefix=""):
+        return onnx_node("GRU", [x, prefix + "W", prefix + "R", prefix + "B"], ["Y"], name,
+                         [("hidden_size", HID)] + list(attrs))
+
+    def weights(prefix="", w=None, r=None, b=None):
+        return [onnx_tensor(prefix + "W", W if w is None else w), onnx_tensor(prefix + "R", R if r is None else r),
+                onnx_tensor(prefix + "B", B if b is None else b)]
+
+    base_onnx = onnx_model([gru()], weights())
+    c.write("onnx/base.onnx", base_onnx)
+    onnx_calib = "calibrate --model {C}/%s --data " + X + " -o {OUT}/stats.json"
+    c.case("base_onnx_calibrate", "ok", "onnx/base.onnx", "", onnx_calib % "onnx/base.onnx")
+
+    def onnx_case(name, blob, keyword, extra=""):
+        rel = c.write("onnx/%s.onnx" % name, blob)
+        c.case("onnx_" + name, "fail", rel, keyword, (onnx_calib % rel) + extra)
+
+    onnx_case("truncated", base_onnx[:len(base_onnx) // 2], "not a valid ONNX model")
+    onnx_case("no_gru", onnx_model([onnx_node("Relu", ["x"], ["Y"], "relu")], []), "no GRU node")
+    onnx_case("clip", onnx_model([gru(attrs=[("clip", 3.0)])], weights()), "clip")
+    onnx_case("activations", onnx_model([gru(attrs=[("activations", ["Relu", "Tanh"])])], weights()), "activations")
+    onnx_case("reverse", onnx_model([gru(attrs=[("direction", "reverse")])], weights()), "reverse")
+    onnx_case("w_wrong_shape", onnx_model([gru()], weights(w=W[:, 1:, :])), "W has shape")
+    onnx_case("r_wrong_shape", onnx_model([gru()], weights(r=R[:, :HID])), "R has shape")
+    onnx_case("raw_data_short", onnx_model([gru()], [onnx_tensor("W", W, raw=W.astype("<f4").tobytes()[:-4])] +
+                                           weights()[1:]), "raw_data holds")
+    nan_w = W.copy()
+    nan_w[0, 3, 1] = np.nan
+    onnx_case("nan_weight", onnx_model([gru()], weights(w=nan_w)), "NaN")
+    onnx_case("huge_dims", onnx_model([gru()], [onnx_tensor("W", dims=[1, 3 * HID, 1 << 40], raw=b"")] + weights()[1:]),
+              "W has shape|not valid")
+    onnx_case("external_escape", onnx_model([gru()], [onnx_tensor("W", dims=[1, 3 * HID, C_IN],
+                                                                  external=[("location", "../base/x.npy")])] +
+                                            weights()[1:]), "inside the model's folder")
+    onnx_case("external_missing", onnx_model([gru()], [onnx_tensor("W", dims=[1, 3 * HID, C_IN],
+                                                                   external=[("location", "absent.bin")])] +
+                                             weights()[1:]), "cannot open the external data file")
+    onnx_case("two_stacks", onnx_model([gru("a"), gru("b", prefix="b")], weights() + weights("b")), "--node")
+    onnx_case("node_absent", base_onnx, "not a GRU node", " --node nope")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -639,7 +740,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "corpus"))
     args = ap.parse_args()
     out = os.path.abspath(args.out)
-    for sub in ("base", "safetensors", "npy", "npz", "stats", "config", "artifact", "gptq"):
+    for sub in ("base", "safetensors", "npy", "npz", "stats", "config", "artifact", "gptq", "onnx"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     for entry in os.listdir(out) if os.path.isdir(out) else []:
         if entry.startswith("gptq_"):

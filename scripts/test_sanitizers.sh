@@ -35,7 +35,7 @@ case "$scope" in
     for dir in "$root"/test/unit/*/; do
       compgen -G "$dir*.cpp" >/dev/null && targets+=("test_$(basename "$dir")")
     done
-    targets+=(fuzz_safetensors fuzz_npy fuzz_npz fuzz_stats fuzz_bitwidth_config fuzz_artifact fuzz_gptq_checkpoint)
+    targets+=(fuzz_safetensors fuzz_npy fuzz_npz fuzz_stats fuzz_bitwidth_config fuzz_artifact fuzz_gptq_checkpoint fuzz_onnx)
     cmake --build "$build" -j "$jobs" --target "${targets[@]}" >&2
     ;;
   readers)

@@ -23,7 +23,7 @@ import torch
 from sklearn.datasets import load_digits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_float_goldens import write_safetensors  # noqa: E402  (the hand-written safetensors writer)
+from safetensors_file import write_safetensors  # noqa: E402  (the hand-written safetensors writer)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "examples", "digits")

@@ -11,14 +11,19 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/calib/calibrate.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
+#include "qgru/io/npy.h"
 #include "qgru/runtime/bitwidth_config.h"
 #include "qgru/base/tensor_quant.h"
 #include "qgru/verify/calibration_report.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
+#include "qgru/quant/range_method_precedence.h"
+#include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 namespace {
@@ -34,36 +39,55 @@ struct CalibrateCli {
   std::string config = "int8";
 };
 
-void print_range_table(const qgru::CalibrationStats& stats, const qgru::BitwidthConfig& config) {
-  std::printf("%-5s %-3s %-18s %12s %12s %12s %-22s %12s %12s %-6s %6s %5s\n", "layer", "dir", "tensor", "count",
-              "min", "max", "method", "range_min", "range_max", "type", "shift", "zp");
+// "a.npy", or "a.npy (and 3 more)": where the statistics came from, for messages.
+std::string sources_text(const std::vector<std::string>& sources) {
+  if (sources.empty()) return "the statistics";
+  return sources.front() + (sources.size() > 1 ? " (and " + std::to_string(sources.size() - 1) + " more)" : "");
+}
+
+// The table of the chosen range and shift per tensor, made in full before anything is written or printed:
+// a range that the config's bit widths cannot represent is an error (naming `source` and the tensor), and then
+// no statistics file is written and no row reaches stdout.
+std::string range_table(const qgru::CalibrationStats& stats, const qgru::BitwidthConfig& config,
+                        const std::string& source) {
+  std::string text;
+  auto row = [&text](const char* format, auto... values) {
+    char line[512];
+    std::snprintf(line, sizeof line, format, values...);
+    text += line;
+  };
+  row("%-5s %-3s %-18s %12s %12s %12s %-22s %12s %12s %-6s %6s %5s\n", "layer", "dir", "tensor", "count", "min", "max",
+      "method", "range_min", "range_max", "type", "shift", "zp");
   for (int layer = 0; layer < stats.num_layers; ++layer) {
     for (int direction = 0; direction < stats.num_directions; ++direction) {
       for (qgru::GruTensor tensor : qgru::kObservedGruTensors) {
         const qgru::TensorStats& t = stats.at(layer, direction, tensor);
         const char* name = qgru::gru_tensor_name(tensor);
         if (t.count == 0) {
-          std::printf("%-5d %-3d %-18s %12s (not observed)\n", layer, direction, name, "0");
+          row("%-5d %-3d %-18s %12s (not observed)\n", layer, direction, name, "0");
           continue;
         }
         const qgru::TensorQuant spec = config.spec(tensor);
-        const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, "", spec);
-        const qgru::RangeQuantResult quant =
-            qgru::quant_from_range(choice.min, choice.max, spec.bits, spec.is_unsigned, spec.symmetric);
+        const qgru::RangeQuantChoice chosen = qgru::select_range_quant(stats, layer, direction, tensor, "", spec, source);
+        const qgru::RangeChoice& choice = chosen.range;
+        const qgru::RangeQuantResult& quant = chosen.quant;
         const std::string type =
             std::string(spec.is_unsigned ? "u" : "i") + std::to_string(spec.bits) + (spec.symmetric ? "s" : "");
-        std::printf("%-5d %-3d %-18s %12llu %12.6g %12.6g %-22s %12.6g %12.6g %-6s %6d %5d\n", layer, direction, name,
-                    static_cast<unsigned long long>(t.count), t.min, t.max, choice.method.c_str(), choice.min,
-                    choice.max, type.c_str(), quant.quant.shift, quant.quant.zp);
+        row("%-5d %-3d %-18s %12llu %12.6g %12.6g %-22s %12.6g %12.6g %-6s %6d %5d\n", layer, direction, name,
+            static_cast<unsigned long long>(t.count), t.min, t.max, choice.method.c_str(), choice.min, choice.max,
+            type.c_str(), quant.quant.shift, quant.quant.zp);
         qgru::log()->debug("layer {} direction {} {}: {}", layer, direction, name, choice.detail);
       }
     }
   }
+  return text;
 }
 
 // The statistics (-o) and the report (--html) appear together or not at all.
+// `made_from` names the data (or the merged statistics) in messages.
 void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats, const qgru::BitwidthConfig& config,
-                   const std::vector<std::string>& sources) {
+                   const std::vector<std::string>& sources, const std::vector<std::string>& made_from) {
+  const std::string table = range_table(stats, config, sources_text(made_from));
   std::string html;
   if (!cli.html.empty()) {
     qgru::CalibrationReportOptions options;
@@ -77,13 +101,19 @@ void write_outputs(const CalibrateCli& cli, const qgru::CalibrationStats& stats,
   if (!cli.html.empty()) group.add(cli.html).write(html);
   group.commit_all();
   if (!cli.html.empty()) qgru::log()->info("calibrate: report written to {} ({} bytes)", cli.html, html.size());
+  std::fputs(table.c_str(), stdout);
 }
 
 std::function<int()> setup_calibrate(CLI::App& command) {
   auto cli = std::make_shared<CalibrateCli>();
   auto& options = cli->options;
-  auto* model = command.add_option("--model", options.model_path, "Float GRU weights (.safetensors)")
+  auto* model = command.add_option("--model", options.model_path, "Float GRU (.safetensors or .onnx)")
                     ->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, options.model_prefix, options.model_node);
+  auto* lengths = command.add_option("--lengths", options.lengths_paths,
+                                     "Sequence lengths [N] (integer .npy) of each --data file, in the same order; "
+                                     "padded steps are not observed")
+                      ->check(CLI::ExistingFile);
   auto* data = command.add_option("--data", options.data_paths,
                                   "Calibration data (.npy/.npz), each [T, N, C]; repeatable")
                    ->check(CLI::ExistingFile);
@@ -91,10 +121,12 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                        ->check(CLI::ExistingDirectory);
   auto* method = command.add_option("--method", options.method,
                                     "Default range method stored in the statistics: minmax, ema, kl, percentile, "
-                                    "mse, bounds (optionally +pow2)")
+                                    "mse, bounds (optionally +pow2). At quantize time the config's range methods "
+                                    "win over it (the int8 preset names ema, the 16-bit presets minmax+pow2) and "
+                                    "quantize --range-method over both; quantize logs the methods it uses")
                      ->capture_default_str();
   auto* percentile = command.add_option("--percentile", cli->percentile, "Percentile for --method percentile")
-                         ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+                         ->check(qgru::cli::finite_number())->check(CLI::Range(0.0, 100.0))->capture_default_str();
   auto* max_samples = command.add_option("--max-samples", options.max_samples,
                                          "Use at most this many sequences in all (0: all)")
                           ->check(CLI::NonNegativeNumber);
@@ -123,24 +155,29 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                                CLI::ExitCodes::RequiredError);
     }
   });
-  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros}) {
+  for (CLI::Option* option : {model, data, data_dir, method, percentile, max_samples, batch_first, layout, exclude_zeros, lengths}) {
     merge->excludes(option);
   }
   return [cli]() {
-    if (!cli->html.empty() && cli->html == cli->output) {
-      throw qgru::Error("--html " + cli->html + " names the statistics output (-o) too; give two files");
+    std::vector<qgru::CommandFile> inputs = {{"--model", cli->options.model_path},
+                                             {"--config", qgru::cli::config_file(cli->config)}};
+    for (const auto& path : cli->merge) inputs.push_back({"--merge", path});
+    for (const auto& path : cli->options.data_paths) inputs.push_back({"--data", qgru::array_file_path(path)});
+    for (const auto& path : cli->options.lengths_paths) inputs.push_back({"--lengths", qgru::array_file_path(path)});
+    if (!cli->options.data_dir.empty()) {
+      for (const auto& path : qgru::calibration_data_files(cli->options)) inputs.push_back({"--data-dir", path});
     }
+    qgru::check_command_files(inputs, {{"-o", cli->output}, {"--html", cli->html}});
     const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli->config);
     if (!cli->merge.empty()) {
       std::vector<qgru::CalibrationStats> shards;
       for (const auto& path : cli->merge) shards.push_back(qgru::read_calibration_stats(path));
       const qgru::CalibrationStats merged = qgru::merge_calibration_stats(shards, cli->merge);
-      write_outputs(*cli, merged, config, cli->merge);
+      write_outputs(*cli, merged, config, cli->merge, cli->merge);
       if (!cli->output.empty()) {
         qgru::log()->info("calibrate: merged {} statistics files ({} sequences) into {}", shards.size(),
                           merged.total_sequences(), cli->output);
       }
-      print_range_table(merged, config);
       return qgru::kExitOk;
     }
     auto& opts = cli->options;
@@ -151,10 +188,13 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     if (parsed.name == "percentile" && opts.method.find(':') == std::string::npos) parsed.percentile = cli->percentile;
     opts.method = parsed.text();
     const qgru::CalibrationStats stats = qgru::run_calibration(opts);
-    write_outputs(*cli, stats, config, {cli->output});
+    std::vector<std::string> data_files;
+    for (const auto& file : stats.data_files) data_files.push_back(file.path);
+    write_outputs(*cli, stats, config, {cli->output}, data_files);
     qgru::log()->info("calibrate: wrote {} ({} files, {} sequences, method {})", cli->output, stats.data_files.size(),
                       stats.total_sequences(), stats.method);
-    print_range_table(stats, config);
+    const std::string note = qgru::range_method_precedence_note(config, "", stats.method);
+    if (!note.empty()) qgru::log()->info("calibrate: quantize --config {} will use {}", cli->config, note.substr(note.find(':') + 2));
     return qgru::kExitOk;
   };
 }

@@ -1,14 +1,19 @@
 // qgru quantize: float GRU weights + calibration statistics + bit-width config -> the quantized-model
 // artifact (model.qgru.json + model.qgru.safetensors). The float range of every observed tensor comes from
-// the statistics (select_range with the config's range method for that tensor); quantize_gru derives every
-// shift and table and proves that no intermediate can overflow before anything is written.
+// the statistics (select_range with the config's range method for that tensor), or, for the range method
+// `search`, from the range search on calibration data (qgru/search/range_search.h); quantize_gru derives
+// every shift and table and proves that no intermediate can overflow before anything is written.
 #include <chrono>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/calib/range_selection.h"
@@ -21,6 +26,14 @@
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
+#include "qgru/quant/range_method_precedence.h"
+#include "qgru/io/npy.h"
+#include "qgru/io/sequence_io.h"
+#include "qgru/io/strict_json.h"
+#include "qgru/search/range_search.h"
+#include "qgru/verify/calibration_report.h"
+#include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 namespace {
@@ -31,46 +44,168 @@ struct QuantizeCli {
   std::string config = "int8";
   std::string output;
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  bool allow_model_mismatch = false;
+  // The range search (range method "search"): its data, budget and outputs.
+  std::vector<std::string> data;  // empty: the statistics' own data files
+  bool batch_first = false;
+  qgru::RangeSearchOptions search;
+  std::string suggest_config;
+  std::string html;
 };
 
-std::string config_text_sha256(const std::string& name_or_path) {
-  for (const std::string& name : qgru::bitwidth_preset_names()) {
-    if (name == name_or_path) {
-      const std::string& text = qgru::bitwidth_preset_text(name);
-      return qgru::sha256_hex(text.data(), text.size());
-    }
-  }
-  return qgru::sha256_file_hex(name_or_path);
+// Every file quantize writes: the artifact's two, the suggested config and the report.
+std::vector<qgru::CommandFile> quantize_outputs(const QuantizeCli& cli) {
+  return {{"-o", cli.output}, {"-o (its tensor file)", qgru::artifact_tensor_path(cli.output)},
+          {"--suggest-config", cli.suggest_config}, {"--html", cli.html}};
 }
+
+// The search's calibration data: --data, else the files the statistics record (found as recorded, or beside
+// the statistics file, and checked against their sha256).
+std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru::CalibrationStats& stats, int input_size) {
+  std::vector<qgru::SequenceBatch> batches;
+  if (!cli.data.empty()) {
+    for (const std::string& path : cli.data) batches.push_back(qgru::read_sequence_input(path, input_size, cli.batch_first));
+    return batches;
+  }
+  if (stats.data_files.empty()) {
+    throw qgru::Error("range method 'search' needs calibration data: " + cli.stats + " records no data file; give --data");
+  }
+  const std::filesystem::path stats_folder = std::filesystem::path(cli.stats).parent_path();
+  for (const qgru::CalibrationDataFile& file : stats.data_files) {
+    std::string path = file.path;
+    if (!std::filesystem::exists(path)) {
+      const std::filesystem::path beside = stats_folder / std::filesystem::path(file.path).filename();
+      if (!std::filesystem::exists(beside)) {
+        throw qgru::Error("range method 'search' needs calibration data: " + file.path + " (recorded in " + cli.stats +
+                          ") is not found; give --data");
+      }
+      path = beside.string();
+    }
+    qgru::check_command_files({{"--stats (a data file it records)", path}}, quantize_outputs(cli));  // read, so never written
+    if (!file.sha256.empty() && qgru::sha256_file_hex(path) != file.sha256) {
+      throw qgru::Error("range method 'search': " + path + " is not the file " + cli.stats +
+                        " was calibrated on (sha256 differs); give --data");
+    }
+    // The statistics do not record the layout: --batch-first applies to the recorded files too.
+    batches.push_back(qgru::read_sequence_input(path, input_size, cli.batch_first));
+    qgru::log()->info("quantize: range search data {} (recorded in {})", path, cli.stats);
+  }
+  return batches;
+}
+
+std::string config_text_sha256(const std::string& name_or_path) {
+  const std::string file = qgru::cli::config_file(name_or_path);
+  if (!file.empty()) return qgru::sha256_file_hex(file);
+  const std::string& text = qgru::bitwidth_preset_text(name_or_path);
+  return qgru::sha256_hex(text.data(), text.size());
+}
+
+// A range the statistics give that cannot be used; its message names the statistics file already.
+struct StatisticsError : qgru::Error {
+  using qgru::Error::Error;
+};
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
+  std::vector<qgru::CommandFile> inputs = {{"--model", cli.model}, {"--stats", cli.stats},
+                                           {"--config", qgru::cli::config_file(cli.config)}};
+  for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
+  qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
-  const qgru::FloatGruModel model = qgru::load_float_gru(cli.model, qgru::parse_weight_layout(cli.layout));
+  const qgru::FloatGruModel model = qgru::load_float_gru(
+      qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
   qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                                 cli.stats);
+  const std::string model_sha256 =
+      qgru::cli::require_same_weights(cli.stats, stats.model_sha256, cli.model, cli.allow_model_mismatch);
 
+  const std::string note = qgru::range_method_precedence_note(config, cli.range_method, stats.method);
+  if (!note.empty()) qgru::log()->info("quantize: {}", note);
+
+  std::optional<qgru::RangeSearchResult> search;
+  if (!qgru::range_search_tensors(config, cli.range_method, stats.method).empty()) {
+    const std::vector<qgru::SequenceBatch> data = search_data(cli, stats, model.input_size);
+    search = qgru::search_ranges(model, config, stats, data, cli.range_method, cli.search,
+                                 [](const std::string& line) { qgru::log()->info("quantize: {}", line); });
+    const std::string summary = qgru::range_search_summary(*search);
+    for (size_t begin = 0; begin < summary.size();) {
+      const size_t end = std::min(summary.find('\n', begin), summary.size());
+      qgru::log()->info("quantize: {}", summary.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  } else if (!cli.data.empty() || !cli.suggest_config.empty()) {
+    throw qgru::Error("--data and --suggest-config belong to the range method 'search', which no tensor uses here");
+  }
   const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
                                          const qgru::TensorQuant& spec) {
     // --range-method overrides the config's methods, which override the statistics' default method.
-    const std::string& chosen = cli.range_method.empty() ? method : cli.range_method;
-    const qgru::RangeChoice choice = qgru::select_range(stats, layer, direction, tensor, chosen, spec);
+    const std::string chosen = qgru::resolved_range_method(config, cli.range_method, stats.method, tensor);
+    (void)method;
+    if (search && qgru::is_range_search_method(chosen)) return search->provider()(layer, direction, tensor, chosen, spec);
+    // Checked here as quantize_gru will quantize it, so that an error names the statistics file.
+    qgru::RangeChoice choice;
+    try {
+      choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
+    } catch (const qgru::Error& e) {
+      throw StatisticsError(e.what());
+    }
     qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
                        qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
     return std::pair<double, double>{choice.min, choice.max};
   };
-  qgru::QuantizedGru quantized = qgru::quantize_gru(model, config, ranges);
+  qgru::QuantizedGru quantized;
+  try {
+    quantized = qgru::quantize_gru(model, config, ranges);
+  } catch (const StatisticsError&) {
+    throw;  // names the statistics file and the tensor already
+  } catch (const qgru::Error& e) {  // a weight no shift can represent, a table, the overflow proof: name the inputs
+    throw qgru::Error("quantize " + cli.model + " (config " + cli.config + "): " + e.what());
+  }
   quantized.provenance.model_path = cli.model;
-  quantized.provenance.model_sha256 = qgru::sha256_file_hex(cli.model);
+  quantized.provenance.model_sha256 = model_sha256;
   quantized.provenance.stats_path = cli.stats;
   quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
   quantized.provenance.config_source = cli.config;
   quantized.provenance.config_sha256 = config_text_sha256(cli.config);
   quantized.provenance.tool_version = QGRU_VERSION_STRING;
 
-  qgru::write_artifact(cli.output, quantized);
+  // Everything is computed before the first file is written.
+  nlohmann::json provenance_extra = nlohmann::json::object();
+  if (search) provenance_extra["range_search"] = qgru::range_search_json(*search, cli.search);
+  std::string suggestion_text;
+  if (!cli.suggest_config.empty()) {
+    const qgru::WideningResult* best = search->best_widening();
+    if (best == nullptr) {
+      throw qgru::Error("--suggest-config " + cli.suggest_config +
+                        ": no single tensor widened to 16 bits improves the output here; nothing to suggest");
+    }
+    nlohmann::json suggested = qgru::bitwidth_config_to_json(best->config);
+    suggested["description"] = "The config '" + config.name + "' with " + qgru::gru_tensor_name(best->tensor) +
+                               fmt::format(" at 16 bits: the range search measured {:+.2f} dB output SQNR ({:.2f} dB) "
+                                           "on the held-in calibration sequences.", best->gain_db, best->sqnr_db);
+    suggestion_text = qgru::json_text(suggested, 2) + "\n";
+  }
+  std::string html;
+  if (!cli.html.empty()) {
+    qgru::CalibrationReportOptions report;
+    report.stats_sources = {cli.stats};
+    report.config_source = cli.config;
+    report.config = &config;
+    report.range_method = cli.range_method;
+    if (search) report.range_search = &*search;
+    html = qgru::calibration_report_html(stats, report);
+  }
+
+  qgru::AtomicFileGroup outputs;  // the artifact, the suggested config and the report: all of them or none
+  qgru::stage_artifact(outputs, cli.output, quantized, provenance_extra);
+  if (!cli.suggest_config.empty()) outputs.add(cli.suggest_config).write(suggestion_text);
+  if (!cli.html.empty()) outputs.add(cli.html).write(html);
+  outputs.commit_all();
+  if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
+  if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
   qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
                     config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
                     qgru::describe_quantized_gru(quantized));
@@ -84,7 +219,8 @@ int run_quantize(const QuantizeCli& cli) {
 
 std::function<int()> setup_quantize(CLI::App& command) {
   auto cli = std::make_shared<QuantizeCli>();
-  command.add_option("--model", cli->model, "Float GRU weights (.safetensors)")->required()->check(CLI::ExistingFile);
+  command.add_option("--model", cli->model, "Float GRU (.safetensors or .onnx)")->required()->check(CLI::ExistingFile);
+  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
   command.add_option("--stats", cli->stats, "Calibration statistics from 'qgru calibrate' (.json)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -93,12 +229,53 @@ std::function<int()> setup_quantize(CLI::App& command) {
       ->capture_default_str();
   command.add_option("--range-method", cli->range_method,
                      "Range method for every observed tensor, overriding the config's (minmax, ema, kl, "
-                     "percentile[:P], mse, bounds, each optionally +pow2); default: the config's method per tensor, "
-                     "else the one stored by 'qgru calibrate --method'");
-  command.add_option("-o,--output", cli->output, "Output artifact JSON (the tensor file is written beside it)")->required();
+                     "percentile[:P], mse, bounds, each optionally +pow2, or search); default: the config's method per "
+                     "tensor, else the one stored by 'qgru calibrate --method'. Precedence: --range-method > the "
+                     "config's methods > the statistics' method (a log line names the methods used when the config's "
+                     "override the statistics'). search: ranges chosen by the quantized model's output error on "
+                     "calibration data, by coordinate descent over tensors from the best single method "
+                     "(docs/CALIBRATION.md)");
+  command.add_option("--data", cli->data,
+                     "search: calibration data [T, N, C] (.npy/.npz), repeatable; default: the files the statistics "
+                     "were made from")
+      ->check(CLI::ExistingFile);
+  command.add_flag("--batch-first", cli->batch_first,
+                   "search: the data files (--data, or those the statistics record) are [N, T, C]");
+  command.add_option("--search-sequences", cli->search.max_sequences,
+                     "search: score on the first N calibration sequences (the held-in subset)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--search-evaluations", cli->search.max_evaluations,
+                     "search: at most this many model evaluations (the deterministic budget)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--search-seconds", cli->search.max_seconds,
+                     "search: stop after this many seconds (0: no time limit; a time limit makes the result depend "
+                     "on the machine's speed)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command.add_flag("!--no-widening", cli->search.suggest_widening,
+                   "search: do not score each activation tensor widened to 16 bits");
+  command.add_option("--suggest-config", cli->suggest_config,
+                     "search: write the config with the one activation tensor whose widening to 16 bits gains the "
+                     "most (the measured gain in its description)");
+  command.add_option("--html", cli->html,
+                     "Also write the calibration report (as 'qgru calibrate --html') for this config; with search, "
+                     "its ranges, start scores, history and widenings");
+  command.add_option("-o,--output", cli->output,
+                     "Output artifact NAME.qgru.json; its tensor file NAME.qgru.safetensors is written beside it")
+      ->required();
+  qgru::cli::add_allow_model_mismatch(command, cli->allow_model_mismatch, "--stats");
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
+  command.footer(
+      "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
+      "(exit 1), or only warned about with --allow-model-mismatch.\n"
+      "Examples:\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"
+      "      --search-evaluations 1000 --html calibration.html -o model.qgru.json");
   return [cli]() { return run_quantize(*cli); };
 }
 

@@ -1,15 +1,21 @@
 // qgru run: run a GRU on a batch of sequences. The model path decides the executor: a .safetensors file
 // is a float model (run_float_files); a quantized artifact (.qgru.json) is the fixed-point path.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/output_policy.h"
+#include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
 #include "qgru/import/load_float_gru.h"
+#include "qgru/import/model_file_kind.h"
 #include "device_option.h"
+#include "model_options.h"
+#include "shared_checks.h"
 #include "subcommand.h"
 
 #ifdef QGRU_WITH_CUDA
@@ -20,9 +26,10 @@
 namespace {
 
 struct RunCliOptions {
-  std::string model, input, output, h0, hn, codes;
+  std::string model, input, output, h0, hn, codes, lengths;
   std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
+  std::string prefix, node;  // which GRU of a float model file
   std::string device = "cpu";
   std::string executor = "fast";
   bool batch_first = false;
@@ -59,7 +66,10 @@ int run_float(const RunCliOptions& cli) {
   options.output_path = cli.output;
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
+  options.lengths_path = cli.lengths;
   options.layout = qgru::parse_weight_layout(cli.layout);
+  options.model_prefix = cli.prefix;
+  options.model_node = cli.node;
   options.batch_first = cli.batch_first;
   const qgru::FloatRunSummary summary = qgru::run_float_files(options);
   const qgru::FloatGruModel& model = summary.model;
@@ -81,10 +91,11 @@ int run_quantized(const RunCliOptions& cli) {
   if (device == qgru::cli::Device::Cuda) {
     // Every cell on the GPU (int8 cuBLAS or the 16-bit kernel), the shared layer loop on the host
     // (qgru_cuda/quant_gru_cuda.h): the same codes as the CPU executors.
-    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0) {
+    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                                 const int32_t* lengths) {
       const qgru::cuda::QuantGruCuda executor(model);
       qgru::log()->info("CUDA cells: {}", executor.describe());
-      return executor.run_codes(q_x, T, N, q_h0);
+      return executor.run_codes(q_x, T, N, q_h0, lengths);
     };
     options.device_executor_name = "cuda";
   }
@@ -97,14 +108,19 @@ int run_quantized(const RunCliOptions& cli) {
   options.codes_path = cli.codes;
   options.h0_path = cli.h0;
   options.hn_path = cli.hn;
+  options.lengths_path = cli.lengths;
   options.batch_first = cli.batch_first;
   options.executor = cli.executor;
+  if (!cli.dump.empty() && !cli.lengths.empty()) {
+    throw qgru::Error("--dump-intermediates " + cli.dump + ": golden vectors are made for sequences of full length; "
+                      "leave out --lengths");
+  }
   const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
   qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
   std::printf("output %s: %s float32 (dequantized), mean %.6g, min %.6g, max %.6g\n", cli.output.c_str(),
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
-  if (!cli.codes.empty()) std::printf("codes %s: %s int32\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
+  if (!cli.codes.empty()) std::printf("codes %s: %s integer codes\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
   std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
               device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
@@ -115,19 +131,40 @@ int run_quantized(const RunCliOptions& cli) {
   return qgru::kExitOk;
 }
 
+int run_command(const RunCliOptions& cli) {
+  // An artifact by its name or, named otherwise, by its content (qgru/import/model_file_kind.h); only a regular
+  // file is sniffed (the policy refuses anything else as --model).
+  std::error_code error;
+  const bool quantized = ends_with(cli.model, ".qgru.json") ||
+                         (std::filesystem::is_regular_file(cli.model, error) &&
+                          qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact);
+  std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
+                                           {"--h0", qgru::array_file_path(cli.h0)},
+                                           {"--lengths", qgru::array_file_path(cli.lengths)}};
+  if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
+  else inputs.push_back({"--model", cli.model});
+  qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--codes", cli.codes},
+                                     {"--dump-intermediates", cli.dump}});
+  return quantized ? run_quantized(cli) : run_float(cli);
+}
+
 }  // namespace
 
 QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) on input sequences", 30,
                 [](CLI::App& command) -> std::function<int()> {
                   auto cli = std::make_shared<RunCliOptions>();
-                  command.add_option("--model", cli->model, "Model: float weights (.safetensors) or a quantized "
+                  command.add_option("--model", cli->model, "Model: a float GRU (.safetensors or .onnx) or a quantized "
                                      "artifact (.qgru.json)")->required();
+                  qgru::cli::add_model_selection_options(command, cli->prefix, cli->node);
                   command.add_option("--input", cli->input, "Input sequences x [T, N, C] (.npy, or file.npz:key)")
                       ->required();
                   command.add_option("--output", cli->output, "Output y [T, N, D*H] (float32 .npy, written atomically)")
                       ->required();
                   command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
                   command.add_option("--hn", cli->hn, "Also write the final state h_n [L*D, N, H] (.npy)");
+                  command.add_option("--lengths", cli->lengths,
+                                     "Sequence lengths [N] (integer .npy): steps past a row's length leave its state "
+                                     "unchanged and output 0; h_n is the state at its last valid step");
                   command.add_flag("--batch-first", cli->batch_first,
                                    "Input and output are [N, T, .] instead of [T, N, .]");
                   command.add_option("--layout", cli->layout, "Float weight layout")
@@ -146,8 +183,5 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                   command.add_option("--dump-intermediates", cli->dump,
                                      "Also write every intermediate code of every step (golden vectors, "
                                      ".safetensors; quantized models only; keep the input small)");
-                  return [cli] {
-                    if (ends_with(cli->model, ".qgru.json")) return run_quantized(*cli);
-                    return run_float(*cli);
-                  };
+                  return [cli] { return run_command(*cli); };
                 });

@@ -6,6 +6,7 @@
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/base/message_text.h"
 #include "qgru/version.h"
 #include "subcommand.h"
 
@@ -40,10 +41,15 @@ int main(int argc, char** argv) {
   qgru::install_interrupt_cleanup();
   CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, gptq)"};
   app.footer(
-      "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error.\n"
+      "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error\n"
+      "(bad options, or files named so that an output would replace an input, another output or a device).\n"
       "Logs and progress go to stderr; results go to stdout and to the files you name.\n"
       "Run 'qgru <subcommand> --help' for the options of each subcommand.");
   app.set_version_flag("--version", version_text());
+  // Usage errors are one line too, as every other error (set before the subcommands, which inherit it).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "qgru: error: " + qgru::printable(e.what()) + " (see --help)\n";
+  });
   app.require_subcommand(1);
   int verbosity = 1;
   app.add_flag_callback("-q,--quiet", [&] { verbosity = 0; }, "Only warnings and errors on stderr");
@@ -72,16 +78,20 @@ int main(int argc, char** argv) {
   }
 
   qgru::set_log_verbosity(verbosity);
+  // One line on stderr whatever a message holds (a path with a newline or bytes that are not UTF-8).
+  auto report = [](const char* what, int code) {
+    std::cerr << "qgru: error: " << qgru::printable(what) << std::endl;
+    return code;
+  };
   try {
     return runner ? runner() : qgru::kExitUsage;
+  } catch (const qgru::UsageError& e) {
+    return report(e.what(), qgru::kExitUsage);
   } catch (const qgru::Error& e) {
-    std::cerr << "qgru: error: " << e.what() << std::endl;
-    return qgru::kExitFailure;
+    return report(e.what(), qgru::kExitFailure);
   } catch (const std::bad_alloc&) {
-    std::cerr << "qgru: error: out of memory" << std::endl;
-    return qgru::kExitFailure;
+    return report("out of memory", qgru::kExitFailure);
   } catch (const std::exception& e) {
-    std::cerr << "qgru: error: " << e.what() << std::endl;
-    return qgru::kExitFailure;
+    return report(e.what(), qgru::kExitFailure);
   }
 }

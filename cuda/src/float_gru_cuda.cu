@@ -15,6 +15,7 @@
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/float_gru_cuda.h"
+#include "qgru_cuda/status.h"
 #include "cuda_uploader.h"
 #include "pinned_buffer.h"
 
@@ -93,6 +94,10 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
     throw Error("CUDA float GRU: inconsistent model (C = " + std::to_string(d.C) + ", H = " + std::to_string(d.H) +
                 ", " + std::to_string(model.cells.size()) + " cells for " + std::to_string(d.L) + " layer(s) x " +
                 std::to_string(d.D) + " direction(s))");
+  }
+  if (!model.linear_before_reset) {
+    throw NotSupported("CUDA float GRU: the linear_before_reset = 0 cell (r applied before R) runs on the CPU float "
+                       "executor only (--device cpu)");
   }
   const size_t H = static_cast<size_t>(d.H);
   for (const GruCellWeights& w : model.cells) {

@@ -35,11 +35,13 @@ constexpr int kStepThreads = 256;
 template <class Acc, class Stored>
 __global__ void __launch_bounds__(kStepThreads)
     gru_step_kernel(const GruCellParamsView view, const Acc* gemm_x_t, const Acc* gemm_h, int64_t ldc, int32_t x_offset,
-                    int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N) {
+                    int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N,
+                    const int32_t* lengths, int64_t t) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * view.hidden_size) return;
   kernels::gru_step_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h_stored, h_ld,
-                                           out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size));
+                                           out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size),
+                                           lengths, t);
 }
 
 // C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/kernels/wide_gemm.h:
@@ -126,12 +128,15 @@ struct GruCellCuda::Impl {
   cublasHandle_t handle = nullptr;   // int8 path only: the executor's or own_handle
   cudaStream_t stream = nullptr;
   mutable DeviceBuffer workspace;    // grown by run() as needed
+  mutable DeviceBuffer lengths_buffer;  // a run's sequence lengths [N] (one address, so the step graph stays valid)
   mutable StepGraph steps;           // the time loop, captured once per shape
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
-  void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
-  void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out) const;
+  void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
+                const int32_t* lengths) const;
+  void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
+                const int32_t* lengths) const;
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
@@ -205,7 +210,7 @@ int64_t GruCellCuda::workspace_bytes(int T, int N) const {
 }
 
 void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host) const {
+                                 int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
@@ -225,14 +230,14 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
   // B-1 for every step: gemm_x[t·N_p + n, c] = Σ_k W8[c, k] · x8[t·N_p + n, k]
   QGRU_CUBLAS_CHECK(int8_gemm(handle, l, T * l.N_p, l.C_p, W, x8, gemm_x));
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  steps.run(stream, T, N, reverse, workspace.data(), [&] {
+  steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k] over the N_p padded rows
       QGRU_CUBLAS_CHECK(int8_gemm(handle, l, l.N_p, l.H_p, R, h8, gemm_h));
       gru_step_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
           device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8,
-          l.H_p, out + t * N * H, N);
+          l.H_p, out + t * N * H, N, lengths, t);
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
     }
   });
@@ -240,7 +245,7 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
 }
 
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host) const {
+                                 int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
@@ -261,30 +266,40 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
   launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
   const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(l.rows_p, l.N_p, l.H_p);
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  steps.run(stream, T, N, reverse, workspace.data(), [&] {
+  steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]
       launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
       gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
           device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16,
-          l.H_p, out + t * N * H, N);
+          l.H_p, out + t * N * H, N, lengths, t);
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
     }
   });
   copy_out(out, l.output_bytes, out_host);
 }
 
-std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const {
+std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                                      const int32_t* lengths) const {
   const Impl& d = *impl_;
   std::vector<int32_t> h0(static_cast<size_t>(int64_t{N} * d.H), d.h_space.zp);
   if (q_h0 != nullptr) h0.assign(q_h0, q_h0 + int64_t{N} * d.H);
   std::vector<int32_t> out(static_cast<size_t>(int64_t{T} * N * d.H));
   if (T == 0 || N == 0) return out;
+  // The lengths on the device, in a buffer kept between runs (the captured step graph holds its address); the
+  // host array outlives the copy (the run synchronizes before it returns).
+  const int32_t* device_lengths = nullptr;
+  if (lengths != nullptr) {
+    const size_t bytes = static_cast<size_t>(N) * sizeof(int32_t);
+    if (d.lengths_buffer.bytes() < bytes) d.lengths_buffer = DeviceBuffer(bytes);
+    copy_to_device(d.lengths_buffer.data(), lengths, bytes, d.stream);
+    device_lengths = static_cast<const int32_t*>(d.lengths_buffer.data());
+  }
   if (d.wide()) {
-    d.run_wide(q_x, T, N, h0, reverse, out.data());
+    d.run_wide(q_x, T, N, h0, reverse, out.data(), device_lengths);
   } else {
-    d.run_int8(q_x, T, N, h0, reverse, out.data());
+    d.run_int8(q_x, T, N, h0, reverse, out.data(), device_lengths);
   }
   return out;
 }

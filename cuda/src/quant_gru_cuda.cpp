@@ -22,8 +22,8 @@ class CudaCellRunner : public GruCellRunner {
   void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
                 int out_stride, int out_offset) override {
     const GruCellCuda& cell = cells_.at(static_cast<size_t>(layer * D_ + direction));
-    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1);
-    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset);
+    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1, lengths);
+    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset, lengths);
   }
 
  private:
@@ -71,18 +71,18 @@ QuantGruCuda::~QuantGruCuda() = default;
 QuantGruCuda::QuantGruCuda(QuantGruCuda&&) noexcept = default;
 QuantGruCuda& QuantGruCuda::operator=(QuantGruCuda&&) noexcept = default;
 
-QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const {
+QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths) const {
   const Impl& d = *impl_;
   CudaCellRunner runner(d.cells, d.model.num_directions, d.model.hidden_size);
-  return run_layer_loop(d.model, q_x, T, N, q_h0, runner);
+  return run_layer_loop(d.model, q_x, T, N, q_h0, runner, lengths);
 }
 
-QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0) const {
+QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
   const QuantizedGru& model = impl_->model;
   const std::vector<int32_t> q_x =
       quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
 }
 
 std::string QuantGruCuda::describe() const {

@@ -19,14 +19,16 @@ class StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
 
-  // Replays the graph captured for (T, N, reverse, workspace), capturing `issue_steps` first if needed.
+  // Replays the graph captured for (T, N, reverse, workspace, lengths), capturing `issue_steps` first if needed
+  // (lengths: the device address of the run's sequence lengths, or null).
   template <class IssueSteps>
-  void run(cudaStream_t stream, int64_t T, int64_t N, bool reverse, const void* workspace, IssueSteps issue_steps) {
+  void run(cudaStream_t stream, int64_t T, int64_t N, bool reverse, const void* workspace, const void* lengths,
+           IssueSteps issue_steps) {
     if (stream == nullptr) {
       issue_steps();
       return;
     }
-    if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_) {
+    if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_ || lengths != lengths_) {
       reset();
       QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       cudaGraph_t graph = nullptr;
@@ -46,6 +48,7 @@ class StepGraph {
       N_ = N;
       reverse_ = reverse;
       workspace_ = workspace;
+      lengths_ = lengths;
     }
     QGRU_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
   }
@@ -60,6 +63,7 @@ class StepGraph {
   int64_t T_ = -1, N_ = -1;
   bool reverse_ = false;
   const void* workspace_ = nullptr;
+  const void* lengths_ = nullptr;
 };
 
 }  // namespace qgru::cuda

@@ -202,13 +202,14 @@ set -e
 [ "$(wc -l <"$scratch/err.txt")" -eq 1 ] || fail "truncated statistics: not one line: $(cat "$scratch/err.txt")"
 grep -q "^qgru: error: .*truncated.json" "$scratch/err.txt" || fail "the error does not name the file: $(cat "$scratch/err.txt")"
 [ ! -s "$scratch/out.txt" ] || fail "truncated statistics: output on stdout"
-# An unwritable report path: the statistics are not written either (the two appear together or not at all).
+# A report path whose folder does not exist: refused before any work by the output policy (exit 2, usage), and
+# the statistics are not written either (the two appear together or not at all).
 set +e
 "$qgru" -q calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$scratch/refused/stats.json" \
   --html "$scratch/no-such-folder/r.html" >/dev/null 2>"$scratch/err2.txt"
 rc=$?
 set -e
-[ "$rc" -eq 1 ] || fail "unwritable --html: exit $rc, expected 1"
+[ "$rc" -eq 2 ] || fail "unwritable --html: exit $rc, expected 2"
 [ "$(wc -l <"$scratch/err2.txt")" -eq 1 ] || fail "unwritable --html: not one line: $(cat "$scratch/err2.txt")"
 grep -q "^qgru: error: .*no-such-folder/r.html" "$scratch/err2.txt" || fail "the error does not name the report: $(cat "$scratch/err2.txt")"
 [ -z "$(ls -A "$scratch/refused")" ] || fail "files left after refusals: $(ls -A "$scratch/refused")"
@@ -221,5 +222,5 @@ rc_same=$?
 set -e
 [ "$rc" -eq 2 ] || fail "--merge without -o or --html: exit $rc, expected 2"
 grep -q -- "--output is required" "$scratch/err3.txt" || fail "unhelpful usage message: $(cat "$scratch/err3.txt")"
-[ "$rc_same" -eq 1 ] && [ ! -e "$scratch/same.html" ] || fail "-o and --html naming one file: exit $rc_same"
+[ "$rc_same" -eq 2 ] && [ ! -e "$scratch/same.html" ] || fail "-o and --html naming one file: exit $rc_same"
 echo "calibrate_html: OK"

@@ -27,3 +27,33 @@ find_python() {
   done
   [ -n "$python" ] || fail "no python3 with numpy found (run scripts/setup.sh)"
 }
+
+# tree_state DIR: every entry under DIR, one per line, sorted: the type and path of each, and the sha256 of each
+#   regular file (FIFOs and other special files by type only: reading them could block).
+tree_state() {
+  (cd "$1" && find . -mindepth 1 ! -type f -printf '%y %p\n' | LC_ALL=C sort &&
+    find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2)
+}
+
+# expect_refusal CODE PATTERN ARGS...: `qgru -q ARGS`, run in $work under a 20 s limit (a read that blocks on a
+#   FIFO would hang), must exit CODE (1 bad input, 2 usage), print exactly one stderr line "qgru: error: ..."
+#   matching the extended regex PATTERN and nothing on stdout, and leave $work as it was: no input changed,
+#   no output and no temporary file added. Counts the cases in $refusals.
+refusals=0
+expect_refusal() {
+  local code=$1 pattern=$2 rc before after
+  shift 2
+  before=$(tree_state "$work")
+  (cd "$work" && timeout 20 "$qgru" -q "$@" >"$scratch/refusal.out" 2>"$scratch/refusal.err")
+  rc=$?
+  after=$(tree_state "$work")
+  refusals=$((refusals + 1))
+  local what="qgru $*"
+  [ "$rc" -ne 124 ] || fail "$what: still running after 20 s (blocked on a FIFO?)"
+  [ "$rc" -eq "$code" ] || fail "$what: exit $rc, expected $code: $(cat "$scratch/refusal.err")"
+  [ "$(wc -l <"$scratch/refusal.err")" -eq 1 ] || fail "$what: stderr is not one line: $(cat "$scratch/refusal.err")"
+  grep -Eq "^qgru: error: .*($pattern)" "$scratch/refusal.err" ||
+    fail "$what: the message does not match '$pattern': $(cat "$scratch/refusal.err")"
+  [ ! -s "$scratch/refusal.out" ] || fail "$what: printed on stdout: $(head -3 "$scratch/refusal.out")"
+  [ "$before" = "$after" ] || fail "$what: changed the folder: $(diff <(echo "$before") <(echo "$after") | head -5)"
+}

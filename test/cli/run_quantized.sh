@@ -73,7 +73,11 @@ PY
 "$python" -c "
 import sys, numpy as np
 a, b = np.load('int8.codes.npy'), np.load('from_codes.codes.npy')
-sys.exit(0 if a.dtype == np.int32 and np.array_equal(a, b) else 1)" || fail "codes input does not reproduce the float-input codes"
+sys.exit(0 if a.dtype == np.int8 and np.array_equal(a, b) else 1)" || fail "codes input does not reproduce the float-input codes"
+# --codes in the narrowest dtype holding h's codes: int8 for the int8 preset, int16 for 16-bit activations.
+"$python" -c "
+import sys, numpy as np
+sys.exit(0 if np.load('int16-activations.codes.npy').dtype == np.int16 else 1)" || fail "int16-activations codes are not int16"
 
 # verify: JSON report with every tensor, per-step SQNR, and the gate.
 "$qgru" -q verify --model "$example/gru.safetensors" --artifact int8.qgru.json --input "$example/test.npy" \
@@ -87,6 +91,13 @@ names = {t["tensor"] for t in r["tensors"]}
 assert {"x", "h", "weight_ih_linear", "weight_hh_linear", "update_gate_input", "update_gate_output",
         "reset_gate_input", "reset_gate_output", "new_gate_input", "new_gate_output"} <= names, names
 assert len(r["output"]["per_step_sqnr_db"]) == 8
+steps = r["output"]["per_step"]
+for figure in ("count", "max_abs_error", "mean_abs_error", "nmse", "sqnr_db", "cosine"):
+    assert len(steps[figure]) == 8, figure
+assert sum(steps["count"]) == r["output"]["count"]
+assert abs(max(steps["max_abs_error"]) - r["output"]["max_abs_error"]) < 1e-12
+mean = sum(c * m for c, m in zip(steps["count"], steps["mean_abs_error"])) / r["output"]["count"]
+assert abs(mean - r["output"]["mean_abs_error"]) < 1e-9 * max(1.0, mean)
 assert r["output"]["sqnr_db"] >= 23.0, r["output"]["sqnr_db"]
 assert 0.99 < r["output"]["cosine"] <= 1.0
 PY

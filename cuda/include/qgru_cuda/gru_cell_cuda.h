@@ -41,7 +41,10 @@ class GruCellCuda {
   // t = T-1 .. 0. Returns the hidden codes after each step, [T, N, H] indexed by input time t.
   // The device workspace is computed up front from (T, N) (kernels::carve_workspace over the path's layout)
   // and kept for the next call of the same or a smaller shape. Synchronous: returns after the copy back.
-  std::vector<int32_t> run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse) const;
+  // lengths: [N] sequence lengths or null (kernels::gru_step_element_t: padded steps keep the state and
+  // output zp_h).
+  std::vector<int32_t> run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                           const int32_t* lengths = nullptr) const;
 
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
   const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not

@@ -23,9 +23,10 @@ class QuantGruCuda {
   QuantGruCuda& operator=(QuantGruCuda&&) noexcept;
 
   // As run_quantized_gru_codes / run_quantized_gru (qgru/runtime/quant_executor.h): q_x [T, N, C] codes in
-  // layer 0's x space (range-checked), q_h0 [L·D, N, H] codes or null; x / h0 floats quantized on the host.
-  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const;
-  QuantGruResult run(const float* x, int T, int N, const float* h0) const;
+  // layer 0's x space (range-checked), q_h0 [L·D, N, H] codes or null; x / h0 floats quantized on the host;
+  // lengths [N] sequence lengths or null.
+  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths = nullptr) const;
+  QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const;
 
   // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
   // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".

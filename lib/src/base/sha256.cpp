@@ -1,12 +1,11 @@
 #include "qgru/base/sha256.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/base/input_file.h"
 #include "sha256_x86.h"
 
 namespace qgru {
@@ -148,16 +147,14 @@ std::string sha256_hex(const void* data, size_t size) {
 }
 
 std::string sha256_file_hex(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open for hashing (" + std::strerror(errno) + ")");
+  const InputFile file(path);  // a regular file only: a FIFO or a device is refused, never read
   Sha256 hash;
   std::vector<char> block(1 << 20);
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    const std::streamsize got = in.gcount();
-    if (got > 0) hash.update(block.data(), static_cast<size_t>(got));
+  uint64_t offset = 0;
+  while (const uint64_t got = file.read_some(offset, block.data(), block.size())) {
+    hash.update(block.data(), static_cast<size_t>(got));
+    offset += got;
   }
-  if (in.bad()) throw Error(path + ": read failed while hashing");
   return hash.hex_digest();
 }
 

@@ -1,5 +1,7 @@
 #include "qgru/base/tensor.h"
 
+#include <cmath>
+
 #include "qgru/half.h"
 
 namespace qgru {
@@ -38,6 +40,28 @@ std::vector<Out> convert_floating(const Tensor& tensor) {
 
 std::vector<float> tensor_to_f32(const Tensor& tensor) { return convert_floating<float>(tensor); }
 std::vector<double> tensor_to_f64(const Tensor& tensor) { return convert_floating<double>(tensor); }
+
+namespace {
+
+template <class T>
+void require_finite_values(const std::vector<T>& values, const std::string& prefix, const std::string& suffix) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw Error(prefix + "element " + std::to_string(i) + " is " + (std::isnan(values[i]) ? "NaN" : "infinite") +
+                  suffix);
+    }
+  }
+}
+
+}  // namespace
+
+void require_finite(const std::vector<float>& values, const std::string& prefix, const std::string& suffix) {
+  require_finite_values(values, prefix, suffix);
+}
+
+void require_finite(const std::vector<double>& values, const std::string& prefix, const std::string& suffix) {
+  require_finite_values(values, prefix, suffix);
+}
 
 std::vector<int64_t> tensor_to_i64(const Tensor& tensor, const std::string& what) {
   std::vector<int64_t> out(static_cast<size_t>(tensor.numel()));

@@ -1,10 +1,20 @@
 #include "qgru/base/tensor_quant.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "qgru/base/error.h"
 
 namespace qgru {
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+}  // namespace
 
 bool quant_covers_range(const TensorQuant& quant, double min, double max) {
   const double lo = std::min(min, 0.0);
@@ -18,7 +28,7 @@ bool quant_covers_range(const TensorQuant& quant, double min, double max) {
 RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsigned, bool symmetric) {
   if (bits < 2 || bits > 32) throw Error("bit width " + std::to_string(bits) + " outside 2..32");
   if (!(std::isfinite(min) && std::isfinite(max)) || min > max) {
-    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] is not a finite interval");
+    throw Error("range [" + number(min) + ", " + number(max) + "] is not a finite interval");
   }
   RangeQuantResult result;
   result.quant.bits = bits;
@@ -35,19 +45,27 @@ RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsi
   // Start from an estimate and walk to the largest shift that still covers the range.
   const double width = symmetric ? std::max(-lo, hi) : hi - lo;
   const double levels = symmetric ? static_cast<double>(result.quant.qmax()) : static_cast<double>(result.quant.qmax()) - result.quant.qmin();
-  int shift = static_cast<int>(std::floor(std::log2(levels / width)));
-  shift = std::clamp(shift, kMinShift, kMaxShift);
+  // Clamped in double before the conversion: a width of 1e-300 or an infinite one (hi - lo beyond double) gives
+  // an estimate far outside int, or -inf.
+  const double estimate = std::floor(std::log2(levels / width));
+  int shift = static_cast<int>(std::clamp(std::isnan(estimate) ? 0.0 : estimate, static_cast<double>(kMinShift),
+                                          static_cast<double>(kMaxShift)));
   auto fits = [&](int candidate) {
     TensorQuant trial = result.quant;
     trial.shift = candidate;
-    trial.zp = symmetric ? 0 : static_cast<int32_t>(trial.qmin() - std::round(std::ldexp(lo, candidate)));
-    if (!symmetric && (trial.zp < trial.qmin() || trial.zp > trial.qmax())) return false;
+    trial.zp = 0;
+    if (!symmetric) {
+      // The zero point in double first: for a range of 1e30 it is far beyond int32 and only then refused.
+      const double zp = trial.qmin() - std::round(std::ldexp(lo, candidate));
+      if (zp < trial.qmin() || zp > trial.qmax()) return false;
+      trial.zp = static_cast<int32_t>(zp);
+    }
     return quant_covers_range(trial, lo, hi);
   };
   while (shift > kMinShift && !fits(shift)) --shift;
   while (shift < kMaxShift && fits(shift + 1)) ++shift;
   if (!fits(shift)) {
-    throw Error("range [" + std::to_string(min) + ", " + std::to_string(max) + "] cannot be represented with " +
+    throw Error("range [" + number(min) + ", " + number(max) + "] cannot be represented with " +
                 std::to_string(bits) + " bits and a shift in [" + std::to_string(kMinShift) + ", " +
                 std::to_string(kMaxShift) + "]");
   }

@@ -93,16 +93,20 @@ std::vector<std::string> calibration_data_files(const CalibrateOptions& options)
 }
 
 void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, int T, int N,
-                       const std::string& source, CalibrationStats& stats) {
+                       const std::string& source, CalibrationStats& stats, const int32_t* lengths) {
   CalibrationObserver observer(stats);
   observer.set_source(source);
-  run_float_gru(model, x.data(), T, N, nullptr, &observer);
+  run_float_gru(model, x.data(), T, N, nullptr, &observer, lengths);
 }
 
 CalibrationStats run_calibration(const CalibrateOptions& options) {
   parse_range_method(options.method);  // refuse an unknown method before any work
   const std::vector<std::string> files = calibration_data_files(options);
-  const FloatGruModel model = load_float_gru(options.model_path, options.layout);
+  if (!options.lengths_paths.empty() && options.lengths_paths.size() != files.size()) {
+    throw Error("--lengths: " + std::to_string(options.lengths_paths.size()) + " lengths file(s) for " +
+                std::to_string(files.size()) + " data file(s); give one per data file, in the same order");
+  }
+  const FloatGruModel model = load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
   CalibrationStats stats = CalibrationStats::for_shape(model.num_layers, model.num_directions, model.input_size,
                                                        model.hidden_size);
   stats.model_path = options.model_path;
@@ -120,12 +124,14 @@ CalibrationStats run_calibration(const CalibrateOptions& options) {
     int T = 0, N = 0;
     std::vector<float> x = load_sequences(path, model, options.batch_first, T, N);
     int used = N;
+    std::vector<int32_t> lengths;
+    if (!options.lengths_paths.empty()) lengths = read_sequence_lengths(options.lengths_paths[f], N, T);
     if (options.max_samples > 0 && sequences_done + N > options.max_samples) {
       used = static_cast<int>(options.max_samples - sequences_done);
       x = first_sequences(x, T, N, model.input_size, used);
     }
-    if (T > 0 && used > 0) observe_sequences(model, x, T, used, path, stats);
-    stats.data_files.push_back({path, sha256_file_hex(path), T, used});
+    if (T > 0 && used > 0) observe_sequences(model, x, T, used, path, stats, lengths.empty() ? nullptr : lengths.data());
+    stats.data_files.push_back({path, sha256_file_hex(array_file_path(path)), T, used});
     sequences_done += used;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log()->info("calibrate: {}/{} files, {} sequences ({} of {}: T={}), {:.1f} sequences/s", f + 1, files.size(),

@@ -93,6 +93,10 @@ MethodRange mse_range(const TensorStats& stats, const TensorQuant& spec) {
     range.max = std::min(stats.max, best_hi);
     detail << "mse: [" << best_lo << ", " << best_hi << "] expected error " << best / moments.n.back() << " per value";
   }
+  // The search works on bin centres, so for values all on one side of the chosen clip edge (a constant tensor
+  // above the last edge: 0.5 with an edge at 0.49976) the clipped observed range is empty. Every value then
+  // lands on that edge: the range is the edge itself, a valid range (quant_from_range adds 0 to it).
+  if (range.min > range.max) range.min = range.max = stats.min > range.max ? range.max : range.min;
   range.detail = detail.str();
   return range;
 }

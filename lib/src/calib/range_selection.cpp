@@ -104,4 +104,19 @@ RangeChoice select_range(const CalibrationStats& stats, int layer, int direction
   return choice;
 }
 
+RangeQuantChoice select_range_quant(const CalibrationStats& stats, int layer, int direction, GruTensor tensor,
+                                    const std::string& method, const TensorQuant& spec, const std::string& source) {
+  try {
+    RangeQuantChoice choice;
+    choice.range = select_range(stats, layer, direction, tensor, method, spec);
+    choice.quant = quant_from_range(choice.range.min, choice.range.max, spec.bits, spec.is_unsigned, spec.symmetric);
+    return choice;
+  } catch (const Error& e) {
+    const TensorStats& observed = stats.at(layer, direction, tensor);
+    throw Error(source + ": layer " + std::to_string(layer) + " direction " + std::to_string(direction) + " tensor " +
+                gru_tensor_name(tensor) + " (observed [" + format_number(observed.min) + ", " +
+                format_number(observed.max) + "]): " + e.what());
+  }
+}
+
 }  // namespace qgru

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "qgru/io/strict_json.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 #include "qgru/calib/calibration_stats.h"
@@ -192,7 +193,7 @@ std::string serialize_calibration_stats(const CalibrationStats& stats) {
   root["data_files"] = std::move(files);
   root["total_sequences"] = stats.total_sequences();
   // Pretty top level, one compact line per tensor (histograms would otherwise take a line per count).
-  std::string text = root.dump(1);
+  std::string text = qgru::json_text(root, 1);
   text.resize(text.rfind('}'));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   text += ",\n \"tensors\": [";
@@ -202,7 +203,7 @@ std::string serialize_calibration_stats(const CalibrationStats& stats) {
       for (GruTensor tensor : kObservedGruTensors) {
         text += first ? "\n  " : ",\n  ";
         first = false;
-        text += encode_tensor(stats.at(layer, direction, tensor), layer, direction, tensor).dump();
+        text += qgru::json_text(encode_tensor(stats.at(layer, direction, tensor), layer, direction, tensor));
       }
     }
   }
@@ -214,12 +215,7 @@ void write_calibration_stats(const std::string& path, const CalibrationStats& st
 }
 
 CalibrationStats parse_calibration_stats(const std::string& json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
-    throw Error(source + ": not valid JSON (" + e.what() + ")");
-  }
+  const json root = parse_strict_json(json_text, source);
   const Reader reader(source);
   const std::string schema = reader.text(root, "schema", "top level");
   if (schema != kCalibrationStatsSchema) {

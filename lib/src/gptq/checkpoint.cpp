@@ -3,39 +3,71 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
+#include "qgru/base/log.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/half.h"
 #include "qgru/gptq/quantizer.h"
+#include "qgru/half.h"
+#include "qgru/version.h"
 
 namespace qgru::gptq {
 
+namespace {
+
+// The project has no public address yet: a URN naming the tool (GPTQModel writes its homepage here).
+constexpr const char* kProducerUri = "urn:qgru";
+// The GPTQModel release whose loader and v1 zero-point rule qgru's files were checked against.
+constexpr const char* kGptqModelChecked = "gptqmodel:7.7.0";
+
+bool v1_needs_gptqmodel_entry(CheckpointFormat format) { return format == CheckpointFormat::kGptq; }
+
+}  // namespace
+
+std::vector<std::string> meta_quantizers(CheckpointFormat format) {
+  std::vector<std::string> quantizers = {std::string("qgru:") + QGRU_VERSION_STRING};
+  if (v1_needs_gptqmodel_entry(format)) quantizers.push_back(kGptqModelChecked);
+  return quantizers;
+}
+
 std::string quantize_config_json(const QuantizeConfig& config) {
+  if (config.desc_act && config.act_group_aware) {
+    throw Error("gptq: desc_act and act_group_aware cannot both be set (GPTQModel refuses such a config)");
+  }
   nlohmann::ordered_json json;
   json["bits"] = config.bits;
   json["group_size"] = config.group_size;
-  json["damp_percent"] = config.damp_percent;
   json["desc_act"] = config.desc_act;
-  json["static_groups"] = config.static_groups;
   json["sym"] = config.sym;
+  json["static_groups"] = config.static_groups;
+  json["damp_percent"] = config.damp_percent;
   json["true_sequential"] = true;
+  json["lm_head"] = false;
   json["quant_method"] = "gptq";
-  json["checkpoint_format"] = format_name(config.format);
-  json["meta"] = {{"quantizer", "qgru"}};
+  json["format"] = format_name(config.format);
+  json["checkpoint_format"] = format_name(config.format);  // the older name; transformers reads either
+  json["pack_dtype"] = "int32";
+  nlohmann::ordered_json meta;
+  meta["quantizer"] = meta_quantizers(config.format);
+  meta["uri"] = kProducerUri;
+  meta["damp_percent"] = config.damp_percent;
+  meta["static_groups"] = config.static_groups;
+  meta["true_sequential"] = true;
+  meta["mse"] = 0.0;
+  meta["act_group_aware"] = config.act_group_aware;
+  json["meta"] = meta;
   return json.dump(2) + "\n";
 }
 
 QuantizeConfig parse_quantize_config(const std::string& text, const std::string& source) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(source + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const nlohmann::json json = parse_strict_json(text, source);
   if (!json.is_object()) throw Error(source + ": expected a JSON object");
   QuantizeConfig config;
+  config.damp_percent = 0.01;  // AutoGPTQ's default, for files that do not say
   auto need = [&](const char* key) -> const nlohmann::json& {
     if (!json.contains(key)) throw Error(source + ": key '" + key + "' is missing");
     return json.at(key);
@@ -51,8 +83,27 @@ QuantizeConfig parse_quantize_config(const std::string& text, const std::string&
       throw Error(source + ": quant_method is '" + json.at("quant_method").get<std::string>() +
                   "', expected 'gptq'");
     }
-    if (json.contains("checkpoint_format")) {
-      config.format = parse_format(json.at("checkpoint_format").get<std::string>());
+    std::string format_seen;
+    for (const char* key : {"checkpoint_format", "format"}) {
+      if (!json.contains(key)) continue;
+      const std::string name = json.at(key).get<std::string>();
+      if (!format_seen.empty() && name != format_seen) {
+        throw Error(source + ": format '" + name + "' and checkpoint_format '" + format_seen + "' disagree");
+      }
+      format_seen = name;
+    }
+    if (!format_seen.empty()) config.format = parse_format(format_seen);
+    if (json.contains("meta") && json.at("meta").is_object()) {
+      const nlohmann::json& meta = json.at("meta");
+      if (meta.contains("act_group_aware") && !meta.at("act_group_aware").is_null()) {
+        config.act_group_aware = meta.at("act_group_aware").get<bool>();
+      }
+      // qgru's earlier layout: meta.quantizer the plain string "qgru" (the clients write a list of
+      // "name:version"); its v1 zero points were written field by field.
+      if (meta.contains("quantizer") && meta.at("quantizer").is_string() &&
+          meta.at("quantizer").get<std::string>() == "qgru") {
+        config.v1_zero_rule = V1ZeroRule::kPerField;
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + ": a key has the wrong type (" + std::string(e.what()) + ")");
@@ -65,7 +116,35 @@ QuantizeConfig parse_quantize_config(const std::string& text, const std::string&
   if (config.group_size != -1 && config.group_size <= 0) {
     throw Error(source + ": group_size " + std::to_string(config.group_size) + " is invalid, expected -1 or > 0");
   }
+  if (config.desc_act && config.act_group_aware) {
+    throw Error(source + ": desc_act and meta.act_group_aware are both true; a checkpoint has one column order");
+  }
   return config;
+}
+
+std::string config_disagreement(const QuantizeConfig& existing, const QuantizeConfig& wanted) {
+  std::string differences;
+  auto differ = [&](const std::string& key, const std::string& here, const std::string& there) {
+    if (here == there) return;
+    differences += (differences.empty() ? "" : ", ") + key + " " + here + " here, " + there + " there";
+  };
+  auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
+  char damp_here[32], damp_there[32];
+  std::snprintf(damp_here, sizeof damp_here, "%g", wanted.damp_percent);
+  std::snprintf(damp_there, sizeof damp_there, "%g", existing.damp_percent);
+  differ("bits", std::to_string(wanted.bits), std::to_string(existing.bits));
+  differ("group_size", std::to_string(wanted.group_size), std::to_string(existing.group_size));
+  differ("sym", flag(wanted.sym), flag(existing.sym));
+  differ("desc_act", flag(wanted.desc_act), flag(existing.desc_act));
+  differ("act_group_aware", flag(wanted.act_group_aware), flag(existing.act_group_aware));
+  differ("static_groups", flag(wanted.static_groups), flag(existing.static_groups));
+  differ("damp_percent", damp_here, damp_there);
+  differ("format", format_name(wanted.format), format_name(existing.format));
+  if (wanted.format == CheckpointFormat::kGptq || existing.format == CheckpointFormat::kGptq) {
+    differ("v1 zero points", wanted.v1_zero_rule == V1ZeroRule::kClients ? "clients'" : "per-field",
+           existing.v1_zero_rule == V1ZeroRule::kClients ? "clients'" : "per-field (qgru's earlier layout)");
+  }
+  return differences;
 }
 
 QuantizeConfig read_quantize_config(const std::string& path) { return parse_quantize_config(read_file_text(path), path); }
@@ -110,14 +189,17 @@ std::vector<double> dequantize(const QuantizedLayer& layer) {
                     std::vector<double>(layer.zeros.begin(), layer.zeros.end()), layer.g_idx, layer.N, layer.K);
 }
 
-int64_t add_layer(SafetensorsFile& file, const std::string& prefix, const QuantizedLayer& layer,
-                  CheckpointFormat format) {
-  int64_t lost = 0;
+V1FieldReaderMisreads add_layer(SafetensorsFile& file, const std::string& prefix, const QuantizedLayer& layer,
+                                CheckpointFormat format) {
   file.tensors[prefix + ".qweight"] = Tensor::from_vector<int32_t>(
       {layer.K * layer.bits / 32, layer.N}, pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight"));
-  file.tensors[prefix + ".qzeros"] = Tensor::from_vector<int32_t>(
-      {layer.G, layer.N * layer.bits / 32},
-      pack_qzeros(layer.zeros, layer.G, layer.N, layer.bits, format, &lost, prefix + ".qzeros"));
+  std::vector<int32_t> qzeros = pack_qzeros(layer.zeros, layer.G, layer.N, layer.bits, format, prefix + ".qzeros");
+  V1FieldReaderMisreads misreads;
+  if (format == CheckpointFormat::kGptq) {
+    misreads = v1_field_reader_misreads(layer.zeros, qzeros, layer.G, layer.N, layer.bits);
+  }
+  file.tensors[prefix + ".qzeros"] =
+      Tensor::from_vector<int32_t>({layer.G, layer.N * layer.bits / 32}, std::move(qzeros));
   Tensor scales;
   scales.dtype = DType::F16;
   scales.shape = {layer.G, layer.N};
@@ -128,7 +210,7 @@ int64_t add_layer(SafetensorsFile& file, const std::string& prefix, const Quanti
   }
   file.tensors[prefix + ".scales"] = std::move(scales);
   file.tensors[prefix + ".g_idx"] = Tensor::from_vector<int32_t>({layer.K}, layer.g_idx);
-  return lost;
+  return misreads;
 }
 
 namespace {
@@ -156,7 +238,7 @@ std::vector<int32_t> as_i32(const Tensor& tensor) {
 }  // namespace
 
 QuantizedLayer read_layer(const SafetensorsFile& file, const std::string& prefix, int bits, CheckpointFormat format,
-                          const std::string& source) {
+                          const std::string& source, V1ZeroRule rule) {
   check_bits(bits);
   const std::string qweight_name = prefix + ".qweight", qzeros_name = prefix + ".qzeros";
   const std::string scales_name = prefix + ".scales", g_idx_name = prefix + ".g_idx";
@@ -191,7 +273,20 @@ QuantizedLayer read_layer(const SafetensorsFile& file, const std::string& prefix
   expect(g_idx, DType::I32, {layer.K}, g_idx_name, source);
 
   layer.codes = unpack_qweight(as_i32(qweight), layer.N, layer.K, bits);
-  layer.zeros = unpack_qzeros(as_i32(qzeros), layer.G, layer.N, bits, format);
+  const std::vector<int32_t> qzero_words = as_i32(qzeros);
+  layer.zeros = unpack_qzeros(qzero_words, layer.G, layer.N, bits, format, rule);
+  if (format == CheckpointFormat::kGptq && rule != V1ZeroRule::kClients) {
+    const std::vector<int32_t> clients =
+        unpack_qzeros(qzero_words, layer.G, layer.N, bits, format, V1ZeroRule::kClients);
+    int64_t differ = 0;
+    for (size_t i = 0; i < clients.size(); ++i) differ += clients[i] != layer.zeros[i];
+    if (differ > 0) {
+      log()->warn("{}: '{}': read with {} (quantize_config.json in qgru's earlier layout): {} zero point(s) read "
+                  "as that writer meant them, which GPTQModel and transformers read differently; rewrite the "
+                  "checkpoint with this qgru to make them agree",
+                  source, qzeros_name, v1_zero_rule_name(rule), differ);
+    }
+  }
   layer.scales = tensor_to_f32(scales);
   layer.g_idx = as_i32(g_idx);
   for (size_t k = 0; k < layer.g_idx.size(); ++k) {

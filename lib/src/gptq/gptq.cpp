@@ -66,7 +66,48 @@ bool upper_cholesky_of_inverse(std::vector<double>& Hd, int64_t K) {
   return true;
 }
 
+// Processing order of the K columns (perm[p] = original column), from diag(H) after the dead-column fix.
+// act_order: descending over all columns. group_aware: storage groups [g·gs, (g+1)·gs) stay whole, each in
+// descending order inside, groups in descending order of their largest entry; a shorter last group stays
+// last in column order (GPTQModel's compute_local_perms / compute_global_perm / extend_perm_with_tail).
+// Sorts are stable, so equal entries keep column order. Natural: the identity.
+std::vector<int64_t> column_order(const std::vector<double>& H, int64_t K, int64_t gs, const GptqOptions& options) {
+  std::vector<int64_t> perm(static_cast<size_t>(K));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  auto diag = [&](int64_t i) { return H[at(i, K, i)]; };
+  auto descending = [&](int64_t a, int64_t b) { return diag(a) > diag(b); };
+  if (options.act_order) {
+    std::stable_sort(perm.begin(), perm.end(), descending);
+  } else if (options.group_aware) {
+    const int64_t full_groups = K / gs;
+    std::vector<int64_t> group_order(static_cast<size_t>(full_groups));
+    std::vector<double> group_max(static_cast<size_t>(full_groups));
+    std::iota(group_order.begin(), group_order.end(), int64_t{0});
+    for (int64_t g = 0; g < full_groups; ++g) {
+      auto first = perm.begin() + g * gs;
+      std::stable_sort(first, first + gs, descending);
+      group_max[static_cast<size_t>(g)] = diag(*first);
+    }
+    std::stable_sort(group_order.begin(), group_order.end(), [&](int64_t a, int64_t b) {
+      return group_max[static_cast<size_t>(a)] > group_max[static_cast<size_t>(b)];
+    });
+    std::vector<int64_t> within = perm;
+    for (int64_t j = 0; j < full_groups; ++j) {
+      const int64_t g = group_order[static_cast<size_t>(j)];
+      std::copy(within.begin() + g * gs, within.begin() + (g + 1) * gs, perm.begin() + j * gs);
+    }
+  }
+  return perm;
+}
+
 }  // namespace
+
+GptqOptions recommended_options() {
+  GptqOptions options;
+  options.group_aware = true;
+  options.damp = 0.01;
+  return options;
+}
 
 int64_t group_count(int64_t K, int64_t group_size) {
   return group_size == -1 ? 1 : (K + group_size - 1) / group_size;
@@ -119,12 +160,10 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
     }
   }
 
-  // 4. Act-order: descending diag(H), ties kept in column order.
-  std::vector<int64_t> perm(static_cast<size_t>(K));
-  std::iota(perm.begin(), perm.end(), int64_t{0});
-  if (options.act_order) {
-    std::stable_sort(perm.begin(), perm.end(),
-                     [&](int64_t a, int64_t b) { return H[at(a, K, a)] > H[at(b, K, b)]; });
+  // 4. Act-order (descending diag(H) over all columns) or group-aware act-order (within each storage group,
+  // groups by their largest diag(H)); ties kept in column order.
+  std::vector<int64_t> perm = column_order(H, K, grouped ? gs : K, options);
+  if (options.act_order || options.group_aware) {
     std::vector<double> Wp(W.size()), Hp(H.size());
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t p = 0; p < K; ++p) Wp[at(n, K, p)] = W[at(n, K, perm[p])];
@@ -183,7 +222,10 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
     for (int64_t i = 0; i < count; ++i) {
       const int64_t col = i1 + i;
       if (grouped && !options.static_groups && col % gs == 0) {
-        const int64_t g = col / gs;
+        // The group that starts here, in storage terms: act-order numbers groups in processing order (g_idx
+        // follows the permutation); natural and group-aware order keep the storage groups, which a
+        // group-aware permutation moves whole.
+        const int64_t g = options.act_order ? col / gs : perm[col] / gs;
         group_params[static_cast<size_t>(g)] = find_params(W.data(), N, K, col, col + gs, options.bits, options.sym);
         active = &group_params[static_cast<size_t>(g)];
         for (int64_t n = 0; n < N; ++n) {
@@ -234,8 +276,10 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
       }
     }
     for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
-  } else if (grouped) {
+  } else if (grouped && options.act_order) {
     for (int64_t p = 0; p < K; ++p) result.g_idx[static_cast<size_t>(perm[p])] = static_cast<int32_t>(p / gs);
+  } else if (grouped) {
+    for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
   }
   return result;
 }

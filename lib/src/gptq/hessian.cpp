@@ -73,6 +73,7 @@ void check_activations(const Tensor& activations, int64_t K, bool feature_major,
 void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_major, const std::string& source) {
   check_activations(activations, K_, feature_major, source);
   const std::vector<float> values = tensor_to_f32(activations);
+  require_finite(values, source + ": ", " (as float32); activations must be finite");
   const int64_t M = activations.numel() / K_;
   if (feature_major) add_feature_major(values.data(), M);
   else add_token_major(values.data(), M);
@@ -99,7 +100,16 @@ std::vector<double> load_hessian(const std::string& path, int64_t K) {
   if (tensor.dtype != DType::F64 && tensor.dtype != DType::F32) {
     throw Error(path + ": Hessian has dtype " + dtype_name(tensor.dtype) + ", expected F64 or F32");
   }
-  return tensor_to_f64(tensor);
+  std::vector<double> H = tensor_to_f64(tensor);
+  require_finite(H, path + ": Hessian ", "; a Hessian 2·X·Xᵀ is finite");
+  for (int64_t i = 0; i < K; ++i) {
+    const double diagonal = H[static_cast<size_t>(i * K + i)];
+    if (diagonal < 0.0) {
+      throw Error(path + ": Hessian diagonal entry [" + std::to_string(i) + ", " + std::to_string(i) + "] is " +
+                  std::to_string(diagonal) + "; a Hessian 2·X·Xᵀ has none below 0");
+    }
+  }
+  return H;
 }
 
 }  // namespace qgru::gptq

@@ -14,6 +14,7 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/base/log.h"
 #include "qgru/base/sha256.h"
 #include "qgru/gptq/hessian.h"
@@ -46,6 +47,7 @@ const Tensor& weight_tensor(const SafetensorsFile& file, const std::string& name
     throw Error(source + ": tensor '" + name + "' has shape " + shape_string(tensor.shape) +
                 ", expected a linear weight [N, K]");
   }
+  require_finite(tensor_to_f32(tensor), source + ": tensor '" + name + "': ", "; GPTQ needs finite weights");
   return tensor;
 }
 
@@ -88,12 +90,7 @@ uint64_t hessian_bytes_needed(int64_t K, bool save_hessian) {
 }
 
 std::vector<LayerJob> read_manifest(const std::string& path) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(read_file_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const nlohmann::json json = parse_strict_json(read_file_text(path), path);
   const size_t slash = path.find_last_of('/');
   const std::string base = slash == std::string::npos ? std::string() : path.substr(0, slash);
   if (!json.is_array() || json.empty()) throw Error(path + ": expected a non-empty JSON list of layers");
@@ -106,6 +103,12 @@ std::vector<LayerJob> read_manifest(const std::string& path) {
     }
     LayerJob job;
     job.tensor = entry["tensor"].get<std::string>();
+    for (size_t earlier = 0; earlier < layers.size(); ++earlier) {
+      if (layers[earlier].tensor == job.tensor) {
+        throw Error(where + ": tensor '" + job.tensor + "' is already listed in entry " + std::to_string(earlier) +
+                    "; each layer is quantized once");
+      }
+    }
     if (entry.contains("activations")) {
       if (!entry["activations"].is_array() || entry["activations"].empty()) {
         throw Error(where + " ('" + job.tensor + "'): \"activations\" must be a non-empty list of .npy paths");
@@ -127,8 +130,47 @@ std::vector<LayerJob> read_manifest(const std::string& path) {
   return layers;
 }
 
+QuantizeConfig checkpoint_config(const JobOptions& options) {
+  QuantizeConfig config;
+  config.bits = options.gptq.bits;
+  config.group_size = options.gptq.group_size;
+  config.damp_percent = options.gptq.damp;
+  config.desc_act = options.gptq.act_order;
+  config.act_group_aware = options.gptq.group_aware && !options.gptq.act_order;
+  config.static_groups = options.gptq.static_groups;
+  config.sym = options.gptq.sym;
+  config.format = options.format;
+  return config;
+}
+
+void check_output_folder(const JobOptions& options, const QuantizeConfig& wanted) {
+  const std::string config_path = quantize_config_path_beside(options.output_path);
+  if (access(config_path.c_str(), F_OK) != 0) return;
+  QuantizeConfig existing;
+  try {
+    existing = read_quantize_config(config_path);
+  } catch (const Error& e) {
+    throw Error(config_path + ": exists and is not a GPTQ config qgru can compare (" + e.what() + "); " +
+                options.output_path + " would replace it: write into another folder");
+  }
+  const std::string differences = config_disagreement(existing, wanted);
+  if (!differences.empty()) {
+    throw Error(config_path + " describes the checkpoints already in that folder (" + differences + ") and " +
+                options.output_path + " would change how they are read: write it into another folder");
+  }
+}
+
 std::vector<LayerReport> run_job(const JobOptions& options, const std::function<void(const LayerReport&)>& on_layer) {
   if (options.layers.empty()) throw Error("gptq: no layers to quantize");
+  // GPTQModel and transformers refuse a damp_percent outside (0, 1) when they load the checkpoint.
+  if (!(options.gptq.damp > 0.0 && options.gptq.damp < 1.0)) {
+    char damp[32];
+    std::snprintf(damp, sizeof damp, "%g", options.gptq.damp);
+    throw Error(std::string("gptq: --damp ") + damp +
+                " is outside (0, 1), which GPTQModel and transformers refuse in quantize_config.json");
+  }
+  const QuantizeConfig config = checkpoint_config(options);
+  check_output_folder(options, config);
   if (!options.save_hessian_path.empty() && options.layers.size() != 1) {
     throw Error("gptq: --save-hessian needs exactly one layer (use a manifest \"hessian\" per layer instead)");
   }
@@ -219,11 +261,19 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
 
     const std::string prefix = layer_prefix(job.tensor);
     const QuantizedLayer layer = to_checkpoint_layer(result, source + ": '" + job.tensor + "'");
-    report.lost_zeros = add_layer(output, prefix, layer, options.format);
-    if (report.lost_zeros > 0) {
-      log()->warn("gptq: {}: {} zero point(s) are 0, which format gptq (v1, stores zero - 1) cannot carry; "
-                  "readers will see {} instead. Use --format gptq_v2 to keep them.",
-                  job.tensor, report.lost_zeros, max_code(options.gptq.bits) + 1);
+    const V1FieldReaderMisreads misreads = add_layer(output, prefix, layer, options.format);
+    report.zero_points_of_zero = misreads.zero_points_of_zero;
+    if (misreads.zero_points_of_zero > 0) {
+      const int64_t wrapped = max_code(options.gptq.bits) + 1;
+      std::string neighbours;
+      if (misreads.neighbours > 0) {
+        neighbours = " and " + std::to_string(misreads.neighbours) + " neighbouring zero point(s) one lower";
+      }
+      log()->warn("gptq: {}: {} zero point(s) are 0: GPTQModel, transformers and qgru read every zero point of "
+                  "this v1 file exactly, but readers that add 1 to each {}-bit field without carrying "
+                  "(vLLM's gptq kernel, exllama-style kernels) read those as {}{}; --format gptq_v2 or --sym "
+                  "avoids them",
+                  job.tensor, misreads.zero_points_of_zero, options.gptq.bits, wrapped, neighbours);
     }
     auto bias = input.tensors.find(prefix + ".bias");
     if (bias != input.tensors.end() && prefix != job.tensor) {  // AutoGPTQ keeps the bias in fp16
@@ -239,8 +289,10 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
       output.tensors[prefix + ".bias"] = std::move(half);
     }
 
-    // Errors through H = 2·X·Xᵀ: ‖D·X‖² = ½ Σ_n D[n]·H·D[n]ᵀ.
-    const std::vector<double> W_gptq = dequantize(layer);
+    // Errors through H = 2·X·Xᵀ: ‖D·X‖² = ½ Σ_n D[n]·H·D[n]ᵀ, Ŵ decoded from the tensors as written (the
+    // clients' reading of them), not from what was meant to be written.
+    const std::vector<double> W_gptq =
+        dequantize(read_layer(output, prefix, options.gptq.bits, options.format, options.output_path));
     const std::vector<double> W_rtn =
         dequantize(to_checkpoint_layer(rtn_quantize(W, report.N, report.K, options.gptq), job.tensor));
     std::vector<double> D_gptq(W.size()), D_rtn(W.size());
@@ -267,14 +319,6 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     }
   }
 
-  QuantizeConfig config;
-  config.bits = options.gptq.bits;
-  config.group_size = options.gptq.group_size;
-  config.damp_percent = options.gptq.damp;
-  config.desc_act = options.gptq.act_order;
-  config.static_groups = options.gptq.static_groups;
-  config.sym = options.gptq.sym;
-  config.format = options.format;
   AtomicFileGroup group;
   const std::vector<uint8_t> bytes = serialize_safetensors(output);
   group.add(options.output_path).write(bytes.data(), bytes.size());

@@ -14,7 +14,7 @@ WeightLayout parse_weight_layout(const std::string& text) {
 }
 
 FloatGruModel float_gru_from_tensors(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                                     const std::string& source) {
+                                     const std::string& source, const std::string& prefix) {
   if (layout == WeightLayout::Auto) {
     const bool pytorch = model_detail::has_layout_names(tensors, WeightLayout::PyTorch);
     const bool haste = model_detail::has_layout_names(tensors, WeightLayout::Haste);
@@ -29,7 +29,7 @@ FloatGruModel float_gru_from_tensors(const std::map<std::string, Tensor>& tensor
     }
     layout = pytorch ? WeightLayout::PyTorch : WeightLayout::Haste;
   }
-  const model_detail::LayoutMatch match = model_detail::match_layout(tensors, layout, source);
+  const model_detail::LayoutMatch match = model_detail::match_layout(tensors, layout, source, prefix);
   FloatGruModel model = model_detail::build_float_gru(tensors, match, source);
   log()->debug("{}: {} layout, prefix '{}': C = {}, H = {}, {} layer(s), {} direction(s)", source,
                model.source_layout, match.prefix, model.input_size, model.hidden_size, model.num_layers,

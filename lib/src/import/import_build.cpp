@@ -19,12 +19,7 @@ std::vector<float> float_values(const Tensor& tensor, const std::string& name, c
                 dtype_name(tensor.dtype));
   }
   std::vector<float> values = tensor_to_f32(tensor);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      throw Error(source + ": tensor " + quoted(name) + ": element " + std::to_string(i) + " is " +
-                  (std::isnan(values[i]) ? "NaN" : "infinite") + "; weights must be finite");
-    }
-  }
+  require_finite(values, source + ": tensor " + quoted(name) + ": ", "; weights must be finite");
   // F64 weights beyond float's range become infinite on conversion: refused above, as for any overflow.
   return values;
 }

@@ -32,8 +32,10 @@ bool has_layout_names(const std::map<std::string, Tensor>& tensors, WeightLayout
 
 // Find every cell's tensors of `layout` (PyTorch or haste). Throws qgru::Error naming `source` when no
 // tensor of the layout exists, when several prefixes hold one, or when a layer or direction is missing.
+// `wanted_prefix` (non-empty) picks the GRU under that prefix when the file holds several ("enc.rnn" also
+// matches "enc.rnn."); a prefix that holds no GRU is refused with the list of those that do.
 LayoutMatch match_layout(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                         const std::string& source);
+                         const std::string& source, const std::string& wanted_prefix = "");
 
 // Check every shape (C and H come from layer 0), convert any float dtype to float, refuse NaN/Inf, reorder
 // gates to z, r, n and transpose haste's [C, 3H] / [H, 3H] to [3H, C] / [3H, H].

@@ -110,8 +110,8 @@ bool has_layout_names(const std::map<std::string, Tensor>& tensors, WeightLayout
 }
 
 LayoutMatch match_layout(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                         const std::string& source) {
-  // 1. The prefix: every weight name of the layout must share one.
+                         const std::string& source, const std::string& wanted_prefix) {
+  // 1. The prefix: every weight name of the layout must share one, or --prefix picks one.
   std::set<std::string> prefixes;
   for (const auto& entry : tensors) {
     const auto parts = parse_key(entry.first, layout);
@@ -122,10 +122,19 @@ LayoutMatch match_layout(const std::map<std::string, Tensor>& tensors, WeightLay
                 (layout == WeightLayout::Haste ? "W, R, bx, br or kernel, recurrent_kernel, bias, recurrent_bias" : "weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0") +
                 ", optionally under a common prefix)");
   }
+  std::string list;
+  for (const auto& prefix : prefixes) list += (list.empty() ? "'" : ", '") + prefix + "'";
+  if (!wanted_prefix.empty()) {
+    const std::string dotted = wanted_prefix.back() == '.' ? wanted_prefix : wanted_prefix + ".";
+    const bool exact = prefixes.count(wanted_prefix) > 0;
+    if (!exact && prefixes.count(dotted) == 0) {
+      throw Error(source + ": --prefix '" + wanted_prefix + "' holds no " + layout_name(layout) +
+                  " GRU; the file's GRUs are under " + list);
+    }
+    prefixes = {exact ? wanted_prefix : dotted};
+  }
   if (prefixes.size() > 1) {
-    std::string list;
-    for (const auto& prefix : prefixes) list += (list.empty() ? "'" : ", '") + prefix + "'";
-    throw Error(source + ": GRU tensors under several prefixes (" + list + "); qgru reads one GRU per file");
+    throw Error(source + ": GRU tensors under several prefixes (" + list + "); pick one with --prefix");
   }
   LayoutMatch match;
   match.layout = layout;
@@ -178,9 +187,11 @@ LayoutMatch match_layout(const std::map<std::string, Tensor>& tensors, WeightLay
       names.R = lookup(kR, layer, reverse, true);
       names.bw = lookup(kBw, layer, reverse, false);
       names.br = lookup(kBr, layer, reverse, false);
-      if (names.bw.empty() || names.br.empty()) {
-        log()->debug("{}: layer {} direction {}: no {} bias, using zeros", source, layer, direction,
-                     names.bw.empty() ? "input" : "recurrent");
+      for (const auto& [name, role] : {std::make_pair(&names.bw, kBw), std::make_pair(&names.br, kBr)}) {
+        if (!name->empty()) continue;
+        log()->info("{}: layer {} direction {}: no {} bias ({}): using zeros (a GRU made without biases)", source,
+                    layer, direction, role == kBw ? "input" : "recurrent",
+                    tensor_name(layout, match.prefix, role, layer, reverse, explicit_layer, module_names));
       }
       match.cells.push_back(names);
     }

@@ -1,25 +1,11 @@
 #pragma once
 // Random-access reads from a file with errors that name it. Lets the readers validate a header and then
-// read each tensor straight into its own buffer, without holding the whole file twice.
-#include <cstdint>
-#include <fstream>
-#include <string>
+// read each tensor straight into its own buffer, without holding the whole file twice. Only a regular file
+// is opened (qgru/base/input_file.h: a FIFO or a device is refused, never read).
+#include "qgru/base/input_file.h"
 
 namespace qgru::io_detail {
 
-class FileReader {
- public:
-  explicit FileReader(std::string path);
-  const std::string& path() const { return path_; }
-  uint64_t size() const { return size_; }
-  // Read exactly `size` bytes at `offset`; throws qgru::Error naming the file (saying `what` was being
-  // read) when the range lies outside the file or the read fails.
-  void read_at(uint64_t offset, void* out, uint64_t size, const char* what);
-
- private:
-  std::string path_;
-  std::ifstream in_;
-  uint64_t size_ = 0;
-};
+using FileReader = InputFile;
 
 }  // namespace qgru::io_detail

@@ -7,7 +7,7 @@
 
 #include "byte_order.h"
 #include "file_reader.h"
-#include "message_text.h"
+#include "qgru/base/message_text.h"
 #include "npy_detail.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"

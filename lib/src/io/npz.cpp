@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "file_reader.h"
-#include "message_text.h"
+#include "qgru/base/message_text.h"
 #include "npy_detail.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
@@ -20,7 +20,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 std::string join_keys(const std::vector<std::string>& keys) {
   std::string text;
-  for (const std::string& key : keys) text += (text.empty() ? "'" : ", '") + io_detail::printable(key) + "'";
+  for (const std::string& key : keys) text += (text.empty() ? "'" : ", '") + printable(key) + "'";
   return text.empty() ? "none" : text;
 }
 
@@ -31,7 +31,7 @@ class NpzArchive {
       : read_at_(std::move(read_at)), source_(std::move(source)) {
     for (ZipMember& member : read_zip_directory(read_at_, size, source_)) {
       if (!ends_with(member.name, kMemberSuffix)) {
-        throw Error(source_ + ": member '" + io_detail::printable(member.name) +
+        throw Error(source_ + ": member '" + printable(member.name) +
                     "': expected .npy members only (as np.savez writes), got another file");
       }
       std::string key = member.name.substr(0, member.name.size() - std::strlen(kMemberSuffix));
@@ -50,7 +50,7 @@ class NpzArchive {
 
   // Reads one member's array, checking the CRC-32 of its bytes against the central directory.
   Tensor read(const std::string& key, const ZipMember& member) const {
-    const std::string source = source_ + ": array '" + io_detail::printable(key) + "'";
+    const std::string source = source_ + ": array '" + printable(key) + "'";
     uint32_t crc = 0;
     uint64_t next = 0;
     Tensor tensor = io_detail::read_npy_bytes(
@@ -97,7 +97,7 @@ Tensor read_single_array(const std::string& path, const std::string* key) {
   for (const auto& [name, member] : archive.arrays()) {
     if (name == *key) return archive.read(name, member);
   }
-  throw Error(path + ": expected an array named '" + io_detail::printable(*key) + "', got only " + join_keys(archive.keys()));
+  throw Error(path + ": expected an array named '" + printable(*key) + "', got only " + join_keys(archive.keys()));
 }
 
 }  // namespace
@@ -136,13 +136,28 @@ void write_npz(const std::string& path, const std::map<std::string, Tensor>& arr
   out.commit();
 }
 
+namespace {
+
+// "file.npz:key" split at its last ".npz:", or npos when the spec names no key.
+size_t key_split(const std::string& spec) {
+  if (ends_with(spec, ".npy") || ends_with(spec, ".npz")) return std::string::npos;
+  return spec.rfind(".npz:");
+}
+
+}  // namespace
+
+std::string array_file_path(const std::string& path_or_path_key) {
+  const size_t split = key_split(path_or_path_key);
+  return split == std::string::npos ? path_or_path_key : path_or_path_key.substr(0, split + 4);
+}
+
 Tensor read_array(const std::string& path_or_path_key) {
   const std::string& spec = path_or_path_key;
   if (ends_with(spec, ".npy")) return read_npy(spec);
   if (ends_with(spec, ".npz")) return read_single_array(spec, nullptr);
-  const size_t split = spec.rfind(".npz:");
+  const size_t split = key_split(spec);
   if (split != std::string::npos) {
-    const std::string path = spec.substr(0, split + 4);
+    const std::string path = array_file_path(spec);
     const std::string key = spec.substr(split + 5);
     if (key.empty()) throw Error(spec + ": expected an array name after ':', got none");
     return read_single_array(path, &key);

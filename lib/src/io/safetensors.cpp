@@ -11,7 +11,8 @@
 
 #include "byte_order.h"
 #include "file_reader.h"
-#include "message_text.h"
+#include "qgru/base/message_text.h"
+#include "qgru/io/strict_json.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
 
@@ -41,10 +42,10 @@ struct Layout {
 };
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw Error(source + ": " + io_detail::printable(what));
+  throw Error(source + ": " + printable(what));
 }
 [[noreturn]] void fail_tensor(const std::string& source, const std::string& name, const std::string& what) {
-  throw Error(source + ": tensor '" + io_detail::printable(name) + "': " + io_detail::printable(what));
+  throw Error(source + ": tensor '" + printable(name) + "': " + printable(what));
 }
 
 // A short, one-line rendering of a JSON value for messages.
@@ -85,68 +86,6 @@ uint64_t check_header_length(const uint8_t* prefix, uint64_t file_size, const st
                      std::to_string(file_size - 8) + " bytes after the length field");
   }
   return header_bytes;
-}
-
-// The JSON library recurses per nesting level when it serializes and frees values; a header of millions of
-// '[' would exhaust the stack. The reference parser stops at 128 levels; so does this check, before parsing.
-constexpr int kMaxJsonDepth = 128;
-void check_json_depth(const char* begin, const char* end, const std::string& source) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char* p = begin; p != end; ++p) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (*p == '\\') {
-        escaped = true;
-      } else if (*p == '"') {
-        in_string = false;
-      }
-    } else if (*p == '"') {
-      in_string = true;
-    } else if (*p == '[' || *p == '{') {
-      if (++depth > kMaxJsonDepth) {
-        fail(source, "header: expected JSON nested at most " + std::to_string(kMaxJsonDepth) + " levels deep, got deeper");
-      }
-    } else if (*p == ']' || *p == '}') {
-      --depth;
-    }
-  }
-}
-
-// Parses JSON and reports the first key repeated within one object (the parser itself keeps the last).
-json parse_json_refusing_duplicates(const char* begin, const char* end, const std::string& source) {
-  check_json_depth(begin, end, source);
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  bool duplicate_is_tensor = false;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == json::parse_event_t::key && !open_objects.empty() && parsed.is_string()) {
-      if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-        duplicate = parsed.get<std::string>();
-        duplicate_is_tensor = open_objects.size() == 1 && duplicate != kMetadataKey;
-      }
-    }
-    return true;
-  };
-  json header;
-  try {
-    header = json::parse(begin, end, callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const json::exception& e) {
-    std::string message = e.what();
-    const size_t bracket = message.find("] ");
-    if (message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) message = message.substr(bracket + 2);
-    fail(source, "header: expected UTF-8 JSON, got " + message);
-  }
-  if (!duplicate.empty()) {
-    if (duplicate_is_tensor) fail_tensor(source, duplicate, "expected each name once, got it twice in the header");
-    fail(source, "header: expected each key once within an object, got '" + duplicate + "' twice");
-  }
-  return header;
 }
 
 std::map<std::string, std::string> parse_metadata(const json& value, const std::string& source) {
@@ -237,7 +176,7 @@ Layout parse_layout(const uint8_t* header_text, uint64_t header_bytes, uint64_t 
                      (header_bytes == 0 ? std::string("an empty header") : "byte " + std::to_string(header_text[0])));
   }
   const char* begin = reinterpret_cast<const char*>(header_text);
-  const json header = parse_json_refusing_duplicates(begin, begin + header_bytes, source);
+  const json header = parse_strict_json(begin, begin + header_bytes, source + ": header");
   if (!header.is_object()) fail(source, "header: expected a JSON object, got " + brief(header));
 
   Layout layout;

@@ -17,12 +17,7 @@ std::vector<float> finite_float_values(const Tensor& tensor, const std::string& 
                 dtype_name(tensor.dtype));
   }
   std::vector<float> values = tensor_to_f32(tensor);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      throw Error(path + ": element " + std::to_string(i) + " is " + (std::isnan(values[i]) ? "NaN" : "infinite") +
-                  " (as float32); inputs must be finite");
-    }
-  }
+  require_finite(values, path + ": ", " (as float32); inputs must be finite");
   return values;
 }
 
@@ -60,6 +55,38 @@ std::vector<float> read_initial_state(const std::string& path, int layers_times_
                 shape_string(tensor.shape));
   }
   return finite_float_values(tensor, path);
+}
+
+void check_sequence_lengths(const int32_t* lengths, int T, int N) {
+  if (lengths == nullptr) return;
+  for (int n = 0; n < N; ++n) {
+    if (lengths[n] < 0 || lengths[n] > T) {
+      throw Error("sequence length " + std::to_string(lengths[n]) + " of row " + std::to_string(n) +
+                  " is outside [0, T = " + std::to_string(T) + "]");
+    }
+  }
+}
+
+std::vector<int32_t> read_sequence_lengths(const std::string& path, int N, int T) {
+  const Tensor tensor = read_array(path);
+  if (tensor.rank() != 1 || tensor.shape[0] != N) {
+    throw Error(path + ": expected sequence lengths [N] = [" + std::to_string(N) + "] (one per batch row), got " +
+                shape_string(tensor.shape));
+  }
+  if (tensor.dtype != DType::I64 && tensor.dtype != DType::I32 && tensor.dtype != DType::I16 && tensor.dtype != DType::I8 &&
+      tensor.dtype != DType::U8) {
+    throw Error(path + ": expected integer sequence lengths, got " + std::string(dtype_name(tensor.dtype)));
+  }
+  const std::vector<int64_t> wide = tensor_to_i64(tensor, path);
+  std::vector<int32_t> lengths(wide.size());
+  for (size_t n = 0; n < wide.size(); ++n) {
+    if (wide[n] < 0 || wide[n] > T) {
+      throw Error(path + ": sequence length " + std::to_string(wide[n]) + " of row " + std::to_string(n) +
+                  " is outside [0, T = " + std::to_string(T) + "]");
+    }
+    lengths[n] = static_cast<int32_t>(wide[n]);
+  }
+  return lengths;
 }
 
 Tensor sequence_output_tensor(const std::vector<float>& time_major, int T, int N, int F, bool batch_first) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "byte_order.h"
-#include "message_text.h"
+#include "qgru/base/message_text.h"
 #include "qgru/io/zip.h"
 #include "zip_format.h"
 
@@ -147,7 +147,7 @@ std::vector<ZipMember> read_zip_directory(const ZipReadAt& read_at, uint64_t arc
     }
     ZipMember member;
     member.name.assign(reinterpret_cast<const char*>(header + kCentralHeaderBytes), name_size);
-    const std::string where = source + ": member '" + io_detail::printable(member.name) + "'";
+    const std::string where = source + ": member '" + printable(member.name) + "'";
     apply_zip64_extra(header + kCentralHeaderBytes + name_size, extra_size, uncompressed, compressed, local_offset, disk_start, where);
     pos += kCentralHeaderBytes + name_size + extra_size + comment_size;
 
@@ -177,7 +177,7 @@ std::vector<ZipMember> read_zip_directory(const ZipReadAt& read_at, uint64_t arc
     std::string local_name(local_name_size, '\0');
     read_at(local_offset + kLocalHeaderBytes, local_name.data(), local_name_size);
     if (local_name != member.name) {
-      fail(where, "expected the local header to carry the same name, got '" + io_detail::printable(local_name) + "'");
+      fail(where, "expected the local header to carry the same name, got '" + printable(local_name) + "'");
     }
     members.push_back(std::move(member));
   }

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "byte_order.h"
-#include "message_text.h"
+#include "qgru/base/message_text.h"
 #include "qgru/io/zip.h"
 #include "zip_format.h"
 
@@ -18,7 +18,7 @@ void StoredZipWriter::emit(const std::vector<uint8_t>& bytes) {
 
 void StoredZipWriter::add(const std::string& name, const std::vector<std::pair<const void*, size_t>>& pieces) {
   if (finished_) throw Error("internal: StoredZipWriter::add after finish");
-  if (name.empty() || name.size() > 0xFFFF) fail(target_, "member '" + io_detail::printable(name) + "': expected a name of 1 to 65535 bytes");
+  if (name.empty() || name.size() > 0xFFFF) fail(target_, "member '" + printable(name) + "': expected a name of 1 to 65535 bytes");
   uint64_t size = 0;
   uint32_t crc = 0;
   for (const auto& [data, piece_size] : pieces) {

@@ -1,4 +1,5 @@
-// The float GRU reference executor (haste's formulation, qgru/gru_tensors.h).
+// The float GRU reference executor (haste's formulation, qgru/gru_tensors.h, and the linear_before_reset = false
+// cell of FloatGruModel).
 //
 // Numerics: every dot product and bias sum is accumulated in double and rounded to float once; each later
 // quantity is computed in double from the float values stored before it (the ones an observer sees), so a
@@ -96,19 +97,45 @@ struct StepBuffers {
         new_gate_output(N * H) {}
 };
 
+// The new gate's recurrent weights of a linear_before_reset = false cell: R_n transposed [H, H] and br_n [H].
+struct ResetBeforeLinear {
+  std::vector<float> Rn_t, br_n;
+  std::vector<float> reset_hidden, hh_n;  // [N, H] buffers: r ⊙ h_prev and R_n (r ⊙ h_prev) + br_n
+};
+
 // One time step of one cell for the whole batch: reads b.h_prev and the step's weight_ih_linear [N, 3H],
-// writes every other buffer of b (h_new last). Rt is the cell's R transposed, [H, 3H].
+// writes every other buffer of b (h_new last). Rt is the cell's R transposed, [H, 3H]. `rbl` is null for
+// the linear_before_reset cell; otherwise weight_hh_linear's n channels become R_n (r ⊙ h) + br_n: r of
+// every unit first (the element function run once for it), then that product, then the element again.
 void cell_step(const GruCellWeights& cell, const std::vector<float>& Rt, const float* weight_ih_linear, size_t N,
-               StepBuffers& b) {
+               StepBuffers& b, ResetBeforeLinear* rbl) {
   const size_t H = static_cast<size_t>(cell.hidden_size);
   linear_rows(b.h_prev.data(), N, Rt, cell.br, H, b.weight_hh_linear.data());
+  if (rbl != nullptr) {
+    for (size_t n = 0; n < N; ++n) {
+      const float* ih = weight_ih_linear + n * 3 * H;
+      const float* hh = b.weight_hh_linear.data() + n * 3 * H;
+      for (size_t j = 0; j < H; ++j) {
+        const size_t i = n * H + j;
+        const float r = float_gru_cell_element(ih[j], ih[H + j], ih[2 * H + j], hh[j], hh[H + j], 0.0f, b.h_prev[i], false)
+                            .reset_gate_output;
+        rbl->reset_hidden[i] = static_cast<float>(static_cast<double>(r) * static_cast<double>(b.h_prev[i]));
+      }
+    }
+    linear_rows(rbl->reset_hidden.data(), N, rbl->Rn_t, rbl->br_n, H, rbl->hh_n.data());
+    for (size_t n = 0; n < N; ++n) {
+      std::copy_n(rbl->hh_n.begin() + static_cast<std::ptrdiff_t>(n * H), H,
+                  b.weight_hh_linear.begin() + static_cast<std::ptrdiff_t>(n * 3 * H + 2 * H));
+    }
+  }
   for (size_t n = 0; n < N; ++n) {
     const float* ih = weight_ih_linear + n * 3 * H;
     const float* hh = b.weight_hh_linear.data() + n * 3 * H;
     for (size_t j = 0; j < H; ++j) {
       const size_t i = n * H + j;
       // The shared element (qgru/model/float_gru_cell.h), also the CUDA float executor's kernel body.
-      const FloatGruElement e = float_gru_cell_element(ih[j], ih[H + j], ih[2 * H + j], hh[j], hh[H + j], hh[2 * H + j], b.h_prev[i]);
+      const FloatGruElement e = float_gru_cell_element(ih[j], ih[H + j], ih[2 * H + j], hh[j], hh[H + j], hh[2 * H + j],
+                                                       b.h_prev[i], rbl == nullptr);
       b.update_gate_input[i] = e.update_gate_input;
       b.update_gate_output[i] = e.update_gate_output;
       b.reset_gate_input[i] = e.reset_gate_input;
@@ -151,12 +178,13 @@ void check_model(const FloatGruModel& model) {
 }  // namespace
 
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
-                             FloatGruObserver* observer) {
+                             FloatGruObserver* observer, const int32_t* lengths) {
   check_model(model);
   if (T < 1 || N < 1) {
     throw Error("float GRU: sequence length and batch must be positive, got T = " + std::to_string(T) +
                 ", N = " + std::to_string(N));
   }
+  check_sequence_lengths(lengths, T, N);
   const int L = model.num_layers;
   const int D = model.num_directions;
   const size_t H = static_cast<size_t>(model.hidden_size);
@@ -182,6 +210,13 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
       // W x + bw for every (t, n) at once: [T*N, 3H].
       linear_rows(in, Tz * Nz, transposed(cell.W, 3 * H, C), cell.bw, C, weight_ih_linear.data());
       const std::vector<float> Rt = transposed(cell.R, 3 * H, H);
+      ResetBeforeLinear rbl;
+      if (!model.linear_before_reset) {
+        rbl.Rn_t = transposed(std::vector<float>(cell.R.begin() + static_cast<std::ptrdiff_t>(2 * H * H), cell.R.end()), H, H);
+        rbl.br_n.assign(cell.br.begin() + static_cast<std::ptrdiff_t>(2 * H), cell.br.end());
+        rbl.reset_hidden.resize(Nz * H);
+        rbl.hh_n.resize(Nz * H);
+      }
       if (h0 != nullptr) {
         std::copy(h0 + cell_index * Nz * H, h0 + (cell_index + 1) * Nz * H, buffers.h_prev.begin());
       } else {
@@ -191,7 +226,14 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
         const int t = direction == 0 ? step : T - 1 - step;
         const size_t tz = static_cast<size_t>(t);
         const float* ih_t = weight_ih_linear.data() + tz * Nz * 3 * H;
-        cell_step(cell, Rt, ih_t, Nz, buffers);
+        cell_step(cell, Rt, ih_t, Nz, buffers, model.linear_before_reset ? nullptr : &rbl);
+        if (lengths != nullptr) {  // padding: the state stays (h_new = h_prev), the output is 0 (below)
+          for (size_t n = 0; n < Nz; ++n) {
+            if (row_is_valid(lengths, t, static_cast<int>(n))) continue;
+            std::copy_n(buffers.h_prev.begin() + static_cast<std::ptrdiff_t>(n * H), H,
+                        buffers.h_new.begin() + static_cast<std::ptrdiff_t>(n * H));
+          }
+        }
         if (observer != nullptr) {
           FloatStepView view;
           view.layer = layer;
@@ -211,13 +253,18 @@ FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, 
           view.new_gate_input = buffers.new_gate_input.data();
           view.new_gate_output = buffers.new_gate_output.data();
           view.h_new = buffers.h_new.data();
+          view.lengths = lengths;
           observer->on_step(view);
         }
-        // Output [t, n, direction * H + j].
+        // Output [t, n, direction * H + j] (0 past the row's length).
         for (size_t n = 0; n < Nz; ++n) {
+          const auto dst = layer_output.begin() + static_cast<std::ptrdiff_t>((tz * Nz + n) * D * H + direction * H);
+          if (!row_is_valid(lengths, t, static_cast<int>(n))) {
+            std::fill_n(dst, H, 0.0f);
+            continue;
+          }
           std::copy(buffers.h_new.begin() + static_cast<std::ptrdiff_t>(n * H),
-                    buffers.h_new.begin() + static_cast<std::ptrdiff_t>((n + 1) * H),
-                    layer_output.begin() + static_cast<std::ptrdiff_t>((tz * Nz + n) * D * H + direction * H));
+                    buffers.h_new.begin() + static_cast<std::ptrdiff_t>((n + 1) * H), dst);
         }
         std::swap(buffers.h_prev, buffers.h_new);
       }

@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qgru/io/strict_json.h"
 #include "qgru/base/atomic_file.h"
+#include "qgru/base/error.h"
+#include "qgru/base/message_text.h"
 #include "qgru/base/sha256.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/quant/artifact_write.h"
@@ -92,14 +95,28 @@ json overflow_summary(const QuantizedGru& model) {
 }  // namespace
 
 std::string artifact_tensor_path(const std::string& json_path) {
-  const std::string suffix = ".json";
-  if (json_path.size() > suffix.size() && json_path.compare(json_path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    return json_path.substr(0, json_path.size() - suffix.size()) + ".safetensors";
+  auto strip = [](std::string& text, const std::string& suffix) {
+    const bool has = text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (has) text.resize(text.size() - suffix.size());
+    return has;
+  };
+  std::string name = json_path;
+  const bool follows_rule = strip(name, ".qgru.json");
+  const size_t slash = name.find_last_of('/');
+  const bool has_name = name.size() > (slash == std::string::npos ? 0 : slash + 1);
+  if (follows_rule && has_name) return name + ".qgru.safetensors";
+  if (!follows_rule) {
+    strip(name, ".json");
+    strip(name, ".qgru");
   }
-  return json_path + ".safetensors";
+  const std::string suggestion = has_name ? name + ".qgru.json" : name + "model.qgru.json";
+  throw UsageError("artifact " + printable(json_path) +
+                   ": an artifact is written as NAME.qgru.json beside its tensor file NAME.qgru.safetensors, so that "
+                   "the tensor file can never be one of the inputs; use " + printable(suggestion));
 }
 
-void write_artifact(const std::string& json_path, const QuantizedGru& model) {
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra) {
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   json cells = json::array();
@@ -126,10 +143,15 @@ void write_artifact(const std::string& json_path, const QuantizedGru& model) {
       {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
       {"overflow_proof", overflow_summary(model)},
       {"cells", cells}};
+  for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
 
-  AtomicFileGroup group;
   group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
-  group.add(json_path).write(root.dump(2) + "\n");
+  group.add(json_path).write(json_text(root, 2) + "\n");
+}
+
+void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {
+  AtomicFileGroup group;
+  stage_artifact(group, json_path, model, provenance_extra);
   group.commit_all();
 }
 

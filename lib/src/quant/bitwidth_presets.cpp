@@ -7,6 +7,7 @@
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
+#include "qgru/calib/range_selection.h"
 
 namespace qgru {
 
@@ -18,6 +19,25 @@ const std::map<std::string, std::string>& presets() {
 #include "qgru/bitwidth_presets_data.inc"
   };
   return texts;
+}
+
+// The range methods a config names belong to the toolchain (qgru/calib/range_selection.h): the runtime's
+// reader keeps them as text, so they are checked here, where quantize and calibrate load the config.
+BitwidthConfig with_checked_range_methods(BitwidthConfig config, const std::string& source) {
+  auto check = [&](const std::string& method, const std::string& key) {
+    if (method.empty()) return;
+    try {
+      parse_range_method(method);
+    } catch (const Error& e) {
+      throw Error("bit-width config " + source + ": " + key + ": " + e.what());
+    }
+  };
+  check(config.range_method, "range_method");
+  for (int i = 0; i < kGruTensorCount; ++i) {
+    const auto tensor = static_cast<GruTensor>(i);
+    check(config.of(tensor).range_method, std::string("tensors.") + gru_tensor_name(tensor) + ".range_method");
+  }
+  return config;
 }
 
 }  // namespace
@@ -40,7 +60,7 @@ BitwidthConfig load_bitwidth_config(const std::string& name_or_path) {
     for (const std::string& name : bitwidth_preset_names()) names += (names.empty() ? "" : ", ") + name;
     throw Error("bit-width config '" + name_or_path + "' is neither a preset (" + names + ") nor an existing file");
   }
-  return parse_bitwidth_config_text(read_file_text(name_or_path), name_or_path);
+  return with_checked_range_methods(parse_bitwidth_config_text(read_file_text(name_or_path), name_or_path), name_or_path);
 }
 
 }  // namespace qgru

@@ -16,6 +16,10 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
     throw Error("quantize: the float model has " + std::to_string(model.cells.size()) + " cells for " +
                 std::to_string(model.num_layers) + " layer(s) x " + std::to_string(model.num_directions) + " direction(s)");
   }
+  if (!model.linear_before_reset) {
+    throw Error("quantize: the linear_before_reset = 0 cell (r applied before R, ONNX's default) has no fixed-point "
+                "data flow in this version of qgru; it runs as a float model (qgru run) only");
+  }
   QuantizedGru q;
   q.config = config;
   q.input_size = model.input_size;

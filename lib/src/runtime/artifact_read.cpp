@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qgru/io/strict_json.h"
 #include "qgru/runtime/artifact_keys.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/sha256.h"
@@ -221,22 +222,28 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
   }
 }
 
-}  // namespace
+// The artifact's "tensor_file": a plain file name, read from the JSON's folder.
+std::string tensor_file_name(const Reader& r, const json& root) {
+  if (!root.is_object()) r.fail("(top level)", "expected a JSON object");
+  const std::string tensor_name = r.string(root, "tensor_file", "");
+  if (tensor_name.empty() || tensor_name == "." || tensor_name == ".." ||
+      std::filesystem::path(tensor_name).filename().string() != tensor_name) {
+    r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
+  }
+  return tensor_name;
+}
 
-namespace {
+std::string tensor_path_beside(const std::string& json_path, const std::string& tensor_name) {
+  return (std::filesystem::path(json_path).parent_path() / tensor_name).string();
+}
 
 // The reader of both sources: json_text is the artifact's JSON, named json_path in messages; tensor_bytes
 // returns the tensor file's bytes and its name for messages, given the JSON's "tensor_file".
 QuantizedGru parse_artifact(const std::string& json_text, const std::string& json_path,
                             const std::function<std::vector<uint8_t>(const std::string& tensor_name, std::string* source)>& tensor_bytes) {
   const Reader r(json_path);
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
-    throw Error("artifact " + json_path + ": not valid JSON: " + e.what());
-  }
-  if (!root.is_object()) r.fail("(top level)", "expected a JSON object");
+  const json root = parse_strict_json(json_text, "artifact " + json_path);
+  const std::string tensor_name = tensor_file_name(r, root);
   const std::string schema = r.string(root, "schema", "");
   if (schema != kArtifactSchema) r.fail("schema", "'" + schema + "' is not '" + kArtifactSchema + "'");
   const int64_t version = r.integer(root, "version", "", INT64_MIN, INT64_MAX);
@@ -246,10 +253,6 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
   }
   if (version != kArtifactVersion) r.fail("version", std::to_string(version) + " is not a valid version");
 
-  const std::string tensor_name = r.string(root, "tensor_file", "");
-  if (tensor_name.empty() || std::filesystem::path(tensor_name).filename().string() != tensor_name) {
-    r.fail("tensor_file", "'" + tensor_name + "' must be a file name in the JSON's folder");
-  }
   std::string tensor_path;
   const std::vector<uint8_t> bytes = tensor_bytes(tensor_name, &tensor_path);
   const std::string recorded = r.string(root, "tensor_file_sha256", "");
@@ -308,9 +311,14 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
 
 }  // namespace
 
+std::string recorded_artifact_tensor_path(const std::string& json_path) {
+  const json root = parse_strict_json(read_file_text(json_path), "artifact " + json_path);
+  return tensor_path_beside(json_path, tensor_file_name(Reader(json_path), root));
+}
+
 QuantizedGru read_artifact(const std::string& json_path) {
   return parse_artifact(read_file_text(json_path), json_path, [&](const std::string& tensor_name, std::string* source) {
-    *source = (std::filesystem::path(json_path).parent_path() / tensor_name).string();
+    *source = tensor_path_beside(json_path, tensor_name);
     return read_file_bytes(*source);
   });
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qgru/base/error.h"
+#include "qgru/io/strict_json.h"
 
 namespace qgru {
 
@@ -196,13 +197,7 @@ BitwidthConfig parse_bitwidth_config(const json& root, const std::string& source
 }
 
 BitwidthConfig parse_bitwidth_config_text(const std::string& text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {  // parse errors and out-of-range numbers (1e999) alike
-    throw Error("bit-width config " + source + ": not valid JSON: " + e.what());
-  }
-  return parse_bitwidth_config(root, source);
+  return parse_bitwidth_config(parse_strict_json(text, "bit-width config " + source), source);
 }
 
 json bitwidth_config_to_json(const BitwidthConfig& config) {

@@ -24,6 +24,7 @@
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
+#include "qgru/io/sequence_io.h"
 #include "qgru/runtime/stream_step.h"
 
 namespace qgru {
@@ -451,7 +452,7 @@ template <class GX, class GH>
 void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16, const uint8_t* x_u8,
                    int T, int N, const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
                    const FloatOutput& out_f, int32_t* h_final, const Parallel& parallel, int threads,
-                   int min_units_per_thread, int64_t min_pipelined_b1_macs) {
+                   int min_units_per_thread, int64_t min_pipelined_b1_macs, const int32_t* lengths) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const PackedMatrix& W = pc.W;
@@ -760,7 +761,15 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         int16_t* hn = h_next + static_cast<size_t>(n) * Kh;
         int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
-        cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+        if (!row_is_valid(lengths, t, n)) {  // padding: the state stays, the output is zp_h (the code of 0.0)
+          for (int j = j0; j < j1; ++j) {
+            hn[j] = hc[j];
+            dst[j] = view.h.zp;
+            if (hn_u8) hn_u8[j] = static_cast<uint8_t>(hc[j] + R.a_bias);
+          }
+        } else {
+          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+        }
         if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
       }
       cur ^= 1;
@@ -882,12 +891,13 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
 FastQuantGru::~FastQuantGru() = default;
 
 QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
-                                       QuantGruObserver* observer) const {
-  if (!support_.supported || observer) return run_quantized_gru_codes(model_, q_x, T, N, q_h0, observer);
-  return run_prepared(q_x, nullptr, T, N, q_h0);
+                                       QuantGruObserver* observer, const int32_t* lengths) const {
+  if (!support_.supported || observer) return run_quantized_gru_codes(model_, q_x, T, N, q_h0, observer, lengths);
+  return run_prepared(q_x, nullptr, T, N, q_h0, lengths);
 }
 
-QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0) const {
+QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+                                          const int32_t* lengths) const {
   if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
   const QuantizedGru& model = model_;
   const int D = model.num_directions;
@@ -910,6 +920,7 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
     const TensorQuant& xq = model.input_quant();
     if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
   }
+  check_sequence_lengths(lengths, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
   // The last layer's float output is written by its time loop (FloatOutput) where dequantize_fast's float
   // arithmetic is exact.
@@ -977,13 +988,13 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
       }
       int32_t* out = layer_output.data();
       if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
+        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
+        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
+        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp);
+        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       }
     }
     if (l + 1 < L) {
@@ -1012,8 +1023,9 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
   return result;
 }
 
-QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer) const {
-  if (!support_.supported || observer) return run_quantized_gru(model_, x, T, N, h0, observer);
+QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer,
+                                 const int32_t* lengths) const {
+  if (!support_.supported || observer) return run_quantized_gru(model_, x, T, N, h0, observer, lengths);
   const QuantizedGru& model = model_;
   const TensorQuant& xq = model.input_quant();
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
@@ -1031,7 +1043,7 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
     fast::quantize_f32_to_u8_rows_avx2(x, static_cast<size_t>(T) * N, model.input_size, W.Kp, xq.shift, xq.zp, xq.qmin(),
                                        xq.qmax(), W.a_bias, x_u8.data());
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-    return run_prepared(nullptr, x_u8.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+    return run_prepared(nullptr, x_u8.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
   }
   LineArray<int32_t> q_vec;  // every element written by the quantization
   std::vector<int32_t> q_ref;
@@ -1045,19 +1057,19 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
     q_x = q_ref.data();
   }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr);
+  return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr, lengths);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
-                                      QuantGruObserver* observer) {
-  if (observer) return run_quantized_gru(model, x, T, N, h0, observer);
-  return FastQuantGru(model).run(x, T, N, h0, nullptr);
+                                      QuantGruObserver* observer, const int32_t* lengths) {
+  if (observer) return run_quantized_gru(model, x, T, N, h0, observer, lengths);
+  return FastQuantGru(model).run(x, T, N, h0, nullptr, lengths);
 }
 
 QuantGruResult run_quantized_gru_fast_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N,
-                                            const int32_t* q_h0, QuantGruObserver* observer) {
-  if (observer) return run_quantized_gru_codes(model, q_x, T, N, q_h0, observer);
-  return FastQuantGru(model).run_codes(q_x, T, N, q_h0, nullptr);
+                                            const int32_t* q_h0, QuantGruObserver* observer, const int32_t* lengths) {
+  if (observer) return run_quantized_gru_codes(model, q_x, T, N, q_h0, observer, lengths);
+  return FastQuantGru(model).run_codes(q_x, T, N, q_h0, nullptr, lengths);
 }
 
 namespace {

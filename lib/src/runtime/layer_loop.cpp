@@ -4,11 +4,12 @@
 #include <string>
 
 #include "qgru/base/error.h"
+#include "qgru/io/sequence_io.h"
 
 namespace qgru {
 
 void store_cell_codes(const std::vector<int32_t>& cell_codes, int T, int N, int H, int direction,
-                      std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset) {
+                      std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset, const int32_t* lengths) {
   const size_t NH = static_cast<size_t>(N) * H;
   if (cell_codes.size() != static_cast<size_t>(T) * NH) {
     throw Error("GRU cell runner: " + std::to_string(cell_codes.size()) + " output codes, expected T·N·H = " +
@@ -19,13 +20,17 @@ void store_cell_codes(const std::vector<int32_t>& cell_codes, int T, int N, int 
                 out + tn * static_cast<size_t>(out_stride) + out_offset);
   }
   if (T == 0) return;
-  const size_t last_t = direction == 0 ? static_cast<size_t>(T) - 1 : 0;
-  q_h.assign(cell_codes.begin() + static_cast<std::ptrdiff_t>(last_t * NH),
-             cell_codes.begin() + static_cast<std::ptrdiff_t>((last_t + 1) * NH));
+  for (int n = 0; n < N; ++n) {
+    const int steps = lengths != nullptr ? lengths[n] : T;
+    if (steps == 0) continue;  // never stepped: the starting state
+    const size_t last_t = direction == 0 ? static_cast<size_t>(steps) - 1 : 0;
+    std::copy_n(cell_codes.begin() + static_cast<std::ptrdiff_t>(last_t * NH + static_cast<size_t>(n) * H), H,
+                q_h.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(n) * H));
+  }
 }
 
 QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
-                              GruCellRunner& runner) {
+                              GruCellRunner& runner, const int32_t* lengths) {
   if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
   if (model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions || model.cells.empty()) {
     throw Error("run_quantized_gru: the model has " + std::to_string(model.cells.size()) + " cells, expected " +
@@ -34,6 +39,8 @@ QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int
   const int D = model.num_directions;
   const int H = model.hidden_size;
   check_input_codes(model, q_x, T, N);
+  check_sequence_lengths(lengths, T, N);
+  runner.lengths = lengths;
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
 
   QuantGruResult result;

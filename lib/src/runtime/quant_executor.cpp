@@ -7,6 +7,7 @@
 #include "qgru/base/error.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
+#include "qgru/io/sequence_io.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru/runtime/stream_step.h"
 
@@ -53,7 +54,8 @@ struct StepBuffers {
 // Run one cell over all T steps. q_x: [T, N, C] in the cell's x space. q_h: [N, H] initial codes in, final
 // codes out. out: [T, N, out_stride], this direction's codes written at column offset out_offset.
 void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h,
-                        int32_t* out, int out_stride, int out_offset, QuantGruObserver* observer) {
+                        int32_t* out, int out_stride, int out_offset, QuantGruObserver* observer,
+                        const int32_t* lengths) {
   const int C = p.input_size;
   const int H = p.hidden_size;
   const int channels = 3 * H;
@@ -94,6 +96,9 @@ void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, 
           q_h_new[e] = gru_cell_element(view, j, acc, q_h[e], nullptr);
         }
       }
+      if (!row_is_valid(lengths, t, n)) {  // padding: the state stays
+        std::copy_n(q_h.begin() + static_cast<std::ptrdiff_t>(n) * H, H, q_h_new.begin() + static_cast<std::ptrdiff_t>(n) * H);
+      }
     }
     if (observer) {
       QuantStepView v;
@@ -115,12 +120,14 @@ void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, 
       v.q_new_gate_input = buffers.ngi.data();
       v.q_new_gate_output = buffers.ngo.data();
       v.q_h_new = q_h_new.data();
+      v.lengths = lengths;
       observer->on_step(v);
     }
     q_h.swap(q_h_new);
     for (int n = 0; n < N; ++n) {
       int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
-      for (int j = 0; j < H; ++j) dst[j] = q_h[static_cast<size_t>(n) * H + j];
+      const bool valid = row_is_valid(lengths, t, n);  // padding outputs zp_h, the code of 0.0
+      for (int j = 0; j < H; ++j) dst[j] = valid ? q_h[static_cast<size_t>(n) * H + j] : view.h.zp;
     }
   }
 }
@@ -131,7 +138,7 @@ class ReferenceCellRunner : public GruCellRunner {
   ReferenceCellRunner(const QuantizedGru& model, QuantGruObserver* observer) : model_(model), observer_(observer) {}
   void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
                 int out_stride, int out_offset) override {
-    run_reference_cell(model_.cell(layer, direction), q_x, T, N, q_h, out, out_stride, out_offset, observer_);
+    run_reference_cell(model_.cell(layer, direction), q_x, T, N, q_h, out, out_stride, out_offset, observer_, lengths);
   }
 
  private:
@@ -192,9 +199,9 @@ std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* valu
 }
 
 QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N,
-                                       const int32_t* q_h0, QuantGruObserver* observer) {
+                                       const int32_t* q_h0, QuantGruObserver* observer, const int32_t* lengths) {
   ReferenceCellRunner runner(model, observer);
-  return run_layer_loop(model, q_x, T, N, q_h0, runner);
+  return run_layer_loop(model, q_x, T, N, q_h0, runner, lengths);
 }
 
 std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const float* h0, int N) {
@@ -262,12 +269,12 @@ void dequantize_result(const QuantizedGru& model, QuantGruResult& result) {
 }
 
 QuantGruResult run_quantized_gru(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
-                                 QuantGruObserver* observer) {
+                                 QuantGruObserver* observer, const int32_t* lengths) {
   if (model.cells.empty()) throw Error("run_quantized_gru: the model has no cells");
   const std::vector<int32_t> q_x =
       quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_quantized_gru_codes(model, q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), observer);
+  return run_quantized_gru_codes(model, q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), observer, lengths);
 }
 
 }  // namespace qgru

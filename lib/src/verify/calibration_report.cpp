@@ -59,6 +59,7 @@ std::string tensor_id(int layer, int direction, GruTensor tensor) {
 
 // One colour per base method (minmax, ema, kl, percentile, mse, then others); +pow2 shares its base's.
 std::string method_color(const std::string& method) {
+  if (is_range_search_method(method)) return svg::palette(6);
   const std::string base = parse_range_method(method).name;
   for (size_t i = 0; i < std::size(kBaseMethods); ++i) {
     if (base == kBaseMethods[i]) return svg::palette(i);
@@ -177,6 +178,64 @@ std::string tensor_section(const CalibrationStats& stats, const TensorView& v) {
   return out.str();
 }
 
+// The range the search chose for one tensor, scored on the histogram like the methods.
+MethodEvaluation searched_range_evaluation(const CalibrationStats& stats, const RangeSearchResult& search, int layer,
+                                           int direction, GruTensor tensor, const TensorQuant& spec) {
+  MethodEvaluation e;
+  e.method = kRangeSearchMethodName;
+  const FloatRange& range =
+      search.ranges.at(static_cast<size_t>(layer * search.num_directions + direction))[static_cast<size_t>(tensor)];
+  e.choice = {range.first, range.second, e.method, "chosen by the range search on the model's output error"};
+  e.grid = quant_from_range(range.first, range.second, spec.bits, spec.is_unsigned, spec.symmetric).quant;
+  e.fit = grid_fit(stats.at(layer, direction, tensor), e.grid, stats.include_zeros);
+  return e;
+}
+
+// The search's account: every start method's output SQNR, the accepted changes, the 16-bit widenings.
+std::string range_search_section(const RangeSearchResult& search) {
+  std::ostringstream out;
+  out << "<section id=\"range-search\">\n<h2>Range search: output SQNR on " << search.sequences
+      << " held-in calibration sequences</h2>\n<p class=\"help\">Ranges chosen by the error of the quantized "
+         "model's output against the float model (fast integer executor), by coordinate descent over tensors from "
+         "the best single method (docs/CALIBRATION.md). Start " << escape(search.start_method) << " "
+      << decibels(search.start_sqnr_db) << " dB, searched " << decibels(search.sqnr_db) << " dB after "
+      << search.evaluations << " evaluations (" << search.passes << " pass(es), stopped: " << escape(search.stopped_by)
+      << ").</p>\n<table class=\"search-starts\"><tr><th>start method</th><th>output SQNR (dB)</th></tr>\n";
+  for (const auto& [method, db] : search.method_sqnr_db) {
+    out << "<tr><td>" << escape(method) << "</td><td class=\"num" << (method == search.start_method ? " best" : "")
+        << "\">" << decibels(db) << "</td></tr>\n";
+  }
+  out << "</table>\n<table class=\"search-history\"><tr><th>evaluation</th><th>pass</th><th>tensor</th>"
+         "<th>candidate</th><th>shift</th><th>zp</th><th>range</th><th>output SQNR (dB)</th></tr>\n";
+  for (const RangeSearchStep& step : search.history) {
+    if (step.pass == 0) continue;
+    out << "<tr class=\"search-step\"><td class=\"num\">" << step.evaluation << "</td><td class=\"num\">" << step.pass
+        << "</td><td>layer " << step.layer << (step.direction < 0 ? std::string(" (directions shared)")
+                                                : " direction " + std::to_string(step.direction))
+        << ": " << gru_tensor_name(step.tensor) << "</td><td>" << escape(step.candidate) << "</td><td class=\"num\">"
+        << step.shift << "</td><td class=\"num\">" << step.zp << "</td><td>[" << format_number(step.min) << ", "
+        << format_number(step.max) << "]</td><td class=\"num\">" << decibels(step.sqnr_db) << "</td></tr>\n";
+  }
+  out << "</table>\n";
+  if (!search.widening.empty()) {
+    out << "<table class=\"search-widening\"><tr><th>widened to 16 bits</th><th>output SQNR (dB)</th>"
+           "<th>gain (dB)</th></tr>\n";
+    const WideningResult* best = search.best_widening();
+    for (const WideningResult& w : search.widening) {
+      out << "<tr><td>" << gru_tensor_name(w.tensor) << "</td>";
+      if (w.possible) {
+        out << "<td class=\"num" << (&w == best ? " best" : "") << "\">" << decibels(w.sqnr_db)
+            << "</td><td class=\"num\">" << decibels(w.gain_db) << "</td></tr>\n";
+      } else {
+        out << "<td colspan=\"2\">" << escape(w.reason) << "</td></tr>\n";
+      }
+    }
+    out << "</table>\n";
+  }
+  out << "</section>\n";
+  return out.str();
+}
+
 }  // namespace
 
 double MethodEvaluation::sqnr_db() const {
@@ -230,9 +289,11 @@ std::vector<size_t> best_methods(const std::vector<MethodEvaluation>& evaluation
   return best;
 }
 
-std::string quantize_method(const CalibrationStats& stats, const BitwidthConfig& config, GruTensor tensor) {
-  const std::string& method = config.range_method_of(tensor);
-  return parse_range_method(method.empty() ? stats.method : method).text();
+std::string quantize_method(const CalibrationStats& stats, const BitwidthConfig& config, GruTensor tensor,
+                            const std::string& override_method) {
+  const std::string& configured = config.range_method_of(tensor);
+  const std::string& method = !override_method.empty() ? override_method : configured.empty() ? stats.method : configured;
+  return is_range_search_method(method) ? method : parse_range_method(method).text();
 }
 
 std::string calibration_report_html(const CalibrationStats& stats, const CalibrationReportOptions& options) {
@@ -241,22 +302,27 @@ std::string calibration_report_html(const CalibrationStats& stats, const Calibra
 
   // Every tensor's evaluations first: the summary needs them all.
   std::vector<std::string> extra = {stats.method};
-  for (GruTensor tensor : kObservedGruTensors) extra.push_back(quantize_method(stats, config, tensor));
-  const std::vector<std::string> methods = report_methods(extra);
+  for (GruTensor tensor : kObservedGruTensors) extra.push_back(quantize_method(stats, config, tensor, options.range_method));
+  // The search is no histogram method: its column shows the ranges it chose, when a result is given.
+  extra.erase(std::remove_if(extra.begin(), extra.end(), is_range_search_method), extra.end());
+  std::vector<std::string> methods = report_methods(extra);
+  const RangeSearchResult* search = options.range_search;
   std::vector<TensorView> views;
   for (int l = 0; l < stats.num_layers; ++l) {
     for (int d = 0; d < stats.num_directions; ++d) {
       for (GruTensor tensor : kObservedGruTensors) {
         TensorView v{l, d, tensor, &stats.at(l, d, tensor), config.spec(tensor),
-                     quantize_method(stats, config, tensor), {}, {}};
+                     quantize_method(stats, config, tensor, options.range_method), {}, {}};
         if (v.stats->count > 0) {
           v.evaluations = evaluate_range_methods(stats, l, d, tensor, v.spec, methods);
+          if (search != nullptr) v.evaluations.push_back(searched_range_evaluation(stats, *search, l, d, tensor, v.spec));
           v.best = best_methods(v.evaluations);
         }
         views.push_back(std::move(v));
       }
     }
   }
+  if (search != nullptr) methods.push_back(kRangeSearchMethodName);
 
   std::ostringstream out;
   out << html::page_begin(options.title, kExtraStyle);
@@ -315,6 +381,7 @@ std::string calibration_report_html(const CalibrationStats& stats, const Calibra
     out << "</tr>\n";
   }
   out << "</table>\n</section>\n";
+  if (search != nullptr) out << range_search_section(*search);
 
   for (int l = 0; l < stats.num_layers; ++l) {
     for (int d = 0; d < stats.num_directions; ++d) {

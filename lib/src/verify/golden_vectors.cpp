@@ -256,7 +256,7 @@ void write_golden_vectors_from_floats(const std::string& path, const QuantizedGr
 GoldenVectorsOptions golden_options_for_artifact(const std::string& artifact_json_path) {
   GoldenVectorsOptions options;
   options.artifact_sha256 = sha256_file_hex(artifact_json_path);
-  options.artifact_tensor_file_sha256 = sha256_file_hex(artifact_tensor_path(artifact_json_path));
+  options.artifact_tensor_file_sha256 = sha256_file_hex(recorded_artifact_tensor_path(artifact_json_path));
   return options;
 }
 
@@ -264,10 +264,9 @@ void write_golden_vectors_for_files(const std::string& golden_path, const std::s
                                     const std::string& input_path, const std::string& h0_path, bool batch_first) {
   const QuantizedGru model = read_artifact(artifact_path);
   const GoldenVectorsOptions options = golden_options_for_artifact(artifact_path);
-  const int C = model.input_size;
   const int H = model.hidden_size;
   const int LD = model.num_layers * model.num_directions;
-  const QuantRunInput x = read_quant_run_input(input_path, C, batch_first);
+  const QuantRunInput x = read_quant_run_input(input_path, model, batch_first);
   std::vector<float> h0;
   if (!h0_path.empty()) h0 = read_initial_state(h0_path, LD, x.N, H);
   if (!x.is_codes) {

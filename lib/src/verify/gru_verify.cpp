@@ -4,6 +4,7 @@
 #include <array>
 
 #include "qgru/base/error.h"
+#include "qgru/io/sequence_io.h"
 #include "qgru/runtime/quant_executor.h"
 
 namespace qgru {
@@ -100,7 +101,11 @@ class QuantComparer : public QuantGruObserver {
       TensorComparison& comparison = report_.tensors[comparison_index(step.layer, step.direction, num_directions_, slot)];
       ErrorMetrics& at_step = comparison.per_step[static_cast<size_t>(step.t)];
       ErrorMetrics here;
-      for (size_t i = 0; i < reference.size(); ++i) here.add(reference[i], quant.dequantize(codes[i]));
+      const size_t width = reference.size() / static_cast<size_t>(step.batch);
+      for (size_t i = 0; i < reference.size(); ++i) {
+        if (!row_is_valid(step.lengths, step.t, static_cast<int>(i / width))) continue;  // padding
+        here.add(reference[i], quant.dequantize(codes[i]));
+      }
       at_step.merge(here);
       comparison.overall.merge(here);
     }
@@ -129,7 +134,7 @@ void check_same_gru(const FloatGruModel& float_model, const QuantizedGru& quant_
 }  // namespace
 
 GruVerifyReport verify_gru(const FloatGruModel& float_model, const QuantizedGru& quant_model, const float* x,
-                           int T, int N, const float* h0, const GruVerifyOptions& options) {
+                           int T, int N, const float* h0, const GruVerifyOptions& options, const int32_t* lengths) {
   check_same_gru(float_model, quant_model);
   const int L = float_model.num_layers;
   const int D = float_model.num_directions;
@@ -180,15 +185,21 @@ GruVerifyReport verify_gru(const FloatGruModel& float_model, const QuantizedGru&
 
     FloatRecorder recorder(L * D, T);
     recorder.set_num_directions(D);
-    const FloatGruResult float_result = run_float_gru(float_model, x_chunk.data(), T, nb, h0_slice, &recorder);
+    const int32_t* chunk_lengths = lengths != nullptr ? lengths + n0 : nullptr;
+    const FloatGruResult float_result = run_float_gru(float_model, x_chunk.data(), T, nb, h0_slice, &recorder, chunk_lengths);
     QuantComparer comparer(recorder, report, D);
-    const QuantGruResult quant_result = run_quantized_gru(quant_model, x_chunk.data(), T, nb, h0_slice, &comparer);
+    const QuantGruResult quant_result =
+        run_quantized_gru(quant_model, x_chunk.data(), T, nb, h0_slice, &comparer, chunk_lengths);
 
     const size_t step_values = static_cast<size_t>(nb) * static_cast<size_t>(D * H);
+    const size_t row_values = static_cast<size_t>(D * H);
     for (int t = 0; t < T; ++t) {
       ErrorMetrics at_step;
-      at_step.add(float_result.output.data() + static_cast<size_t>(t) * step_values,
-                  quant_result.output.data() + static_cast<size_t>(t) * step_values, static_cast<int64_t>(step_values));
+      for (int n = 0; n < nb; ++n) {  // padded rows are 0 in both: left out
+        if (!row_is_valid(chunk_lengths, t, n)) continue;
+        const size_t at = static_cast<size_t>(t) * step_values + static_cast<size_t>(n) * row_values;
+        at_step.add(float_result.output.data() + at, quant_result.output.data() + at, static_cast<int64_t>(row_values));
+      }
       report.output_per_step[static_cast<size_t>(t)].merge(at_step);
       report.output.merge(at_step);
     }

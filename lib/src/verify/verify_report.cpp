@@ -28,6 +28,18 @@ nlohmann::json per_step_sqnr(const std::vector<ErrorMetrics>& per_step) {
   return values;
 }
 
+// Every figure of metrics_json per time step, one array per figure (index t).
+nlohmann::json per_step_metrics(const std::vector<ErrorMetrics>& per_step) {
+  nlohmann::json columns = {{"count", nlohmann::json::array()},          {"max_abs_error", nlohmann::json::array()},
+                            {"mean_abs_error", nlohmann::json::array()}, {"nmse", nlohmann::json::array()},
+                            {"sqnr_db", nlohmann::json::array()},        {"cosine", nlohmann::json::array()}};
+  for (const ErrorMetrics& metrics : per_step) {
+    const nlohmann::json step = metrics_json(metrics);
+    for (auto& [name, values] : columns.items()) values.push_back(step.at(name));
+  }
+  return columns;
+}
+
 std::string format_row(const std::string& name, const ErrorMetrics& metrics) {
   char line[256];
   std::snprintf(line, sizeof line, "%-36s %12.6f %12.6f %12.3e %9.2f %9.6f\n", name.c_str(), metrics.max_abs_error,
@@ -43,6 +55,7 @@ nlohmann::json verify_report_json(const GruVerifyReport& report) {
   json["N"] = report.N;
   json["output"] = metrics_json(report.output);
   json["output"]["per_step_sqnr_db"] = per_step_sqnr(report.output_per_step);
+  json["output"]["per_step"] = per_step_metrics(report.output_per_step);
   json["h_n"] = metrics_json(report.h_n);
   json["tensors"] = nlohmann::json::array();
   for (const TensorComparison& comparison : report.tensors) {
@@ -51,6 +64,7 @@ nlohmann::json verify_report_json(const GruVerifyReport& report) {
     entry["direction"] = comparison.direction;
     entry["tensor"] = gru_tensor_name(comparison.tensor);
     entry["per_step_sqnr_db"] = per_step_sqnr(comparison.per_step);
+    entry["per_step"] = per_step_metrics(comparison.per_step);
     json["tensors"].push_back(std::move(entry));
   }
   return json;

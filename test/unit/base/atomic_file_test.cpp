@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "qgru/base/atomic_file.h"
@@ -60,4 +63,81 @@ TEST_CASE("group commit writes nothing when one member fails before commit") {
 TEST_CASE("reading a missing file names the file") {
   CHECK_THROWS_WITH_AS(qgru::read_file_bytes("/nonexistent/qgru/file.bin"),
                        doctest::Contains("/nonexistent/qgru/file.bin"), qgru::Error);
+}
+
+TEST_CASE("reading a FIFO or a device is refused without blocking") {
+  const fs::path dir = scratch_dir("fifo_read");
+  const std::string fifo = (dir / "x.json").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever opens the FIFO: a reader that opened it for reading would wait forever (ctest's timeout).
+  CHECK_THROWS_WITH_AS(qgru::read_file_bytes(fifo), (fifo + ": is a FIFO, expected a regular file").c_str(), qgru::Error);
+  CHECK_THROWS_WITH_AS(qgru::read_file_text("/dev/zero"), "/dev/zero: is a character device, expected a regular file",
+                       qgru::Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a FIFO made at the target while the output was written is refused, not replaced") {
+  const fs::path dir = scratch_dir("fifo_target");
+  const std::string target = (dir / "y.npy").string();
+  qgru::AtomicFile file(target);
+  file.write("data");
+  REQUIRE(::mkfifo(target.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(file.commit(), (target + ": is a FIFO now, not a regular file: not replaced").c_str(), qgru::Error);
+  struct stat info {};
+  REQUIRE(::stat(target.c_str(), &info) == 0);
+  CHECK(S_ISFIFO(info.st_mode));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a group writer waits while another holds the folder's lock, and leaves no lock file") {
+  const fs::path dir = scratch_dir("group_lock");
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.bin").string();
+  std::optional<qgru::FolderLock> held(std::in_place, std::vector<std::string>{a});
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // the second writer: stages both files and commits; blocks in commit_all until the lock is free
+    try {
+      qgru::AtomicFileGroup group;
+      group.add(a).write("A");
+      group.add(b).write("B");
+      group.commit_all();
+    } catch (...) {
+      _exit(3);
+    }
+    _exit(0);
+  }
+  // While the lock is held the child's files stay staged: neither target appears, whatever the scheduling.
+  usleep(300 * 1000);
+  CHECK_FALSE(fs::exists(a));
+  CHECK_FALSE(fs::exists(b));
+  held.reset();
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(qgru::read_file_text(a) == "A");
+  CHECK(qgru::read_file_text(b) == "B");
+  CHECK(count_files(dir) == 2);  // the two outputs; no lock file, no temporary file
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a writer that cannot get the folder's lock in time gives up naming the folder, writing nothing") {
+  const fs::path dir = scratch_dir("lock_timeout");
+  const std::string a = (dir / "a.json").string();
+  const qgru::FolderLock held({a});
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    try {
+      const qgru::FolderLock waiting({a}, 0.2);
+    } catch (const qgru::Error& e) {
+      _exit(std::string(e.what()).find("another writer has held the folder's lock") != std::string::npos ? 0 : 4);
+    }
+    _exit(5);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  fs::remove_all(dir);
 }

@@ -7,7 +7,9 @@
 
 #include "qgru/base/error.h"
 #include "qgru/calib/calibrate.h"
+#include "qgru/calib/calibration_stats.h"
 #include "qgru/io/npy.h"
+#include "quant_test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -87,4 +89,24 @@ TEST_CASE("calibration data with the wrong C or rank is refused naming the file 
   options.data_paths = {flat};
   CHECK_THROWS_WITH(qgru::run_calibration(options),
                     "method 'entropy' is not one of minmax, ema, kl, percentile[:P], mse, bounds (each optionally +pow2)");
+}
+
+TEST_CASE("statistics ignore padded steps: what lies past a row's length changes nothing") {
+  const qgru::FloatGruModel model = qgru::test::random_float_gru(3, 4, 2, 2, 31);
+  const int T = 6, N = 3, C = 3;
+  const std::vector<int32_t> lengths = {6, 2, 4};
+  std::vector<float> x = qgru::test::random_input(static_cast<size_t>(T) * N * C, 32);
+  std::vector<float> garbage = x;
+  for (int n = 0; n < N; ++n) {
+    for (int t = lengths[static_cast<size_t>(n)]; t < T; ++t) {
+      for (int c = 0; c < C; ++c) garbage[(static_cast<size_t>(t) * N + n) * C + c] = 1000.0f;  // padding far off
+    }
+  }
+  auto stats_of = [&](const std::vector<float>& data, const int32_t* l) {
+    qgru::CalibrationStats stats = qgru::CalibrationStats::for_shape(2, 2, C, 4);
+    qgru::observe_sequences(model, data, T, N, "x.npy", stats, l);
+    return qgru::serialize_calibration_stats(stats);
+  };
+  CHECK(stats_of(x, lengths.data()) == stats_of(garbage, lengths.data()));
+  CHECK(stats_of(x, nullptr) != stats_of(garbage, nullptr));  // without lengths the padding is observed
 }

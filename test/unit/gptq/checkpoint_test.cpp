@@ -10,6 +10,10 @@
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/hessian.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
 using namespace qgru::gptq;
 
 namespace {
@@ -37,7 +41,7 @@ TEST_CASE("checkpoint_round_trips_every_width_and_format") {
       CAPTURE(bits);
       const QuantizedLayer layer = make_layer(bits, 32, 64, 16, bits == 3);
       qgru::SafetensorsFile file;
-      const int64_t lost = add_layer(file, "model.fc", layer, format);
+      add_layer(file, "model.fc", layer, format);
       const qgru::SafetensorsFile back = round_trip(file);
       CHECK(back.tensors.at("model.fc.qweight").shape == std::vector<int64_t>{64 * bits / 32, 32});
       CHECK(back.tensors.at("model.fc.qzeros").shape == std::vector<int64_t>{4, 32 * bits / 32});
@@ -47,7 +51,7 @@ TEST_CASE("checkpoint_round_trips_every_width_and_format") {
       CHECK(read.codes == layer.codes);
       CHECK(read.scales == layer.scales);
       CHECK(read.g_idx == layer.g_idx);
-      if (lost == 0) CHECK(read.zeros == layer.zeros);
+      CHECK(read.zeros == layer.zeros);  // v1 too: the clients' arithmetic carries every zero point
       CHECK(dequantize(read) == dequantize(layer));
     }
   }
@@ -91,6 +95,83 @@ TEST_CASE("checkpoint_act_order_with_groups_dequantizes_through_g_idx") {
       REQUIRE(W_hat[static_cast<size_t>(n * layer.K + k)] == want);
     }
   }
+}
+
+TEST_CASE("quantize_config_has_the_keys_and_meta_layout_gptqmodel_reads") {
+  QuantizeConfig config;
+  config.bits = 2;
+  config.group_size = 64;
+  config.damp_percent = 0.05;
+  config.act_group_aware = true;
+  const nlohmann::json v1 = nlohmann::json::parse(quantize_config_json(config));
+  // The keys GPTQModel 7.7.0's QuantizeConfig.from_quant_config and transformers' GPTQConfig read.
+  CHECK(v1.at("bits") == 2);
+  CHECK(v1.at("group_size") == 64);
+  CHECK(v1.at("desc_act") == false);
+  CHECK(v1.at("sym") == false);
+  CHECK(v1.at("quant_method") == "gptq");
+  CHECK(v1.at("format") == "gptq");
+  CHECK(v1.at("checkpoint_format") == "gptq");
+  CHECK(v1.at("pack_dtype") == "int32");
+  const double damp = v1.at("damp_percent").get<double>();
+  CHECK((damp > 0.0 && damp < 1.0));  // both clients refuse anything else
+  const auto& meta = v1.at("meta");
+  CHECK(meta.at("act_group_aware") == true);
+  CHECK(meta.at("damp_percent") == damp);
+  CHECK(meta.contains("uri"));
+  // quantizer: a list of "name:version" (GPTQModel's meta_get_versionable splits on ':'); an asymmetric v1
+  // file is read only when an entry names gptqmodel >= 0.9.0 (MIN_VERSION_WITH_V2).
+  REQUIRE(meta.at("quantizer").is_array());
+  bool qgru_entry = false, gptqmodel_entry = false;
+  for (const auto& entry : meta.at("quantizer")) {
+    const std::string text = entry.get<std::string>();
+    const auto colon = text.find(':');
+    REQUIRE(colon != std::string::npos);
+    qgru_entry |= text.substr(0, colon) == "qgru";
+    if (text.substr(0, colon) == "gptqmodel") {
+      int major = 0, minor = 0;
+      REQUIRE(std::sscanf(text.c_str() + colon + 1, "%d.%d", &major, &minor) == 2);
+      gptqmodel_entry = major > 0 || minor >= 9;
+    }
+  }
+  CHECK(qgru_entry);
+  CHECK(gptqmodel_entry);
+  config.format = CheckpointFormat::kGptqV2;  // v2 needs no such declaration
+  const nlohmann::json v2 = nlohmann::json::parse(quantize_config_json(config));
+  CHECK(v2.at("meta").at("quantizer").size() == 1);
+  CHECK(v2.at("format") == "gptq_v2");
+  config.desc_act = true;  // GPTQModel refuses desc_act together with act_group_aware
+  CHECK_THROWS_AS(quantize_config_json(config), qgru::Error);
+}
+
+TEST_CASE("quantize_config_layouts_choose_how_v1_zero_points_are_read") {
+  CHECK(parse_quantize_config(quantize_config_json({}), "new.json").v1_zero_rule == V1ZeroRule::kClients);
+  CHECK(parse_quantize_config(R"({"bits": 4, "group_size": 128, "meta": {"quantizer": "qgru"}})", "old.json").v1_zero_rule ==
+        V1ZeroRule::kPerField);
+  CHECK(parse_quantize_config(R"({"bits": 4, "group_size": 128, "meta": {"quantizer": ["gptqmodel:7.7.0"]}})", "g.json")
+            .v1_zero_rule == V1ZeroRule::kClients);
+  CHECK_THROWS_WITH_AS(
+      parse_quantize_config(R"({"bits": 4, "group_size": 128, "format": "gptq", "checkpoint_format": "gptq_v2"})", "q.json"),
+      doctest::Contains("q.json: format 'gptq' and checkpoint_format 'gptq_v2' disagree"), qgru::Error);
+  CHECK_THROWS_WITH_AS(
+      parse_quantize_config(R"({"bits": 4, "group_size": 128, "desc_act": true, "meta": {"act_group_aware": true}})", "q.json"),
+      doctest::Contains("both true"), qgru::Error);
+  CHECK(parse_quantize_config(R"({"bits": 4, "group_size": 128, "format": "gptq_v2"})", "q.json").format ==
+        CheckpointFormat::kGptqV2);
+}
+
+TEST_CASE("config_disagreement_names_what_would_change_how_a_checkpoint_is_read") {
+  QuantizeConfig a, b;
+  CHECK(config_disagreement(a, b).empty());
+  b.bits = 8;
+  b.format = CheckpointFormat::kGptqV2;
+  CHECK(config_disagreement(a, b) == "bits 8 here, 4 there, format gptq_v2 here, gptq there");
+  QuantizeConfig old_layout;
+  old_layout.v1_zero_rule = V1ZeroRule::kPerField;
+  CHECK(config_disagreement(old_layout, a).find("v1 zero points") != std::string::npos);
+  QuantizeConfig damp = a;
+  damp.damp_percent = 0.1;
+  CHECK(config_disagreement(a, damp) == "damp_percent 0.1 here, 0.01 there");
 }
 
 TEST_CASE("quantize_config_round_trip_and_refusals") {

@@ -87,10 +87,39 @@ std::vector<double> plain_upper_cholesky(const std::vector<double>& A, int64_t K
   return U;
 }
 
+enum class Order { kNatural, kActOrder, kGroupAware };
+
+// Group-aware order as GPTQModel's gar_ref.py writes it, loop by loop: per full group, its columns by
+// descending diag; groups by descending max diag; columns of a last partial group appended in order.
+std::vector<int64_t> plain_group_aware_perm(const std::vector<double>& H, int64_t K, int64_t gs) {
+  auto diag = [&](int64_t i) { return H[static_cast<size_t>(i * K + i)]; };
+  const int64_t groups = K / gs;
+  std::vector<std::vector<int64_t>> local(static_cast<size_t>(groups));
+  std::vector<int64_t> group_order(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = g * gs; i < (g + 1) * gs; ++i) local[static_cast<size_t>(g)].push_back(i);
+    std::stable_sort(local[static_cast<size_t>(g)].begin(), local[static_cast<size_t>(g)].end(),
+                     [&](int64_t a, int64_t b) { return diag(a) > diag(b); });
+    group_order[static_cast<size_t>(g)] = g;
+  }
+  auto group_max = [&](int64_t g) {
+    double best = diag(g * gs);
+    for (int64_t i = g * gs; i < (g + 1) * gs; ++i) best = std::max(best, diag(i));
+    return best;
+  };
+  std::stable_sort(group_order.begin(), group_order.end(), [&](int64_t a, int64_t b) { return group_max(a) > group_max(b); });
+  std::vector<int64_t> perm;
+  for (int64_t g : group_order) perm.insert(perm.end(), local[static_cast<size_t>(g)].begin(), local[static_cast<size_t>(g)].end());
+  for (int64_t i = groups * gs; i < K; ++i) perm.push_back(i);
+  return perm;
+}
+
 // The reference's fasterquant with blocksize = K (so every in-block update is applied before a group
-// starts, which equals the blocked algorithm when group starts fall on block starts).
+// starts, which equals the blocked algorithm when group starts fall on block starts). Group-aware order:
+// GPTQModel's, with the parameters of a processed group stored at its storage group and g_idx = k / gs.
 Plain plain_gptq(std::vector<double> W, int64_t N, int64_t K, std::vector<double> H, int bits, int64_t gs,
-                 bool act_order, bool sym, double damp) {
+                 Order order, bool sym, double damp) {
+  const bool act_order = order == Order::kActOrder;
   const double maxq = std::pow(2.0, bits) - 1.0;
   const int64_t G = gs == -1 ? 1 : (K + gs - 1) / gs;
   Plain out;
@@ -112,6 +141,8 @@ Plain plain_gptq(std::vector<double> W, int64_t N, int64_t K, std::vector<double
     std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
       return H[static_cast<size_t>(a * K + a)] > H[static_cast<size_t>(b * K + b)];
     });
+  } else if (order == Order::kGroupAware) {
+    perm = plain_group_aware_perm(H, K, gs == -1 ? K : gs);
   }
   std::vector<double> Wp(W.size()), Hp(H.size());
   for (int64_t n = 0; n < N; ++n)
@@ -125,9 +156,10 @@ Plain plain_gptq(std::vector<double> W, int64_t N, int64_t K, std::vector<double
   for (int64_t i = 0; i < K; ++i) {
     if (gs != -1 && i % gs == 0) {
       plain_params(Wp, N, K, i, i + gs, bits, sym, scale, zero);
+      const int64_t g = act_order ? i / gs : perm[i] / gs;
       for (int64_t n = 0; n < N; ++n) {
-        out.scales[static_cast<size_t>((i / gs) * N + n)] = scale[static_cast<size_t>(n)];
-        out.zeros[static_cast<size_t>((i / gs) * N + n)] = static_cast<int32_t>(zero[static_cast<size_t>(n)]);
+        out.scales[static_cast<size_t>(g * N + n)] = scale[static_cast<size_t>(n)];
+        out.zeros[static_cast<size_t>(g * N + n)] = static_cast<int32_t>(zero[static_cast<size_t>(n)]);
       }
     }
     for (int64_t n = 0; n < N; ++n) {
@@ -138,7 +170,7 @@ Plain plain_gptq(std::vector<double> W, int64_t N, int64_t K, std::vector<double
       const double err = (w - s * (q - z)) / U[static_cast<size_t>(i * K + i)];
       for (int64_t j = i; j < K; ++j) Wp[static_cast<size_t>(n * K + j)] -= err * U[static_cast<size_t>(i * K + j)];
     }
-    if (gs != -1) out.g_idx[static_cast<size_t>(perm[i])] = static_cast<int32_t>(i / gs);
+    if (gs != -1) out.g_idx[static_cast<size_t>(perm[i])] = static_cast<int32_t>((act_order ? i : perm[i]) / gs);
   }
   if (gs == -1) {
     for (int64_t n = 0; n < N; ++n) {
@@ -149,8 +181,8 @@ Plain plain_gptq(std::vector<double> W, int64_t N, int64_t K, std::vector<double
   return out;
 }
 
-void check_against_plain(int64_t N, int64_t K, int bits, int64_t gs, int64_t block, bool act_order, bool sym) {
-  CAPTURE(N); CAPTURE(K); CAPTURE(bits); CAPTURE(gs); CAPTURE(block); CAPTURE(act_order); CAPTURE(sym);
+void check_against_plain(int64_t N, int64_t K, int bits, int64_t gs, int64_t block, Order order, bool sym) {
+  CAPTURE(N); CAPTURE(K); CAPTURE(bits); CAPTURE(gs); CAPTURE(block); CAPTURE(static_cast<int>(order)); CAPTURE(sym);
   const int64_t M = 64;
   const auto X = activations_kmajor(K, M, 4, 11);
   const auto H = hessian_plain(X, K, M);
@@ -159,10 +191,11 @@ void check_against_plain(int64_t N, int64_t K, int bits, int64_t gs, int64_t blo
   options.bits = bits;
   options.group_size = gs;
   options.block_size = block;
-  options.act_order = act_order;
+  options.act_order = order == Order::kActOrder;
+  options.group_aware = order == Order::kGroupAware;
   options.sym = sym;
   const auto got = qgru::gptq::gptq_quantize(W, N, K, H, options);
-  const Plain want = plain_gptq(W, N, K, H, bits, gs, act_order, sym, 0.01);
+  const Plain want = plain_gptq(W, N, K, H, bits, gs, order, sym, 0.01);
   int mismatches = 0;
   for (size_t i = 0; i < want.codes.size(); ++i) {
     if (got.codes[i] != want.codes[i] && mismatches++ < 3) {
@@ -177,15 +210,57 @@ void check_against_plain(int64_t N, int64_t K, int bits, int64_t gs, int64_t blo
   for (size_t i = 0; i < want.scales.size(); ++i) CHECK(got.scales[i] == doctest::Approx(want.scales[i]).epsilon(1e-12));
 }
 
+// A diagonal H [16, 16] whose diagonal exercises ties: 1, 5, 3, 5, 2, 9, 0.5, 3, 7, 1, 4, 4, 6, 8, 2, 0.25.
+std::vector<double> ordering_hessian() {
+  const double diag[16] = {1, 5, 3, 5, 2, 9, 0.5, 3, 7, 1, 4, 4, 6, 8, 2, 0.25};
+  std::vector<double> H(16 * 16, 0.0);
+  for (size_t i = 0; i < 16; ++i) H[i * 16 + i] = diag[i];
+  return H;
+}
+
 }  // namespace
 
 TEST_CASE("gptq_codes_match_plain_float64_reference_small_case") {
-  check_against_plain(4, 16, 4, -1, 4, false, false);   // the brief's K = 16, N = 4, lazy blocks of 4
-  check_against_plain(4, 16, 4, 8, 4, false, false);    // groups of 8 start on block starts
-  check_against_plain(4, 16, 3, 8, 8, true, false);     // act-order with groups
-  check_against_plain(8, 32, 2, 16, 8, false, true);    // symmetric 2-bit
-  check_against_plain(8, 32, 8, -1, 128, true, false);  // one block larger than K
-  check_against_plain(6, 24, 4, 16, 8, false, false);   // K not a multiple of the group size: last group of 8
+  const Order natural = Order::kNatural, act = Order::kActOrder;
+  check_against_plain(4, 16, 4, -1, 4, natural, false);   // K = 16, N = 4, lazy blocks of 4
+  check_against_plain(4, 16, 4, 8, 4, natural, false);    // groups of 8 start on block starts
+  check_against_plain(4, 16, 3, 8, 8, act, false);        // act-order with groups
+  check_against_plain(8, 32, 2, 16, 8, natural, true);    // symmetric 2-bit
+  check_against_plain(8, 32, 8, -1, 128, act, false);     // one block larger than K
+  check_against_plain(6, 24, 4, 16, 8, natural, false);   // K not a multiple of the group size: last group of 8
+}
+
+TEST_CASE("gptq_group_aware_order_matches_plain_reference_and_keeps_storage_groups") {
+  const Order aware = Order::kGroupAware;
+  check_against_plain(4, 32, 4, 8, 8, aware, false);    // 4 groups reordered, each sorted inside
+  check_against_plain(6, 40, 3, 16, 8, aware, false);   // a last partial group of 8 stays last
+  check_against_plain(8, 32, 2, 16, 16, aware, true);   // symmetric 2-bit
+  check_against_plain(4, 16, 4, -1, 4, aware, false);   // one group: the act-order permutation, g_idx all 0
+}
+
+TEST_CASE("gptq_group_aware_g_idx_stays_in_storage_order_while_columns_move") {
+  const int64_t N = 4, K = 16, gs = 4;
+  const auto H = ordering_hessian();
+  const auto W = normal_values(static_cast<size_t>(N * K), 8);
+  qgru::gptq::GptqOptions options;
+  options.group_size = gs;
+  options.group_aware = true;
+  const auto result = qgru::gptq::gptq_quantize(W, N, K, H, options);
+  // Group maxima 5, 9, 7, 8: groups 1, 3, 2, 0; inside each, descending diag, ties in column order.
+  const std::vector<int64_t> want_perm = {5, 7, 4, 6, 13, 12, 14, 15, 8, 10, 11, 9, 1, 3, 2, 0};
+  CHECK(result.perm == want_perm);
+  for (int64_t k = 0; k < K; ++k) CHECK(result.g_idx[static_cast<size_t>(k)] == k / gs);
+  // Scales are found on the group's own columns: a group whose W is scaled by 100 has scales 100× larger.
+  auto W_big = W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 12; k < 16; ++k) W_big[static_cast<size_t>(n * K + k)] *= 100.0;
+  const auto big = qgru::gptq::gptq_quantize(W_big, N, K, H, options);
+  for (int64_t n = 0; n < N; ++n) {
+    CHECK(big.scales[static_cast<size_t>(3 * N + n)] > 20.0 * big.scales[static_cast<size_t>(0 * N + n)]);
+  }
+  options.act_order = true;  // act_order wins over group_aware
+  CHECK(qgru::gptq::gptq_quantize(W, N, K, H, options).perm ==
+        std::vector<int64_t>{5, 13, 8, 12, 1, 3, 10, 11, 2, 7, 4, 14, 0, 9, 6, 15});
 }
 
 TEST_CASE("gptq_error_not_above_rtn_on_correlated_data") {
@@ -230,9 +305,7 @@ TEST_CASE("gptq_dead_columns_quantize_to_zero_without_nan") {
 
 TEST_CASE("gptq_act_order_g_idx_follows_descending_diag_stably") {
   const int64_t N = 4, K = 16, gs = 4;
-  std::vector<double> H(static_cast<size_t>(K * K), 0.0);
-  const double diag[16] = {1, 5, 3, 5, 2, 9, 0.5, 3, 7, 1, 4, 4, 6, 8, 2, 0.25};
-  for (int64_t i = 0; i < K; ++i) H[static_cast<size_t>(i * K + i)] = diag[i];
+  const auto H = ordering_hessian();
   const auto W = normal_values(static_cast<size_t>(N * K), 8);
   qgru::gptq::GptqOptions options;
   options.group_size = gs;

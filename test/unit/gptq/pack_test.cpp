@@ -2,6 +2,7 @@
 // reference), round trips for every width and both formats, and the v1 zero-point limitation.
 #include <doctest/doctest.h>
 
+#include <ios>
 #include <random>
 
 #include "qgru/base/error.h"
@@ -77,37 +78,210 @@ TEST_CASE("pack_four_bit_layout_is_low_nibble_first") {
   CHECK(static_cast<uint32_t>(packed[0]) == 0xF7654321u);
 }
 
-TEST_CASE("pack_qzeros_round_trips_in_both_formats") {
-  const int64_t G = 3, N = 64;
-  for (int bits : {2, 3, 4, 8}) {
-    for (auto format : {qgru::gptq::CheckpointFormat::kGptq, qgru::gptq::CheckpointFormat::kGptqV2}) {
-      CAPTURE(bits);
-      auto zeros = random_codes(static_cast<size_t>(G * N), bits, 3u + static_cast<uint32_t>(bits));
-      if (format == qgru::gptq::CheckpointFormat::kGptq) {
-        for (auto& z : zeros) z = z == 0 ? 1 : z;  // v1 carries 1..maxq
-      }
-      int64_t lost = -1;
-      const auto packed = qgru::gptq::pack_qzeros(zeros, G, N, bits, format, &lost, "t.qzeros");
-      CHECK(lost == 0);
-      CHECK(packed.size() == static_cast<size_t>(G * N * bits / 32));
-      CHECK(qgru::gptq::unpack_qzeros(packed, G, N, bits, format) == zeros);
+namespace {
+
+// --- The clients' v1 zero-point arithmetic, transcribed from their source (docs/GPTQ.md, "Clients") ---
+// GPTQModel 7.7.0 gptqmodel/utils/model.py convert_gptq_v1_to_v2_format_module (int32 words): qzeros += ONES
+// with ONES 0b0101...01 (2 bits), 0b00010001... (4 bits), 0b00000001... (8 bits); convert_gptq_v2_to_v1_format
+// subtracts the same. 3 bits: _correct_gptq_v1_qzeros / _revert_gptq_v1_qzeros_correction in
+// utils/model_dequant.py unpack each 3-bit field, add ±1, mask with 0x7 and repack (_pack_cols_3bit below).
+constexpr uint32_t kClientOnes2 = 0b01010101010101010101010101010101u;
+constexpr uint32_t kClientOnes4 = 0b00010001000100010001000100010001u;
+constexpr uint32_t kClientOnes8 = 0b00000001000000010000000100000001u;
+
+uint32_t client_ones(int bits) { return bits == 2 ? kClientOnes2 : bits == 4 ? kClientOnes4 : kClientOnes8; }
+
+// GPTQModel's pack_cols for 2/4/8 bits: value j of a row goes to word j / (32/bits), bits·(j % (32/bits)).
+std::vector<uint32_t> client_pack_cols(const std::vector<int32_t>& values, int64_t rows, int64_t cols, int bits) {
+  const int64_t per = 32 / bits;
+  std::vector<uint32_t> words(static_cast<size_t>(rows * cols / per), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      words[static_cast<size_t>(r * (cols / per) + j / per)] |=
+          static_cast<uint32_t>(values[static_cast<size_t>(r * cols + j)]) << (bits * (j % per));
+  return words;
+}
+
+std::vector<int32_t> client_unpack_cols(const std::vector<uint32_t>& words, int64_t rows, int64_t cols, int bits) {
+  const int64_t per = 32 / bits;
+  std::vector<int32_t> values(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      values[static_cast<size_t>(r * cols + j)] = static_cast<int32_t>(
+          (words[static_cast<size_t>(r * (cols / per) + j / per)] >> (bits * (j % per))) & ((1u << bits) - 1));
+  return values;
+}
+
+// GPTQModel's _pack_cols_3bit / _unpack_cols_3bit: 32 values in 3 words; value 10 = bits 30-31 of word 0 and
+// bit 0 of word 1, value 21 = bit 31 of word 1 and bits 0-1 of word 2.
+std::vector<uint32_t> client_pack_cols_3bit(const std::vector<int32_t>& values, int64_t rows, int64_t cols) {
+  std::vector<uint32_t> words(static_cast<size_t>(rows * cols / 32 * 3), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      auto v = [&](int idx) { return static_cast<uint64_t>(values[static_cast<size_t>(r * cols + b * 32 + idx)]) & 7u; };
+      uint64_t w0 = 0, w1 = 0, w2 = 0;
+      for (int idx = 0; idx < 10; ++idx) w0 |= v(idx) << (3 * idx);
+      w0 |= v(10) << 30;
+      w1 = (v(10) >> 2) & 1;
+      for (int idx = 0; idx < 10; ++idx) w1 |= v(11 + idx) << (1 + 3 * idx);
+      w1 |= v(21) << 31;
+      w2 = (v(21) >> 1) & 3;
+      for (int idx = 0; idx < 10; ++idx) w2 |= v(22 + idx) << (2 + 3 * idx);
+      uint32_t* out = &words[static_cast<size_t>(r * (cols / 32 * 3) + b * 3)];
+      out[0] = static_cast<uint32_t>(w0);
+      out[1] = static_cast<uint32_t>(w1);
+      out[2] = static_cast<uint32_t>(w2);
     }
+  }
+  return words;
+}
+
+std::vector<int32_t> client_unpack_cols_3bit(const std::vector<uint32_t>& words, int64_t rows, int64_t cols) {
+  std::vector<int32_t> values(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      const uint32_t* in = &words[static_cast<size_t>(r * (cols / 32 * 3) + b * 3)];
+      int32_t* out = &values[static_cast<size_t>(r * cols + b * 32)];
+      for (int idx = 0; idx < 10; ++idx) out[idx] = static_cast<int32_t>((in[0] >> (3 * idx)) & 7);
+      out[10] = static_cast<int32_t>(((in[0] >> 30) & 3) | ((in[1] << 2) & 4));
+      for (int idx = 0; idx < 10; ++idx) out[11 + idx] = static_cast<int32_t>((in[1] >> (1 + 3 * idx)) & 7);
+      out[21] = static_cast<int32_t>(((in[1] >> 31) & 1) | ((in[2] << 1) & 6));
+      for (int idx = 0; idx < 10; ++idx) out[22 + idx] = static_cast<int32_t>((in[2] >> (2 + 3 * idx)) & 7);
+    }
+  }
+  return values;
+}
+
+// The clients' v2 → v1 write and v1 → v2 read of a qzeros tensor [G, N].
+std::vector<uint32_t> client_write_v1(const std::vector<int32_t>& zeros, int64_t G, int64_t N, int bits) {
+  if (bits == 3) {
+    std::vector<int32_t> shifted(zeros.size());
+    for (size_t i = 0; i < zeros.size(); ++i) shifted[i] = (zeros[i] - 1) & 7;
+    return client_pack_cols_3bit(shifted, G, N);
+  }
+  std::vector<uint32_t> words = client_pack_cols(zeros, G, N, bits);
+  for (uint32_t& w : words) w -= client_ones(bits);  // torch int32 -=: wraps modulo 2^32
+  return words;
+}
+
+std::vector<int32_t> client_read_v1(std::vector<uint32_t> words, int64_t G, int64_t N, int bits) {
+  if (bits == 3) {
+    std::vector<int32_t> zeros = client_unpack_cols_3bit(words, G, N);
+    for (int32_t& z : zeros) z = (z + 1) & 7;
+    return zeros;
+  }
+  for (uint32_t& w : words) w += client_ones(bits);
+  return client_unpack_cols(words, G, N, bits);
+}
+
+std::vector<uint32_t> as_words(const std::vector<int32_t>& packed) {
+  std::vector<uint32_t> words(packed.size());
+  for (size_t i = 0; i < packed.size(); ++i) words[i] = static_cast<uint32_t>(packed[i]);
+  return words;
+}
+
+// Zero points over [0, maxq] with runs of 0 and of maxq: low field, high field and whole words of 0 included.
+std::vector<int32_t> zeros_with_edges(int64_t G, int64_t N, int bits, uint32_t seed) {
+  auto zeros = random_codes(static_cast<size_t>(G * N), bits, seed);
+  const int32_t maxq = (1 << bits) - 1;
+  for (int64_t n = 0; n < N; ++n) zeros[static_cast<size_t>(n)] = 0;                      // group 0: all 0
+  zeros[static_cast<size_t>(N)] = 0;                                                      // lowest field
+  zeros[static_cast<size_t>(2 * N - 1)] = 0;                                              // highest field
+  for (int64_t n = N / 2; n < N; ++n) zeros[static_cast<size_t>(2 * N + n)] = n % 2 ? 0 : maxq;
+  return zeros;
+}
+
+}  // namespace (the client transcriptions)
+
+namespace {
+const qgru::gptq::CheckpointFormat kV1 = qgru::gptq::CheckpointFormat::kGptq;
+const qgru::gptq::CheckpointFormat kV2 = qgru::gptq::CheckpointFormat::kGptqV2;
+}  // namespace
+
+TEST_CASE("v1_qzeros_are_bit_identical_to_what_the_clients_write_zero_points_of_0_included") {
+  const int64_t G = 4, N = 64;
+  for (int bits : {2, 3, 4, 8}) {
+    CAPTURE(bits);
+    const auto zeros = zeros_with_edges(G, N, bits, 40u + static_cast<uint32_t>(bits));
+    const auto ours = as_words(qgru::gptq::pack_qzeros(zeros, G, N, bits, kV1, "t.qzeros"));
+    const auto theirs = client_write_v1(zeros, G, N, bits);
+    REQUIRE(ours.size() == theirs.size());
+    for (size_t i = 0; i < ours.size(); ++i) {
+      INFO("word " << i << ": qgru 0x" << std::hex << ours[i] << ", clients 0x" << theirs[i]);
+      CHECK(ours[i] == theirs[i]);
+    }
+    // ... and every zero point, 0 included, comes back through both readers.
+    CHECK(client_read_v1(theirs, G, N, bits) == zeros);
+    CHECK(qgru::gptq::unpack_qzeros(qgru::gptq::pack_qzeros(zeros, G, N, bits, kV1, "t"), G, N, bits, kV1) == zeros);
   }
 }
 
-TEST_CASE("pack_qzeros_v1_stores_zero_minus_one_and_flags_zero") {
-  std::vector<int32_t> zeros = {8, 1, 0, 15, 8, 8, 8, 8};  // G = 1, N = 8, 4 bits
-  int64_t lost = 0;
-  const auto v1 = qgru::gptq::pack_qzeros(zeros, 1, 8, 4, qgru::gptq::CheckpointFormat::kGptq, &lost, "t");
-  CHECK(lost == 1);
-  CHECK(static_cast<uint32_t>(v1[0]) == 0x7777EF07u);  // 7, 0, 15 (0 − 1 masked), 14, 7, 7, 7, 7
-  const auto back = qgru::gptq::unpack_qzeros(v1, 1, 8, 4, qgru::gptq::CheckpointFormat::kGptq);
-  CHECK(back[2] == 16);  // what readers of v1 see: maxq + 1, never silently the right value
-  CHECK(back[0] == 8);
-  CHECK(back[3] == 15);  // the neighbours survive the wrapped value
-  const auto v2 = qgru::gptq::pack_qzeros(zeros, 1, 8, 4, qgru::gptq::CheckpointFormat::kGptqV2, &lost, "t");
-  CHECK(lost == 0);
-  CHECK(qgru::gptq::unpack_qzeros(v2, 1, 8, 4, qgru::gptq::CheckpointFormat::kGptqV2) == zeros);
+TEST_CASE("any_v1_qzeros_word_reads_as_the_clients_read_it_and_writes_back_bit_for_bit") {
+  const int64_t G = 3, N = 96;  // 96 fills whole words at 2, 3, 4 and 8 bits
+  std::mt19937 rng(77);
+  for (int bits : {2, 3, 4, 8}) {
+    CAPTURE(bits);
+    std::vector<int32_t> words(static_cast<size_t>(G * N * bits / 32));
+    for (auto& w : words) w = static_cast<int32_t>(rng());
+    words[0] = 0;                                  // all borrows
+    words[1] = static_cast<int32_t>(0xFFFFFFFFu);  // all carries
+    const auto zeros = qgru::gptq::unpack_qzeros(words, G, N, bits, kV1);
+    CHECK(zeros == client_read_v1(as_words(words), G, N, bits));
+    CHECK(qgru::gptq::pack_qzeros(zeros, G, N, bits, kV1, "t") == words);
+  }
+}
+
+TEST_CASE("v2_qzeros_are_the_plain_fields") {
+  const int64_t G = 2, N = 64;
+  for (int bits : {2, 3, 4, 8}) {
+    CAPTURE(bits);
+    const auto zeros = zeros_with_edges(G, N, bits, 50u + static_cast<uint32_t>(bits));
+    const auto packed = as_words(qgru::gptq::pack_qzeros(zeros, G, N, bits, kV2, "t"));
+    CHECK(packed == (bits == 3 ? client_pack_cols_3bit(zeros, G, N) : client_pack_cols(zeros, G, N, bits)));
+    CHECK(qgru::gptq::unpack_qzeros(qgru::gptq::pack_qzeros(zeros, G, N, bits, kV2, "t"), G, N, bits, kV2) == zeros);
+  }
+}
+
+TEST_CASE("v1_zero_point_of_0_borrows_from_its_neighbour_as_the_clients_do") {
+  const std::vector<int32_t> zeros = {0, 8, 8, 8, 8, 8, 8, 8};  // G = 1, N = 8, 4 bits: v2 word 0x88888880
+  const auto v1 = qgru::gptq::pack_qzeros(zeros, 1, 8, 4, kV1, "t");
+  CHECK(static_cast<uint32_t>(v1[0]) == 0x7777776Fu);  // 0x88888880 − 0x11111111
+  CHECK(qgru::gptq::unpack_qzeros(v1, 1, 8, 4, kV1) == zeros);
+  // Readers adding 1 to each field without carrying see 16, 7, 8, ...: the 0 and its neighbour.
+  const auto misreads = qgru::gptq::v1_field_reader_misreads(zeros, v1, 1, 8, 4);
+  CHECK(misreads.zero_points_of_zero == 1);
+  CHECK(misreads.neighbours == 1);
+  // 3 bits wraps each field instead: only the 0 itself is misread (as 8), never a neighbour.
+  std::vector<int32_t> zeros3(32, 4);
+  zeros3[5] = 0;
+  const auto v1_3 = qgru::gptq::pack_qzeros(zeros3, 1, 32, 3, kV1, "t");
+  const auto misreads3 = qgru::gptq::v1_field_reader_misreads(zeros3, v1_3, 1, 32, 3);
+  CHECK(misreads3.zero_points_of_zero == 1);
+  CHECK(misreads3.neighbours == 0);
+  // No zero point of 0: nothing for any reader to misread.
+  const std::vector<int32_t> plain = {1, 8, 15, 8, 8, 8, 8, 8};
+  const auto misreads_none = qgru::gptq::v1_field_reader_misreads(plain, qgru::gptq::pack_qzeros(plain, 1, 8, 4, kV1, "t"), 1, 8, 4);
+  CHECK(misreads_none.zero_points_of_zero + misreads_none.neighbours == 0);
+}
+
+TEST_CASE("v1_files_of_qgrus_earlier_writer_read_as_it_meant_them") {
+  // The earlier writer stored (zero − 1) & maxq in each field: zeros {8, 1, 0, 15, ...} as 0x7777EF07.
+  const std::vector<int32_t> old_words = {static_cast<int32_t>(0x7777EF07u)};
+  const std::vector<int32_t> meant = {8, 1, 0, 15, 8, 8, 8, 8};
+  CHECK(qgru::gptq::unpack_qzeros(old_words, 1, 8, 4, kV1, qgru::gptq::V1ZeroRule::kPerField) == meant);
+  // The clients read the same word with a carry out of the F field: 0 there and 15 + 1 = 16 → 0 with a carry
+  // into the next field; their reading differs from what was meant in two places.
+  const auto clients = qgru::gptq::unpack_qzeros(old_words, 1, 8, 4, kV1);
+  CHECK(clients == client_read_v1(as_words(old_words), 1, 8, 4));
+  int differ = 0;
+  for (size_t i = 0; i < meant.size(); ++i) differ += clients[i] != meant[i];
+  CHECK(differ == 2);
+}
+
+TEST_CASE("pack_qzeros_refuses_out_of_range_zero_points") {
+  CHECK_THROWS_WITH_AS(qgru::gptq::pack_qzeros({16, 0, 0, 0, 0, 0, 0, 0}, 1, 8, 4, kV1, "x.qzeros"),
+                       doctest::Contains("x.qzeros: zero point 16 out of range"), qgru::Error);
+  CHECK_THROWS_AS(qgru::gptq::pack_qzeros({-1, 0, 0, 0, 0, 0, 0, 0}, 1, 8, 4, kV2, "x"), qgru::Error);
 }
 
 TEST_CASE("pack_refuses_k_that_does_not_fill_words") {

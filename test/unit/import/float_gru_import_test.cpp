@@ -295,7 +295,7 @@ TEST_CASE("layout detection refuses files with no GRU, two GRUs or both layouts"
   auto two = qgru_test::random_pytorch_gru({2, 2, 1, 1}, 110, "a.");
   for (auto& [name, tensor] : qgru_test::random_pytorch_gru({2, 2, 1, 1}, 111, "b.")) two[name] = tensor;
   CHECK(import_error(two) ==
-        "m.safetensors: GRU tensors under several prefixes ('a.', 'b.'); qgru reads one GRU per file");
+        "m.safetensors: GRU tensors under several prefixes ('a.', 'b.'); pick one with --prefix");
 
   auto both = qgru_test::random_pytorch_gru({2, 2, 1, 1}, 112);
   both["W"] = with_shape({2, 6});
@@ -310,6 +310,31 @@ TEST_CASE("layout detection refuses files with no GRU, two GRUs or both layouts"
   duplicate["W_l0"] = with_shape({2, 6});
   duplicate["R"] = with_shape({2, 6});
   CHECK(import_error(duplicate) == "m.safetensors: tensors 'W' and 'W_l0' name the same GRU parameter");
+}
+
+TEST_CASE("--prefix picks one GRU of a full state dict, with or without its trailing dot") {
+  auto two = qgru_test::random_pytorch_gru({3, 2, 1, 1}, 120, "encoder.rnn.");
+  for (auto& [name, tensor] : qgru_test::random_pytorch_gru({2, 4, 2, 2}, 121, "decoder.rnn.")) two[name] = tensor;
+  two["head.weight"] = with_shape({10, 4});
+  const auto dec = qgru::float_gru_from_tensors(two, WeightLayout::Auto, "m", "decoder.rnn");
+  CHECK(dec.input_size == 2);
+  CHECK(dec.hidden_size == 4);
+  CHECK(dec.num_layers == 2);
+  CHECK(dec.num_directions == 2);
+  const auto enc = qgru::float_gru_from_tensors(two, WeightLayout::Auto, "m", "encoder.rnn.");
+  CHECK(enc.input_size == 3);
+  CHECK(enc.hidden_size == 2);
+  // The same weights as the encoder's tensors alone (the seed makes them again without the prefix).
+  const auto alone = qgru::float_gru_from_tensors(qgru_test::random_pytorch_gru({3, 2, 1, 1}, 120, ""), WeightLayout::Auto, "m");
+  CHECK(enc.cell(0, 0).W == alone.cell(0, 0).W);
+  CHECK(enc.cell(0, 0).br == alone.cell(0, 0).br);
+  try {
+    qgru::float_gru_from_tensors(two, WeightLayout::Auto, "m.safetensors", "encoder");
+    FAIL("a prefix without a GRU was accepted");
+  } catch (const qgru::Error& e) {
+    CHECK(std::string(e.what()) == "m.safetensors: --prefix 'encoder' holds no PyTorch GRU; the file's GRUs are under "
+                                   "'decoder.rnn.', 'encoder.rnn.'");
+  }
 }
 
 TEST_CASE("parse_weight_layout accepts the three names only") {

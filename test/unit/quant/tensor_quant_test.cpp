@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
+#include <vector>
 
+#include "qgru/base/error.h"
 #include "qgru/base/tensor_quant.h"
 
 // Properties of quant_from_range over many random ranges and every width: the range is covered, zp lies
@@ -72,4 +75,19 @@ TEST_CASE("quantize rounds half away from zero and saturates") {
   CHECK(q.quantize(-0.25) == -1);  // -0.5 -> -1
   CHECK(q.quantize(1000.0) == 127);
   CHECK(q.quantize(-1000.0) == -128);
+}
+
+TEST_CASE("a range no shift can represent is an error, not an overflowing zero point (1e30, 1e300, double's edges)") {
+  // The zero point of [-1e30, 1e30] at the finest shift tried is ~1e20: it was converted to int32 before the
+  // range check (undefined behaviour, reported by UBSan). Every case is now refused with the range named.
+  for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{
+           {-1e30, 1e30}, {-9e29, 1e30}, {0.0, 1e300}, {-1.7e308, 1.7e308}, {-1e30, -1e29}}) {
+    for (const bool symmetric : {false, true}) {
+      CHECK_THROWS_WITH_AS(qgru::quant_from_range(lo, hi, 8, false, symmetric), doctest::Contains("cannot be represented"),
+                           qgru::Error);
+    }
+  }
+  // Tiny ranges clamp at the finest shift instead of converting 1000+ to int.
+  const auto tiny = qgru::quant_from_range(0.0, 1e-300, 8, false, false);
+  CHECK(tiny.quant.shift == qgru::kMaxShift);
 }

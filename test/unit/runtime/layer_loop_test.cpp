@@ -32,8 +32,8 @@ class EmulatedCudaRunner : public GruCellRunner {
     const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
     const bool reverse = (direction == 1) != flip_direction_;
     const std::vector<int32_t> codes = kernels::emulate_gru_cell(p.view(), p.q_W.data(), p.q_R.data(), p.input_size,
-                                                                 x_space, q_x, T, N, q_h.data(), reverse);
-    store_cell_codes(codes, T, N, p.hidden_size, direction, q_h, out, out_stride, out_offset);
+                                                                 x_space, q_x, T, N, q_h.data(), reverse, lengths);
+    store_cell_codes(codes, T, N, p.hidden_size, direction, q_h, out, out_stride, out_offset, lengths);
     paths.push_back(path_of(p, x_space));
   }
   std::vector<kernels::GruGemmPath> paths;

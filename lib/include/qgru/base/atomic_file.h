@@ -1,8 +1,11 @@
 #pragma once
 // Writing outputs so that a reader never sees a partial file: bytes go to a temporary file in the same
-// folder, are flushed and fsync'd, and the temporary file is renamed over the target (rename is atomic
-// within a file system). A temporary file not committed is removed: on destruction, on an exception, and
-// on SIGINT/SIGTERM (install_interrupt_cleanup()).
+// folder (TARGET.tmp.PID.RANDOM), are flushed and fsync'd, and the temporary file is renamed over the target
+// (rename is atomic within a file system), then the folder is fsync'd so the rename is durable too. A
+// temporary file not committed is removed: on destruction, on an exception, and on SIGINT/SIGTERM
+// (install_interrupt_cleanup()). A target that is not a regular file when the rename comes (a FIFO or a
+// device made there meanwhile) is refused, never replaced; qgru/base/output_policy.h refuses it earlier,
+// before any work.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,8 +43,31 @@ class AtomicFile {
 void write_file_atomic(const std::string& path, const void* data, size_t size);
 void write_file_atomic(const std::string& path, const std::string& text);
 
-// Several outputs that must appear together or not at all (e.g. an artifact's JSON and tensor file):
-// stage each, then commit_all() renames them one after the other only when every one was written.
+// Serializes the writers of file groups in the same folders: an exclusive flock(2) on each folder (the
+// folder itself, opened read-only: no lock file is created, so none is left behind), taken in (device,
+// inode) order so that two writers of overlapping folders cannot deadlock, released on destruction. The lock
+// is advisory: it orders qgru's group writers (and any program that flocks the folder), nobody else. Where a
+// folder cannot be opened or locked (no read permission; a file system without flock, such as some NFS
+// mounts) the group is written without it and a debug line says so. A writer that waits longer than
+// `timeout_seconds` gives up with a qgru::Error naming the folder.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::vector<std::string>& file_paths, double timeout_seconds = 120.0);
+  ~FolderLock();
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  // fsync every locked folder: renames made under the lock become durable.
+  void sync_folders() const;
+
+ private:
+  void release();
+  std::vector<int> folder_fds_;
+};
+
+// Several outputs that must appear together or not at all (an artifact's JSON and tensor file, the outputs of
+// one run, statistics and their report): stage each, then commit_all() makes every member durable (fsync),
+// takes the FolderLock of their folders, renames them back to back and fsyncs the folders. Two processes
+// writing the same group therefore leave one writer's complete group, never a mix.
 class AtomicFileGroup {
  public:
   AtomicFile& add(const std::string& target_path);
@@ -50,7 +76,11 @@ class AtomicFileGroup {
   std::vector<std::unique_ptr<AtomicFile>> files_;
 };
 
-// Read a whole file; throws qgru::Error naming the file when it cannot be opened or read.
+// The folder a file path lives in: "." for a bare name, "/" for a file at the root.
+std::string folder_of(const std::string& file_path);
+
+// Read a whole file; throws qgru::Error naming the file when it cannot be opened or read, or is not a regular
+// file (refused before it is opened for reading: qgru/base/input_file.h).
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 std::string read_file_text(const std::string& path);
 

@@ -130,6 +130,11 @@ struct Tensor {
 // Value conversions of any dtype (F16/BF16 decoded exactly; I64 beyond 2^53 rounds for F64).
 std::vector<float> tensor_to_f32(const Tensor& tensor);
 std::vector<double> tensor_to_f64(const Tensor& tensor);
+
+// Refuse a NaN or an infinity: throws qgru::Error "<prefix>element I is NaN<suffix>" (or "is infinite") for
+// the first one, I its flat index. E.g. prefix "x.npy: ", suffix " (as float32); inputs must be finite".
+void require_finite(const std::vector<float>& values, const std::string& prefix, const std::string& suffix);
+void require_finite(const std::vector<double>& values, const std::string& prefix, const std::string& suffix);
 // Integer dtypes to int64 (exact); a float tensor is refused with a message naming `what`.
 std::vector<int64_t> tensor_to_i64(const Tensor& tensor, const std::string& what);
 

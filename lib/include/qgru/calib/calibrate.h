@@ -12,9 +12,12 @@
 namespace qgru {
 
 struct CalibrateOptions {
-  std::string model_path;               // .safetensors
+  std::string model_path;               // .safetensors or .onnx (qgru/import/load_float_gru.h)
+  std::string model_prefix;             // --prefix: one GRU of a full state dict
+  std::string model_node;               // --node: one GRU stack of an ONNX graph
   std::vector<std::string> data_paths;  // .npy/.npz files, each [T, N, C] ([N, T, C] with batch_first)
   std::string data_dir;                 // every *.npy in it, sorted by name, after data_paths
+  std::vector<std::string> lengths_paths;  // empty, or one [N] lengths file per data file, in order
   std::string method = "ema";           // the statistics' default method (range_selection.h); the per-step EMA
   bool include_zeros = true;
   int64_t max_samples = 0;              // sequences in all (the first ones, file by file); 0: no limit
@@ -31,7 +34,8 @@ std::vector<std::string> calibration_data_files(const CalibrateOptions& options)
 CalibrationStats run_calibration(const CalibrateOptions& options);
 
 // Observe one [T, N, C] time-major array (already checked finite) into `stats` with `model`.
+// lengths: [N] or nullptr (qgru::run_float_gru); padded steps are not observed.
 void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, int T, int N,
-                       const std::string& source, CalibrationStats& stats);
+                       const std::string& source, CalibrationStats& stats, const int32_t* lengths = nullptr);
 
 }  // namespace qgru

@@ -1,8 +1,10 @@
 #pragma once
 // The FloatGruObserver of calibration: for each step of each (layer, direction) it observes every tensor of
 // kObservedGruTensors into a CalibrationStats. x is the cell's input; h is h_new of each step (the initial
-// h0 is never observed). A NaN or Inf is an error naming the data file, the tensor and (t, n, c).
+// h0 is never observed). Padded steps of a batch with sequence lengths are not observed. A NaN or Inf is an
+// error naming the data file, the tensor and (t, n, c).
 #include <string>
+#include <vector>
 
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
@@ -19,6 +21,7 @@ class CalibrationObserver : public FloatGruObserver {
  private:
   CalibrationStats& stats_;
   std::string source_ = "calibration data";
+  std::vector<float> gathered_;  // the valid rows of one tensor at a step with padded rows
 };
 
 }  // namespace qgru

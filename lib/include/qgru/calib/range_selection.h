@@ -22,6 +22,16 @@ struct RangeChoice {
 RangeChoice select_range(const CalibrationStats& stats, int layer, int direction, GruTensor tensor,
                          const std::string& method, const TensorQuant& spec);
 
+// select_range, then the quantization of the chosen range under spec's bit width (quant_from_range), as
+// quantize will make it. A method that fails or a range no shift can represent (values of 1e30) is a qgru::Error
+// that names `source` (the statistics' file, or the data they come from), the tensor and the observed range.
+struct RangeQuantChoice {
+  RangeChoice range;
+  RangeQuantResult quant;
+};
+RangeQuantChoice select_range_quant(const CalibrationStats& stats, int layer, int direction, GruTensor tensor,
+                                    const std::string& method, const TensorQuant& spec, const std::string& source);
+
 // Parsed method: name in {minmax, ema, kl, percentile, mse, bounds}.
 struct RangeMethod {
   std::string name;

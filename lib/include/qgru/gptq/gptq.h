@@ -4,7 +4,11 @@
 //   1. per-row quantizer parameters from the original W (used when group_size = -1);
 //   2. dead inputs (H[i,i] = 0): H[i,i] = 1, W[:, i] = 0;
 //   3. static groups: parameters of every group from this W, before any update;
-//   4. act-order: columns in descending diag(H) (stable), W and H permuted;
+//   4. act-order: columns in descending diag(H) (stable), W and H permuted; or group-aware act-order
+//      (GPTQModel's act_group_aware, after Gafni et al. 2025, "GAR"): the groups stay the storage groups
+//      [g·size, (g+1)·size), each is processed in descending diag(H) order, and the groups in descending
+//      order of their largest diag(H) (both stable; a last, shorter group stays last in column order), so
+//      g_idx stays k / size and the scales stay in storage order;
 //   5. H += damp · mean(diag H) · I; U = upper Cholesky factor of H⁻¹ (one dpotrf of the reversed H and
 //      one dtrtri: the same U as the reference's cholesky → cholesky_inverse → cholesky(upper), half the flops);
 //      not positive definite: damping × 10 and retry, at most max_damp_retries times, then qgru::Error;
@@ -18,16 +22,23 @@
 
 namespace qgru::gptq {
 
+// Field defaults are the reference implementation's (damp 0.01, natural column order), which the C API
+// documents as its own; `qgru gptq` starts from recommended_options().
 struct GptqOptions {
   int bits = 4;                 // 2, 3, 4 or 8
   int64_t group_size = 128;     // -1: one group per row (no groups)
-  bool act_order = false;       // desc_act
+  bool act_order = false;       // desc_act; takes precedence over group_aware
+  bool group_aware = false;     // group-aware act-order (act_group_aware); ignored when act_order
   bool static_groups = false;   // group parameters from the original W
   bool sym = false;
   double damp = 0.01;           // damp_percent
   int64_t block_size = 128;     // lazy-batch block
   int max_damp_retries = 4;     // damping × 10 each time H is not positive definite
 };
+
+// What `qgru gptq` uses unless told otherwise: group-aware act-order, damp 0.01 (docs/GPTQ.md, "Defaults",
+// has the measurements behind both).
+GptqOptions recommended_options();
 
 struct GptqResult {
   int64_t N = 0, K = 0, G = 0;  // output rows, input columns, groups

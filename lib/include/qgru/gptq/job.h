@@ -24,9 +24,10 @@ std::vector<LayerJob> read_manifest(const std::string& path);
 
 struct JobOptions {
   std::string weights_path;
+  // Refused unless damp is in (0, 1) (the clients refuse other values in quantize_config.json).
   std::vector<LayerJob> layers;
   bool activations_feature_major = false;  // --activations-kmajor
-  GptqOptions gptq;
+  GptqOptions gptq = recommended_options();
   CheckpointFormat format = CheckpointFormat::kGptq;
   std::string output_path;                 // the .safetensors; quantize_config.json goes beside it
   std::string save_hessian_path;           // one layer only: write its H here
@@ -50,11 +51,16 @@ struct LayerReport {
   double hessian_seconds = 0.0;
   double damp_used = 0.0;
   int64_t dead_columns = 0;
-  int64_t lost_zeros = 0;            // zero points v1 cannot carry (warned)
+  int64_t zero_points_of_zero = 0;   // v1: zero points of 0 (exact for the clients; warned about other readers)
 };
 
+// The quantize_config.json a job writes.
+QuantizeConfig checkpoint_config(const JobOptions& options);
+
 // Runs every layer; `on_layer` is called after each (for the caller's report). Nothing is written unless
-// every layer succeeds.
+// every layer succeeds. Refused before any work when the output's folder already holds a
+// quantize_config.json that disagrees with this job's (config_disagreement): it describes the checkpoints
+// already there, and replacing it would change how they are read.
 std::vector<LayerReport> run_job(const JobOptions& options,
                                  const std::function<void(const LayerReport&)>& on_layer = nullptr);
 

@@ -22,9 +22,22 @@ WeightLayout parse_weight_layout(const std::string& text);
 // Biases are optional (zeros). Auto detection refuses a file holding names of both layouts.
 // Build a model from named tensors (as read from a safetensors file). `source` names the file in errors.
 // Inconsistent shapes are refused with a message naming the tensor, its shape and the expected shape.
+// `prefix` (--prefix) picks one GRU of a state dict holding several (a full model's: "encoder.rnn." or
+// "encoder.rnn"); empty: the file must hold one. A missing bias is logged (info) and read as zeros.
 FloatGruModel float_gru_from_tensors(const std::map<std::string, Tensor>& tensors, WeightLayout layout,
-                                     const std::string& source);
-// Read a safetensors file and build the model.
+                                     const std::string& source, const std::string& prefix = "");
+
+// Where a float model comes from, as the CLI's --model / --layout / --prefix / --node give it.
+struct FloatModelSource {
+  std::string path;                          // .safetensors or .onnx: recognised by the first bytes
+  WeightLayout layout = WeightLayout::Auto;  // safetensors only
+  std::string prefix;                        // safetensors only: the GRU's name prefix in a full state dict
+  std::string node;                          // ONNX only: the GRU node a layer stack starts at
+};
+
+// Read the file and build the model. Files that are neither safetensors nor ONNX are refused with one line
+// saying what they are and what to do (qgru/import/model_file_kind.h).
+FloatGruModel load_float_gru(const FloatModelSource& source);
 FloatGruModel load_float_gru(const std::string& path, WeightLayout layout = WeightLayout::Auto);
 
 }  // namespace qgru

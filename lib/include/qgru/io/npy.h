@@ -30,5 +30,7 @@ void write_npz(const std::string& path, const std::map<std::string, Tensor>& arr
 // Read .npy or .npz by extension (an .npz must hold exactly one array, or name it as "file.npz:key");
 // a path with neither extension is recognised by its magic bytes.
 Tensor read_array(const std::string& path_or_path_key);
+// The file read_array reads: "file.npz:key" -> "file.npz", anything else as it is.
+std::string array_file_path(const std::string& path_or_path_key);
 
 }  // namespace qgru

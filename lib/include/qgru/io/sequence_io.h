@@ -24,6 +24,15 @@ SequenceBatch read_sequence_input(const std::string& path, int input_size, bool 
 // Read h0 [L*D, N, H] from `path`; any other shape, an integer dtype or a non-finite value is refused.
 std::vector<float> read_initial_state(const std::string& path, int layers_times_directions, int N, int H);
 
+// Whether row n of step t is inside its sequence (lengths [N] or null: every row has every step).
+inline bool row_is_valid(const int32_t* lengths, int t, int n) { return lengths == nullptr || t < lengths[n]; }
+
+// Read sequence lengths [N] (any integer dtype) from `path`, each in [0, T]; refused otherwise, naming the
+// row. One per batch row: steps t >= lengths[n] of row n are padding (qgru::run_float_gru).
+std::vector<int32_t> read_sequence_lengths(const std::string& path, int N, int T);
+// The same check for lengths in memory (nullptr: none); throws qgru::Error naming the first bad row.
+void check_sequence_lengths(const int32_t* lengths, int T, int N);
+
 // A float32 tensor [T, N, F] from time-major values, or [N, T, F] when batch_first.
 Tensor sequence_output_tensor(const std::vector<float>& time_major, int T, int N, int F, bool batch_first);
 

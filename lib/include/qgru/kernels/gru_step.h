@@ -23,29 +23,35 @@ namespace qgru::kernels {
 // int8 path (cuBLAS) and int64_t for the wide path (qgru/kernels/wide_gemm.h).
 // h_state [N, H] int32 codes (read: old, written: new); h_stored [N, h_ld] the stored h (int8 or int16, code
 // minus h_offset) for the next GEMM; out_t [N, H] the step's output codes.
+// lengths: [N] or null; at a step t >= lengths[n] (padding) the element leaves h_state and h_stored as they are
+// and writes zp_h (the code of 0.0) to out_t.
 template <class Acc, class Stored>
 QGRU_HD void gru_step_element_t(const GruCellParamsView& view, const Acc* gemm_x_t, const Acc* gemm_h, int64_t ldc,
                                 int32_t x_offset, int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld,
-                                int32_t* out_t, int64_t n, int32_t j) {
+                                int32_t* out_t, int64_t n, int32_t j, const int32_t* lengths = nullptr, int64_t t = 0) {
   const int64_t H = view.hidden_size;
-  GruCellAccumulators acc;
-  for (int g = 0; g < 3; ++g) {
-    const int64_t c = g * H + j;
-    acc.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
-    acc.gemm_h[g] = raw_gemm_accumulator(gemm_h[n * ldc + c], h_offset, view.R_sum[c]);
+  const bool padding = lengths != nullptr && t >= lengths[n];
+  if (!padding) {
+    GruCellAccumulators acc;
+    for (int g = 0; g < 3; ++g) {
+      const int64_t c = g * H + j;
+      acc.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
+      acc.gemm_h[g] = raw_gemm_accumulator(gemm_h[n * ldc + c], h_offset, view.R_sum[c]);
+    }
+    const int32_t q_h_new = gru_cell_element(view, j, acc, h_state[n * H + j], nullptr);
+    h_state[n * H + j] = q_h_new;
+    // Fits Stored: h's code range passed int8_operand_offset / int16_operand_offset with this offset.
+    h_stored[n * h_ld + j] = static_cast<Stored>(q_h_new - h_offset);
   }
-  const int32_t q_h_new = gru_cell_element(view, j, acc, h_state[n * H + j], nullptr);
-  h_state[n * H + j] = q_h_new;
-  // Fits Stored: h's code range passed int8_operand_offset / int16_operand_offset with this offset.
-  h_stored[n * h_ld + j] = static_cast<Stored>(q_h_new - h_offset);
-  out_t[n * H + j] = q_h_new;
+  out_t[n * H + j] = padding ? view.h.zp : h_state[n * H + j];
 }
 
 // The int8 path's element (int32 GEMM outputs, int8 stored h).
 QGRU_HD void gru_step_element(const GruCellParamsView& view, const int32_t* gemm_x_t, const int32_t* gemm_h, int64_t ldc,
                               int32_t x_offset, int32_t h_offset, int32_t* h_state, int8_t* h8, int64_t h8_ld,
-                              int32_t* out_t, int64_t n, int32_t j) {
-  gru_step_element_t<int32_t, int8_t>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h8, h8_ld, out_t, n, j);
+                              int32_t* out_t, int64_t n, int32_t j, const int32_t* lengths = nullptr, int64_t t = 0) {
+  gru_step_element_t<int32_t, int8_t>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h8, h8_ld, out_t, n, j,
+                                      lengths, t);
 }
 
 // Which GEMM path a cell takes and its operand offsets.
@@ -108,7 +114,8 @@ inline WorkspaceCarve gru_cell_workspace(GruGemmPath path, int64_t H, int64_t C,
 // GEMMs run emulate_wide_gemm_tiled (the kernel's own block loop). Returns [T, N, H] by input time.
 inline std::vector<int32_t> emulate_gru_cell_wide(const GruCellParamsView& view, const int32_t* q_W, const int32_t* q_R,
                                                   int64_t C, int32_t x_offset, int32_t h_offset, const int32_t* q_x,
-                                                  int64_t T, int64_t N, const int32_t* q_h0, bool reverse) {
+                                                  int64_t T, int64_t N, const int32_t* q_h0, bool reverse,
+                                                  const int32_t* lengths = nullptr) {
   const int64_t H = view.hidden_size;
   const GruGemmLayout l = plan_gru_wide(H, C, N, T);
   const auto W16 = pack_int16_rows(q_W, l.rows_p, C, l.rows_p, l.C_p, 0, "q_W");
@@ -128,7 +135,8 @@ inline std::vector<int32_t> emulate_gru_cell_wide(const GruCellParamsView& view,
     for (int64_t n = 0; n < N; ++n)
       for (int32_t j = 0; j < H; ++j)
         gru_step_element_t<int64_t, int16_t>(view, gemm_x.data() + t * l.N_p * l.rows_p, gemm_h.data(), l.rows_p, x_offset,
-                                             h_offset, h_state.data(), h16.data(), l.H_p, out.data() + t * N * H, n, j);
+                                             h_offset, h_state.data(), h16.data(), l.H_p, out.data() + t * N * H, n, j,
+                                             lengths, t);
   }
   return out;
 }
@@ -138,7 +146,8 @@ inline std::vector<int32_t> emulate_gru_cell_wide(const GruCellParamsView& view,
 // time. Throws qgru::Error when an operand does not fit the int8 path.
 inline std::vector<int32_t> emulate_gru_cell_int8(const GruCellParamsView& view, const int32_t* q_W, const int32_t* q_R,
                                                   int64_t C, const CodeSpace& x_space, const int32_t* q_x, int64_t T,
-                                                  int64_t N, const int32_t* q_h0, bool reverse) {
+                                                  int64_t N, const int32_t* q_h0, bool reverse,
+                                                  const int32_t* lengths = nullptr) {
   const int64_t H = view.hidden_size;
   const GruGemmLayout l = plan_gru_gemm(H, C, N, T);
   int32_t x_offset = 0, h_offset = 0;
@@ -161,7 +170,7 @@ inline std::vector<int32_t> emulate_gru_cell_int8(const GruCellParamsView& view,
     for (int64_t n = 0; n < N; ++n)
       for (int32_t j = 0; j < H; ++j)
         gru_step_element(view, gemm_x.data() + t * l.N_p * l.rows_p, gemm_h.data(), l.rows_p, x_offset, h_offset,
-                         h_state.data(), h8.data(), l.H_p, out.data() + t * N * H, n, j);
+                         h_state.data(), h8.data(), l.H_p, out.data() + t * N * H, n, j, lengths, t);
   }
   return out;
 }
@@ -170,14 +179,14 @@ inline std::vector<int32_t> emulate_gru_cell_int8(const GruCellParamsView& view,
 // Throws qgru::Error when no path takes the operands.
 inline std::vector<int32_t> emulate_gru_cell(const GruCellParamsView& view, const int32_t* q_W, const int32_t* q_R,
                                              int64_t C, const CodeSpace& x_space, const int32_t* q_x, int64_t T, int64_t N,
-                                             const int32_t* q_h0, bool reverse) {
+                                             const int32_t* q_h0, bool reverse, const int32_t* lengths = nullptr) {
   const int64_t rows = 3 * static_cast<int64_t>(view.hidden_size);
   const auto W_range = std::minmax_element(q_W, q_W + rows * C);
   const auto R_range = std::minmax_element(q_R, q_R + rows * view.hidden_size);
   const GruOperandPlan plan = plan_gru_operands(*W_range.first, *W_range.second, *R_range.first, *R_range.second, x_space, view.h);
   if (!plan.refused.empty()) throw Error("GRU cell GEMM operands: " + plan.refused);
-  if (plan.path == GruGemmPath::Int8) return emulate_gru_cell_int8(view, q_W, q_R, C, x_space, q_x, T, N, q_h0, reverse);
-  return emulate_gru_cell_wide(view, q_W, q_R, C, plan.x_offset, plan.h_offset, q_x, T, N, q_h0, reverse);
+  if (plan.path == GruGemmPath::Int8) return emulate_gru_cell_int8(view, q_W, q_R, C, x_space, q_x, T, N, q_h0, reverse, lengths);
+  return emulate_gru_cell_wide(view, q_W, q_R, C, plan.x_offset, plan.h_offset, q_x, T, N, q_h0, reverse, lengths);
 }
 
 }  // namespace qgru::kernels

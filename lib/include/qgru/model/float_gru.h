@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qgru/base/tensor.h"
+#include "qgru/io/sequence_io.h"  // row_is_valid
 
 namespace qgru {
 
@@ -26,7 +27,11 @@ struct FloatGruModel {
   int num_layers = 0;
   int num_directions = 1;               // 1 or 2
   std::vector<GruCellWeights> cells;    // index layer * num_directions + direction
-  std::string source_layout;            // "pytorch" or "haste", as detected or chosen
+  std::string source_layout;            // "pytorch", "haste" or "onnx", as detected or chosen
+  // The cell variant (qgru/gru_tensors.h). true: r multiplies R_n h + br_n (PyTorch, cuDNN, haste; ONNX
+  // linear_before_reset = 1). false: r multiplies h before the recurrent product,
+  // n = tanh(W_n x + bw_n + R_n (r ⊙ h) + br_n) (ONNX's default linear_before_reset = 0, Keras reset_after=False).
+  bool linear_before_reset = true;
 
   const GruCellWeights& cell(int layer, int direction) const {
     return cells.at(static_cast<size_t>(layer * num_directions + direction));
@@ -54,7 +59,11 @@ struct FloatStepView {
   const float* new_gate_input = nullptr;
   const float* new_gate_output = nullptr;
   const float* h_new = nullptr;
+  // [N] sequence lengths or null (all T): rows with t >= lengths[n] are padding at this step (their state
+  // does not change); observers skip them (qgru::row_is_valid).
+  const int32_t* lengths = nullptr;
 };
+
 
 class FloatGruObserver {
  public:
@@ -68,8 +77,11 @@ struct FloatGruResult {
   std::vector<float> h_n;     // [L*D, N, H]
 };
 
-// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros.
+// Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros. lengths: [N] sequence
+// lengths in [0, T] or nullptr (every row has T steps): as PyTorch's packed sequences and ONNX's sequence_lens,
+// steps t >= lengths[n] leave row n's state unchanged and output 0 there, h_n is the state after its last
+// valid step, and the reverse direction starts at the row's own last step t = lengths[n] - 1.
 FloatGruResult run_float_gru(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
-                             FloatGruObserver* observer = nullptr);
+                             FloatGruObserver* observer = nullptr, const int32_t* lengths = nullptr);
 
 }  // namespace qgru

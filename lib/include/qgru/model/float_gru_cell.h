@@ -8,6 +8,8 @@
 //   update_gate_input  = f(ih_z + hh_z)             update_gate_output = f(sigmoid(update_gate_input))
 //   reset_gate_input   = f(ih_r + hh_r)             reset_gate_output  = f(sigmoid(reset_gate_input))
 //   new_gate_input     = f(ih_n + r_out · hh_n)     new_gate_output    = f(tanh(new_gate_input))
+//                        (linear_before_reset = false: f(ih_n + hh_n), hh_n = R_n (r ⊙ h) + br_n computed by the
+//                        caller from reset_hidden = f(r_out · h_prev) of every unit)
 //   h_new              = f(z · h_prev + (1 - z) · n)
 // where f rounds a double to float and sigmoid(x) = 1 / (1 + exp(-x)). ih_* = W x + bw and hh_* = R h + br
 // of the element's three channels (z, r, n), already rounded to float. On the device exp / tanh are CUDA's
@@ -30,13 +32,15 @@ struct FloatGruElement {
 QGRU_HD double float_gru_sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
 
 QGRU_HD FloatGruElement float_gru_cell_element(float ih_z, float ih_r, float ih_n, float hh_z, float hh_r, float hh_n,
-                                               float h_prev) {
+                                               float h_prev, bool linear_before_reset = true) {
   FloatGruElement e;
   e.update_gate_input = static_cast<float>(static_cast<double>(ih_z) + static_cast<double>(hh_z));
   e.update_gate_output = static_cast<float>(float_gru_sigmoid(e.update_gate_input));
   e.reset_gate_input = static_cast<float>(static_cast<double>(ih_r) + static_cast<double>(hh_r));
   e.reset_gate_output = static_cast<float>(float_gru_sigmoid(e.reset_gate_input));
-  e.new_gate_input = static_cast<float>(static_cast<double>(ih_n) + static_cast<double>(e.reset_gate_output) * hh_n);
+  e.new_gate_input = linear_before_reset
+                         ? static_cast<float>(static_cast<double>(ih_n) + static_cast<double>(e.reset_gate_output) * hh_n)
+                         : static_cast<float>(static_cast<double>(ih_n) + static_cast<double>(hh_n));
   e.new_gate_output = static_cast<float>(::tanh(static_cast<double>(e.new_gate_input)));
   const double z = e.update_gate_output;
   e.h_new = static_cast<float>(z * h_prev + (1.0 - z) * e.new_gate_output);

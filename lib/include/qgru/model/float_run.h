@@ -12,11 +12,14 @@
 namespace qgru {
 
 struct FloatRunOptions {
-  std::string model_path;   // .safetensors (PyTorch nn.GRU or haste layout)
+  std::string model_path;   // .safetensors (PyTorch nn.GRU or haste layout) or .onnx
+  std::string model_prefix; // --prefix / --node: which GRU of the file (qgru/import/load_float_gru.h)
+  std::string model_node;
   std::string input_path;   // x: [T, N, C], or [N, T, C] with batch_first (.npy, or .npz[:key])
   std::string output_path;  // y: float32 .npy, [T, N, D*H] or [N, T, D*H]
   std::string h0_path;      // optional h0 [L*D, N, H]
   std::string hn_path;      // optional: write h_n [L*D, N, H] (float32 .npy)
+  std::string lengths_path; // optional: sequence lengths [N] (integer .npy), qgru::run_float_gru's lengths
   WeightLayout layout = WeightLayout::Auto;
   bool batch_first = false;
   // When set, this runs the model instead of run_float_gru (the CLI's --device cuda; the library stays free

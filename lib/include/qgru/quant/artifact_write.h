@@ -3,11 +3,28 @@
 // reads it).
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "qgru/base/atomic_file.h"
 #include "qgru/runtime/artifact.h"
 
 namespace qgru {
 
-// Write both files atomically (both or neither). Throws qgru::Error naming the file on failure.
-void write_artifact(const std::string& json_path, const QuantizedGru& model);
+// The naming rule of the writer: NAME.qgru.json goes with NAME.qgru.safetensors, always, so that the tensor
+// file can never be a file the user meant as an input (with "x.json" -> "x.safetensors", -o gru.json beside
+// the float gru.safetensors replaced the model). The output policy (qgru/base/output_policy.h) refuses the
+// rest: an input that is itself named NAME.qgru.safetensors. Throws qgru::UsageError for a name that does not
+// end in ".qgru.json", saying which name to use instead.
+std::string artifact_tensor_path(const std::string& json_path);
+
+// Stage both files of the artifact in `group` (the caller may add its other outputs, then commit_all: all
+// appear together, under the folders' lock, or none). provenance_extra: further keys of the JSON's
+// "provenance" object (e.g. "range_search"); readers ignore them.
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra = nlohmann::json::object());
+
+// stage_artifact and commit: both files or neither. Throws qgru::Error naming the file on failure.
+void write_artifact(const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra = nlohmann::json::object());
 
 }  // namespace qgru

@@ -30,8 +30,12 @@ namespace qgru {
 constexpr const char* kArtifactSchema = "qgru.artifact";
 constexpr int kArtifactVersion = 1;
 
-// The tensor file that goes with a JSON path: "x.json" -> "x.safetensors", anything else + ".safetensors".
-std::string artifact_tensor_path(const std::string& json_path);
+// The tensor file an artifact's JSON names (its "tensor_file", a file name in the JSON's folder), for the
+// readers and for the output policy of the commands that read an artifact. Reads and parses the JSON; throws
+// qgru::Error naming the file when it cannot. (Artifacts are written under the rule of
+// qgru/quant/artifact_write.h, NAME.qgru.json beside NAME.qgru.safetensors; older ones with other names are
+// read by what their JSON records.)
+std::string recorded_artifact_tensor_path(const std::string& json_path);
 
 // Read and validate: schema name and version (a newer version is refused), the tensor file's sha256,
 // every shape, dtype, code range and shift range, the derived shifts and row sums (recomputed and

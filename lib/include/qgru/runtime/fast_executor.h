@@ -130,11 +130,12 @@ class FastQuantGru {
 
   const FastPathSupport& support() const { return support_; }
 
-  // Same contracts (shapes, code-range checks, errors) as run_quantized_gru_codes / run_quantized_gru.
-  // Runs the reference executor when !support().supported or when observer != nullptr.
+  // Same contracts (shapes, code-range checks, errors, sequence lengths) as run_quantized_gru_codes /
+  // run_quantized_gru. Runs the reference executor when !support().supported or when observer != nullptr.
   QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
-                           QuantGruObserver* observer = nullptr) const;
-  QuantGruResult run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer = nullptr) const;
+                           QuantGruObserver* observer = nullptr, const int32_t* lengths = nullptr) const;
+  QuantGruResult run(const float* x, int T, int N, const float* h0, QuantGruObserver* observer = nullptr,
+                     const int32_t* lengths = nullptr) const;
 
   // The streaming cell of the fast path (qgru/runtime/stream_step.h) for a batch of N: one time step of the
   // time loop above on the calling thread (B-1 of the frame, B-2 from the state, the same cell kernels),
@@ -146,7 +147,8 @@ class FastQuantGru {
   struct Packed;
   // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when x_u8 is not
   // null, as the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias, made by run()).
-  QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0) const;
+  QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+                              const int32_t* lengths) const;
   const QuantizedGru& model_;
   FastExecutorOptions options_;
   FastPathSupport support_;
@@ -156,8 +158,9 @@ class FastQuantGru {
 // Drop-in replacements of run_quantized_gru / run_quantized_gru_codes (same signatures): prepack, then
 // run the fast path when it applies, else the reference. For repeated runs keep a FastQuantGru instead.
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
-                                      QuantGruObserver* observer = nullptr);
+                                      QuantGruObserver* observer = nullptr, const int32_t* lengths = nullptr);
 QuantGruResult run_quantized_gru_fast_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N,
-                                            const int32_t* q_h0, QuantGruObserver* observer = nullptr);
+                                            const int32_t* q_h0, QuantGruObserver* observer = nullptr,
+                                            const int32_t* lengths = nullptr);
 
 }  // namespace qgru

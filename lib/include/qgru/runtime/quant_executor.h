@@ -43,6 +43,7 @@ struct QuantStepView {
   const int32_t* q_new_gate_input = nullptr;
   const int32_t* q_new_gate_output = nullptr;
   const int32_t* q_h_new = nullptr;
+  const int32_t* lengths = nullptr;  // [N] or null: rows with t >= lengths[n] are padding (qgru::row_is_valid)
 
   const TensorQuant& quant(GruTensor tensor) const { return params->q(tensor); }
 };
@@ -63,13 +64,16 @@ struct QuantGruResult {
 
 // Float input x: [T, N, C] time-major, quantized with layer 0's x parameters. h0: [L*D, N, H] floats or
 // nullptr for zeros, quantized into each cell's h space.
+// lengths: [N] sequence lengths in [0, T] or nullptr, with run_float_gru's meaning (qgru/model/float_gru.h):
+// padded steps leave the state unchanged and output zp_h, the code of 0.0.
 QuantGruResult run_quantized_gru(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
-                                 QuantGruObserver* observer = nullptr);
+                                 QuantGruObserver* observer = nullptr, const int32_t* lengths = nullptr);
 
 // Integer input: q_x [T, N, C] codes in layer 0's x space (refused with qgru::Error when outside its code
 // range); q_h0 [L*D, N, H] codes in each cell's h space, or nullptr for the code of 0.0 (zp_h).
 QuantGruResult run_quantized_gru_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N,
-                                       const int32_t* q_h0, QuantGruObserver* observer = nullptr);
+                                       const int32_t* q_h0, QuantGruObserver* observer = nullptr,
+                                       const int32_t* lengths = nullptr);
 
 // The codes of float values in a tensor's space (round half away from zero, saturating).
 std::vector<int32_t> quantize_values(const TensorQuant& quant, const float* values, size_t count);

@@ -17,9 +17,11 @@ struct QuantRunOptions {
   std::string artifact_path;  // model.qgru.json
   std::string input_path;     // x [T, N, C] (or [N, T, C] with batch_first): float values or integer codes
   std::string output_path;    // y float32 [T, N, D*H]
-  std::string codes_path;     // optional: output codes int32 [T, N, D*H], direction d in cell (L-1, d)'s h space
+  std::string codes_path;     // optional: output codes [T, N, D*H], direction d in cell (L-1, d)'s h space, in the
+                              // narrowest of int8, uint8, int16, int32 that holds the h spaces' codes
   std::string h0_path;        // optional h0 [L*D, N, H] floats
   std::string hn_path;        // optional: h_n float32 [L*D, N, H]
+  std::string lengths_path;   // optional: sequence lengths [N] (integer .npy; run_quantized_gru's lengths)
   bool batch_first = false;
   // "fast" (default): the AVX2 executor where the CPU and the model allow it, else the reference;
   // "reference": the obviously-right executor. Both compute the same codes (tested).
@@ -28,7 +30,8 @@ struct QuantRunOptions {
   // itself stays free of CUDA): q_x [T, N, C] codes, q_h0 [L*D, N, H] codes or null, exactly the contract
   // of run_quantized_gru_codes (float input and h0 are quantized first, as run_quantized_gru does).
   // device_executor_name is what the summary reports as the executor.
-  std::function<QuantGruResult(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0)>
+  std::function<QuantGruResult(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                               const int32_t* lengths)>
       device_executor;
   std::string device_executor_name;
 };
@@ -45,13 +48,14 @@ struct QuantRunSummary {
 QuantRunSummary run_quantized_files(const QuantRunOptions& options);
 
 // x for a quantized run, time-major: float values, or integer codes when the array has an integer dtype
-// ([T, N, C], or [N, T, C] with batch_first). Codes are range-checked against x's space by the executor.
+// ([T, N, C], or [N, T, C] with batch_first). Codes outside x's code range in `model` are refused here, naming
+// the file and the element ([t, n, c] as the file holds it).
 struct QuantRunInput {
   int T = 0, N = 0;
   bool is_codes = false;
   std::vector<float> values;   // [T, N, C] when !is_codes
   std::vector<int32_t> q_x;    // [T, N, C] when is_codes
 };
-QuantRunInput read_quant_run_input(const std::string& path, int input_size, bool batch_first);
+QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& model, bool batch_first);
 
 }  // namespace qgru

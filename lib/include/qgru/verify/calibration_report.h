@@ -30,6 +30,7 @@
 #include "qgru/gru_tensors.h"
 #include "qgru/runtime/bitwidth_config.h"
 #include "qgru/base/tensor_quant.h"
+#include "qgru/search/range_search.h"
 
 namespace qgru {
 
@@ -58,14 +59,19 @@ std::vector<MethodEvaluation> evaluate_range_methods(const CalibrationStats& sta
 std::vector<size_t> best_methods(const std::vector<MethodEvaluation>& evaluations);
 
 // The method `qgru quantize --config` uses for a tensor: the config's method for it, else the statistics'
-// default method; canonical form.
-std::string quantize_method(const CalibrationStats& stats, const BitwidthConfig& config, GruTensor tensor);
+// default method, unless override_method (quantize --range-method) is given; canonical form ("search" as it is).
+std::string quantize_method(const CalibrationStats& stats, const BitwidthConfig& config, GruTensor tensor,
+                            const std::string& override_method = "");
 
 struct CalibrationReportOptions {
   std::string title = "qgru calibration report";
   std::vector<std::string> stats_sources;  // the statistics file(s), shown in the header
   std::string config_source = "int8";      // shown in the header
   const BitwidthConfig* config = nullptr;  // bits per tensor and quantize's method; null: the int8 preset
+  std::string range_method;                // quantize --range-method: overrides the config's methods
+  // A range search's result (quantize --range-method search --html): a "search" column with the ranges it
+  // chose and section#range-search with the start methods' output SQNR, the history and the widenings.
+  const RangeSearchResult* range_search = nullptr;
 };
 
 std::string calibration_report_html(const CalibrationStats& stats, const CalibrationReportOptions& options);

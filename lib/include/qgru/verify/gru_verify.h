@@ -39,7 +39,10 @@ struct GruVerifyOptions {
 
 // x: [T, N, C] time-major floats; h0: [L*D, N, H] or nullptr. Throws qgru::Error when the two models do not
 // describe the same GRU (sizes, layers, directions).
+// lengths: [N] sequence lengths or nullptr; padded steps are run as padding by both models and left out of
+// every figure (the output's and each tensor's).
 GruVerifyReport verify_gru(const FloatGruModel& float_model, const QuantizedGru& quant_model, const float* x,
-                           int T, int N, const float* h0, const GruVerifyOptions& options = {});
+                           int T, int N, const float* h0, const GruVerifyOptions& options = {},
+                           const int32_t* lengths = nullptr);
 
 }  // namespace qgru
