@@ -598,7 +598,9 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
     }
   };
-  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh);
+  // (not with padding steps: the kernel runs every one of the T steps)
+  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh) &&
+                          (!lengths || lengths[0] == T);
   auto b1_producer = [&] {
     for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
       const int s1 = std::min(T, s0 + kPipelineSteps);
