@@ -304,6 +304,32 @@ def ensure_venv(packages=None):
     return p.returncode == 0 and subprocess.run([py, "-c", check], capture_output=True).returncode == 0
 
 
+def runnable_others(seconds=2.0):
+    """Processes other than this one ready to run, averaged over `seconds` (the running count of /proc/loadavg,
+    sampled every 50 ms): an instantaneous view of a shared machine, where the 1-minute load average lags by a
+    minute and includes this script's own benchmark processes."""
+    samples = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with open("/proc/loadavg") as f:
+                samples.append(int(f.read().split()[3].split("/")[0]) - 1)  # minus the reader itself
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+        time.sleep(0.05)
+    return sum(samples) / max(1, len(samples))
+
+
+def wait_quiet(limit_s, threshold=0.3):
+    """Wait (at most limit_s) until runnable_others() < threshold; returns what it was when the wait ended."""
+    end = time.monotonic() + limit_s
+    busy = runnable_others()
+    while busy >= threshold and time.monotonic() < end:
+        time.sleep(5.0)
+        busy = runnable_others()
+    return busy
+
+
 SPIN = "import time\nend = time.monotonic() + %f\nwhile time.monotonic() < end:\n    pass\n"
 
 
@@ -349,6 +375,9 @@ def main():
     ap.add_argument("--contended-rounds", type=int, default=0,
                     help="rounds of the batch-1 shapes idle and with the other CPUs kept busy by spinning processes (0: none)")
     ap.add_argument("--spin-seconds", type=float, default=120.0, help="the longest a spinning process lives")
+    ap.add_argument("--wait-quiet", type=float, default=0.0,
+                    help="before each side-by-side round wait up to this many seconds until no other process is ready "
+                         "to run (on a shared machine); the page records what was running")
     ap.add_argument("--baseline-build", help="another build folder whose bench_cpu joins every side-by-side round")
     ap.add_argument("--no-int8-probe", action="store_true", help="skip probing OpenVINO's int8 route (installs nncf)")
     args = ap.parse_args()
@@ -402,13 +431,16 @@ def main():
     # Side by side: the fast int8 path, the baseline build's, onnxruntime and OpenVINO (its bf16 hint) in
     # alternating processes, so that a slow phase of the machine hits all of them; per round the ratio to the
     # faster peer, then the median over rounds.
+    spinning = [False]  # inside a Spinners block: no waiting for a quiet machine
+
     def side_by_side(path, label, count, shape_list, threads_list=(th,)):
         rounds = {}
         if not have_onnx_peers:
             return rounds
         for (H, T, N) in shape_list:
             for _ in range(count):
-                row = {"load": os.getloadavg()[0]}
+                busy = wait_quiet(args.wait_quiet) if args.wait_quiet > 0 and not spinning[0] else runnable_others(0.5)
+                row = {"load": os.getloadavg()[0], "busy": busy}
                 try:
                     for t in threads_list:
                         row["qgru%d" % t] = qgru_run(binary, path, H, T, N, t, args.reps)["wall_ms"]
@@ -432,7 +464,9 @@ def main():
         for shape in batch1:
             idle = side_by_side(1, " (idle)", 1, [shape], (th, 1))
             with Spinners(args.spin_seconds):
+                spinning[0] = True
                 busy = side_by_side(1, " (other CPUs busy)", 1, [shape], (th, 1))
+                spinning[0] = False
             if idle.get(shape) and busy.get(shape):
                 contended.setdefault(shape, []).append((idle[shape][0], busy[shape][0]))
     peak = madd_peak(binary)
@@ -551,12 +585,14 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
         lines.append("%d rounds per shape, each a %s process (%d threads)%s, an onnxruntime process and an OpenVINO "
                      "process (bf16 hint; %d threads each), each the median of %d runs; a slow phase of the machine hits "
                      "all of a round. The ratio is the faster peer's time over qgru's, per round; load is the 1-minute "
-                     "load average before the round.\n"
-                     % (count, what, th, ", the baseline build's" if args.baseline_build else "", th, args.reps))
+                     "load average before the round (it lags and counts this script's own processes), busy the number "
+                     "of other processes ready to run just before it (mean over 2 s of /proc/loadavg's running count%s).\n"
+                     % (count, what, th, ", the baseline build's" if args.baseline_build else "", th, args.reps,
+                        "; each round waited up to %.0f s for none" % args.wait_quiet if args.wait_quiet > 0 else ""))
         base = " baseline ms (rounds) |" if args.baseline_build else ""
-        lines.append("| shape (H, T, N) | qgru %s ms (rounds) |%s onnxruntime ms (rounds) | OpenVINO ms (rounds) | load | "
+        lines.append("| shape (H, T, N) | qgru %s ms (rounds) |%s onnxruntime ms (rounds) | OpenVINO ms (rounds) | load | busy | "
                      "vs faster peer per round | median vs faster peer | median vs onnxruntime | median vs OpenVINO |" % (what, base))
-        lines.append("|---|---|%s---|---|---|---|---:|---:|---:|" % ("---|" if args.baseline_build else ""))
+        lines.append("|---|---|%s---|---|---|---|---|---:|---:|---:|" % ("---|" if args.baseline_build else ""))
         for (H, T, N) in shapes:
             rs = rs_by_shape.get((H, T, N), [])
             if not rs:
@@ -567,7 +603,8 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
             if args.baseline_build:
                 cells.append(" ".join(fmt(r["baseline"]) for r in rs))
             cells += [" ".join(fmt(r["ort"]) for r in rs), " ".join(fmt(r["ov"]) for r in rs),
-                      " ".join("%.1f" % r["load"] for r in rs), " ".join("%.2fx" % b for b in best)]
+                      " ".join("%.1f" % r["load"] for r in rs), " ".join("%.1f" % r.get("busy", float("nan")) for r in rs),
+                      " ".join("%.2fx" % b for b in best)]
             lines.append("| %d, %d, %d | %s | **%.2fx** | %.2fx | %.2fx |" % (
                 H, T, N, " | ".join(cells), statistics.median(best),
                 statistics.median(r["ort"] / r["qgru%d" % th] for r in rs),
@@ -584,16 +621,18 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
         lines.append("## Batch 1 with the other CPUs busy\n")
         lines.append("Per round and shape: qgru fast int8 with %d threads and with 1, onnxruntime and OpenVINO (bf16 hint, "
                      "%d threads), first on the otherwise idle machine, then while %d spinning process(es) started by the "
-                     "script keep the other CPUs busy. ms per run (median of %d); load before each part.\n"
+                     "script keep the other CPUs busy. ms per run (median of %d); load average and other runnable processes "
+                     "(busy, the spinners included) before each part.\n"
                      % (th, th, max(1, (os.cpu_count() or 2) - 1), args.reps))
-        lines.append("| shape (H, T, N) | round | idle: qgru %d thr / 1 thr / onnxruntime / OpenVINO (load) | busy: qgru %d thr "
-                     "/ 1 thr / onnxruntime / OpenVINO (load) | busy: qgru %d thr / qgru 1 thr | busy: faster peer / qgru %d thr |"
-                     % (th, th, th, th))
+        lines.append("| shape (H, T, N) | round | idle: qgru %d thr / 1 thr / onnxruntime / OpenVINO (load, busy) | busy: qgru %d "
+                     "thr / 1 thr / onnxruntime / OpenVINO (load, busy) | busy: qgru %d thr / qgru 1 thr | busy: faster peer / "
+                     "qgru %d thr |" % (th, th, th, th))
         lines.append("|---|---:|---|---|---:|---:|")
         for shape in shapes:
             for i, (idle, busy) in enumerate(contended.get(shape, [])):
                 def part(r):
-                    return "%s / %s / %s / %s (%.1f)" % (fmt(r["qgru%d" % th]), fmt(r["qgru1"]), fmt(r["ort"]), fmt(r["ov"]), r["load"])
+                    return "%s / %s / %s / %s (%.1f, %.1f)" % (fmt(r["qgru%d" % th]), fmt(r["qgru1"]), fmt(r["ort"]), fmt(r["ov"]),
+                                                              r["load"], r.get("busy", float("nan")))
                 lines.append("| %d, %d, %d | %d | %s | %s | %.2f | %.2fx |" % (
                     shape[0], shape[1], shape[2], i + 1, part(idle), part(busy), busy["qgru%d" % th] / busy["qgru1"],
                     min(busy["ort"], busy["ov"]) / busy["qgru%d" % th]))
