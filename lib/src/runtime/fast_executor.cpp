@@ -1050,16 +1050,23 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   LineArray<int32_t> q_vec;  // every element written by the quantization
   std::vector<int32_t> q_ref;
   const int32_t* q_x = nullptr;
-  if (vectorized) {  // TensorQuant::quantize, vectorized (exact)
+  if (T >= 0 && N >= 0) {
     q_vec = LineArray<int32_t>(x_count);
-    fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_vec.data());
+    quantize_fast(xq, x, x_count, q_vec.data());
     q_x = q_vec.data();
-  } else {
-    q_ref = quantize_values(xq, x, x_count);
+  } else {  // run_codes refuses the shape
     q_x = q_ref.data();
   }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
   return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr, lengths);
+}
+
+void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes) {
+  if (cpu_has_avx2() && quant.shift >= -60 && quant.shift <= 60) {  // the kernel's contract: exact
+    fast::quantize_f32_avx2(values, count, quant.shift, quant.zp, quant.qmin(), quant.qmax(), codes);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) codes[i] = quant.quantize(values[i]);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
