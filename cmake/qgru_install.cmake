@@ -16,7 +16,7 @@ include(CMakePackageConfigHelpers)
 
 set(qgru_runtime_objects $<TARGET_OBJECTS:qgru_base> $<TARGET_OBJECTS:qgru_io> $<TARGET_OBJECTS:qgru_runtime>
                          $<TARGET_OBJECTS:qgru_runtime_capi>)
-set(qgru_toolchain_areas base io runtime runtime_capi import model calib quant search gptq capi verify)
+set(qgru_toolchain_areas base io runtime runtime_capi import model calib quant export search gptq capi verify)
 set(qgru_runtime_link_deps spdlog::spdlog Threads::Threads)
 if(QGRU_HAVE_CUDA)
   list(APPEND qgru_runtime_objects $<TARGET_OBJECTS:qgru_cuda>)

@@ -13,29 +13,14 @@ The C++ tests compare qgru's float GRU with y.npy / h_n.npy (tolerance 1e-5), so
     scripts/make_onnx_fixtures.py [--out test/data/onnx] [--python-venv /tmp/qgru-onnx-venv]
 
 Needs onnx, onnxruntime and numpy: run with a python that has them, or let the script make the private venv
-(python3 -m venv --system-site-packages, pip install onnx onnxruntime), as scripts/bench_cpu.py does.
+(scripts/onnx_venv.py: python3 -m venv --system-site-packages, pip install onnx onnxruntime).
 """
 import argparse
 import os
-import subprocess
 import sys
 
-VENV = "/tmp/qgru-onnx-venv"
-
-
-def ensure_modules(venv):
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-        import numpy  # noqa: F401
-        return None
-    except ImportError:
-        pass
-    python = os.path.join(venv, "bin", "python")
-    if not os.path.exists(python):
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
-    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "onnx", "onnxruntime"], check=True)
-    return python
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_venv import DEFAULT_VENV as VENV, run_with_onnx  # noqa: E402
 
 
 def build(case, spec, out_dir):
@@ -135,9 +120,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "test", "data", "onnx"))
     parser.add_argument("--python-venv", default=VENV)
     args = parser.parse_args()
-    python = ensure_modules(args.python_venv)
-    if python is not None and os.path.realpath(sys.executable) != os.path.realpath(python):
-        sys.exit(subprocess.run([python, __file__, "--out", args.out, "--python-venv", args.python_venv]).returncode)
+    run_with_onnx(args.python_venv)
     for case, spec in CASES.items():
         build(case, spec, args.out)
 

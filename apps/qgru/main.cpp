@@ -39,7 +39,7 @@ std::string version_text() {
 
 int main(int argc, char** argv) {
   qgru::install_interrupt_cleanup();
-  CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, gptq)"};
+  CLI::App app{"qgru: fixed-point GRU quantization toolchain (calibrate, quantize, run, verify, export, gptq)"};
   app.footer(
       "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error\n"
       "(bad options, or files named so that an output would replace an input, another output or a device).\n"

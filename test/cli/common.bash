@@ -57,3 +57,20 @@ expect_refusal() {
   [ ! -s "$scratch/refusal.out" ] || fail "$what: printed on stdout: $(head -3 "$scratch/refusal.out")"
   [ "$before" = "$after" ] || fail "$what: changed the folder: $(diff <(echo "$before") <(echo "$after") | head -5)"
 }
+
+# expect_failure CODE OUTPUT-FILE PATTERN -- qgru args...: exit code, one stderr line matching PATTERN, no file.
+expect_failure() {
+  local code="$1" output="$2" pattern="$3"
+  shift 4
+  local rc=0
+  "$qgru" "$@" >"$scratch/stdout" 2>"$scratch/stderr" || rc=$?
+  [ "$rc" = "$code" ] || fail "expected exit $code, got $rc: qgru $* (stderr: $(cat "$scratch/stderr"))"
+  if [ "$code" = 1 ]; then
+    [ "$(wc -l <"$scratch/stderr")" = 1 ] || fail "expected one stderr line: qgru $*: $(cat "$scratch/stderr")"
+    grep -q "^qgru: error: .*$pattern" "$scratch/stderr" || fail "stderr lacks '$pattern': $(cat "$scratch/stderr")"
+  fi
+  [ ! -e "$output" ] || fail "output $output exists after a failed run: qgru $*"
+  local leftovers
+  leftovers="$(find "$(dirname "$output")" -maxdepth 1 -name "$(basename "$output")*" | wc -l)"
+  [ "$leftovers" = 0 ] || fail "temporary files left beside $output"
+}

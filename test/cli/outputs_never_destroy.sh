@@ -78,6 +78,9 @@ expect_refusal 2 "--save-hessian acts.npy is the same file as --activations" \
   gptq --weights linear.safetensors --tensor fc.weight --activations acts.npy --save-hessian acts.npy -o outdir/q.safetensors
 expect_refusal 2 "--output acts.npy $same_as_input" \
   linear --checkpoint ckpt/q.safetensors --layer fc --input acts.npy --output acts.npy
+expect_refusal 2 "-o gru.safetensors $same_as_input" export --onnx --model gru.safetensors -o gru.safetensors
+expect_refusal 2 "-o gru.qgru.safetensors is the same file as --model \(its tensor file\)" \
+  export --onnx --model gru.qgru.json -o gru.qgru.safetensors
 expect_refusal 2 "--output ckpt/quantize_config.json is the same file as --checkpoint \(its quantize_config.json\)" \
   linear --checkpoint ckpt/q.safetensors --layer fc --input acts.npy --output ckpt/quantize_config.json
 
@@ -110,6 +113,7 @@ expect_refusal 2 "--save-hessian outdir/q.safetensors is the same file as -o" \
 device_refused="is a character device; qgru writes an output beside its path"
 expect_refusal 2 "--output /dev/null: $device_refused" run --model gru.qgru.json --input x.npy --output /dev/null
 expect_refusal 2 "--hn /dev/full: $device_refused" run --model gru.qgru.json --input x.npy --output outdir/y.npy --hn /dev/full
+expect_refusal 2 "-o /dev/null: $device_refused" export --onnx --model gru.qgru.json -o /dev/null
 expect_refusal 2 "-o /dev/null: $device_refused" calibrate --model gru.safetensors --data x.npy -o /dev/null
 expect_refusal 2 "--report /dev/full: $device_refused" \
   verify --model gru.safetensors --artifact gru.qgru.json --input x.npy --report /dev/full

@@ -3,8 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,13 +51,35 @@ bool looks_like_safetensors(const std::vector<uint8_t>& bytes) {
   return length >= 2 && length <= 100000000;
 }
 
+// Whether a JSON document holds the artifact schema's name anywhere: the writer sorts its keys, so "schema"
+// comes after "cells" and may lie far past the first bytes. Read in chunks (overlapping by the needle's length)
+// up to kArtifactScanLimit; a float model is never JSON, so the answer only chooses between two refusals or the
+// artifact reader.
+constexpr uint64_t kArtifactScanLimit = uint64_t{256} << 20;
+
+bool json_names_artifact_schema(const InputFile& file) {
+  const std::string needle = "\"qgru.artifact\"";
+  std::string window;
+  std::vector<char> chunk(uint64_t{1} << 16);
+  for (uint64_t offset = 0; offset < kArtifactScanLimit;) {
+    const uint64_t got = file.read_some(offset, chunk.data(), chunk.size());
+    if (got == 0) return false;
+    window.append(chunk.data(), static_cast<size_t>(got));
+    if (window.find(needle) != std::string::npos) return true;
+    window.erase(0, window.size() - std::min(window.size(), needle.size() - 1));
+    offset += got;
+  }
+  return false;
+}
+
 }  // namespace
 
 ModelFileKind sniff_model_file(const std::string& path) {
   std::vector<uint8_t> bytes(512);
+  std::unique_ptr<InputFile> file;
   try {
-    const InputFile file(path);  // a regular file only: a FIFO would block the read
-    bytes.resize(static_cast<size_t>(file.read_some(0, bytes.data(), bytes.size())));
+    file = std::make_unique<InputFile>(path);  // a regular file only: a FIFO would block the read
+    bytes.resize(static_cast<size_t>(file->read_some(0, bytes.data(), bytes.size())));
   } catch (const Error&) {
     struct stat info {};
     if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) throw;  // "PATH: is a FIFO, expected a regular file"
@@ -85,8 +109,7 @@ ModelFileKind sniff_model_file(const std::string& path) {
     ++first;
   }
   if (first < bytes.size() && bytes[first] == '{') {
-    const std::string text(bytes.begin(), bytes.end());
-    return text.find("\"qgru.artifact\"") != std::string::npos ? ModelFileKind::QgruArtifact : ModelFileKind::Json;
+    return json_names_artifact_schema(*file) ? ModelFileKind::QgruArtifact : ModelFileKind::Json;
   }
   return ModelFileKind::Unknown;
 }

@@ -16,10 +16,6 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
     throw Error("quantize: the float model has " + std::to_string(model.cells.size()) + " cells for " +
                 std::to_string(model.num_layers) + " layer(s) x " + std::to_string(model.num_directions) + " direction(s)");
   }
-  if (!model.linear_before_reset) {
-    throw Error("quantize: the linear_before_reset = 0 cell (r applied before R, ONNX's default) has no fixed-point "
-                "data flow in this version of qgru; it runs as a float model (qgru run) only");
-  }
   QuantizedGru q;
   q.config = config;
   q.input_size = model.input_size;
@@ -40,7 +36,7 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
         ranges[static_cast<size_t>(tensor)] =
             tensor == GruTensor::x ? x_range : range(l, d, tensor, config.range_method_of(tensor), config.spec(tensor));
       }
-      q.cells.push_back(make_cell_quant_params(model.cell(l, d), config, ranges, l, d));
+      q.cells.push_back(make_cell_quant_params(model.cell(l, d), config, ranges, l, d, model.linear_before_reset));
     }
   }
   choose_accumulators_and_prove(q, "quantize with config '" + config.name + "'");
@@ -51,8 +47,9 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
   std::string text;
   char line[256];
   for (const GruCellQuantParams& p : model.cells) {
-    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s)\n", p.layer, p.direction,
-                  p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64");
+    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s%s)\n", p.layer, p.direction,
+                  p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64",
+                  p.linear_before_reset ? "" : ", linear_before_reset = 0");
     text += line;
     std::snprintf(line, sizeof line, "  %-20s %-10s %6s %7s  %s\n", "tensor", "type", "shift", "zp", "range");
     text += line;
@@ -74,13 +71,23 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
       }
       text += line;
     }
-    std::snprintf(line, sizeof line,
-                  "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, ih->n %d, r*hh->n %d, n->h %d, u %d, one_in_u %lld\n",
-                  p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
-                  p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
-                  p.shift_weight_ih_linear_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input,
-                  p.shift_new_gate_output_to_h, p.shift_update_gate_output,
-                  static_cast<long long>(p.quant_one_in_update_gate_scale));
+    if (p.linear_before_reset) {
+      std::snprintf(line, sizeof line,
+                    "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, ih->n %d, r*hh->n %d, n->h %d, u %d, one_in_u %lld\n",
+                    p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
+                    p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
+                    p.shift_weight_ih_linear_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input,
+                    p.shift_new_gate_output_to_h, p.shift_update_gate_output,
+                    static_cast<long long>(p.quant_one_in_update_gate_scale));
+    } else {  // linear_before_reset = 0: r*h -> h (C-2a), the n gate's two terms (C-3 sum)
+      std::snprintf(line, sizeof line,
+                    "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, r*h->h %d, ih->n %d, hh->n %d, n->h %d, u %d, one_in_u %lld\n",
+                    p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
+                    p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
+                    p.shift_reset_mul_h_to_h, p.shift_weight_ih_linear_to_new_gate_input,
+                    p.shift_weight_hh_linear_to_new_gate_input, p.shift_new_gate_output_to_h, p.shift_update_gate_output,
+                    static_cast<long long>(p.quant_one_in_update_gate_scale));
+    }
     text += line;
   }
   return text;

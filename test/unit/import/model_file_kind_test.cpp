@@ -54,6 +54,13 @@ TEST_CASE("model files are recognised by their first bytes, whatever their name"
   CHECK(qgru::sniff_model_file(write_bytes("k.tflite", std::string("\x1c\0\0\0TFL3", 8))) == K::TfLite);
   CHECK(qgru::sniff_model_file(write_bytes("l.json", " {\"schema\": \"qgru.artifact\", \"version\": 1}")) == K::QgruArtifact);
   CHECK(qgru::sniff_model_file(write_bytes("m.json", "{\"a\": 1}")) == K::Json);
+  // The writer sorts keys: "schema" comes after "cells", far past the first bytes, even across a read chunk.
+  for (const size_t padding : {size_t{600}, size_t{65536 - 8}, size_t{200000}}) {
+    const std::string late = "{\"cells\": \"" + std::string(padding, 'x') + "\", \"schema\": \"qgru.artifact\"}";
+    CHECK(qgru::sniff_model_file(write_bytes("late_schema.json", late)) == K::QgruArtifact);
+    const std::string other = "{\"cells\": \"" + std::string(padding, 'x') + "\", \"schema\": \"qgru.artifacts\"}";
+    CHECK(qgru::sniff_model_file(write_bytes("other_schema.json", other)) == K::Json);
+  }
   CHECK(qgru::sniff_model_file(write_bytes("n.bin", "hello")) == K::Unknown);
   CHECK_THROWS_WITH_AS(qgru::sniff_model_file("model_file_kind_test_missing"),
                        "model_file_kind_test_missing: cannot open the model file", qgru::Error);
