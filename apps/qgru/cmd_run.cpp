@@ -10,6 +10,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
+#include "qgru/runtime/artifact.h"
 #include "qgru/verify/golden_vectors.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/import/model_file_kind.h"
@@ -141,8 +142,8 @@ int run_command(const RunCliOptions& cli) {
   std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
                                            {"--h0", qgru::array_file_path(cli.h0)},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
-  if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
-  else inputs.push_back({"--model", cli.model});
+  if (quantized) qgru::add_artifact_input(inputs, "--model", cli.model);
+  else qgru::add_model_input(inputs, "--model", cli.model);
   qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--codes", cli.codes},
                                      {"--dump-intermediates", cli.dump}});
   return quantized ? run_quantized(cli) : run_float(cli);
