@@ -21,7 +21,7 @@ Three jobs, each with the qgru binary given (default build/apps/qgru/qgru):
 onnx, onnxruntime (and numpy) come from PyPI into a private venv (/tmp/qgru-onnx-venv, scripts/onnx_venv.py), as
 for scripts/make_onnx_fixtures.py.
 
-    scripts/check_onnx_export.py [--qgru build/apps/qgru/qgru] [--write-fixtures | --closeness]
+    scripts/check_onnx_export.py [--qgru build/apps/qgru/qgru] [--write-fixtures [--only CASE] | --closeness]
 """
 import argparse
 import json
@@ -62,6 +62,9 @@ CASES = {
     # A float linear_before_reset = 0 model exported as it is (no artifact): linear_before_reset = 0 in the
     # graph, and Squeeze's axes attribute (opset 11).
     "float_lbr0": dict(model="lbr0_l2_opset11", config=None, options=dict(opset=11), x=(5, 3, 24, False)),
+    # An artifact of the linear_before_reset = 0 cell (version 2, docs/FIXED_POINT.md §3a), bidirectional, int8:
+    # exported as that cell.
+    "int8_lbr0_bidir": dict(model="lbr0_bidir_lengths", config="int8", options=dict(opset=17), x=(7, 4, 25, False)),
 }
 
 def x6_config():
@@ -302,6 +305,7 @@ def main():
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write-fixtures", action="store_true")
     mode.add_argument("--closeness", action="store_true")
+    parser.add_argument("--only", choices=sorted(CASES), help="--write-fixtures: remake this case only")
     parser.add_argument("--python-venv", default=VENV)
     args = parser.parse_args()
     run_with_onnx(args.python_venv)
@@ -312,7 +316,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         if args.write_fixtures:
             for case in CASES:
-                write_case(binary, case, work)
+                if args.only in (None, case):
+                    write_case(binary, case, work)
         elif args.closeness:
             closeness(binary, work, ["int8", "int16-activations", "int16"])
         else:

@@ -27,6 +27,8 @@ def models(only):
     found = [("digits", os.path.join(ROOT, "examples", "digits"),
               {"calib": "calib.npy", "test": "test.npy", "metric": "accuracy"})]
     for name in sorted(os.listdir(MODELS_DIR)):
+        if not os.path.isdir(os.path.join(MODELS_DIR, name)):
+            continue  # README.md
         with open(os.path.join(MODELS_DIR, name, "model.json")) as f:
             found.append((name, os.path.join(MODELS_DIR, name), json.load(f)))
     return [m for m in found if only in (None, m[0])]
@@ -57,7 +59,7 @@ def main():
     qgru = args.qgru
     scratch = tempfile.mkdtemp(prefix="qgru_fidelity_")
     for name, folder, manifest in models(args.only):
-        model = os.path.join(folder, "gru.safetensors")
+        model = os.path.join(folder, manifest.get("model", "gru.safetensors"))  # model.onnx for a Keras-style cell
         calib = os.path.join(folder, manifest["calib"])
         test = os.path.join(folder, manifest["test"])
         stats = os.path.join(scratch, name + ".stats.json")

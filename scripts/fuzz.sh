@@ -60,13 +60,14 @@ for file in "$corpus"/gptq/*.safetensors; do  # first byte 0x02: 4 bits, gptq (v
   is_known "$file" && continue
   { printf '\002'; cat "$file"; } >"$seeds/fuzz_gptq_checkpoint/$(basename "$file")"
 done
-# Artifact seeds: JSON with its sha256 replaced by @SHA256@, the separator, the tensor file.
-for json in "$corpus"/base/art.qgru.json "$corpus"/artifact/*.qgru.json; do
+# Artifact seeds: JSON with its sha256 replaced by @SHA256@, the separator, the tensor file. The golden vectors'
+# artifacts add valid ones of both GRU cells (version 1 and version 2).
+for json in "$corpus"/base/art.qgru.json "$corpus"/artifact/*.qgru.json "$root"/test/data/golden_fixed/*/*.qgru.json; do
   [[ $wanted == *" fuzz_artifact "* ]] || break
   is_known "$json" && continue
   tensor_name=$(sed -n 's/.*"tensor_file": *"\([^"]*\)".*/\1/p' "$json" | head -1)
   tensor="$(dirname "$json")/$tensor_name"
-  out="$seeds/fuzz_artifact/$(basename "$json")"
+  out="$seeds/fuzz_artifact/$(echo "$json" | tr / _)"
   sed 's/"tensor_file_sha256": *"[0-9a-f]*"/"tensor_file_sha256": "@SHA256@"/' "$json" >"$out"
   if [ -f "$tensor" ]; then printf '\n--qgru-fuzz-tensor-file--\n' >>"$out" && cat "$tensor" >>"$out"; fi
 done

@@ -135,8 +135,9 @@ ACTIVATION_TENSORS = ["x", "h", "weight_ih_linear", "weight_hh_linear", "update_
 
 
 class Cell:
-    def __init__(self, cell, tensors):
+    def __init__(self, cell, tensors, linear_before_reset=True):
         self.layer, self.direction = int(cell["layer"]), int(cell["direction"])
+        self.linear_before_reset = linear_before_reset  # False: section 3a's cell
         self.C, self.H = int(cell["input_size"]), int(cell["hidden_size"])
         p = f"layer{self.layer}.dir{self.direction}."
         self.where = p[:-1]
@@ -172,13 +173,18 @@ class Cell:
             "shift_weight_ih_linear_to_reset_gate_input": s_ih - sp["reset_gate_input"].shift,
             "shift_weight_hh_linear_to_reset_gate_input": s_hh - sp["reset_gate_input"].shift,
             "shift_weight_ih_linear_to_new_gate_input": s_ih - sp["new_gate_input"].shift,
-            "shift_reset_mul_hh_to_new_gate_input":
-                sp["reset_gate_output"].shift + s_hh - sp["new_gate_input"].shift,
             "shift_new_gate_output_to_h": sp["new_gate_output"].shift - sh,
             "shift_update_gate_output": su.shift,
             # round(2^shift) half away from zero, in integers: 2^shift, 1 for shift = -1, 0 below.
             "quant_one_in_update_gate_scale": ((1 << su.shift) if su.shift >= 0 else (1 if su.shift == -1 else 0)) + su.zp,
         }
+        if linear_before_reset:
+            d["shift_reset_mul_hh_to_new_gate_input"] = sp["reset_gate_output"].shift + s_hh - sp["new_gate_input"].shift
+        else:  # section 3a: r ⊙ h into h's space, C-3 as C-1's sum
+            d["shift_reset_mul_h_to_h"] = sp["reset_gate_output"].shift + sh - sh
+            d["shift_weight_hh_linear_to_new_gate_input"] = s_hh - sp["new_gate_input"].shift
+        if sorted(cell["derived"]) != sorted(d):
+            raise Mismatch(f"{self.where}: derived holds {sorted(cell['derived'])}, the document gives {sorted(d)}")
         for name, value in d.items():
             if int(cell["derived"][name]) != value:
                 raise Mismatch(f"{self.where}: derived.{name} = {cell['derived'][name]}, the document gives {value}")
@@ -196,7 +202,8 @@ class Cell:
             raise Mismatch(f"{self.where}: tensor {name} differs from the value the document gives")
 
     def step(self, q_x, q_h_prev):
-        """Section 3 for all sequences at once: q_x [N, C], q_h_prev [N, H] -> dict of every quantity."""
+        """Section 3 (3a for the linear_before_reset = 0 cell) for all sequences at once: q_x [N, C], q_h_prev [N, H]
+        -> dict of every quantity."""
         sp, d, H = self.sp, self.d, self.H
         out = {}
         # B-1
@@ -205,32 +212,42 @@ class Cell:
         q_bw_in_gemm_x = rshift_round(self.bw, self.shift_bw_to_gemm_x)
         ih = sp["weight_ih_linear"].sat(
             rshift_round(gemm_x_corrected + q_bw_in_gemm_x, self.shift_gemm_x_to_ih) + sp["weight_ih_linear"].zp)
-        # B-2
-        gemm_h = q_h_prev @ self.R.T                                        # S_R[c]·S_h
-        gemm_h_corrected = gemm_h - self.R_sum * sp["h"].zp
+        zp_ih, zp_hh, zp_h = sp["weight_ih_linear"].zp, sp["weight_hh_linear"].zp, sp["h"].zp
         q_br_in_gemm_h = rshift_round(self.br, self.shift_br_to_gemm_h)
-        hh = sp["weight_hh_linear"].sat(
-            rshift_round(gemm_h_corrected + q_br_in_gemm_h, self.shift_gemm_h_to_hh) + sp["weight_hh_linear"].zp)
-        zp_ih, zp_hh = sp["weight_ih_linear"].zp, sp["weight_hh_linear"].zp
+
+        def b2(gemm_h):  # B-2 from raw accumulators whose operand lies in h's space
+            corrected = gemm_h - self.R_sum * zp_h                          # S_R[c]·S_h
+            return corrected, sp["weight_hh_linear"].sat(
+                rshift_round(corrected + q_br_in_gemm_h, self.shift_gemm_h_to_hh) + zp_hh)
+
+        def gate(g, ih_g, hh_g):  # C-1, C-2 (and 3a's C-3): two terms rounded separately, then added
+            inp = sp[f"{g}_input"]
+            q_in = inp.sat(rshift_round(ih_g - zp_ih, d[f"shift_weight_ih_linear_to_{g}_input"])
+                           + rshift_round(hh_g - zp_hh, d[f"shift_weight_hh_linear_to_{g}_input"]) + inp.zp)
+            return q_in, self.act[g](q_in)
+
+        # B-2 (the linear_before_reset = 0 cell: its n channels come after C-2a, below)
+        gemm_h = q_h_prev @ self.R.T                                        # S_R[c]·S_h
+        gemm_h_corrected, hh = b2(gemm_h)
         ih_z, ih_r, ih_n = ih[:, :H], ih[:, H:2 * H], ih[:, 2 * H:]
-        hh_z, hh_r, hh_n = hh[:, :H], hh[:, H:2 * H], hh[:, 2 * H:]
-        # C-1, C-2
-        ugi = sp["update_gate_input"].sat(
-            rshift_round(ih_z - zp_ih, d["shift_weight_ih_linear_to_update_gate_input"])
-            + rshift_round(hh_z - zp_hh, d["shift_weight_hh_linear_to_update_gate_input"]) + sp["update_gate_input"].zp)
-        ugo = self.act["update_gate"](ugi)
-        rgi = sp["reset_gate_input"].sat(
-            rshift_round(ih_r - zp_ih, d["shift_weight_ih_linear_to_reset_gate_input"])
-            + rshift_round(hh_r - zp_hh, d["shift_weight_hh_linear_to_reset_gate_input"]) + sp["reset_gate_input"].zp)
-        rgo = self.act["reset_gate"](rgi)
-        # C-3
-        product = (rgo - sp["reset_gate_output"].zp) * (hh_n - zp_hh)      # S_r·S_hh
-        q_rh = rshift_round(product, d["shift_reset_mul_hh_to_new_gate_input"])
-        ngi = sp["new_gate_input"].sat(
-            rshift_round(ih_n - zp_ih, d["shift_weight_ih_linear_to_new_gate_input"]) + q_rh + sp["new_gate_input"].zp)
-        ngo = self.act["new_gate"](ngi)
+        ugi, ugo = gate("update_gate", ih_z, hh[:, :H])
+        rgi, rgo = gate("reset_gate", ih_r, hh[:, H:2 * H])
+        if self.linear_before_reset:
+            # C-3
+            product = (rgo - sp["reset_gate_output"].zp) * (hh[:, 2 * H:] - zp_hh)  # S_r·S_hh
+            q_rh = rshift_round(product, d["shift_reset_mul_hh_to_new_gate_input"])
+            ngi = sp["new_gate_input"].sat(
+                rshift_round(ih_n - zp_ih, d["shift_weight_ih_linear_to_new_gate_input"]) + q_rh + sp["new_gate_input"].zp)
+            ngo = self.act["new_gate"](ngi)
+        else:
+            # C-2a: r ⊙ h into h's space; the second GEMM R_n against it, B-2 on it; C-3 as C-1's sum
+            product = (rgo - sp["reset_gate_output"].zp) * (q_h_prev - zp_h)       # S_r·S_h
+            q_reset_hidden = sp["h"].sat(rshift_round(product, d["shift_reset_mul_h_to_h"]) + zp_h)
+            gemm_h[:, 2 * H:] = q_reset_hidden @ self.R[2 * H:].T
+            gemm_h_corrected, hh = b2(gemm_h)
+            ngi, ngo = gate("new_gate", ih_n, hh[:, 2 * H:])
+            out["q_reset_hidden"] = q_reset_hidden
         # C-4
-        zp_h = sp["h"].zp
         aligned = rshift_round(ngo - sp["new_gate_output"].zp, d["shift_new_gate_output_to_h"]) + zp_h
         old = (ugo - sp["update_gate_output"].zp) * (q_h_prev - zp_h)     # S_u·S_h
         new = (d["quant_one_in_update_gate_scale"] - ugo) * (aligned - zp_h)
@@ -246,8 +263,14 @@ class Cell:
 def load_artifact(json_path):
     with open(json_path, "r", encoding="utf-8") as f:
         root = json.load(f)
-    if root.get("schema") != "qgru.artifact" or root.get("version") != 1:
-        raise Mismatch(f"{json_path}: not a version-1 qgru.artifact")
+    if root.get("schema") != "qgru.artifact" or root.get("version") not in (1, 2):
+        raise Mismatch(f"{json_path}: not a version 1 or 2 qgru.artifact")
+    # Version 2 names the cell variant (section 6); version 1 is the linear_before_reset = 1 cell.
+    if root["version"] == 2 and not isinstance(root.get("linear_before_reset"), bool):
+        raise Mismatch(f"{json_path}: a version 2 artifact needs linear_before_reset true or false")
+    if root["version"] == 1 and "linear_before_reset" in root:
+        raise Mismatch(f"{json_path}: a version 1 artifact has no linear_before_reset key")
+    linear_before_reset = root.get("linear_before_reset", True)
     tensor_path = os.path.join(os.path.dirname(json_path), root["tensor_file"])
     with open(tensor_path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -258,7 +281,7 @@ def load_artifact(json_path):
     L, D = int(shapes["num_layers"]), int(shapes["num_directions"])
     cells = {}
     for c in root["cells"]:
-        cell = Cell(c, tensors)
+        cell = Cell(c, tensors, linear_before_reset)
         cells[(cell.layer, cell.direction)] = cell
     if sorted(cells) != [(l, d) for l in range(L) for d in range(D)]:
         raise Mismatch(f"{json_path}: cells {sorted(cells)} do not match {L} layer(s) x {D} direction(s)")

@@ -3,8 +3,8 @@
 
     task_metric.py MODEL_DIR OUTPUT.npy
 
-MODEL_DIR holds gru.safetensors (the GRU and its linear head: head.weight, head.bias) and model.json
-(scripts/train_models.py): "task" classify or regress, "pool" how the head reads the output [T, N, D*H]
+MODEL_DIR holds gru.safetensors (the GRU and its linear head: head.weight, head.bias; a model whose GRU is ONNX
+names its head file in model.json's "head") and model.json (scripts/train_models.py): "task" classify or regress, "pool" how the head reads the output [T, N, D*H]
 (last: y[T-1]; mean: the mean over time; each: every step), the label or target file. OUTPUT is what
 `qgru run` wrote on the model's test inputs (float or dequantized integer). Prints one line:
 "accuracy 0.9648 (576/597)" or "r2 0.9797" (R² = 1 - Σ(pred - target)² / Σ(target - mean)², mean per output).
@@ -27,7 +27,7 @@ def main():
     args = parser.parse_args()
     with open(os.path.join(args.model_dir, "model.json")) as f:
         manifest = json.load(f)
-    head = read_safetensors(os.path.join(args.model_dir, "gru.safetensors"), ["head.weight", "head.bias"])
+    head = read_safetensors(os.path.join(args.model_dir, manifest.get("head", "gru.safetensors")), ["head.weight", "head.bias"])
     weight, bias = head["head.weight"].astype(np.float64), head["head.bias"].astype(np.float64)
     y = np.load(args.output).astype(np.float64)
     if y.ndim != 3 or y.shape[2] != weight.shape[1]:

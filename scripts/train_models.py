@@ -15,9 +15,11 @@ stable across NumPy versions):
   denoise_l2        2 layers, H = 48, T = 32, C = 12: per step, the clean band energies of a synthetic
                     harmonic signal from its noisy band energies after a ReLU (about 35% exact zeros), as a
                     speech-enhancement front end sees them. Task metric: R² (%) of the head's prediction.
+  waves_lbr0_l2     2 layers, H = 64, Keras's classic cell (reset_after=False, ONNX linear_before_reset = 0), on
+                    the waves task; written as model.onnx (the GRU stack) and head.safetensors. Task: accuracy.
 
-Writes test/data/models/<name>/: gru.safetensors (GRU + head.weight/head.bias, F32), model.json (task, head
-pooling, data files), and, except for digits (which reads examples/digits/), calib.npy, test.npy and
+Writes test/data/models/<name>/: gru.safetensors (GRU + head.weight/head.bias, F32; for a Keras-style cell
+model.onnx and head.safetensors instead), model.json (task, head pooling, data files), and, except for digits (which reads examples/digits/), calib.npy, test.npy and
 test_labels.npy or test_targets.npy (float16 inputs keep the files small; qgru reads any float dtype).
 Deterministic; about two minutes on one core:
     python3 scripts/train_models.py [--only NAME] [--check]
@@ -31,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from example_accuracy import read_safetensors  # noqa: E402
+from onnx_file import onnx_model, onnx_node, onnx_tensor  # noqa: E402
 from safetensors_file import write_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,13 +47,15 @@ def sigmoid(v):
 class GruLayer:
     """One direction of one layer, PyTorch's formulation (gates r, z, n along the 3H axis):
     r = σ(W_r x + b_ir + R_r h + b_hr), z = σ(W_z x + b_iz + R_z h + b_hz),
-    n = tanh(W_n x + b_in + r ⊙ (R_n h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h."""
+    n = tanh(W_n x + b_in + r ⊙ (R_n h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h;
+    with reset_after=False Keras's classic cell (ONNX linear_before_reset = 0): n = tanh(W_n x + b_in + R_n (r ⊙ h) + b_hn)."""
 
-    def __init__(self, rng, c, h):
+    def __init__(self, rng, c, h, reset_after=True):
         k = 1.0 / np.sqrt(h)
         self.p = {"w_ih": rng.uniform(-k, k, (3 * h, c)), "w_hh": rng.uniform(-k, k, (3 * h, h)),
                   "b_ih": rng.uniform(-k, k, 3 * h), "b_hh": rng.uniform(-k, k, 3 * h)}
         self.h = h
+        self.reset_after = reset_after
 
     def forward(self, x, reverse):
         """x [T, N, C] -> y [T, N, H] (y[t] is the state after step t in this direction)."""
@@ -65,7 +70,10 @@ class GruLayer:
             gh = h @ w_hh.T + b_hh
             r = sigmoid(gi[t, :, :H] + gh[:, :H])
             z = sigmoid(gi[t, :, H:2 * H] + gh[:, H:2 * H])
-            n = np.tanh(gi[t, :, 2 * H:] + r * gh[:, 2 * H:])
+            if self.reset_after:
+                n = np.tanh(gi[t, :, 2 * H:] + r * gh[:, 2 * H:])
+            else:  # gh's n part is replaced by R_n (r ⊙ h) + b_hn
+                n = np.tanh(gi[t, :, 2 * H:] + (r * h) @ w_hh[2 * H:].T + b_hh[2 * H:])
             h_new = (1 - z) * n + z * h
             cache.append((t, h, r, z, n, gh[:, 2 * H:]))
             y[t] = h = h_new
@@ -86,13 +94,22 @@ class GruLayer:
             dz = dh * (h - n)
             dh_prev = dh * z
             dan = dn * (1 - n * n)
-            dar = dan * gh_n * r * (1 - r)
             daz = dz * z * (1 - z)
+            if self.reset_after:
+                dar = dan * gh_n * r * (1 - r)
+                dgh = np.concatenate([dar, daz, dan * r], axis=1)
+                g["w_hh"] += dgh.T @ h
+                g["b_hh"] += dgh.sum(0)
+                dh = dh_prev + dgh @ w_hh
+            else:  # n's recurrent input is R_n (r ⊙ h) + b_hn: its gradient reaches r and h through r ⊙ h
+                drh = dan @ w_hh[2 * H:]
+                dar = drh * h * r * (1 - r)
+                dgh = np.concatenate([dar, daz], axis=1)
+                g["w_hh"][:2 * H] += dgh.T @ h
+                g["w_hh"][2 * H:] += dan.T @ (r * h)
+                g["b_hh"] += np.concatenate([dgh, dan], axis=1).sum(0)
+                dh = dh_prev + dgh @ w_hh[:2 * H] + drh * r
             dgi[t] = np.concatenate([dar, daz, dan], axis=1)
-            dgh = np.concatenate([dar, daz, dan * r], axis=1)
-            g["w_hh"] += dgh.T @ h
-            g["b_hh"] += dgh.sum(0)
-            dh = dh_prev + dgh @ w_hh
         g["w_ih"] = np.einsum("tng,tnc->gc", dgi, x)
         g["b_ih"] = dgi.sum((0, 1))
         self.g = g
@@ -101,11 +118,12 @@ class GruLayer:
 
 class Model:
     """A stack of GRU layers (one or two directions, concatenated as nn.GRU does) and a linear head on the
-    output: pool "last" (y[T-1]), "mean" (mean over time) or "each" (every step, for regression)."""
+    output: pool "last" (y[T-1]), "mean" (mean over time) or "each" (every step, for regression). reset_after:
+    PyTorch's cell (True) or Keras's classic one (False, GruLayer)."""
 
-    def __init__(self, seed, c, h, layers, directions, outputs, pool):
+    def __init__(self, seed, c, h, layers, directions, outputs, pool, reset_after=True):
         rng = np.random.RandomState(seed)
-        self.layers = [[GruLayer(rng, c if l == 0 else h * directions, h) for _ in range(directions)]
+        self.layers = [[GruLayer(rng, c if l == 0 else h * directions, h, reset_after) for _ in range(directions)]
                        for l in range(layers)]
         k = 1.0 / np.sqrt(h * directions)
         self.head = {"w": rng.uniform(-k, k, (outputs, h * directions)), "b": np.zeros(outputs)}
@@ -167,6 +185,27 @@ class Model:
         out["head.bias"] = self.head["b"]
         return {k: v.astype(np.float32) for k, v in out.items()}
 
+    def onnx_model(self, name):
+        """The GRU stack as an ONNX graph the way Keras converters write a reset_after=False GRU: GRU nodes with
+        linear_before_reset = 0 (the attribute left at its default), gates z, r, h, biases [Wb, Rb], Squeeze
+        (axes as an input, opset 14) between layers. Forward only (no Transpose + Reshape for two directions)."""
+        assert all(len(cells) == 1 for cells in self.layers), "onnx_model writes one direction"
+        nodes, inits = [], []
+        current = "x"
+        for l, (cell,) in enumerate(self.layers):
+            H = cell.h
+            zrn = lambda a: np.concatenate([a[H:2 * H], a[:H], a[2 * H:]])  # PyTorch r, z, n -> ONNX z, r, h
+            inits += [onnx_tensor(f"W{l}", zrn(cell.p["w_ih"])[None].astype(np.float32)),
+                      onnx_tensor(f"R{l}", zrn(cell.p["w_hh"])[None].astype(np.float32)),
+                      onnx_tensor(f"B{l}", np.concatenate([zrn(cell.p["b_ih"]), zrn(cell.p["b_hh"])])[None].astype(np.float32)),
+                      onnx_tensor(f"axes{l}", np.array([1], dtype=np.int64))]
+            attrs = [("hidden_size", H)] + ([("linear_before_reset", 1)] if cell.reset_after else [])
+            nodes += [onnx_node("GRU", [current, f"W{l}", f"R{l}", f"B{l}"], [f"Y{l}"], f"{name}/gru_{l}", attrs),
+                      onnx_node("Squeeze", [f"Y{l}", f"axes{l}"], [f"out{l}"], f"{name}/squeeze_{l}")]
+            current = f"out{l}"
+        shapes = {"x": ["T", "N", self.layers[0][0].p["w_ih"].shape[1]], current: ["T", "N", self.layers[-1][0].h]}
+        return onnx_model(nodes, inits, outputs=(current,), producer="scripts/train_models.py", shapes=shapes)
+
 
 def loss_and_grad(model, x, target, task):
     out = model.forward(x)
@@ -216,14 +255,15 @@ def train(model, x, target, task, epochs, batch, lr, seed):
 def check_gradients():
     """Finite differences against the analytic gradients on a tiny bidirectional 2-layer model."""
     rng = np.random.RandomState(1)
-    for task, pool in (("classify", "mean"), ("regress", "each"), ("classify", "last")):
-        model = Model(3, 3, 4, 2, 2, 3, pool)
+    for task, pool, reset_after in (("classify", "mean", True), ("regress", "each", True), ("classify", "last", True),
+                                    ("classify", "mean", False), ("regress", "each", False)):
+        model = Model(3, 3, 4, 2, 2, 3, pool, reset_after)
         x = rng.randn(5, 2, 3)
         target = rng.randint(0, 3, 2) if task == "classify" else rng.randn(5, 2, 3)
         loss_and_grad(model, x, target, task)
         worst = 0.0
         for key, store, name, g in list(model.gradients()):
-            for i in range(min(store[name].size, 6)):
+            for i in sorted(set(np.linspace(0, store[name].size - 1, 12).astype(int))):  # entries of every gate
                 flat = store[name].reshape(-1)
                 saved = flat[i]
                 flat[i] = saved + 1e-6
@@ -234,7 +274,8 @@ def check_gradients():
                 numeric = (up - down) / 2e-6
                 worst = max(worst, abs(numeric - g.reshape(-1)[i]) / max(1e-4, abs(numeric) + abs(g.reshape(-1)[i])))
         loss_and_grad(model, x, target, task)
-        print(f"gradient check ({task}, pool {pool}): worst relative difference {worst:.2e}")
+        cell = "PyTorch" if reset_after else "Keras reset_after=False"
+        print(f"gradient check ({task}, pool {pool}, {cell} cell): worst relative difference {worst:.2e}")
         if worst > 1e-5:
             sys.exit("gradient check failed")
 
@@ -318,8 +359,16 @@ def evaluate(model, x, target, task):
 def save(name, model, files, manifest, metric):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
-    write_safetensors(os.path.join(folder, "gru.safetensors"), model.state_dict(),
-                      {"source": "scripts/train_models.py", "model": name, "float_test_metric": f"{metric:.4f}"})
+    metadata = {"source": "scripts/train_models.py", "model": name, "float_test_metric": f"{metric:.4f}"}
+    if model.layers[0][0].reset_after:
+        write_safetensors(os.path.join(folder, "gru.safetensors"), model.state_dict(), metadata)
+    else:  # a Keras-style cell exists as ONNX only (safetensors state dicts are PyTorch's cell): GRU and head apart
+        with open(os.path.join(folder, "model.onnx"), "wb") as f:
+            f.write(model.onnx_model(name))
+        state = model.state_dict()
+        write_safetensors(os.path.join(folder, "head.safetensors"),
+                          {k: v for k, v in state.items() if k.startswith("head.")}, metadata)
+        manifest = dict(manifest, model="model.onnx", head="head.safetensors")
     for file_name, array in files.items():
         np.save(os.path.join(folder, file_name), array)
     manifest["float_test_metric"] = round(metric, 4)
@@ -347,6 +396,8 @@ SYNTHETIC = {
                    "task": "classify", "epochs": 25, "lr": 3e-3},
     "denoise_l2": {"data": denoise, "sizes": (2000, 300, 300), "seeds": (3, 4), "model": (12, 48, 2, 1, 12, "each"),
                    "task": "regress", "epochs": 30, "lr": 5e-3},
+    "waves_lbr0_l2": {"data": waves, "sizes": (3000, 500, 400), "seeds": (1, 2), "model": (4, 64, 2, 1, 6, "last"),
+                      "task": "classify", "epochs": 25, "lr": 3e-3, "reset_after": False},
 }
 
 
@@ -355,7 +406,7 @@ def make_synthetic(name):
     n_train, n_test, n_calib = spec["sizes"]
     x, target = spec["data"](n_train, seed=spec["seeds"][0])
     test, test_target = spec["data"](n_test, seed=spec["seeds"][1])
-    model = Model(0, *spec["model"])
+    model = Model(0, *spec["model"], reset_after=spec.get("reset_after", True))
     train(model, x, target, spec["task"], epochs=spec["epochs"], batch=100, lr=spec["lr"], seed=0)
     metric = evaluate(model, test, test_target, spec["task"])
     print(f"  exact zeros in the inputs: {(x == 0).mean():.1%}", file=sys.stderr)
@@ -368,7 +419,7 @@ def make_synthetic(name):
 
 
 MODELS = {"digits_l2_bidir": make_digits_l2_bidir, "waves_h128": lambda: make_synthetic("waves_h128"),
-          "denoise_l2": lambda: make_synthetic("denoise_l2")}
+          "denoise_l2": lambda: make_synthetic("denoise_l2"), "waves_lbr0_l2": lambda: make_synthetic("waves_lbr0_l2")}
 
 
 def main():

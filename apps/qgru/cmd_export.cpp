@@ -93,7 +93,8 @@ QGRU_SUBCOMMAND(
       command.footer(
           "The float-equivalent of an artifact is the float GRU whose weights W, R, bw, br are the artifact's\n"
           "integer codes times their channel's power-of-two scale (exactly representable in float32), in\n"
-          "ONNX's GRU layout (gates z, r, h; W [D, 3H, C], R [D, 3H, H], B [D, 6H]), linear_before_reset = 1,\n"
+          "ONNX's GRU layout (gates z, r, h; W [D, 3H, C], R [D, 3H, H], B [D, 6H]), linear_before_reset as the\n"
+          "model's cell (1, or 0 for a Keras-style reset_after=False model and its artifacts),\n"
           "layers chained as PyTorch exports nn.GRU (qgru's ONNX import reads it back). Run it in an ONNX\n"
           "pipeline to hear or see what quantizing the weights does. It does not model the integer executor's\n"
           "activations: x (unless --quantize-input), h and every gate stay float, sigmoid and tanh are exact\n"

@@ -1,6 +1,7 @@
 // GruCellCuda: the GEMMs (cuBLAS int8, or the wide 16-bit kernel) + one elementwise kernel per step calling
-// gru_cell_element. The flow is kernels::emulate_gru_cell (qgru/kernels/gru_step.h) with the device doing the
-// GEMMs; every kernel body is QGRU_HD code the CPU tests run.
+// gru_cell_element (the linear_before_reset = 0 cell: two GEMMs and two elementwise kernels per step). The flow is
+// kernels::emulate_gru_cell (qgru/kernels/gru_step.h) with the device doing the GEMMs; every kernel body is
+// QGRU_HD code the CPU tests run.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -32,16 +33,29 @@ constexpr int kStepThreads = 256;
 
 // One time step, one thread per (n, j): qgru/kernels/gru_step.h (raw accumulators, the shared cell).
 // Acc/Stored: int32_t/int8_t (cuBLAS int8 path) or int64_t/int16_t (wide path).
+// gemm_rh/ldc_rh: the linear_before_reset = 0 cell's second GEMM (null otherwise).
 template <class Acc, class Stored>
 __global__ void __launch_bounds__(kStepThreads)
     gru_step_kernel(const GruCellParamsView view, const Acc* gemm_x_t, const Acc* gemm_h, int64_t ldc, int32_t x_offset,
                     int32_t h_offset, int32_t* h_state, Stored* h_stored, int64_t h_ld, int32_t* out_t, int64_t N,
-                    const int32_t* lengths, int64_t t) {
+                    const int32_t* lengths, int64_t t, const Acc* gemm_rh, int64_t ldc_rh) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * view.hidden_size) return;
   kernels::gru_step_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, h_stored, h_ld,
                                            out_t, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size),
-                                           lengths, t);
+                                           lengths, t, gemm_rh, ldc_rh);
+}
+
+// The linear_before_reset = 0 cell's first elementwise kernel, one thread per (n, j): q_reset_hidden stored like h
+// (qgru/kernels/gru_step.h gru_reset_hidden_element_t), the operand of the step's second GEMM.
+template <class Acc, class Stored>
+__global__ void __launch_bounds__(kStepThreads)
+    reset_hidden_kernel(const GruCellParamsView view, const Acc* gemm_x_t, const Acc* gemm_h, int64_t ldc, int32_t x_offset,
+                        int32_t h_offset, const int32_t* h_state, Stored* rh_stored, int64_t h_ld, int64_t N) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= N * view.hidden_size) return;
+  kernels::gru_reset_hidden_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, rh_stored,
+                                                   h_ld, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size));
 }
 
 // C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/kernels/wide_gemm.h:
@@ -80,31 +94,45 @@ void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t strea
   if (bytes > 0) QGRU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
 }
 
-// C[n_rows, rows_p] = the TN int8 GEMM of qgru/kernels/int8_gemm_layout.h; the cuBLAS status as it came.
-cublasStatus_t int8_gemm(cublasHandle_t handle, const kernels::GruGemmLayout& l, int64_t n_rows, int64_t k_p,
-                         const void* A, const void* B, int32_t* C) {
+// C[n_rows, ldc] (its first m columns) = the TN int8 GEMM of qgru/kernels/int8_gemm_layout.h with m weight rows
+// (rows_p for R·h and W·x; rows_zr_p and rows_n_p for the linear_before_reset = 0 cell's two recurrent GEMMs, all
+// multiples of 16); the cuBLAS status as it came.
+cublasStatus_t int8_gemm(cublasHandle_t handle, int64_t m, int64_t ldc, int64_t n_rows, int64_t k_p, const void* A,
+                         const void* B, int32_t* C) {
   const int32_t one = 1, zero = 0;
-  return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.rows_p), static_cast<int>(n_rows),
+  return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_rows),
                       static_cast<int>(k_p), &one, A, CUDA_R_8I, static_cast<int>(k_p), B, CUDA_R_8I,
-                      static_cast<int>(k_p), &zero, C, CUDA_R_32I, static_cast<int>(l.rows_p), CUBLAS_COMPUTE_32I,
+                      static_cast<int>(k_p), &zero, C, CUDA_R_32I, static_cast<int>(ldc), CUBLAS_COMPUTE_32I,
                       CUBLAS_GEMM_DEFAULT);
 }
 
-// Asks cuBLAS for the cell's two int8 GEMM shapes at the smallest padded batch (N_p = 16 rows; larger batches
-// differ only in n, a multiple of 16 too) on zeroed scratch. "" when both run; the reason when cuBLAS answers
-// NOT_SUPPORTED (the cell then takes the wide kernel); any other failure throws.
-std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const kernels::GruGemmLayout& l) {
+// Asks cuBLAS for the cell's int8 GEMM shapes (W·x, R·h; the linear_before_reset = 0 cell's two recurrent ones
+// instead of R·h) at the smallest padded batch (N_p = 16 rows; larger batches differ only in n, a multiple of 16
+// too) on zeroed scratch. "" when all run; the reason when cuBLAS answers NOT_SUPPORTED (the cell then takes the
+// wide kernel); any other failure throws.
+std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const kernels::GruGemmLayout& l,
+                             bool reset_before_linear) {
   const int64_t k_max = std::max(l.C_p, l.H_p);
   DeviceBuffer a(static_cast<size_t>(l.rows_p * k_max)), b(static_cast<size_t>(l.N_p * k_max));
   DeviceBuffer c(static_cast<size_t>(4 * l.N_p * l.rows_p));
   QGRU_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, a.bytes(), stream));
   QGRU_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.bytes(), stream));
+  struct Shape {
+    int64_t m, k_p;
+  };
+  std::vector<Shape> shapes = {{l.rows_p, l.C_p}};
+  if (reset_before_linear) {
+    shapes.push_back({l.rows_zr_p, l.H_p});
+    shapes.push_back({l.rows_n_p, l.H_p});
+  } else {
+    shapes.push_back({l.rows_p, l.H_p});
+  }
   std::string refused;
-  for (int64_t k_p : {l.C_p, l.H_p}) {
-    const cublasStatus_t status = int8_gemm(handle, l, l.N_p, k_p, a.data(), b.data(), static_cast<int32_t*>(c.data()));
+  for (const Shape& s : shapes) {
+    const cublasStatus_t status = int8_gemm(handle, s.m, s.m, l.N_p, s.k_p, a.data(), b.data(), static_cast<int32_t*>(c.data()));
     if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
-      refused = "cuBLAS int8 GEMM answered CUBLAS_STATUS_NOT_SUPPORTED for m=" + std::to_string(l.rows_p) +
-                " n=" + std::to_string(l.N_p) + " k=" + std::to_string(k_p);
+      refused = "cuBLAS int8 GEMM answered CUBLAS_STATUS_NOT_SUPPORTED for m=" + std::to_string(s.m) +
+                " n=" + std::to_string(l.N_p) + " k=" + std::to_string(s.k_p);
       break;
     }
     QGRU_CUBLAS_CHECK(status);
@@ -124,6 +152,8 @@ struct GruCellCuda::Impl {
   std::vector<DeviceBuffer> arrays;  // every per-channel and activation array, and the packed weights
   const void* W = nullptr;           // int8 [rows_p, C_p] or int16 [3H, C_p], in `arrays`
   const void* R = nullptr;           // int8 [rows_p, H_p] or int16 [3H, H_p], in `arrays`
+  const void* Rn = nullptr;          // the linear_before_reset = 0 cell: R's n rows, [rows_n_p, H_p], in `arrays`
+  bool reset_before_linear = false;
   BlasHandle own_handle;             // when the caller passes no handle (int8 path only)
   cublasHandle_t handle = nullptr;   // int8 path only: the executor's or own_handle
   cudaStream_t stream = nullptr;
@@ -137,6 +167,9 @@ struct GruCellCuda::Impl {
                 const int32_t* lengths) const;
   void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
                 const int32_t* lengths) const;
+  kernels::WorkspaceCarve workspace_carve(int64_t N, int64_t T) const {
+    return kernels::gru_cell_workspace(plan.path, H, C, N, T, reset_before_linear);
+  }
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
@@ -156,6 +189,7 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   Impl& d = *impl_;
   d.H = v.hidden_size;
   d.C = input_size;
+  d.reset_before_linear = v.reset_before_linear;
   d.stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = 3 * d.H;
   const auto W_range = std::minmax_element(q_W, q_W + rows * d.C);
@@ -182,7 +216,7 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
     }
     // Chosen once per cell: cuBLAS runs the padded int8 shapes, or the cell takes the wide kernel (exact for
     // 8-bit operands too: qgru/kernels/wide_gemm.h).
-    d.fallback = probe_int8_gemms(d.handle, d.stream, kernels::plan_gru_gemm(d.H, d.C, 1, 1));
+    d.fallback = probe_int8_gemms(d.handle, d.stream, kernels::plan_gru_gemm(d.H, d.C, 1, 1), d.reset_before_linear);
     if (!d.fallback.empty()) {
       d.plan = kernels::plan_wide_operands(*W_range.first, *W_range.second, *R_range.first, *R_range.second, x_space, v.h);
       kernels::plan_gru_wide(d.H, d.C, 1, 1);
@@ -195,6 +229,7 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   d.device_view = uploaded.view;
   d.W = uploaded.W;
   d.R = uploaded.R;
+  d.Rn = uploaded.Rn;
 }
 
 GruCellCuda::~GruCellCuda() = default;
@@ -206,19 +241,21 @@ bool GruCellCuda::wide() const { return impl_->wide(); }
 const std::string& GruCellCuda::fallback_reason() const { return impl_->fallback; }
 
 int64_t GruCellCuda::workspace_bytes(int T, int N) const {
-  return kernels::gru_cell_workspace(impl_->plan.path, impl_->H, impl_->C, N, T).total_bytes;
+  return impl_->workspace_carve(N, T).total_bytes;
 }
 
 void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                  int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
-  const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
+  const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
   int8_t* h8 = region<int8_t>(workspace, w, 1);
   int32_t* gemm_x = region<int32_t>(workspace, w, 2);
   int32_t* gemm_h = region<int32_t>(workspace, w, 3);
   int32_t* h_state = region<int32_t>(workspace, w, 4);
   int32_t* out = region<int32_t>(workspace, w, 5);
+  int8_t* rh8 = reset_before_linear ? region<int8_t>(workspace, w, 6) : nullptr;       // q_reset_hidden, stored like h
+  int32_t* gemm_rh = reset_before_linear ? region<int32_t>(workspace, w, 7) : nullptr;  // R_n against it
   // Inputs: x for all steps and the initial state, packed with their offsets into the padded layout (row (t, n)
   // at t·N_p + n; padded rows and columns 0, every run); the host vectors live until the copy-back synchronizes.
   const std::vector<int8_t> x_host = kernels::pack_signed_steps<int8_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
@@ -226,18 +263,28 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
   copy_to_device(x8, x_host.data(), x_host.size(), stream);
   copy_to_device(h8, h_host.data(), h_host.size(), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  // q_reset_hidden's padding (columns j >= H, rows n >= N) stays 0 from here on, as h8's does
+  if (rh8 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh8, 0, static_cast<size_t>(l.rh_bytes), stream));
 
   // B-1 for every step: gemm_x[t·N_p + n, c] = Σ_k W8[c, k] · x8[t·N_p + n, k]
-  QGRU_CUBLAS_CHECK(int8_gemm(handle, l, T * l.N_p, l.C_p, W, x8, gemm_x));
+  QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x8, gemm_x));
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
   steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
-      // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k] over the N_p padded rows
-      QGRU_CUBLAS_CHECK(int8_gemm(handle, l, l.N_p, l.H_p, R, h8, gemm_h));
+      const int32_t* gemm_x_t = gemm_x + t * l.N_p * l.rows_p;
+      // B-2: gemm_h[n, c] = Σ_k R8[c, k] · h8[n, k] over the N_p padded rows (the z and r rows alone for the
+      // linear_before_reset = 0 cell, whose n channels come from R_n (r ⊙ h): gemm_rh)
+      QGRU_CUBLAS_CHECK(int8_gemm(handle, reset_before_linear ? l.rows_zr_p : l.rows_p, l.rows_p, l.N_p, l.H_p, R, h8, gemm_h));
+      if (reset_before_linear) {
+        reset_hidden_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
+            device_view, gemm_x_t, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, rh8, l.H_p, N);
+        QGRU_CUDA_CHECK_LAUNCH("reset_hidden_kernel<int32_t, int8_t><<<...>>>");
+        QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_n_p, l.rows_n_p, l.N_p, l.H_p, Rn, rh8, gemm_rh));
+      }
       gru_step_kernel<int32_t, int8_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
-          device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8,
-          l.H_p, out + t * N * H, N, lengths, t);
+          device_view, gemm_x_t, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h8, l.H_p, out + t * N * H, N,
+          lengths, t, gemm_rh, l.rows_n_p);
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
     }
   });
@@ -247,33 +294,45 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
 void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                  int32_t* out_host, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
-  const kernels::WorkspaceCarve w = reserve(kernels::gru_cell_workspace(plan.path, H, C, N, T));
+  const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
   int16_t* h16 = region<int16_t>(workspace, w, 1);
   int64_t* gemm_x = region<int64_t>(workspace, w, 2);
   int64_t* gemm_h = region<int64_t>(workspace, w, 3);
   int32_t* h_state = region<int32_t>(workspace, w, 4);
   int32_t* out = region<int32_t>(workspace, w, 5);
+  int16_t* rh16 = reset_before_linear ? region<int16_t>(workspace, w, 6) : nullptr;
+  int64_t* gemm_rh = reset_before_linear ? region<int64_t>(workspace, w, 7) : nullptr;
   const std::vector<int16_t> x_host = kernels::pack_signed_steps<int16_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
   const std::vector<int16_t> h_host = kernels::pack_signed_steps<int16_t>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0");
   copy_to_device(x16, x_host.data(), x_host.size() * sizeof(int16_t), stream);
   copy_to_device(h16, h_host.data(), h_host.size() * sizeof(int16_t), stream);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  if (rh16 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh16, 0, static_cast<size_t>(l.rh_bytes), stream));
 
   const auto* W16 = static_cast<const int16_t*>(W);
   const auto* R16 = static_cast<const int16_t*>(R);
+  const auto* Rn16 = static_cast<const int16_t*>(Rn);
   // B-1 for every step: gemm_x[t·N + n, c] = Σ_k W16[c, k] · x16[t·N + n, k]
   launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W16, l.C_p, x16, l.C_p, gemm_x, l.rows_p, stream);
-  const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(l.rows_p, l.N_p, l.H_p);
+  const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(reset_before_linear ? l.rows_zr_p : l.rows_p, l.N_p, l.H_p);
+  const kernels::WideGemmGeometry rh_gemm = kernels::plan_wide_gemm(l.rows_n_p, l.N_p, l.H_p);
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
   steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
-      // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k]
+      const int64_t* gemm_x_t = gemm_x + t * l.N_p * l.rows_p;
+      // B-2: gemm_h[n, c] = Σ_k R16[c, k] · h16[n, k] (z and r rows alone for the linear_before_reset = 0 cell)
       launch_wide_gemm(step_gemm, R16, l.H_p, h16, l.H_p, gemm_h, l.rows_p, stream);
+      if (reset_before_linear) {
+        reset_hidden_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
+            device_view, gemm_x_t, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, rh16, l.H_p, N);
+        QGRU_CUDA_CHECK_LAUNCH("reset_hidden_kernel<int64_t, int16_t><<<...>>>");
+        launch_wide_gemm(rh_gemm, Rn16, l.H_p, rh16, l.H_p, gemm_rh, l.rows_n_p, stream);
+      }
       gru_step_kernel<int64_t, int16_t><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(
-          device_view, gemm_x + t * l.N_p * l.rows_p, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16,
-          l.H_p, out + t * N * H, N, lengths, t);
+          device_view, gemm_x_t, gemm_h, l.rows_p, plan.x_offset, plan.h_offset, h_state, h16, l.H_p, out + t * N * H, N,
+          lengths, t, gemm_rh, l.rows_n_p);
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
     }
   });

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: a cell's time loop captured once into a CUDA graph and replayed (GruCellCuda). The loop issues
-// 2·T launches per run (the R·h GEMM and the step kernel per step); replaying one graph costs one launch, so
+// 2·T launches per run (the R·h GEMM and the step kernel per step; 4·T for the linear_before_reset = 0 cell, whose
+// step has a second GEMM and a second kernel); replaying one graph costs one launch, so
 // small batches are no longer bound by launch overhead. The graph holds the addresses it was captured with:
 // it is recaptured when the shape, the direction or the workspace allocation changes. Capture needs a stream
 // other than the legacy default stream; on that stream the loop is issued directly.

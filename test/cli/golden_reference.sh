@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The integer algorithm re-implemented from docs/FIXED_POINT.md (scripts/reference_fixed_point.py, NumPy,
 # integers only) against qgru's golden vectors, every code of every intermediate:
-#   1. the committed golden vectors of the bundled digits model (int8 preset) and of a committed random
-#      2-layer bidirectional model (int8 and int16-activations presets);
+#   1. the committed golden vectors of the bundled digits model (int8 preset), of a committed random
+#      2-layer bidirectional model and of a 2-layer ONNX linear_before_reset = 0 model (int8 and
+#      int16-activations presets each);
 #   2. qgru itself regenerates golden vectors from the committed artifacts and input codes and they equal
 #      the committed ones (the integer path did not drift);
-#   3. a fresh random 2-layer bidirectional model, H = 33 (PyTorch layout, written with numpy): calibrate, quantize
-#      with both presets, dump golden vectors with `qgru run --dump-intermediates`, compare;
+#   3. a fresh random 2-layer bidirectional model, H = 33 (PyTorch layout, written with numpy), and the
+#      bidirectional ONNX linear_before_reset = 0 fixture: calibrate, quantize with both presets, dump golden
+#      vectors with `qgru run --dump-intermediates`, compare;
 #      (2 and 3 run `qgru run --dump-intermediates` on float input and on integer codes)
-#   4. the comparison can fail: one code changed in a copy of a golden file, or a wrong rounding mode in a
-#      copy of the reference, must be reported as a mismatch.
+#   4. the comparison can fail: one code changed in a copy of a golden file, a wrong rounding mode in a
+#      copy of the reference, or a copy whose linear_before_reset = 0 cell multiplies R_n with h instead of
+#      r ⊙ h, must be reported as a mismatch.
 # Usage: golden_reference.sh <qgru> <scratch-dir> <source-root>. Needs python3 with numpy only.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -30,7 +33,7 @@ for case_dir in "$data"/*/; do
     checked=$((checked + 1))
   done
 done
-[ "$checked" -ge 3 ] || fail "expected at least 3 committed golden files under $data, found $checked"
+[ "$checked" -ge 5 ] || fail "expected at least 5 committed golden files under $data, found $checked"
 echo "committed golden files equal to the reference: $checked"
 
 # ---- 2. qgru regenerates the committed golden vectors ------------------------------------------------------
@@ -134,6 +137,16 @@ for preset in int8 int16-activations; do
     || fail "reference differs from fresh golden vectors ($preset)"
   echo "fresh 2-layer bidirectional model (H = 33), $preset: equal"
 done
+# The linear_before_reset = 0 cell, bidirectional with biases (an ONNX fixture; its own x as calibration data).
+lbr0="$root/test/data/onnx/lbr0_bidir_lengths"
+"$qgru" -q calibrate --model "$lbr0/model.onnx" --data "$lbr0/x.npy" -o "$fresh/stats_lbr0.json" >/dev/null
+for preset in int8 int16-activations; do
+  "$qgru" -q quantize --model "$lbr0/model.onnx" --stats "$fresh/stats_lbr0.json" --config "$preset" -o "$fresh/lbr0_$preset.qgru.json"
+  dump "$fresh/lbr0_$preset.qgru.json" "$lbr0/x.npy" "$fresh/golden_lbr0_$preset.safetensors"
+  "$python" "$reference" --quiet --artifact "$fresh/lbr0_$preset.qgru.json" --golden "$fresh/golden_lbr0_$preset.safetensors" \
+    || fail "reference differs from fresh golden vectors of the linear_before_reset = 0 cell ($preset)"
+  echo "fresh bidirectional linear_before_reset = 0 model, $preset: equal"
+done
 # A float model has no codes to dump: said, not ignored.
 if "$qgru" -q run --model "$fresh/model.safetensors" --input "$fresh/x.npy" --output "$scratch/yf.npy" \
   --dump-intermediates "$scratch/float.safetensors" >/dev/null 2>"$scratch/float.err"; then
@@ -176,5 +189,13 @@ for case_dir in "$data"/*/; do
   done
 done
 [ "$wrong_detected" -ge 1 ] || fail "a reference rounding ties toward +inf matched every golden file: the goldens do not pin the tie rule"
-echo "negative controls: changed code detected, wrong tie rule detected in $wrong_detected of $checked files"
+# A reference whose second GEMM multiplies R_n with h instead of r ⊙ h (the other cell's operand) must differ.
+sed 's/gemm_h\[:, 2 \* H:\] = q_reset_hidden @ self.R/gemm_h[:, 2 * H:] = q_h_prev @ self.R/' "$reference" >"$scratch/wrong_cell.py"
+grep -q "= q_h_prev @ self.R" "$scratch/wrong_cell.py" || fail "could not make the wrong-operand copy"
+if "$python" "$scratch/wrong_cell.py" --quiet --artifact "$data/onnx_lbr0_l2/model_int8.qgru.json" \
+  --golden "$data/onnx_lbr0_l2/golden_int8.safetensors" 2>"$scratch/wrong_cell.err"; then
+  fail "a reference multiplying R_n with h matched the linear_before_reset = 0 golden vectors"
+fi
+grep -q "gemm_h" "$scratch/wrong_cell.err" || fail "the wrong-operand mismatch does not name gemm_h: $(cat "$scratch/wrong_cell.err")"
+echo "negative controls: changed code detected, wrong tie rule detected in $wrong_detected of $checked files, wrong second-GEMM operand detected"
 echo "golden_reference: OK"

@@ -52,6 +52,25 @@ sys.exit(0 if padded and all((p == 0).all() for p in padded) else 1)" "$case_dir
 "$qgru" -q verify --model "$case_dir/model.onnx" --artifact l.qgru.json --input "$case_dir/x.npy" \
   --lengths "$case_dir/lengths.npy" --fail-below-sqnr 30 >verify_l.txt || fail "verify with --lengths: $(tail -3 verify_l.txt)"
 
+# The linear_before_reset = 0 cell (ONNX's default): calibrate -> quantize (every preset) -> run -> verify, with
+# unequal lengths; both executors the same codes, the artifact version 2 naming the cell.
+case_dir="$data/lbr0_bidir_lengths"
+"$qgru" -q calibrate --model "$case_dir/model.onnx" --data "$case_dir/x.npy" --lengths "$case_dir/lengths.npy" \
+  -o stats_r.json >/dev/null
+for preset in int8 int16-activations int16; do
+  "$qgru" -q quantize --model "$case_dir/model.onnx" --stats stats_r.json --config "$preset" -o "r_$preset.qgru.json"
+  grep -q '"linear_before_reset": false' "r_$preset.qgru.json" || fail "$preset: the artifact does not name the cell"
+  for executor in fast reference; do
+    "$qgru" -q run --model "r_$preset.qgru.json" --input "$case_dir/x.npy" --lengths "$case_dir/lengths.npy" \
+      --output "yr_$executor.npy" --codes "cr_$executor.npy" --executor "$executor" >/dev/null
+  done
+  cmp -s cr_fast.npy cr_reference.npy || fail "linear_before_reset = 0, $preset: the fast and reference executors differ"
+  floor=$([ "$preset" = int8 ] && echo 10 || echo 30)  # 4 short rows of calibration data: int8's EMA ranges are coarse (11.9 dB)
+  "$qgru" -q verify --model "$case_dir/model.onnx" --artifact "r_$preset.qgru.json" --input "$case_dir/x.npy" \
+    --lengths "$case_dir/lengths.npy" --fail-below-sqnr "$floor" >"verify_r_$preset.txt" \
+    || fail "verify of the linear_before_reset = 0 artifact ($preset): $(tail -3 "verify_r_$preset.txt")"
+done
+
 # --prefix is for state dicts, --node for ONNX graphs: each refuses the other's file.
 if "$qgru" -q run --model "$model" --prefix rnn --input "$data/pytorch_l2/x.npy" --output no.npy 2>err.txt; then
   fail "--prefix with an ONNX model was accepted"

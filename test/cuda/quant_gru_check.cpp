@@ -1,6 +1,7 @@
 // Whole models on the GPU: QuantGruCuda (every cell on cuBLAS int8 or the 16-bit kernel, chained by the shared
 // layer loop) against the CPU reference executor, code for code, for every preset on random 2-layer
-// bidirectional models (H off multiples of 4 and 16, with and without h0, inputs wide enough to saturate);
+// bidirectional models (H off multiples of 4 and 16, with and without h0, inputs wide enough to saturate; both
+// cells, the linear_before_reset = 0 one without h0);
 // FloatGruCuda against the CPU float executor within kFloatDeviceTolerance.
 #include <cstdint>
 #include <cstdio>
@@ -31,11 +32,14 @@ int check_quant_gru() {
   for (const char* preset : {"int8", "int16-activations", "int16"}) {
     const BitwidthConfig config = load_bitwidth_config(preset);
     for (const Shape& s : kShapes) {
-      for (bool with_h0 : {false, true}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool with_h0 = variant == 1;
+        const bool linear_before_reset = variant < 2;
         const int L = 2, D = 2;
         std::vector<float> h0;
         if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * s.N * s.H), 5u + static_cast<uint32_t>(s.H), 0.5f);
-        test::CalibratedCase c = test::calibrated_case(s.C, s.H, L, D, s.T, s.N, config, 17u + static_cast<uint32_t>(s.H), h0);
+        test::CalibratedCase c = test::calibrated_case(s.C, s.H, L, D, s.T, s.N, config, 17u + static_cast<uint32_t>(s.H), h0,
+                                                       linear_before_reset);
         std::vector<float> x = c.x;
         for (float& v : x) v *= 3.0f;  // beyond the calibration range: x saturates
         const float* h0_data = h0.empty() ? nullptr : h0.data();
@@ -43,8 +47,9 @@ int check_quant_gru() {
         const cuda::QuantGruCuda gpu_model(c.quantized);
         const QuantGruResult gpu = gpu_model.run(x.data(), s.T, s.N, h0_data);
         const CodeComparison cmp = compare_quant_codes(cpu, gpu, s.H, D);
-        std::printf("%s quantized GRU %-17s C=%d H=%d T=%d N=%d L=2 D=2 h0=%d [%s]: %zu codes, %zu differ%s%s\n",
-                    cmp.equal() ? "ok  " : "FAIL", preset, s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, gpu_model.describe().c_str(),
+        std::printf("%s quantized GRU %-17s C=%d H=%d T=%d N=%d L=2 D=2 h0=%d lbr=%d [%s]: %zu codes, %zu differ%s%s\n",
+                    cmp.equal() ? "ok  " : "FAIL", preset, s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, linear_before_reset ? 1 : 0,
+                    gpu_model.describe().c_str(),
                     cmp.compared, cmp.mismatches, cmp.first.empty() ? "" : "; first at ", cmp.first.c_str());
         failures += cmp.equal() ? 0 : 1;
       }

@@ -2,6 +2,9 @@
 // The CUDA GRU executor shell: one quantized GRU cell (one layer, one direction) over all time steps.
 //   B-1 once: gemm_x = W·x for every step; per step: B-2 gemm_h = R·h, then ONE elementwise kernel that
 //   calls the QGRU_HD cell function gru_cell_element (qgru/fixed/gru_cell.h), the code the CPU executor runs.
+//   The linear_before_reset = 0 cell (host_view.reset_before_linear, docs/FIXED_POINT.md §3a): per step R's z and r
+//   rows against h, an elementwise kernel writing q_reset_hidden (r ⊙ h in h's space, stored like h), the GEMM of
+//   R's n rows (packed apart) against it, then the step kernel.
 // The GEMMs take one of two exact paths (kernels::plan_gru_operands, qgru/kernels/gru_step.h):
 //   int8 operands:        cublasGemmEx int8 x int8 -> int32 (CUBLAS_COMPUTE_32I), every dimension padded to 16,
 //                         qgru/kernels/int8_gemm_layout.h; asked once at construction, and when cuBLAS answers

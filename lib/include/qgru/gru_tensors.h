@@ -9,6 +9,9 @@
 //   reset_gate_output  = sigmoid(weight_ih_linear_r + weight_hh_linear_r)
 //   new_gate_output    = tanh(weight_ih_linear_n + reset_gate_output * weight_hh_linear_n)
 //   h_new = update_gate_output * h + (1 - update_gate_output) * new_gate_output
+// ONNX's default cell (linear_before_reset = 0, Keras reset_after=False) has the same tensors; its
+// weight_hh_linear's n channels are R_n (reset_gate_output * h) + br_n and new_gate_output is
+// tanh(weight_ih_linear_n + weight_hh_linear_n) (FloatGruModel::linear_before_reset; docs/FIXED_POINT.md §3a).
 #include <array>
 #include <optional>
 #include <string>

@@ -10,10 +10,11 @@
 namespace qgru {
 namespace {
 
-// The artifact version whose cell variant the export knows: version 1 holds linear_before_reset = 1 cells only.
-// Deliberately not kArtifactVersion: a later format may add a variant, and the export must be taught it
-// (dequantized_float_gru's linear_before_reset) before it writes such an artifact.
-constexpr int kExportableArtifactVersion = 1;
+// The newest artifact version whose cell variants the export knows: version 1 holds linear_before_reset = 1 cells
+// only, version 2 names the cell in its "linear_before_reset" (qgru/runtime/artifact.h). Deliberately not
+// kArtifactVersion: a later format may add a variant, and the export must be taught it (dequantized_float_gru's
+// linear_before_reset) before it writes such an artifact.
+constexpr int kExportableArtifactVersion = 2;
 
 // code · 2^-shift as float32. Exact for |code| < 2^24 and a result inside float32's normal range, which the
 // artifact reader guarantees (16-bit codes, shifts in [-80, 80]); anything else is an internal error, never a
@@ -48,7 +49,7 @@ FloatGruModel dequantized_float_gru(const QuantizedGru& model) {
   result.num_layers = model.num_layers;
   result.num_directions = model.num_directions;
   result.source_layout = "qgru artifact";
-  result.linear_before_reset = true;  // the integer cell of artifact version 1 (require_exportable_cell_variant)
+  result.linear_before_reset = model.linear_before_reset();  // the artifact's cell (require_exportable_cell_variant)
   for (const GruCellQuantParams& p : model.cells) {
     GruCellWeights cell;
     cell.input_size = p.input_size;
@@ -65,18 +66,20 @@ FloatGruModel dequantized_float_gru(const QuantizedGru& model) {
 void require_exportable_cell_variant(const std::string& json_text, const std::string& source) {
   const nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!root.is_object()) return;  // read_artifact says what is wrong with it
-  // A key naming the cell, wherever a later artifact version may put it.
+  // A key naming the cell, wherever a later artifact version may put it; the one the format has (version 2's
+  // top-level boolean "linear_before_reset", checked against the version by read_artifact) is known.
   for (const char* key : {"cell", "cell_variant", "linear_before_reset"}) {
     for (const nlohmann::json* object : {&root, root.contains("shapes") ? &root["shapes"] : nullptr}) {
       if (object == nullptr || !object->is_object() || !object->contains(key)) continue;
+      if (object == &root && std::string(key) == "linear_before_reset" && (*object)[key].is_boolean()) continue;
       throw Error(source + ": the artifact's cell variant (" + key + " = " + (*object)[key].dump() +
-                  ") is not one this qgru exports: export --onnx writes the linear_before_reset = 1 cell of artifact "
-                  "version " + std::to_string(kExportableArtifactVersion) + " only");
+                  ") is not one this qgru exports: export --onnx writes the cells of artifact versions 1 and " +
+                  std::to_string(kExportableArtifactVersion) + " (linear_before_reset = 1 or 0) only");
     }
   }
   if (root.contains("version") && root["version"].is_number_integer() && root["version"].get<int64_t>() > kExportableArtifactVersion) {
     throw Error(source + ": artifact version " + root["version"].dump() + " may hold a cell variant this qgru does not "
-                "know; export --onnx writes the linear_before_reset = 1 cell of artifact version " +
+                "know; export --onnx writes the cells of artifact versions 1 and " +
                 std::to_string(kExportableArtifactVersion) + " only");
   }
 }

@@ -59,7 +59,7 @@ json cell_json(const GruCellQuantParams& p, const BitwidthConfig& config, std::m
   }
   cell["tensors"] = quant;
   json derived = json::object();
-  for (const ScalarShiftKey& key : scalar_shift_keys()) derived[key.name] = p.*(key.member);
+  for (const ScalarShiftKey& key : scalar_shift_keys(p.linear_before_reset)) derived[key.name] = p.*(key.member);
   derived["quant_one_in_update_gate_scale"] = p.quant_one_in_update_gate_scale;
   cell["derived"] = derived;
 
@@ -134,6 +134,13 @@ std::string artifact_tensor_path(const std::string& json_path) {
 
 void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
                     const nlohmann::json& provenance_extra) {
+  const bool linear_before_reset = model.linear_before_reset();
+  for (const GruCellQuantParams& p : model.cells) {
+    if (p.linear_before_reset != linear_before_reset) {
+      throw Error("internal: write_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
+                  std::to_string(p.direction) + ") is another GRU variant than cell (0, 0)");
+    }
+  }
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   const json parameters = parameters_json(model, file.tensors);
@@ -143,7 +150,7 @@ void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const 
   const QuantProvenance& prov = model.provenance;
   json root = {
       {"schema", kArtifactSchema},
-      {"version", kArtifactVersion},
+      {"version", linear_before_reset ? kArtifactVersionLinearBeforeReset : kArtifactVersionResetBeforeLinear},
       {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
       {"tensor_file", std::filesystem::path(tensor_path).filename().string()},
       {"tensor_file_sha256", sha256_hex(tensor_bytes.data(), tensor_bytes.size())},
@@ -155,6 +162,7 @@ void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const 
       {"config", bitwidth_config_to_json(model.config)}};
   root.update(parameters);
   for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
+  if (!linear_before_reset) root["linear_before_reset"] = false;  // version 2's key (qgru/runtime/artifact.h)
 
   group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
   group.add(json_path).write(json_text(root, 2) + "\n");

@@ -49,10 +49,11 @@ QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows
 }
 
 GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const BitwidthConfig& config,
-                                          const CellRanges& ranges, int layer, int direction) {
+                                          const CellRanges& ranges, int layer, int direction, bool linear_before_reset) {
   GruCellQuantParams p;
   p.layer = layer;
   p.direction = direction;
+  p.linear_before_reset = linear_before_reset;
   p.input_size = weights.input_size;
   p.hidden_size = weights.hidden_size;
   const int C = weights.input_size;

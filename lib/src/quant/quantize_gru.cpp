@@ -17,10 +17,6 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
     throw Error("quantize: the float model has " + std::to_string(model.cells.size()) + " cells for " +
                 std::to_string(model.num_layers) + " layer(s) x " + std::to_string(model.num_directions) + " direction(s)");
   }
-  if (!model.linear_before_reset) {
-    throw Error("quantize: the linear_before_reset = 0 cell (r applied before R, ONNX's default) has no fixed-point "
-                "data flow in this version of qgru; it runs as a float model (qgru run) only");
-  }
   QuantizedGru q;
   q.config = config;
   q.input_size = model.input_size;
@@ -41,7 +37,7 @@ QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& conf
         ranges[static_cast<size_t>(tensor)] =
             tensor == GruTensor::x ? x_range : range(l, d, tensor, config.range_method_of(tensor), config.spec(tensor));
       }
-      q.cells.push_back(make_cell_quant_params(model.cell(l, d), config, ranges, l, d));
+      q.cells.push_back(make_cell_quant_params(model.cell(l, d), config, ranges, l, d, model.linear_before_reset));
     }
   }
   choose_accumulators_and_prove(q, "quantize with config '" + config.name + "'");
@@ -52,8 +48,9 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
   std::string text;
   char line[256];
   for (const GruCellQuantParams& p : model.cells) {
-    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s)\n", p.layer, p.direction,
-                  p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64");
+    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s%s)\n", p.layer, p.direction,
+                  p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64",
+                  p.linear_before_reset ? "" : ", linear_before_reset = 0");
     text += line;
     std::snprintf(line, sizeof line, "  %-20s %-10s %6s %7s  %s\n", "tensor", "type", "shift", "zp", "range");
     text += line;
@@ -72,7 +69,7 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
       text += line;
     }
     // The scalar rescale shifts under their docs/FIXED_POINT.md names (the artifact's `derived` keys).
-    for (const ScalarShiftKey& key : scalar_shift_keys()) {
+    for (const ScalarShiftKey& key : scalar_shift_keys(p.linear_before_reset)) {
       std::snprintf(line, sizeof line, "  %-46s %4d\n", key.name, p.*(key.member));
       text += line;
     }

@@ -92,7 +92,7 @@ class Reader {
 };
 
 void read_cell(const Reader& r, const json& cell, const std::map<std::string, Tensor>& tensors, const BitwidthConfig& config,
-               GruCellQuantParams& p, int layer, int direction, int input_size, int hidden_size) {
+               GruCellQuantParams& p, int layer, int direction, int input_size, int hidden_size, bool linear_before_reset) {
   const std::string where = "cells[" + std::to_string(layer) + "," + std::to_string(direction) + "]";
   if (r.int32(cell, "layer", where, 0, 1 << 20) != layer || r.int32(cell, "direction", where, 0, 1) != direction) {
     r.fail(where, "holds layer/direction " + cell["layer"].dump() + "/" + cell["direction"].dump() + ", expected " +
@@ -100,6 +100,7 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
   }
   p.layer = layer;
   p.direction = direction;
+  p.linear_before_reset = linear_before_reset;
   p.input_size = r.int32(cell, "input_size", where, 1, int64_t{1} << 30);
   p.hidden_size = r.int32(cell, "hidden_size", where, 1, int64_t{1} << 30);
   if (p.input_size != input_size) r.fail(where + ".input_size", std::to_string(p.input_size) + ", expected " + std::to_string(input_size));
@@ -169,7 +170,7 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
 
   const json& derived = r.at(cell, "derived", where);
   std::vector<std::pair<std::string, int64_t>> stored_scalars;
-  for (const ScalarShiftKey& key : scalar_shift_keys()) {
+  for (const ScalarShiftKey& key : scalar_shift_keys(linear_before_reset)) {
     stored_scalars.emplace_back(key.name, r.integer(derived, key.name, where + ".derived", -2 * kMaxShift, 2 * kMaxShift));
   }
   const int64_t stored_one = r.integer(derived, "quant_one_in_update_gate_scale", where + ".derived", INT64_MIN, INT64_MAX);
@@ -188,7 +189,7 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
     }
   }
   for (size_t i = 0; i < stored_scalars.size(); ++i) {
-    const ScalarShiftKey& key = scalar_shift_keys()[i];
+    const ScalarShiftKey& key = scalar_shift_keys(linear_before_reset)[i];
     if (p.*(key.member) != stored_scalars[i].second) {
       r.fail(where + ".derived." + key.name, std::to_string(stored_scalars[i].second) + " differs from the derived " +
                                                  std::to_string(p.*(key.member)));
@@ -251,7 +252,16 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
     r.fail("version", std::to_string(version) + " is newer than this qgru reads (" + std::to_string(kArtifactVersion) +
                           "); use a newer qgru or quantize again");
   }
-  if (version != kArtifactVersion) r.fail("version", std::to_string(version) + " is not a valid version");
+  if (version < 1) r.fail("version", std::to_string(version) + " is not a valid version");
+  // Version 1: the linear_before_reset = 1 cell; version 2 names the cell variant (qgru/runtime/artifact.h).
+  bool linear_before_reset = true;
+  if (version == 1) {
+    if (root.contains("linear_before_reset")) {
+      r.fail("linear_before_reset", "a version 1 artifact holds the linear_before_reset = 1 cell only; the key needs version 2");
+    }
+  } else {
+    linear_before_reset = r.boolean(root, "linear_before_reset", "");
+  }
 
   std::string tensor_path;
   const std::vector<uint8_t> bytes = tensor_bytes(tensor_name, &tensor_path);
@@ -280,7 +290,7 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
     for (int d = 0; d < model.num_directions; ++d) {
       const int input_size = l == 0 ? model.input_size : model.num_directions * model.hidden_size;
       read_cell(r, cells[static_cast<size_t>(l * model.num_directions + d)], file.tensors, model.config, model.cell(l, d), l, d,
-                input_size, model.hidden_size);
+                input_size, model.hidden_size, linear_before_reset);
     }
     const TensorQuant& x0 = model.cell(l, 0).q(GruTensor::x);
     for (int d = 1; d < model.num_directions; ++d) {

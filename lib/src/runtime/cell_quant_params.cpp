@@ -52,6 +52,9 @@ GruCellParamsView GruCellQuantParams::view() const {
   v.shift_weight_hh_linear_to_reset_gate_input = shift_weight_hh_linear_to_reset_gate_input;
   v.shift_weight_ih_linear_to_new_gate_input = shift_weight_ih_linear_to_new_gate_input;
   v.shift_reset_mul_hh_to_new_gate_input = shift_reset_mul_hh_to_new_gate_input;
+  v.reset_before_linear = !linear_before_reset;
+  v.shift_reset_mul_h_to_h = shift_reset_mul_h_to_h;
+  v.shift_weight_hh_linear_to_new_gate_input = shift_weight_hh_linear_to_new_gate_input;
   v.quant_one_in_update_gate_scale = quant_one_in_update_gate_scale;
   v.shift_new_gate_output_to_h = shift_new_gate_output_to_h;
   v.shift_update_gate_output = shift_update_gate_output;
@@ -97,8 +100,16 @@ void compute_derived_shifts(GruCellQuantParams& p) {
   p.shift_weight_ih_linear_to_reset_gate_input = shift_weight_ih_linear - shift_reset_gate_input;
   p.shift_weight_hh_linear_to_reset_gate_input = shift_weight_hh_linear - shift_reset_gate_input;
   p.shift_weight_ih_linear_to_new_gate_input = shift_weight_ih_linear - shift_new_gate_input;
-  p.shift_reset_mul_hh_to_new_gate_input =
-      (p.q(GruTensor::reset_gate_output).shift + shift_weight_hh_linear) - shift_new_gate_input;
+  const int shift_reset_gate_output = p.q(GruTensor::reset_gate_output).shift;
+  if (p.linear_before_reset) {
+    p.shift_reset_mul_hh_to_new_gate_input = (shift_reset_gate_output + shift_weight_hh_linear) - shift_new_gate_input;
+    p.shift_reset_mul_h_to_h = 0;
+    p.shift_weight_hh_linear_to_new_gate_input = 0;
+  } else {  // r ⊙ h into h's space (C-2a), then C-3 as C-1's sum
+    p.shift_reset_mul_hh_to_new_gate_input = 0;
+    p.shift_reset_mul_h_to_h = (shift_reset_gate_output + shift_h) - shift_h;
+    p.shift_weight_hh_linear_to_new_gate_input = shift_weight_hh_linear - shift_new_gate_input;
+  }
   // Hidden state update.
   const TensorQuant& u = p.q(GruTensor::update_gate_output);
   // round(1.0 * 2^shift_u): exact for every shift in [kMinShift, kMaxShift] (a power of two, or 0/1 below 2^-1).

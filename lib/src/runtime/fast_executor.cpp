@@ -388,6 +388,27 @@ inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* off
   return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
 }
 
+// The linear_before_reset = 0 cell's C-3 sum (compute_new_gate_input_reset_before) in the other cell's product
+// form, so that cell_row's kernels of every level run that cell's second half: rshift_round(1 · v, s) is
+// rshift_round(v, s) for every shift s, so a reset gate whose every code is zp_r + 1 (r - zp_r = 1) with
+// shift_reset_mul_hh_to_new_gate_input = shift_weight_hh_linear_to_new_gate_input gives compute_new_gate_input
+// the sum's codes; C-1 and C-4 do not read r. The real reset gate stays in PackedCell::reset_view (C-2 and C-2a
+// run before the second GEMM, reset_before_step). apply() leaves the view alone and returns false when
+// zp_r + 1 is no reset gate code or the gate is not a table.
+struct ResetBeforeForm {
+  std::vector<int32_t> unit_reset_table;  // [reset_gate_input codes] every entry zp_r + 1
+  bool apply(GruCellParamsView& v) {
+    ActivationView& r = v.reset_gate;
+    const int64_t unit = static_cast<int64_t>(v.zp_reset_gate_output) + 1;
+    if (!v.reset_before_linear || r.impl != ActivationImpl::Table || unit > r.q_out_max) return false;
+    unit_reset_table.assign(static_cast<size_t>(static_cast<int64_t>(r.q_in_max) - r.q_in_min + 1), static_cast<int32_t>(unit));
+    r.table = unit_reset_table.data();
+    v.shift_reset_mul_hh_to_new_gate_input = v.shift_weight_hh_linear_to_new_gate_input;
+    v.reset_before_linear = false;
+    return true;
+  }
+};
+
 // Everything the time loop of one cell needs, prepared once at load.
 struct PackedCell {
   PackedMatrix W;  // [3H, C] against x codes
@@ -401,6 +422,10 @@ struct PackedCell {
   fast::CellByteTables byte_tables{};  // for vector_cell
   bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
   fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
+  // The linear_before_reset = 0 cell: `view` in the product form when reset_form applied (else the cell's own view,
+  // run element by element), reset_view the cell's own (its reset gate for C-2 and C-2a).
+  GruCellParamsView reset_view{};
+  ResetBeforeForm reset_form;
 };
 
 // The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
@@ -432,6 +457,130 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
     dst[j] = q_h_new;
     if (hn_u8) hn_u8[j] = static_cast<uint8_t>(q_h_new + a_bias);  // h codes + a_bias lie in [0, 255]
   }
+}
+
+// ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
+// Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
+// in h's space, so R's packing, operand form and proof, made for h, hold for them), the second GEMM R_n against
+// them into gemm_h's n channels, then cell_row on the cell's view in the product form (ResetBeforeForm), so the
+// level's vector cell kernel runs the second half. Threads: batch rows split over the parts, each with its own
+// scratch; every part runs the whole time loop on its rows.
+
+// C[n, c] for the channels [c0, c1) of M (C points at channel 0 of row 0, rows ldc apart) from the int16 operand rows
+// a16 [N, M.Kp], by M's kernel: the VNNI GEMM on u8 codes + a_bias, the two-plane GEMM, or the AVX2 GEMMs (what
+// run_cell_fast and FastStepper use for M). a, b: [N, M.Kp] u8 scratch.
+template <class OT>
+void packed_gemm_rows(const PackedMatrix& M, const int16_t* a16, int N, uint8_t* a, uint8_t* b, int c0, int c1, OT* C,
+                      size_t ldc) {
+  const size_t count = static_cast<size_t>(N) * M.Kp;
+  if (M.vnni16) {
+    fast::int16_to_planes(a16, count, a, b);
+    M.gemm_planes(a, b, static_cast<size_t>(M.Kp), N, c0, c1, C, ldc);
+    return;
+  }
+  if constexpr (std::is_same_v<OT, int32_t>) {
+    if (M.vnni) {
+      fast::int16_to_u8_biased(a16, count, M.a_bias, a);  // codes + a_bias in [0, 255] (pack_vnni)
+      if (N == 1) {
+        M.gemv_u8(a, c0, c1, C, false);
+      } else {
+        M.gemm_u8(a, static_cast<size_t>(M.Kp), N, c0, c1, C, ldc);
+      }
+      return;
+    }
+  }
+  M.gemm(a16, static_cast<size_t>(M.Kp), N, c0, c1 - c0, C + c0, ldc);
+}
+
+// Working memory of one part's rows (at most `rows`) for reset_before_step.
+struct ResetBeforeScratch {
+  LineArray<uint8_t> a, b;      // [rows, max(Kx, Kh)] u8 operand forms
+  LineArray<int16_t> rh16;      // [rows, Kh] q_reset_hidden as int16 (padding columns stay zero)
+  ResetBeforeScratch(int rows, int Kx, int Kh)
+      : a(static_cast<size_t>(rows) * std::max(Kx, Kh), 0), b(a.size(), 0), rh16(static_cast<size_t>(rows) * Kh, 0) {}
+};
+
+// One step of the linear_before_reset = 0 cell for N rows: x16 [N, W.Kp] and h16 [N, Kh] the rows' codes (int16,
+// zero padding); gx, gh [N, 3H] accumulators (scratch); h_new16 [N, Kh] and dst (row i at dst + i·dst_stride, H
+// codes) receive the new codes. Rows n_first + i with t past their length (lengths, or null) keep their state and
+// write zp_h to dst.
+template <class GX, class GH>
+void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* h16, int N, GX* gx, GH* gh,
+                       ResetBeforeScratch& s, int16_t* h_new16, int32_t* dst, size_t dst_stride, const int32_t* lengths,
+                       int t, int n_first) {
+  const GruCellParamsView& view = pc.reset_view;  // the cell's own reset gate (pc.view may be the product form)
+  const int H = view.hidden_size;
+  const int G = 3 * H;
+  const int Kh = pc.R.Kp;
+  packed_gemm_rows(pc.W, x16, N, s.a.data(), s.b.data(), 0, G, gx, static_cast<size_t>(G));          // B-1
+  packed_gemm_rows(pc.R, h16, N, s.a.data(), s.b.data(), 0, 2 * H, gh, static_cast<size_t>(G));      // B-2, z and r
+  const int64_t* offset_x = pc.folded.x.data();
+  const int64_t* offset_h = pc.folded.h.data();
+  for (int i = 0; i < N; ++i) {  // C-2, C-2a of every unit (B-1/B-2 of the r channel with the folded offsets)
+    const GX* gxr = gx + static_cast<size_t>(i) * G;
+    const GH* ghr = gh + static_cast<size_t>(i) * G;
+    const int16_t* hc = h16 + static_cast<size_t>(i) * Kh;
+    int16_t* rh = s.rh16.data() + static_cast<size_t>(i) * Kh;
+    for (int j = 0; j < H; ++j) {
+      const int32_t c = H + j;
+      const int32_t q_ih_r = requantize(static_cast<int64_t>(gxr[c]) + offset_x[c], view.shift_gemm_x_to_weight_ih_linear[c],
+                                        view.weight_ih_linear.zp, view.weight_ih_linear.q_min, view.weight_ih_linear.q_max);
+      const int32_t q_hh_r = requantize(static_cast<int64_t>(ghr[c]) + offset_h[c], view.shift_gemm_h_to_weight_hh_linear[c],
+                                        view.weight_hh_linear.zp, view.weight_hh_linear.q_min, view.weight_hh_linear.q_max);
+      rh[j] = static_cast<int16_t>(gru_cell_reset_hidden_gates(view, q_ih_r, q_hh_r, hc[j]));  // h's codes fit int16
+    }
+  }
+  packed_gemm_rows(pc.R, s.rh16.data(), N, s.a.data(), s.b.data(), 2 * H, G, gh, static_cast<size_t>(G));  // R_n (r ⊙ h)
+  for (int i = 0; i < N; ++i) {
+    const int16_t* hc = h16 + static_cast<size_t>(i) * Kh;
+    int16_t* hn = h_new16 + static_cast<size_t>(i) * Kh;
+    int32_t* d = dst + static_cast<size_t>(i) * dst_stride;
+    if (!row_is_valid(lengths, t, n_first + i)) {  // padding: the state stays, the output is zp_h
+      std::copy(hc, hc + H, hn);
+      std::fill(d, d + H, view.h.zp);
+      continue;
+    }
+    cell_row(pc, false, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, hc, 0, H, hn, nullptr, d);
+  }
+}
+
+// run_cell_fast's contract for the linear_before_reset = 0 cell: x16 [T*N, W.Kp], out [T, N, out_stride] at column
+// out_offset, h_final [N, H].
+template <class GX, class GH>
+void run_cell_fast_reset_before(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16, int T, int N,
+                                const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
+                                int32_t* h_final, const Parallel& parallel, int threads, const int32_t* lengths) {
+  const int H = p.hidden_size;
+  const int G = 3 * H;
+  const int Kx = pc.W.Kp, Kh = pc.R.Kp;
+  const int parts = threads > 1 && N >= threads && T > 0 ? threads : 1;
+  auto part_rows = [&](int part) { return static_cast<int>(static_cast<int64_t>(N) * part / parts); };
+  auto loop = [&](int part) {
+    const int n0 = part_rows(part), n1 = part_rows(part + 1), rows = n1 - n0;
+    ResetBeforeScratch scratch(rows, Kx, Kh);
+    LineArray<GX> gx(static_cast<size_t>(rows) * G, 0);
+    LineArray<GH> gh(static_cast<size_t>(rows) * G, 0);
+    LineArray<int16_t> h[2] = {LineArray<int16_t>(static_cast<size_t>(rows) * Kh, 0), LineArray<int16_t>(static_cast<size_t>(rows) * Kh, 0)};
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < H; ++j) {
+        h[0][static_cast<size_t>(i) * Kh + j] = static_cast<int16_t>(h_init[static_cast<size_t>(n0 + i) * H + j]);
+      }
+    }
+    int cur = 0;
+    for (int step = 0; step < T; ++step) {
+      const int t = p.direction == 0 ? step : T - 1 - step;
+      reset_before_step(pc, x16 + (static_cast<size_t>(t) * N + n0) * Kx, h[cur].data(), rows, gx.data(), gh.data(), scratch,
+                        h[cur ^ 1].data(), out + (static_cast<size_t>(t) * N + n0) * out_stride + out_offset,
+                        static_cast<size_t>(out_stride), lengths, t, n0);
+      cur ^= 1;
+    }
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < H; ++j) {
+        h_final[static_cast<size_t>(n0 + i) * H + j] = h[cur][static_cast<size_t>(i) * Kh + j];
+      }
+    }
+  };
+  parallel(parts, loop);
 }
 
 // Step-loop of one cell on the fast path. x16: [T*N, Kx] int16 codes (padded with zeros) in the cell's x
@@ -844,6 +993,8 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       pc.view = model.cells[i].view();
       pc.folded.fill(pc.view);
       pc.tabulated.apply(pc.view);
+      pc.reset_view = pc.view;
+      pc.reset_form.apply(pc.view);  // the linear_before_reset = 0 cell's second half for the kernels below
       const GruCellParamsView& v = pc.view;
       const bool all_tables = v.update_gate.impl == ActivationImpl::Table && v.reset_gate.impl == ActivationImpl::Table &&
                               v.new_gate.impl == ActivationImpl::Table;
@@ -856,6 +1007,9 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
         fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
       }
       pc.cell64_avx2 = pc.avx2 && !pc.cell32 && fast::cell_avx2_i64_applies(v);
+      if (v.reset_before_linear) {  // not in the product form: cell_row's element by element branch
+        pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
+      }
     }
   }
 }
@@ -933,7 +1087,18 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       const int mu = min_units_per_thread;
       const Parallel& par = parallel;
       const int64_t mp = min_pipelined_b1_macs;
-      if (pc.W.out_int32 && pc.R.out_int32) {
+      if (!p.linear_before_reset) {  // its own time loop (run_cell_fast_reset_before)
+        int32_t* out = layer_output.data();
+        if (pc.W.out_int32 && pc.R.out_int32) {
+          run_cell_fast_reset_before<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+        } else if (pc.W.out_int32) {
+          run_cell_fast_reset_before<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+        } else if (pc.R.out_int32) {
+          run_cell_fast_reset_before<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+        } else {
+          run_cell_fast_reset_before<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+        }
+      } else if (pc.W.out_int32 && pc.R.out_int32) {
         run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
       } else if (pc.W.out_int32) {
         run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
@@ -1026,6 +1191,7 @@ class FastStepper : public GruCellStepper {
     gh32_ = LineArray<int32_t>(n * G, 0);
     gx64_ = LineArray<int64_t>(n * G, 0);
     gh64_ = LineArray<int64_t>(n * G, 0);
+    if (!model.linear_before_reset()) reset_before_ = std::make_unique<ResetBeforeScratch>(N, static_cast<int>(kx), static_cast<int>(kh));
   }
   int batch() const override { return N_; }
   void step_cell(int layer, const int32_t* q_x, int32_t* q_h) override {
@@ -1049,27 +1215,8 @@ class FastStepper : public GruCellStepper {
   template <class OT>
   void gemm(const PackedMatrix& M, const TensorQuant& operand, const int32_t* codes, int K, int16_t* a16, uint8_t* a,
             uint8_t* b, OT* acc) {
-    const int N = N_;
-    const int G = M.rows;
-    const size_t count = static_cast<size_t>(N) * M.Kp;
-    fast::codes_to_int16_checked(codes, static_cast<size_t>(N), K, M.Kp, operand.qmin(), operand.qmax(), a16);
-    if (M.vnni16) {
-      fast::int16_to_planes(a16, count, a, b);
-      M.gemm_planes(a, b, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
-      return;
-    }
-    if constexpr (std::is_same_v<OT, int32_t>) {
-      if (M.vnni) {
-        fast::int16_to_u8_biased(a16, count, M.a_bias, a);
-        if (N == 1) {
-          M.gemv_u8(a, 0, G, acc, false);
-        } else {
-          M.gemm_u8(a, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
-        }
-        return;
-      }
-    }
-    M.gemm(a16, static_cast<size_t>(M.Kp), N, 0, G, acc, static_cast<size_t>(G));
+    fast::codes_to_int16_checked(codes, static_cast<size_t>(N_), K, M.Kp, operand.qmin(), operand.qmax(), a16);
+    packed_gemm_rows(M, a16, N_, a, b, 0, M.rows, acc, static_cast<size_t>(M.rows));
   }
 
   template <class GX, class GH>
@@ -1077,6 +1224,15 @@ class FastStepper : public GruCellStepper {
     const int H = p.hidden_size;
     const size_t G = 3 * static_cast<size_t>(H);
     const size_t Kh = static_cast<size_t>(pc.R.Kp);
+    if (!p.linear_before_reset) {  // the whole-sequence loop's step (reset_before_step), the new codes into q_h
+      const TensorQuant& x = p.q(GruTensor::x);
+      const TensorQuant& h = p.q(GruTensor::h);
+      fast::codes_to_int16_checked(q_x, static_cast<size_t>(N_), p.input_size, pc.W.Kp, x.qmin(), x.qmax(), x16_.data());
+      fast::codes_to_int16_checked(q_h, static_cast<size_t>(N_), H, pc.R.Kp, h.qmin(), h.qmax(), h16_.data());
+      reset_before_step(pc, x16_.data(), h16_.data(), N_, gx, gh, *reset_before_, h_new16_.data(), q_h,
+                        static_cast<size_t>(H), nullptr, 0, 0);
+      return;
+    }
     gemm(pc.W, p.q(GruTensor::x), q_x, p.input_size, x16_.data(), x_a_.data(), x_b_.data(), gx);  // B-1
     gemm(pc.R, p.q(GruTensor::h), q_h, H, h16_.data(), h_a_.data(), h_b_.data(), gh);          // B-2
     for (int n = 0; n < N_; ++n) {
@@ -1095,6 +1251,7 @@ class FastStepper : public GruCellStepper {
   LineArray<uint8_t> h_new_u8_;                    // [N, Kp] the cell's u8 copy of the new h (VNNI R)
   LineArray<int32_t> gx32_, gh32_;                 // [N, 3H] accumulators, int32 where the proof allows
   LineArray<int64_t> gx64_, gh64_;                 // [N, 3H] else int64
+  std::unique_ptr<ResetBeforeScratch> reset_before_;  // the linear_before_reset = 0 cell's (reset_before_step)
 };
 
 }  // namespace

@@ -121,15 +121,34 @@ void prove_cell(OverflowProof& proof, const GruCellQuantParams& p, const Quantiz
                        std::fabs(static_cast<double>(p.q(g.input).zp));
     prover.value(std::string(g.name) + " before saturation (ih + hh + zp)", sum, false);
   }
-  // C-3: r x hh product, rescaled, plus the rescaled ih_n and the zero point.
-  prover.shift("shift_reset_mul_hh_to_new_gate_input", p.shift_reset_mul_hh_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input);
-  prover.shift("shift_weight_ih_linear_to_new_gate_input", p.shift_weight_ih_linear_to_new_gate_input, p.shift_weight_ih_linear_to_new_gate_input);
-  const double rh_product = diff_max(p.q(GruTensor::reset_gate_output)) * diff_max(hh);
-  prover.value("r x hh product (reset_gate_output - zp)(weight_hh_linear - zp)", rh_product, false);
-  const double new_sum = after_shift(rh_product, p.shift_reset_mul_hh_to_new_gate_input) +
-                         after_shift(diff_max(ih), p.shift_weight_ih_linear_to_new_gate_input) +
-                         std::fabs(static_cast<double>(p.q(GruTensor::new_gate_input).zp));
-  prover.value("new_gate_input before saturation (ih + r x hh + zp)", new_sum, false);
+  if (p.linear_before_reset) {
+    // C-3: r x hh product, rescaled, plus the rescaled ih_n and the zero point.
+    prover.shift("shift_reset_mul_hh_to_new_gate_input", p.shift_reset_mul_hh_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input);
+    prover.shift("shift_weight_ih_linear_to_new_gate_input", p.shift_weight_ih_linear_to_new_gate_input, p.shift_weight_ih_linear_to_new_gate_input);
+    const double rh_product = diff_max(p.q(GruTensor::reset_gate_output)) * diff_max(hh);
+    prover.value("r x hh product (reset_gate_output - zp)(weight_hh_linear - zp)", rh_product, false);
+    const double new_sum = after_shift(rh_product, p.shift_reset_mul_hh_to_new_gate_input) +
+                           after_shift(diff_max(ih), p.shift_weight_ih_linear_to_new_gate_input) +
+                           std::fabs(static_cast<double>(p.q(GruTensor::new_gate_input).zp));
+    prover.value("new_gate_input before saturation (ih + r x hh + zp)", new_sum, false);
+  } else {
+    // C-2a: r x h product rescaled into h's space (+ zp_h), saturated into h's codes: the second GEMM's operand
+    // is in h's code range, so B-2's bounds above (gemm_h accumulator, compensation, bias, rescale) hold for
+    // R_n (r x h) as proven for R h, channel for channel.
+    prover.shift("shift_reset_mul_h_to_h", p.shift_reset_mul_h_to_h, p.shift_reset_mul_h_to_h);
+    const double rh_product = diff_max(p.q(GruTensor::reset_gate_output)) * diff_max(h);
+    prover.value("r x h product (reset_gate_output - zp)(h - zp)", rh_product, false);
+    prover.value("r x h rescaled to h (+ zp_h)",
+                 after_shift(rh_product, p.shift_reset_mul_h_to_h) + std::fabs(static_cast<double>(h.zp)), false);
+    // C-3: C-1's sum with the new gate's shifts.
+    prover.shift("shift_weight_ih_linear_to_new_gate_input", p.shift_weight_ih_linear_to_new_gate_input, p.shift_weight_ih_linear_to_new_gate_input);
+    prover.shift("shift_weight_hh_linear_to_new_gate_input", p.shift_weight_hh_linear_to_new_gate_input,
+                 p.shift_weight_hh_linear_to_new_gate_input);
+    const double new_sum = after_shift(diff_max(ih), p.shift_weight_ih_linear_to_new_gate_input) +
+                           after_shift(diff_max(hh), p.shift_weight_hh_linear_to_new_gate_input) +
+                           std::fabs(static_cast<double>(p.q(GruTensor::new_gate_input).zp));
+    prover.value("new_gate_input before saturation (ih + hh + zp)", new_sum, false);
+  }
   // C-4
   prover.shift("shift_new_gate_output_to_h", p.shift_new_gate_output_to_h, p.shift_new_gate_output_to_h);
   prover.shift("shift_update_gate_output", p.shift_update_gate_output, p.shift_update_gate_output);

@@ -15,29 +15,57 @@ namespace qgru {
 
 namespace {
 
-// acc[m, c] = Σ_k weight[c, k] * input[m, k] for m < rows, c < channels. Acc is the accumulator type the
-// overflow proof chose (int32 for int8 operands, else int64): the proof bounds |Σ| by
+// acc[m·ldc + c] = Σ_k weight[c, k] * input[m, k] for m < rows, c < channels (ldc = channels when 0). Acc is
+// the accumulator type the overflow proof chose (int32 for int8 operands, else int64): the proof bounds |Σ| by
 // K * 2^(b_W-1) * max|q_in|, and every partial sum has fewer terms, so no partial sum overflows Acc either.
 // The result is widened to int64 for the cell.
 template <class Acc>
-void integer_gemm(const int32_t* input, int rows, int K, const int32_t* weight, int channels, int64_t* acc) {
+void integer_gemm(const int32_t* input, int rows, int K, const int32_t* weight, int channels, int64_t* acc, int ldc) {
   for (int m = 0; m < rows; ++m) {
     const int32_t* in = input + static_cast<size_t>(m) * K;
     for (int c = 0; c < channels; ++c) {
       const int32_t* w = weight + static_cast<size_t>(c) * K;
       Acc sum = 0;
       for (int k = 0; k < K; ++k) sum += static_cast<Acc>(w[k]) * static_cast<Acc>(in[k]);
-      acc[static_cast<size_t>(m) * channels + c] = sum;
+      acc[static_cast<size_t>(m) * ldc + c] = sum;
     }
   }
 }
 
-void gemm(bool int32_acc, const int32_t* input, int rows, int K, const int32_t* weight, int channels, int64_t* acc) {
+void gemm(bool int32_acc, const int32_t* input, int rows, int K, const int32_t* weight, int channels, int64_t* acc,
+          int ldc = 0) {
+  if (ldc == 0) ldc = channels;
   if (int32_acc) {
-    integer_gemm<int32_t>(input, rows, K, weight, channels, acc);
+    integer_gemm<int32_t>(input, rows, K, weight, channels, acc, ldc);
   } else {
-    integer_gemm<int64_t>(input, rows, K, weight, channels, acc);
+    integer_gemm<int64_t>(input, rows, K, weight, channels, acc, ldc);
   }
+}
+
+// B-2 of one step for N rows: gemm_h [N, 3H] from the state codes q_h [N, H]. The linear_before_reset = 0 cell
+// (docs/FIXED_POINT.md §3a) multiplies only R's z and r rows with h, computes C-2a of every unit
+// (q_reset_hidden [N, H], in h's space) from this step's accumulators gemm_x [N, 3H], and takes the n channels
+// from the second GEMM, R_n against q_reset_hidden: both GEMMs have operands in h's code range, so gemm_h_int32
+// (proven for R h) holds for both.
+void recurrent_gemms(const GruCellQuantParams& p, const GruCellParamsView& view, const int32_t* q_h, int N,
+                     const int64_t* gemm_x, int64_t* gemm_h, int32_t* q_reset_hidden) {
+  const int H = p.hidden_size;
+  const int channels = 3 * H;
+  if (p.linear_before_reset) {
+    gemm(p.gemm_h_int32, q_h, N, H, p.q_R.data(), channels, gemm_h);
+    return;
+  }
+  gemm(p.gemm_h_int32, q_h, N, H, p.q_R.data(), 2 * H, gemm_h, channels);  // z and r channels
+  for (int n = 0; n < N; ++n) {
+    const int64_t* gx = gemm_x + static_cast<size_t>(n) * channels;
+    const int64_t* gh = gemm_h + static_cast<size_t>(n) * channels;
+    for (int j = 0; j < H; ++j) {
+      const size_t e = static_cast<size_t>(n) * H + j;
+      q_reset_hidden[e] = gru_cell_reset_hidden(view, j, gx[H + j], gh[H + j], q_h[e]);
+    }
+  }
+  // n channels: R_n (r ⊙ h), written at column 2H of each row
+  gemm(p.gemm_h_int32, q_reset_hidden, N, H, p.q_R.data() + static_cast<size_t>(2 * H) * H, H, gemm_h + 2 * H, channels);
 }
 
 // Intermediate codes of one step, [N, 3H] for the linears and [N, H] for the rest (observer only).
@@ -67,12 +95,14 @@ void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, 
 
   std::vector<int64_t> gemm_h(static_cast<size_t>(N) * channels);
   std::vector<int32_t> q_h_new(static_cast<size_t>(N) * H);
+  std::vector<int32_t> q_reset_hidden(p.linear_before_reset ? 0 : static_cast<size_t>(N) * H);  // C-2a, [N, H]
   StepBuffers buffers;
   if (observer) buffers.resize(N, H);
   for (int step = 0; step < T; ++step) {
     const int t = p.direction == 0 ? step : T - 1 - step;
-    // B-2 for this step.
-    gemm(p.gemm_h_int32, q_h.data(), N, H, p.q_R.data(), channels, gemm_h.data());
+    // B-2 for this step (and the linear_before_reset = 0 cell's r ⊙ h and second GEMM).
+    recurrent_gemms(p, view, q_h.data(), N, gemm_x.data() + static_cast<size_t>(t) * N * channels, gemm_h.data(),
+                    q_reset_hidden.data());
     for (int n = 0; n < N; ++n) {
       const int64_t* gx = gemm_x.data() + (static_cast<size_t>(t) * N + n) * channels;
       const int64_t* gh = gemm_h.data() + static_cast<size_t>(n) * channels;
@@ -120,6 +150,7 @@ void run_reference_cell(const GruCellQuantParams& p, const int32_t* q_x, int T, 
       v.q_new_gate_input = buffers.ngi.data();
       v.q_new_gate_output = buffers.ngo.data();
       v.q_h_new = q_h_new.data();
+      v.q_reset_hidden = p.linear_before_reset ? nullptr : q_reset_hidden.data();
       v.lengths = lengths;
       observer->on_step(v);
     }
@@ -156,6 +187,7 @@ class ReferenceStepper : public GruCellStepper {
     gemm_x_.resize(3 * NH);
     gemm_h_.resize(3 * NH);
     q_h_new_.resize(NH);
+    q_reset_hidden_.resize(model.linear_before_reset() ? 0 : NH);
     for (const GruCellQuantParams& p : model.cells) views_.push_back(p.view());
   }
   int batch() const override { return N_; }
@@ -165,7 +197,7 @@ class ReferenceStepper : public GruCellStepper {
     const int H = p.hidden_size;
     const int channels = 3 * H;
     gemm(p.gemm_x_int32, q_x, N_, p.input_size, p.q_W.data(), channels, gemm_x_.data());
-    gemm(p.gemm_h_int32, q_h, N_, H, p.q_R.data(), channels, gemm_h_.data());
+    recurrent_gemms(p, view, q_h, N_, gemm_x_.data(), gemm_h_.data(), q_reset_hidden_.data());
     for (int n = 0; n < N_; ++n) {
       const int64_t* gx = gemm_x_.data() + static_cast<size_t>(n) * channels;
       const int64_t* gh = gemm_h_.data() + static_cast<size_t>(n) * channels;
@@ -184,6 +216,7 @@ class ReferenceStepper : public GruCellStepper {
   std::vector<GruCellParamsView> views_;  // one per cell
   std::vector<int64_t> gemm_x_, gemm_h_;  // [N, 3H]
   std::vector<int32_t> q_h_new_;          // [N, H]
+  std::vector<int32_t> q_reset_hidden_;   // [N, H], the linear_before_reset = 0 cell's C-2a
 };
 
 }  // namespace

@@ -24,6 +24,7 @@ namespace {
 struct CellRecord {
   int C = 0, H = 0;
   std::vector<int32_t> q_x, q_h_prev, ih, hh, ugi, ugo, rgi, rgo, ngi, ngo, aligned, h_new;  // codes
+  std::vector<int32_t> reset_hidden;  // the linear_before_reset = 0 cell only (C-2a)
   std::vector<int64_t> gemm_x, gemm_x_corrected, gemm_h, gemm_h_corrected;                // accumulators
   std::vector<int64_t> bw_in_gemm, br_in_gemm;                                              // [3H]
   bool seen = false;
@@ -44,6 +45,7 @@ class GoldenRecorder : public QuantGruObserver {
       for (auto* v : {&r.q_h_prev, &r.ugi, &r.ugo, &r.rgi, &r.rgo, &r.ngi, &r.ngo, &r.aligned, &r.h_new}) {
         v->assign(steps * h, 0);
       }
+      if (!p.linear_before_reset) r.reset_hidden.assign(steps * h, 0);
       r.ih.assign(steps * 3 * h, 0);
       r.hh.assign(steps * 3 * h, 0);
       for (auto* v : {&r.gemm_x, &r.gemm_x_corrected, &r.gemm_h, &r.gemm_h_corrected}) v->assign(steps * 3 * h, 0);
@@ -72,6 +74,9 @@ class GoldenRecorder : public QuantGruObserver {
       const size_t row = static_cast<size_t>(step.t) * static_cast<size_t>(N_) + static_cast<size_t>(n);
       const int32_t* x = step.q_x + static_cast<size_t>(n) * C;
       const int32_t* h = step.q_h_prev + static_cast<size_t>(n) * H;
+      // The linear_before_reset = 0 cell's n channels multiply R_n with r ⊙ h (C-2a), recorded below.
+      const int32_t* rh = p.linear_before_reset ? nullptr : step.q_reset_hidden + static_cast<size_t>(n) * H;
+      if (rh != nullptr) std::copy(rh, rh + H, r.reset_hidden.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(H)));
       std::copy(x, x + C, r.q_x.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(C)));
       std::copy(h, h + H, r.q_h_prev.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(H)));
       for (int c = 0; c < channels; ++c) {
@@ -79,7 +84,8 @@ class GoldenRecorder : public QuantGruObserver {
         int64_t gx = 0;
         for (int k = 0; k < C; ++k) gx += static_cast<int64_t>(p.q_W[static_cast<size_t>(c) * C + k]) * x[k];
         int64_t gh = 0;
-        for (int k = 0; k < H; ++k) gh += static_cast<int64_t>(p.q_R[static_cast<size_t>(c) * H + k]) * h[k];
+        const int32_t* operand = rh != nullptr && c >= 2 * H ? rh : h;
+        for (int k = 0; k < H; ++k) gh += static_cast<int64_t>(p.q_R[static_cast<size_t>(c) * H + k]) * operand[k];
         const size_t e3 = row * static_cast<size_t>(channels) + static_cast<size_t>(c);
         r.gemm_x[e3] = gx;
         r.gemm_x_corrected[e3] = gx - p.W_sum[static_cast<size_t>(c)] * zp_x;  // S_W[c]*S_x
@@ -195,6 +201,7 @@ GoldenVectors make_golden_vectors(const QuantizedGru& model, const int32_t* q_x,
       t[prefix + "q_new_gate_output"] = Tensor::from_vector(shape_h, r.ngo);
       t[prefix + "q_new_gate_aligned_to_h"] = Tensor::from_vector(shape_h, r.aligned);
       t[prefix + "q_h_new"] = Tensor::from_vector(shape_h, r.h_new);
+      if (!r.reset_hidden.empty()) t[prefix + "q_reset_hidden"] = Tensor::from_vector(shape_h, r.reset_hidden);
     }
   }
 

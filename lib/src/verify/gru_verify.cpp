@@ -129,6 +129,11 @@ void check_same_gru(const FloatGruModel& float_model, const QuantizedGru& quant_
                 std::to_string(quant_model.num_layers) + ", directions=" +
                 std::to_string(quant_model.num_directions) + ") describe different GRUs");
   }
+  if (float_model.linear_before_reset != quant_model.linear_before_reset()) {
+    const auto name = [](bool lbr) { return std::string(lbr ? "linear_before_reset = 1" : "linear_before_reset = 0"); };
+    throw Error("the float model is the " + name(float_model.linear_before_reset) + " GRU cell and the artifact the " +
+                name(quant_model.linear_before_reset()) + " one: they describe different GRUs");
+  }
 }
 
 }  // namespace

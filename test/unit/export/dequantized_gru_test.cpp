@@ -100,6 +100,26 @@ TEST_CASE("an artifact of a cell variant the export does not know is refused, na
   CHECK(named.find("\"linear_before_reset_0\"") != std::string::npos);
   const std::string in_shapes = message(R"({"version": 1, "shapes": {"linear_before_reset": 0}})");
   CHECK(in_shapes.find("linear_before_reset = 0") != std::string::npos);
-  const std::string newer = message(R"({"schema": "qgru.artifact", "version": 2})");
-  CHECK(newer.find("artifact version 2") != std::string::npos);
+  const std::string newer = message(R"({"schema": "qgru.artifact", "version": 3})");
+  CHECK(newer.find("artifact version 3") != std::string::npos);
+  // Version 2 names the cell where the format puts it: known (read_artifact checks it against the version).
+  CHECK_NOTHROW(qgru::require_exportable_cell_variant(R"({"schema": "qgru.artifact", "version": 2, "linear_before_reset": false})",
+                                                      "m.qgru.json"));
+  const std::string not_boolean = message(R"({"schema": "qgru.artifact", "version": 2, "linear_before_reset": "no"})");
+  CHECK(not_boolean.find("linear_before_reset = \"no\"") != std::string::npos);
+}
+
+TEST_CASE("the float-equivalent of a linear_before_reset = 0 artifact is that cell, and tracks its integer executor") {
+  const qgru::test::CalibratedCase c = qgru::test::calibrated_case(6, 32, 2, 1, 12, 8, qgru::load_bitwidth_config("int8"), 9, {},
+                                                                   /*linear_before_reset=*/false);
+  const qgru::FloatGruModel fe = qgru::dequantized_float_gru(c.quantized);
+  CHECK_FALSE(fe.linear_before_reset);
+  const qgru::QuantGruResult integer = qgru::run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+  const double right = qgru::test::sqnr_db(integer.output, qgru::run_float_gru(fe, c.x.data(), c.T, c.N, nullptr).output);
+  qgru::FloatGruModel other = fe;
+  other.linear_before_reset = true;
+  const double wrong = qgru::test::sqnr_db(integer.output, qgru::run_float_gru(other, c.x.data(), c.T, c.N, nullptr).output);
+  MESSAGE("float-equivalent vs integer executor: " << right << " dB as its own cell, " << wrong << " dB as the other one");
+  CHECK(right > 20.0);
+  CHECK(right > wrong + 6.0);
 }

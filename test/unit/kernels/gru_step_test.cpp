@@ -28,6 +28,36 @@ TEST_CASE("int8 executor flow equals the direct cell loop, forward and reverse, 
   }
 }
 
+TEST_CASE("the linear_before_reset = 0 cell's two-GEMM step equals the direct loop on both paths (int8, wide), H off 16") {
+  // R's z and r rows against h (m = rows_zr_p), q_reset_hidden stored with h's offset, R's n rows packed apart
+  // against it (m = rows_n_p), the step element reading gemm_rh: against HandGruCell's direct loop.
+  for (int H : {1, 17, 33}) {
+    const int C = 5, T = 4, N = H == 17 ? 17 : 3;
+    const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 31 + 7), /*reset_before_linear=*/true);
+    std::mt19937 rng(static_cast<uint32_t>(H + 3));
+    std::vector<int32_t> q_x(static_cast<size_t>(T * N * C)), q_h0(static_cast<size_t>(N * H));
+    for (auto& x : q_x) x = static_cast<int32_t>(static_cast<uint32_t>(rng()) % 256);
+    for (auto& h : q_h0) h = static_cast<int32_t>(static_cast<uint32_t>(rng()) % 256);
+    const qgru::kernels::GruOperandPlan wide = qgru::kernels::plan_wide_operands(-127, 127, -127, 127, cell.x_space, cell.view.h);
+    REQUIRE(wide.refused.empty());
+    for (bool reverse : {false, true}) {
+      CAPTURE(reverse);
+      qgru::test::check_cell_flow(cell,
+                                  qgru::kernels::emulate_gru_cell_int8(cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                                       cell.x_space, q_x.data(), T, N, q_h0.data(), reverse),
+                                  q_x, T, N, q_h0, reverse);
+      qgru::test::check_cell_flow(cell,
+                                  qgru::kernels::emulate_gru_cell_wide(cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                                       wide.x_offset, wide.h_offset, q_x.data(), T, N,
+                                                                       q_h0.data(), reverse),
+                                  q_x, T, N, q_h0, reverse);
+    }
+    // The direct loop itself tells the two cells apart on these codes.
+    const qgru::test::HandGruCell other(H, C, static_cast<uint32_t>(H * 31 + 7), /*reset_before_linear=*/false);
+    CHECK(other.reference(q_x, T, N, q_h0, false) != cell.reference(q_x, T, N, q_h0, false));
+  }
+}
+
 TEST_CASE("int8 executor flow refuses activations wider than 8 bits") {
   const qgru::test::HandGruCell cell(4, 4, 1);
   const std::vector<int32_t> q_x(4 * 1 * 4, 0);

@@ -2,7 +2,8 @@
 // A hand-made, valid-by-construction GRU cell for the int8 executor tests (CPU: gru_step_test.cpp; GPU:
 // test/cuda/gru_cell_check.cpp): random int8 weights, table activations, unsigned 8-bit x and h (so the
 // +128 operand offsets are exercised), and a direct CPU loop over gru_cell_element with accumulators summed
-// in int64 (no padding, no offsets) as the reference.
+// in int64 (no padding, no offsets) as the reference. reset_before_linear: the linear_before_reset = 0 cell (its
+// reference: R's n rows against q_reset_hidden of every unit, docs/FIXED_POINT.md §3a).
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -19,7 +20,7 @@ struct HandGruCell {
   GruCellParamsView view{};
   CodeSpace x_space{100, 0, 255};
 
-  HandGruCell(int hidden, int input, uint32_t seed) : H(hidden), C(input) {
+  HandGruCell(int hidden, int input, uint32_t seed, bool reset_before_linear = false) : H(hidden), C(input) {
     const int rows = 3 * H;
     std::mt19937 rng(seed);
     auto uniform = [&](int lo, int hi) {
@@ -72,7 +73,10 @@ struct HandGruCell {
     view.shift_weight_ih_linear_to_reset_gate_input = 1;
     view.shift_weight_hh_linear_to_reset_gate_input = 1;
     view.shift_weight_ih_linear_to_new_gate_input = 1;
-    view.shift_reset_mul_hh_to_new_gate_input = 7;
+    view.shift_reset_mul_hh_to_new_gate_input = reset_before_linear ? 0 : 7;
+    view.reset_before_linear = reset_before_linear;
+    view.shift_reset_mul_h_to_h = reset_before_linear ? 7 : 0;  // r codes [0, 127] at 2^-7
+    view.shift_weight_hh_linear_to_new_gate_input = reset_before_linear ? 1 : 0;
     view.quant_one_in_update_gate_scale = 128;
     view.shift_new_gate_output_to_h = -1;
     view.shift_update_gate_output = 7;
@@ -102,14 +106,25 @@ struct HandGruCell {
       const int t = reverse ? T - 1 - s : s;
       std::vector<int32_t> next(static_cast<size_t>(N * H));
       for (int n = 0; n < N; ++n) {
+        // The linear_before_reset = 0 cell: r ⊙ h of every unit of the row first (from the r channel's sums).
+        std::vector<int32_t> q_reset_hidden(static_cast<size_t>(H));
+        for (int j = 0; view.reset_before_linear && j < H; ++j) {
+          const int c = H + j;
+          int64_t gx = 0, gh = 0;
+          for (int k = 0; k < C; ++k) gx += int64_t{q_W[static_cast<size_t>(c * C + k)]} * q_x[static_cast<size_t>((t * N + n) * C + k)];
+          for (int k = 0; k < H; ++k) gh += int64_t{q_R[static_cast<size_t>(c * H + k)]} * h[static_cast<size_t>(n * H + k)];
+          q_reset_hidden[static_cast<size_t>(j)] = gru_cell_reset_hidden(view, j, gx, gh, h[static_cast<size_t>(n * H + j)]);
+        }
         for (int j = 0; j < H; ++j) {
           GruCellAccumulators acc{};
           for (int g = 0; g < 3; ++g) {
             const int c = g * H + j;
             for (int k = 0; k < C; ++k)
               acc.gemm_x[g] += int64_t{q_W[static_cast<size_t>(c * C + k)]} * q_x[static_cast<size_t>((t * N + n) * C + k)];
+            const bool against_rh = view.reset_before_linear && g == 2;
             for (int k = 0; k < H; ++k)
-              acc.gemm_h[g] += int64_t{q_R[static_cast<size_t>(c * H + k)]} * h[static_cast<size_t>(n * H + k)];
+              acc.gemm_h[g] += int64_t{q_R[static_cast<size_t>(c * H + k)]} *
+                               (against_rh ? q_reset_hidden[static_cast<size_t>(k)] : h[static_cast<size_t>(n * H + k)]);
           }
           next[static_cast<size_t>(n * H + j)] = gru_cell_element(view, j, acc, h[static_cast<size_t>(n * H + j)], nullptr);
         }

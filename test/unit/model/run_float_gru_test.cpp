@@ -1,5 +1,6 @@
-// The float executor against an independent float64 GRU (pytorch_reference.h), and its properties:
-// reverse direction = forward on reversed time, observer views that recompute the step exactly.
+// The float executor against an independent float64 GRU (pytorch_reference.h: PyTorch's equations, and Keras's
+// reset_after=False ones for the linear_before_reset = 0 cell), and its properties: reverse direction = forward on
+// reversed time, observer views that recompute the step exactly.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -19,16 +20,18 @@ struct Case {
   bool with_h0;
 };
 
-void check_against_reference(const Case& c, unsigned seed) {
+void check_against_reference(const Case& c, unsigned seed, bool linear_before_reset = true) {
   const auto sd = qgru_test::random_pytorch_gru(c.shape, seed);
-  const auto model = qgru::float_gru_from_tensors(sd, qgru::WeightLayout::Auto, "memory");
+  auto model = qgru::float_gru_from_tensors(sd, qgru::WeightLayout::Auto, "memory");
+  model.linear_before_reset = linear_before_reset;
   const auto x = qgru_test::random_values(static_cast<size_t>(c.T * c.N * c.shape.C), seed + 1);
   std::vector<float> h0;
   if (c.with_h0) {
     h0 = qgru_test::random_values(static_cast<size_t>(c.shape.L * c.shape.D * c.N * c.shape.H), seed + 2, 0.5f);
   }
   const auto result = qgru::run_float_gru(model, x.data(), c.T, c.N, c.with_h0 ? h0.data() : nullptr);
-  const auto reference = qgru_test::reference_pytorch_gru(sd, c.shape, x, c.T, c.N, h0);
+  const auto reference = qgru_test::reference_pytorch_gru(sd, c.shape, x, c.T, c.N, h0, linear_before_reset);
+  CAPTURE(linear_before_reset);
   CAPTURE(c.shape.C);
   CAPTURE(c.shape.H);
   CAPTURE(c.shape.L);
@@ -62,6 +65,22 @@ TEST_CASE("float GRU matches a float64 PyTorch-equation GRU on edge shapes") {
   };
   unsigned seed = 100;
   for (const Case& c : cases) check_against_reference(c, seed += 10);
+}
+
+TEST_CASE("the linear_before_reset = 0 float GRU matches a float64 Keras reset_after=False GRU on edge shapes") {
+  const Case cases[] = {
+      {{5, 8, 1, 1}, 7, 3, false}, {{4, 6, 2, 2}, 5, 2, true}, {{3, 1, 1, 1}, 9, 4, true},
+      {{7, 33, 2, 2}, 3, 5, true}, {{2, 32, 3, 1}, 1, 1, false}, {{1, 1, 2, 2}, 8, 1, true},
+  };
+  unsigned seed = 300;
+  for (const Case& c : cases) check_against_reference(c, seed += 10, /*linear_before_reset=*/false);
+  // The two cells differ on these weights (the comparison above could tell them apart).
+  const Case c = cases[1];
+  const auto sd = qgru_test::random_pytorch_gru(c.shape, 777);
+  const auto x = qgru_test::random_values(static_cast<size_t>(c.T * c.N * c.shape.C), 778);
+  const auto keras = qgru_test::reference_pytorch_gru(sd, c.shape, x, c.T, c.N, {}, false);
+  const auto pytorch = qgru_test::reference_pytorch_gru(sd, c.shape, x, c.T, c.N, {}, true);
+  CHECK(qgru_test::max_abs_diff(keras.output, pytorch.output) > 1e-3);
 }
 
 TEST_CASE("reverse direction equals the forward cell on the time-reversed sequence") {

@@ -1,5 +1,7 @@
-// The artifact: read(write(m)) runs to identical codes; tampering, future versions, wrong shapes and
-// inconsistent derived shifts are refused with a message naming what is wrong.
+// The artifact: read(write(m)) runs to identical codes (both cell variants: version 1 for the
+// linear_before_reset = 1 cell as before, version 2 naming the linear_before_reset = 0 cell); tampering, future
+// versions, a variant key that disagrees with the version, wrong shapes and inconsistent derived shifts are
+// refused with a message naming what is wrong.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -80,6 +82,53 @@ TEST_CASE("read(write(m)) runs to identical codes (every preset, 2 layers, bidir
     const json j = json::parse(read_file_text(path));
     CHECK(j["gemm_operands_fit_int8"].get<bool>() == (std::string(preset) == "int8"));
     CHECK(j["cells"][0]["derived"].contains("shift_reset_mul_hh_to_new_gate_input"));
+    CHECK(j["version"] == 1);  // the linear_before_reset = 1 cell: what every earlier qgru reads
+    CHECK_FALSE(j.contains("linear_before_reset"));
+  }
+}
+
+TEST_CASE("a linear_before_reset = 0 artifact reads back as the other cell (version 1 would lose the variant)") {
+  for (const char* preset : {"int8", "int16-activations"}) {
+    CAPTURE(preset);
+    Scratch scratch(std::string("lbr0_") + preset);
+    test::CalibratedCase c = test::calibrated_case(5, 7, 2, 2, 6, 2, load_bitwidth_config(preset), 37u, {}, false);
+    const std::string path = scratch.path("model.qgru.json");
+    write_artifact(path, c.quantized);
+    const json j = json::parse(read_file_text(path));
+    CHECK(j["version"] == 2);
+    CHECK(j["linear_before_reset"] == false);
+    const json& derived = j["cells"][3]["derived"];
+    CHECK(derived.contains("shift_reset_mul_h_to_h"));
+    CHECK(derived.contains("shift_weight_hh_linear_to_new_gate_input"));
+    CHECK_FALSE(derived.contains("shift_reset_mul_hh_to_new_gate_input"));
+    const QuantizedGru back = read_artifact(path);
+    CHECK_FALSE(back.linear_before_reset());
+    for (const GruCellQuantParams& p : back.cells) CHECK_FALSE(p.linear_before_reset);
+    const QuantGruResult a = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
+    const QuantGruResult b = run_quantized_gru(back, c.x.data(), c.T, c.N, nullptr);
+    CHECK(a.output_codes == b.output_codes);
+    CHECK(a.h_n_codes == b.h_n_codes);
+    // The same parameters run as the other cell give other codes: the variant is not decoration.
+    QuantizedGru other = back;
+    for (GruCellQuantParams& p : other.cells) {
+      p.linear_before_reset = true;
+      compute_derived_shifts(p);
+    }
+    CHECK(run_quantized_gru(other, c.x.data(), c.T, c.N, nullptr).output_codes != a.output_codes);
+
+    // A version 2 artifact must say which cell; version 1 cannot hold this one.
+    json edited = j;
+    edited.erase("linear_before_reset");
+    write_json(path, edited);
+    CHECK(read_error(path).find("linear_before_reset: missing") != std::string::npos);
+    edited = j;
+    edited["version"] = 1;
+    write_json(path, edited);
+    CHECK(read_error(path).find("a version 1 artifact holds the linear_before_reset = 1 cell only") != std::string::npos);
+    edited = j;
+    edited["cells"][1]["derived"]["shift_reset_mul_h_to_h"] = 3;
+    write_json(path, edited);
+    CHECK(read_error(path).find("cells[0,1].derived.shift_reset_mul_h_to_h") != std::string::npos);
   }
 }
 
@@ -117,9 +166,9 @@ TEST_CASE("a modified tensor file is refused by its sha256") {
 TEST_CASE("a future schema version is refused; so is another schema") {
   WrittenArtifact a;
   json j = a.load();
-  j["version"] = 2;
+  j["version"] = 3;
   write_json(a.json_path, j);
-  CHECK(read_error(a.json_path).find("version: 2 is newer") != std::string::npos);
+  CHECK(read_error(a.json_path).find("version: 3 is newer") != std::string::npos);
   j["version"] = 1;
   j["schema"] = "qgru.bitwidth_config";
   write_json(a.json_path, j);

@@ -260,6 +260,51 @@ TEST_CASE("fast path codes drift at the ends of the code ranges (x and h0 at qmi
   }
 }
 
+TEST_CASE("the linear_before_reset = 0 cell's own time loop drifts from the reference (every preset, level, batch split, edge codes)") {
+  // Its own loop (run_cell_fast_reset_before): B-2 on R's z and r rows, C-2a per unit, the second GEMM R_n (r ⊙ h)
+  // on R's packed rows, cell_row's element branch; batch rows split over two threads when N >= 2. N = 1 and 37 (odd
+  // rows per part), H on and off multiples of 16, 16-bit weights (int16: the AVX2 madd GEMMs).
+  struct Shape {
+    int C, H, N, T;
+  };
+  const Shape shapes[] = {{3, 1, 1, 6}, {5, 33, 37, 3}, {9, 64, 1, 4}, {4, 17, 2, 5}};
+  for (const std::string& preset : bitwidth_preset_names()) {
+    const BitwidthConfig config = load_bitwidth_config(preset);
+    for (const Shape& s : shapes) {
+      if (preset == "int16" && s.N > 8) continue;  // 16-bit tables: keep the case cheap
+      CAPTURE(preset);
+      CAPTURE(s.H);
+      CAPTURE(s.N);
+      const int L = 2, D = 2;
+      test::CalibratedCase c = test::calibrated_case(s.C, s.H, L, D, s.T, s.N, config, 611u + static_cast<uint32_t>(s.H),
+                                                     {}, /*linear_before_reset=*/false);
+      const QuantizedGru& m = c.quantized;
+      REQUIRE_FALSE(m.linear_before_reset());
+      const std::vector<int32_t> typical = quantize_values(m.input_quant(), c.x.data(), c.x.size());
+      // Edge codes: x and h0 at both ends of their ranges.
+      std::mt19937 rng(5u + static_cast<uint32_t>(s.H));
+      std::vector<int32_t> edge_x(typical.size());
+      for (auto& v : edge_x) v = (rng() & 1u) ? m.input_quant().qmin() : m.input_quant().qmax();
+      std::vector<int32_t> edge_h0(static_cast<size_t>(L) * D * s.N * s.H);
+      for (int cell = 0; cell < L * D; ++cell) {
+        const TensorQuant& hq = m.cells[static_cast<size_t>(cell)].q(GruTensor::h);
+        for (int i = 0; i < s.N * s.H; ++i) edge_h0[static_cast<size_t>(cell) * s.N * s.H + i] = (rng() & 1u) ? hq.qmin() : hq.qmax();
+      }
+      for (FastIsa isa : levels_here()) {
+        for (const FastExecutorOptions& o : {opts(1, 128, isa), opts(2, 1, isa)}) {
+          CAPTURE(isa_name(isa));
+          CAPTURE(o.threads);
+          CHECK(fast_path_support(m, o).supported);
+          std::string bad = codes_check(m, o, typical.data(), s.T, s.N, nullptr);
+          CHECK_MESSAGE(bad.empty(), bad);
+          bad = codes_check(m, o, edge_x.data(), s.T, s.N, edge_h0.data());
+          CHECK_MESSAGE(bad.empty(), bad);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("an int32 lane overflows when a long int8 x int16 row is not widened in chunks") {
   // int16-activations, C = 5000: one madd lane holds 2*127*32768 < 2^24, so at most 255 vectors (4080
   // elements) per int32 lane; the row has 5008 padded elements, so the kernel must widen mid-row, and the

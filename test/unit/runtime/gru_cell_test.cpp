@@ -1,6 +1,7 @@
 // The fixed-point cell (qgru/fixed/gru_cell.h) against a float64 evaluation of the same formulas (docs/FIXED_POINT.md §3
-// B-1, C-1 .. C-4) for random codes, stage by stage: each stage's reference takes the cell's own codes of
-// the previous stage, so the bound is the rounding of that stage alone, in LSBs of its output.
+// B-1, C-1 .. C-4, and §3a's C-2a and C-3 sum of the linear_before_reset = 0 cell) for random codes, stage by stage:
+// each stage's reference takes the cell's own codes of the previous stage, so the bound is the rounding of that
+// stage alone, in LSBs of its output.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -40,7 +41,7 @@ CellRanges random_ranges(std::mt19937& rng) {
 }
 
 struct Worst {
-  double linear = 0, gate_input = 0, new_gate_input = 0, h = 0;
+  double linear = 0, gate_input = 0, new_gate_input = 0, h = 0, reset_hidden = 0;
 };
 
 void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Worst& worst) {
@@ -112,12 +113,23 @@ void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Wor
     CHECK(tr.q_update_gate_output == evaluate_activation(view.update_gate, tr.q_update_gate_input));
     CHECK(tr.q_reset_gate_output == evaluate_activation(view.reset_gate, tr.q_reset_gate_input));
     CHECK(tr.q_new_gate_output == evaluate_activation(view.new_gate, tr.q_new_gate_input));
-    // C-3: ih_n + r * hh_n, two rounded rescales.
+    // C-3: ih_n + r * hh_n, two rounded rescales; the linear_before_reset = 0 cell: ih_n + hh_n, hh_n being
+    // R_n (r ⊙ h) + br_n (its accumulator drawn like the others), likewise two rounded rescales.
     const TensorQuant& ro = p.q(GruTensor::reset_gate_output);
     const TensorQuant& ngi = p.q(GruTensor::new_gate_input);
     const double r_real = (tr.q_reset_gate_output - ro.zp) * S(ro.shift);
-    const double e_n = std::fabs(tr.q_new_gate_input - clamp_to(ngi, (ih_real[2] + r_real * hh_real[2]) / S(ngi.shift) + ngi.zp));
+    const double n_real = p.linear_before_reset ? ih_real[2] + r_real * hh_real[2] : ih_real[2] + hh_real[2];
+    const double e_n = std::fabs(tr.q_new_gate_input - clamp_to(ngi, n_real / S(ngi.shift) + ngi.zp));
     CHECK(e_n <= 1.0 + 1e-9);
+    if (!p.linear_before_reset) {
+      // C-2a: r ⊙ h_old into h's space, one rounding (<= 0.5 LSB), saturated into h's codes; and it is what
+      // gru_cell_reset_hidden gives from the same accumulators (the first half of the step).
+      const double rh_real = r_real * (q_h_old - h.zp) * S(h.shift);
+      const double e_rh = std::fabs(tr.q_reset_hidden - clamp_to(h, rh_real / S(h.shift) + h.zp));
+      CHECK(e_rh <= 0.5 + 1e-9);
+      worst.reset_hidden = std::max(worst.reset_hidden, e_rh);
+      CHECK(gru_cell_reset_hidden(view, j, acc.gemm_x[1], acc.gemm_h[1], q_h_old) == tr.q_reset_hidden);
+    }
     worst.new_gate_input = std::max(worst.new_gate_input, e_n);
     // C-4 (1): one rounding, same rule as std::round: exact.
     const TensorQuant& no = p.q(GruTensor::new_gate_output);
@@ -141,14 +153,16 @@ TEST_CASE("the cell matches a float64 evaluation of the documented formulas with
   for (const std::string& name : bitwidth_preset_names()) configs.push_back(load_bitwidth_config(name));
   for (int i = 0; i < 6; ++i) configs.push_back(random_config(rng));
   for (const BitwidthConfig& config : configs) {
-    for (int trial = 0; trial < 2; ++trial) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const bool linear_before_reset = trial % 2 == 0;  // and the linear_before_reset = 0 cell
+      CAPTURE(linear_before_reset);
       QuantizedGru q;
       q.config = config;
       const FloatGruModel model = test::random_float_gru(5, 7, 1, 1, static_cast<uint32_t>(rng()));
       q.input_size = 5;
       q.hidden_size = 7;
       q.num_layers = 1;
-      q.cells.push_back(make_cell_quant_params(model.cell(0, 0), config, random_ranges(rng), 0, 0));
+      q.cells.push_back(make_cell_quant_params(model.cell(0, 0), config, random_ranges(rng), 0, 0, linear_before_reset));
       try {
         choose_accumulators_and_prove(q, "cell test");
       } catch (const Error&) {
@@ -162,8 +176,10 @@ TEST_CASE("the cell matches a float64 evaluation of the documented formulas with
   }
   MESSAGE("cells checked " << cells << " (refused by the proof " << refused << "); worst LSB errors: linear "
                            << worst.linear << ", sigmoid gate input " << worst.gate_input << ", new gate input "
-                           << worst.new_gate_input << ", h " << worst.h);
-  CHECK(cells >= 16);
+                           << worst.new_gate_input << ", h " << worst.h << ", r x h (linear_before_reset = 0) "
+                           << worst.reset_hidden);
+  CHECK(cells >= 32);
+  CHECK(worst.reset_hidden > 0.0);  // the C-2a check ran and saw a rounding
 }
 
 TEST_CASE("a saturated gate (u = 1 exactly) keeps h; u = 0 takes the new gate") {

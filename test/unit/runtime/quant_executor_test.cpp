@@ -20,27 +20,55 @@ struct Target {
   double min_sqnr_db;  // asserted bound, a few dB under the measured figures (see the MESSAGE lines)
 };
 
-TEST_CASE("integer h tracks the float GRU (2 layers, bidirectional, H edges)") {
+TEST_CASE("integer h tracks the float GRU (2 layers, bidirectional, H edges; both cell variants)") {
   // Measured (random seeds as below): int8 32.2 .. 44.3 dB, int16-activations 42.3 .. 54.0 dB (8-bit weights
-  // dominate the 16-bit activations' error).
+  // dominate the 16-bit activations' error); the linear_before_reset = 0 cell (r ⊙ h requantized into h's space
+  // before R_n): int8 31.7 .. 48.5 dB, int16-activations 43.0 .. 58.5 dB.
   const Target targets[] = {{"int8", 28.0}, {"int16-activations", 40.0}};
   for (const Target& target : targets) {
     const BitwidthConfig config = load_bitwidth_config(target.preset);
     for (int H : {1, 31, 33}) {
+     for (bool linear_before_reset : {true, false}) {
       const std::string preset = target.preset;
       CAPTURE(preset);
       CAPTURE(H);
-      test::CalibratedCase c = test::calibrated_case(/*C=*/5, H, /*L=*/2, /*D=*/2, /*T=*/12, /*N=*/3, config, 7u + static_cast<uint32_t>(H));
+      CAPTURE(linear_before_reset);
+      test::CalibratedCase c = test::calibrated_case(/*C=*/5, H, /*L=*/2, /*D=*/2, /*T=*/12, /*N=*/3, config,
+                                                     7u + static_cast<uint32_t>(H), {}, linear_before_reset);
       const QuantGruResult q = run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr);
       REQUIRE(q.output.size() == c.float_result.output.size());
       REQUIRE(q.h_n.size() == c.float_result.h_n.size());
       const double sqnr = test::sqnr_db(c.float_result.output, q.output);
       const double sqnr_hn = test::sqnr_db(c.float_result.h_n, q.h_n);
-      MESSAGE(preset << " H=" << H << ": SQNR(h, all steps) = " << sqnr << " dB, SQNR(h_n) = " << sqnr_hn << " dB");
+      MESSAGE(preset << " H=" << H << " linear_before_reset=" << linear_before_reset << ": SQNR(h, all steps) = " << sqnr
+                     << " dB, SQNR(h_n) = " << sqnr_hn << " dB");
       CHECK(sqnr >= target.min_sqnr_db);
       CHECK(sqnr_hn >= target.min_sqnr_db);
+     }
     }
   }
+}
+
+TEST_CASE("the linear_before_reset = 0 cell's own shifts, off by one, break the SQNR check") {
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  test::CalibratedCase c = test::calibrated_case(5, 31, 2, 2, 12, 3, config, 11u, {}, /*linear_before_reset=*/false);
+  const double good = test::sqnr_db(c.float_result.output, run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr).output);
+  REQUIRE(good >= 23.0);
+  SUBCASE("shift_reset_mul_h_to_h") {
+    for (auto& cell : c.quantized.cells) cell.shift_reset_mul_h_to_h -= 1;
+  }
+  SUBCASE("shift_weight_hh_linear_to_new_gate_input") {
+    for (auto& cell : c.quantized.cells) cell.shift_weight_hh_linear_to_new_gate_input -= 1;
+  }
+  SUBCASE("the other cell's C-3 on these parameters") {
+    for (auto& cell : c.quantized.cells) {
+      cell.linear_before_reset = true;
+      compute_derived_shifts(cell);
+    }
+  }
+  const double bad = test::sqnr_db(c.float_result.output, run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr).output);
+  MESSAGE("SQNR correct " << good << " dB, with the injected error " << bad << " dB");
+  CHECK(bad < 23.0);
 }
 
 TEST_CASE("a rescale shift off by one breaks the SQNR check") {

@@ -75,12 +75,14 @@ void check_rows_as_alone(const std::vector<V>& output, const std::vector<V>& h_n
 
 }  // namespace
 
-TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulated CUDA executors, float GRU") {
+TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulated CUDA executors, float GRU (both cells)") {
   const int C = 3, H = 33, L = 2, D = 2, T = 7, N = 5;
   const std::vector<int32_t> lengths = {7, 3, 1, 0, 5};
   for (const char* preset : {"int8", "int16-activations"}) {
+   for (bool linear_before_reset : {true, false}) {
     CAPTURE(preset);
-    const auto c = test::calibrated_case(C, H, L, D, T, N, load_bitwidth_config(preset), 4242);
+    CAPTURE(linear_before_reset);
+    const auto c = test::calibrated_case(C, H, L, D, T, N, load_bitwidth_config(preset), 4242, {}, linear_before_reset);
     const std::vector<float> h0 = test::random_input(static_cast<size_t>(L * D) * N * H, 99, 0.3f);
     const int F = D * H;
     const int cells = L * D;
@@ -152,6 +154,7 @@ TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulat
     CHECK(emulated.h_n_codes == ref.h_n_codes);
     // Dequantized, the padding is exactly 0.0.
     CHECK(ref.output[(static_cast<size_t>(6) * N + 3) * F] == 0.0f);
+   }
   }
 }
 

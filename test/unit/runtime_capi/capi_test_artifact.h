@@ -23,9 +23,9 @@ struct TestArtifact {
 };
 
 inline TestArtifact make_test_artifact(const std::string& name, const std::string& preset, int C, int H, int L, int D,
-                                       int T, int N, uint32_t seed) {
+                                       int T, int N, uint32_t seed, bool linear_before_reset = true) {
   TestArtifact a;
-  a.c = calibrated_case(C, H, L, D, T, N, load_bitwidth_config(preset), seed);
+  a.c = calibrated_case(C, H, L, D, T, N, load_bitwidth_config(preset), seed, {}, linear_before_reset);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("qgru_capi_test_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::create_directories(dir);

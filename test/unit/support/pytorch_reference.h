@@ -3,6 +3,9 @@
 // float64 GRU written from PyTorch's documented equations on PyTorch's own layout (gates r, z, n):
 //   r = σ(W_ir x + b_ir + W_hr h + b_hr)     z = σ(W_iz x + b_iz + W_hz h + b_hz)
 //   n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))     h' = (1 − z) ⊙ n + z ⊙ h
+// and, with reset_after = false, Keras's classic GRU (GRU(reset_after=False); ONNX linear_before_reset = 0), whose
+// candidate applies r to the state before its recurrent kernel: n = tanh(W_in x + b_in + W_hn (r ⊙ h) + b_hn)
+// (Keras has one bias per gate there; b_in + b_hn is that bias).
 #include <cmath>
 #include <map>
 #include <random>
@@ -61,10 +64,10 @@ struct ReferenceResult {
 };
 
 // The float64 GRU on a PyTorch state dict (no prefix; missing biases are zeros). x [T, N, C], h0 [L*D, N, H]
-// or empty.
+// or empty. reset_after: PyTorch's cell (true) or Keras's reset_after=False cell.
 inline ReferenceResult reference_pytorch_gru(const std::map<std::string, qgru::Tensor>& sd, const GruShape& s,
                                              const std::vector<float>& x, int T, int N,
-                                             const std::vector<float>& h0) {
+                                             const std::vector<float>& h0, bool reset_after = true) {
   const int H = s.H;
   auto values = [&](const std::string& name, size_t count) {
     auto it = sd.find(name);
@@ -100,11 +103,17 @@ inline ReferenceResult reference_pytorch_gru(const std::map<std::string, qgru::T
             gi[g] = a;
             gh[g] = b;
           }
-          std::vector<double> h_new(static_cast<size_t>(H));
+          std::vector<double> h_new(static_cast<size_t>(H)), rh(static_cast<size_t>(H));
+          for (int j = 0; j < H; ++j) rh[j] = sigmoid(gi[j] + gh[j]) * h[j];  // Keras: r ⊙ h_tm1
           for (int j = 0; j < H; ++j) {
             const double r = sigmoid(gi[j] + gh[j]);
             const double z = sigmoid(gi[H + j] + gh[H + j]);
-            const double nn = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
+            double recurrent_n = r * gh[2 * H + j];
+            if (!reset_after) {
+              recurrent_n = bh[2 * H + j];
+              for (int k = 0; k < H; ++k) recurrent_n += U[static_cast<size_t>((2 * H + j) * H + k)] * rh[k];
+            }
+            const double nn = std::tanh(gi[2 * H + j] + recurrent_n);
             h_new[j] = (1.0 - z) * nn + z * h[j];
           }
           h = h_new;

@@ -114,11 +114,13 @@ struct CalibratedCase {
   QuantizedGru quantized;
 };
 
-// h0: [L*D, N, H] or empty for zeros (the calibration run sees it too).
+// h0: [L*D, N, H] or empty for zeros (the calibration run sees it too). linear_before_reset: the cell variant
+// (false: ONNX's linear_before_reset = 0 cell, FloatGruModel::linear_before_reset).
 inline CalibratedCase calibrated_case(int C, int H, int L, int D, int T, int N, const BitwidthConfig& config,
-                                      uint32_t seed, const std::vector<float>& h0 = {}) {
+                                      uint32_t seed, const std::vector<float>& h0 = {}, bool linear_before_reset = true) {
   CalibratedCase c;
   c.model = random_float_gru(C, H, L, D, seed);
+  c.model.linear_before_reset = linear_before_reset;
   c.T = T;
   c.N = N;
   c.x = random_input(static_cast<size_t>(T) * N * C, seed + 1000);

@@ -4,6 +4,7 @@
 // with arithmetic written out in the test (GEMMs, zero-point corrections, the time chaining of h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "qgru/base/error.h"
 #include "qgru/base/sha256.h"
+#include "qgru/fixed/rounding.h"
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/runtime/artifact.h"
@@ -34,7 +36,10 @@ const std::vector<GoldenCase>& cases() {
       {kData + "/digits_int8/model.qgru.json", kData + "/digits_int8/golden.safetensors"},
       {kData + "/random_l2_bidir/model_int8.qgru.json", kData + "/random_l2_bidir/golden_int8.safetensors"},
       {kData + "/random_l2_bidir/model_int16-activations.qgru.json",
-       kData + "/random_l2_bidir/golden_int16-activations.safetensors"}};
+       kData + "/random_l2_bidir/golden_int16-activations.safetensors"},
+      {kData + "/onnx_lbr0_l2/model_int8.qgru.json", kData + "/onnx_lbr0_l2/golden_int8.safetensors"},
+      {kData + "/onnx_lbr0_l2/model_int16-activations.qgru.json",
+       kData + "/onnx_lbr0_l2/golden_int16-activations.safetensors"}};
   return all;
 }
 
@@ -101,6 +106,21 @@ TEST_CASE("every golden tensor holds what its name says (GEMMs, corrections, h c
         const auto gemm_x_corrected = values(t, prefix + "gemm_x_corrected");
         const auto gemm_h = values(t, prefix + "gemm_h");
         const auto gemm_h_corrected = values(t, prefix + "gemm_h_corrected");
+        // The linear_before_reset = 0 cell: r ⊙ h in h's space (C-2a, written out here), the n channels' operand.
+        std::vector<int64_t> q_reset_hidden;
+        if (!p.linear_before_reset) {
+          q_reset_hidden = values(t, prefix + "q_reset_hidden");
+          const auto q_r = values(t, prefix + "q_reset_gate_output");
+          const TensorQuant& hq = p.q(GruTensor::h);
+          const int32_t zp_r = p.q(GruTensor::reset_gate_output).zp;
+          for (size_t e = 0; e < q_r.size(); ++e) {
+            const int64_t product = (q_r[e] - zp_r) * (q_h_prev[e] - hq.zp);
+            const int64_t want = std::min<int64_t>(std::max<int64_t>(rshift_round(product, p.shift_reset_mul_h_to_h) + hq.zp, hq.qmin()), hq.qmax());
+            REQUIRE(q_reset_hidden[e] == want);
+          }
+        } else {
+          CHECK(t.count(prefix + "q_reset_hidden") == 0);
+        }
         if (l == 0) CHECK(q_x == values(t, "input.q_x"));
         for (int step = 0; step < T; ++step) {
           for (int n = 0; n < N; ++n) {
@@ -108,7 +128,8 @@ TEST_CASE("every golden tensor holds what its name says (GEMMs, corrections, h c
             for (int c = 0; c < 3 * H; ++c) {
               int64_t gx = 0, gh = 0;
               for (int k = 0; k < C; ++k) gx += int64_t{p.q_W[static_cast<size_t>(c) * C + k]} * q_x[row * C + k];
-              for (int k = 0; k < H; ++k) gh += int64_t{p.q_R[static_cast<size_t>(c) * H + k]} * q_h_prev[row * H + k];
+              const std::vector<int64_t>& operand = !p.linear_before_reset && c >= 2 * H ? q_reset_hidden : q_h_prev;
+              for (int k = 0; k < H; ++k) gh += int64_t{p.q_R[static_cast<size_t>(c) * H + k]} * operand[row * H + k];
               const size_t e = row * 3 * H + c;
               REQUIRE(gemm_x[e] == gx);
               REQUIRE(gemm_h[e] == gh);

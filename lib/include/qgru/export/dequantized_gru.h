@@ -18,13 +18,15 @@
 namespace qgru {
 
 // Cells in the artifact's order (layer * num_directions + direction), source_layout "qgru artifact".
-// linear_before_reset is true: the one integer cell of artifact version 1 (qgru/gru_tensors.h); artifacts of
-// another cell variant are refused before this is called (require_exportable_cell_variant).
+// linear_before_reset is the artifact's cell (true for every version 1 artifact; version 2 names it,
+// docs/FIXED_POINT.md §3a); artifacts of a cell variant the export does not know are refused before this is
+// called (require_exportable_cell_variant).
 FloatGruModel dequantized_float_gru(const QuantizedGru& model);
 
 // The artifact JSON's cell variant, checked before an export: version 1 artifacts hold the
-// linear_before_reset = 1 cell only. A later version, or a "cell" key naming a variant, is refused in one line
-// naming the file and the variant (the export writes linear_before_reset from the variant, so it must know it).
+// linear_before_reset = 1 cell only, version 2 names its cell in a top-level boolean "linear_before_reset". A later
+// version, or another key naming a variant, is refused in one line naming the file and the variant (the export
+// writes linear_before_reset from the variant, so it must know it).
 void require_exportable_cell_variant(const std::string& json_text, const std::string& source);
 
 }  // namespace qgru

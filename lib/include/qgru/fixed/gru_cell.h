@@ -2,13 +2,18 @@
 // The fixed-point GRU cell step for ONE element (hidden unit j of one batch row), host and device.
 // docs/FIXED_POINT.md §3: B-1 / B-2 (zero-point compensation, bias fused at the GEMM scale, rescale into
 // weight_ih_linear / weight_hh_linear) and C-1 .. C-4 (update, reset and new gate, hidden state update).
-// The GRU variant (gate order z, r, n; r multiplies R_n h + br_n) is fixed in qgru/gru_tensors.h.
+// The GRU variant (gate order z, r, n; r multiplies R_n h + br_n) is fixed in qgru/gru_tensors.h; its
+// linear_before_reset = 0 form (GruCellParamsView::reset_before_linear: r multiplies h before R_n,
+// docs/FIXED_POINT.md §3a) runs through the same functions with one more stage, C-2a (compute_reset_hidden).
 //
 // Both executors call exactly this code: the CPU reference executor (qgru/runtime/quant_executor.h) and the
 // CUDA pointwise kernel. A caller supplies the six raw GEMM accumulators of the element
 //   gemm_x[g] = Σ_k q_W[g*H + j, k] * q_x[k]       (scale S_W[c] * S_x, no zero-point correction)
 //   gemm_h[g] = Σ_k q_R[g*H + j, k] * q_h_old[k]   (scale S_R[c] * S_h)
-// for g = z, r, n, and the old hidden code q_h_old[j]; the function returns the new hidden code.
+// for g = z, r, n, and the old hidden code q_h_old[j]; the function returns the new hidden code. For the
+// linear_before_reset = 0 cell gemm_h[n] is instead Σ_k q_R[2H + j, k] * q_reset_hidden[k], the second
+// GEMM of the step, against the codes gru_cell_reset_hidden gave for every unit of the row (they lie in h's
+// space: same scale, zero point and code range, so B-2's formula and constants serve it unchanged).
 //
 // Rounding: the only rounding is rshift_round (half away from zero, qgru/fixed/rounding.h); the only
 // saturations are the ones the data flow implies: into the code range of every stored tensor
@@ -74,6 +79,11 @@ struct GruCellParamsView {
   // C-3
   int32_t shift_weight_ih_linear_to_new_gate_input;
   int32_t shift_reset_mul_hh_to_new_gate_input;  // shift_reset_gate_output + shift_weight_hh_linear - shift_new_gate_input
+  // true: the linear_before_reset = 0 cell (ONNX's default, Keras reset_after=False): C-2a and the C-3 sum, the
+  // shift above unused (0). false, what a zero-initialised view holds: the cell of qgru/gru_tensors.h.
+  bool reset_before_linear;
+  int32_t shift_reset_mul_h_to_h;                    // C-2a: shift_reset_gate_output + shift_h - shift_h
+  int32_t shift_weight_hh_linear_to_new_gate_input;  // C-3 sum: shift_weight_hh_linear - shift_new_gate_input
   // C-4
   int64_t quant_one_in_update_gate_scale;  // round(2^shift_update_gate_output) + zp_update_gate_output
   int32_t shift_new_gate_output_to_h;      // shift_new_gate_output - shift_h
@@ -102,6 +112,7 @@ struct GruCellTrace {
   int32_t q_new_gate_output;
   int64_t q_new_gate_aligned_to_h;  // in h's space, not saturated
   int32_t q_h_new;
+  int32_t q_reset_hidden;  // C-2a of the linear_before_reset = 0 cell (h's space); not written otherwise
 };
 
 // B-1 for channel c: weight_ih_linear from the raw accumulator.
@@ -134,6 +145,25 @@ QGRU_HD int32_t compute_sigmoid_gate_input(const GruCellParamsView& p, int32_t q
   const int64_t hh_shifted =
       rshift_round(static_cast<int64_t>(q_weight_hh_linear) - p.weight_hh_linear.zp, shift_hh_to_gate_input);  // S_gate_input
   return saturate(ih_shifted + hh_shifted + gate_input.zp, gate_input.q_min, gate_input.q_max);
+}
+
+// C-2a (linear_before_reset = 0 only): r ⊙ h in h's own space, the operand of the step's second GEMM R_n (r ⊙ h).
+//   q_reset_hidden = sat_h(rshift_round((q_r - zp_r)(q_h - zp_h), shift_reset_mul_h_to_h) + zp_h)
+// The product lives at S_r·S_h; shift_reset_mul_h_to_h (= shift_reset_gate_output) takes it to S_h. With
+// |r| <= 1 the value never leaves h's range (the saturation only guards configs whose r space reaches past 1).
+QGRU_HD int32_t compute_reset_hidden(const GruCellParamsView& p, int32_t q_reset_gate_output, int32_t q_h_old) {
+  const int64_t r_diff = static_cast<int64_t>(q_reset_gate_output) - p.zp_reset_gate_output;  // S_r
+  const int64_t h_diff = static_cast<int64_t>(q_h_old) - p.h.zp;                              // S_h
+  const int64_t product = r_diff * h_diff;  // S_r*S_h; |r_diff|, |h_diff| < 2^16, so < 2^32
+  return saturate(rshift_round(product, p.shift_reset_mul_h_to_h) + p.h.zp, p.h.q_min, p.h.q_max);  // S_h
+}
+
+// C-3 of the linear_before_reset = 0 cell: new_gate_input = ih_n + hh_n, hh_n = R_n (r ⊙ h) + br_n already in
+// weight_hh_linear's space: C-1's sum with the new gate's two shifts (each term rounded, then added).
+QGRU_HD int32_t compute_new_gate_input_reset_before(const GruCellParamsView& p, int32_t q_weight_ih_linear_n,
+                                                    int32_t q_weight_hh_linear_n) {
+  return compute_sigmoid_gate_input(p, q_weight_ih_linear_n, q_weight_hh_linear_n, p.shift_weight_ih_linear_to_new_gate_input,
+                                    p.shift_weight_hh_linear_to_new_gate_input, p.new_gate_input);
 }
 
 // C-3: new_gate_input = ih_n + r * hh_n, the product rescaled directly into new_gate_input's space.
@@ -171,7 +201,10 @@ QGRU_HD int32_t compute_hidden_state(const GruCellParamsView& p, int32_t q_updat
 
 // C-1 .. C-4 for hidden unit j from the linear stage's codes (q_ih, q_hh: gates z, r, n). `trace` may be
 // null; it receives every value from q_update_gate_input on. Shared by gru_cell_element and by executors
-// that compute B-1/B-2 their own way (the fast CPU executor folds their constants).
+// that compute B-1/B-2 their own way (the fast CPU executor folds their constants). For the
+// linear_before_reset = 0 cell q_hh[2] is R_n (r ⊙ h) + br_n (B-2 on the second GEMM's accumulator) and C-3
+// is the sum; trace->q_reset_hidden is then C-2a recomputed from the step's r and h (the value the second
+// GEMM was given).
 QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, const int32_t* q_hh, int32_t q_h_old,
                                GruCellTrace* trace) {
   // C-1 update gate
@@ -185,7 +218,9 @@ QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, 
       p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
   const int32_t q_reset_gate_output = evaluate_activation(p.reset_gate, q_reset_gate_input);
   // C-3 new gate
-  const int32_t q_new_gate_input = compute_new_gate_input(p, q_ih[2], q_reset_gate_output, q_hh[2]);
+  const int32_t q_new_gate_input = p.reset_before_linear
+                                       ? compute_new_gate_input_reset_before(p, q_ih[2], q_hh[2])
+                                       : compute_new_gate_input(p, q_ih[2], q_reset_gate_output, q_hh[2]);
   const int32_t q_new_gate_output = evaluate_activation(p.new_gate, q_new_gate_input);
   // C-4 hidden state
   int64_t q_new_gate_aligned_to_h = 0;
@@ -200,8 +235,29 @@ QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, 
     trace->q_new_gate_output = q_new_gate_output;
     trace->q_new_gate_aligned_to_h = q_new_gate_aligned_to_h;
     trace->q_h_new = q_h_new;
+    if (p.reset_before_linear) trace->q_reset_hidden = compute_reset_hidden(p, q_reset_gate_output, q_h_old);
   }
   return q_h_new;
+}
+
+// C-2 and C-2a of a linear_before_reset = 0 step from the reset channel's linears: q_reset_hidden of one unit.
+QGRU_HD int32_t gru_cell_reset_hidden_gates(const GruCellParamsView& p, int32_t q_ih_r, int32_t q_hh_r, int32_t q_h_old) {
+  const int32_t q_reset_gate_input =
+      compute_sigmoid_gate_input(p, q_ih_r, q_hh_r, p.shift_weight_ih_linear_to_reset_gate_input,
+                                 p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
+  return compute_reset_hidden(p, evaluate_activation(p.reset_gate, q_reset_gate_input), q_h_old);
+}
+
+// The first half of a linear_before_reset = 0 step for hidden unit j: B-1 and B-2 of the reset channel
+// (c = H + j), C-2 and C-2a; returns q_reset_hidden[j], the operand of the step's second GEMM. The step is
+//   gemm_h[c] = Σ_k q_R[c, k] q_h_old[k] for c < 2H;  q_reset_hidden[j] = gru_cell_reset_hidden(...) for every j;
+//   gemm_h[2H + j] = Σ_k q_R[2H + j, k] q_reset_hidden[k];  q_h_new[j] = gru_cell_element(...) (which computes
+//   the reset gate again, code for code the same, for C-4's trace and the z/r half it shares with the other cell).
+QGRU_HD int32_t gru_cell_reset_hidden(const GruCellParamsView& p, int32_t j, int64_t gemm_x_r, int64_t gemm_h_r,
+                                      int32_t q_h_old) {
+  const int32_t c = p.hidden_size + j;
+  return gru_cell_reset_hidden_gates(p, compute_weight_ih_linear(p, c, gemm_x_r), compute_weight_hh_linear(p, c, gemm_h_r),
+                                     q_h_old);
 }
 
 // The whole step for hidden unit j: B-1, B-2, C-1 .. C-4. `trace` may be null.

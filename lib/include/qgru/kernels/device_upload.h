@@ -39,9 +39,8 @@ class Uploader {
   }
   template <typename T>
   const T* put(const std::vector<T>& host) {
-    std::vector<char> bytes(host.size() * sizeof(T));
-    if (!bytes.empty()) std::memcpy(bytes.data(), host.data(), bytes.size());
-    return static_cast<const T*>(put_kept(std::move(bytes)));
+    const char* first = reinterpret_cast<const char*>(host.data());
+    return static_cast<const T*>(put_kept(std::vector<char>(first, first + host.size() * sizeof(T))));
   }
 };
 
@@ -61,11 +60,13 @@ inline ActivationView upload_activation(const ActivationView& a, Uploader& up) {
 
 // One GRU cell on the device: the parameter view with every array pointer replaced by its device copy, and the
 // packed weights of the cell's GEMM path (int8 [rows_p, C_p] / [rows_p, H_p] for the cuBLAS path, int16 for the
-// wide kernel; layouts from plan_gru_gemm / plan_gru_wide).
+// wide kernel; layouts from plan_gru_gemm / plan_gru_wide), and for the linear_before_reset = 0 cell R's n rows
+// packed again ([rows_n_p, H_p], the second GEMM's weights), in the same upload right after the packed R.
 struct GruCellUpload {
   GruCellParamsView view{};
   const void* W = nullptr;
   const void* R = nullptr;
+  const void* Rn = nullptr;  // null for the linear_before_reset = 1 cell
 };
 
 // The whole upload of GruCellCuda's constructor, ending with up.finish().
@@ -88,11 +89,23 @@ inline GruCellUpload upload_gru_cell(const GruCellParamsView& v, const int32_t* 
   if (path == GruGemmPath::Wide16) {
     const GruGemmLayout l = plan_gru_wide(H, C, 1, 1);
     u.W = up.put(pack_int16_rows(q_W, rows, C, l.rows_p, l.C_p, 0, "q_W"));
-    u.R = up.put(pack_int16_rows(q_R, rows, H, l.rows_p, l.H_p, 0, "q_R"));
+    std::vector<int16_t> R16 = pack_int16_rows(q_R, rows, H, l.rows_p, l.H_p, 0, "q_R");
+    if (v.reset_before_linear) {
+      const std::vector<int16_t> Rn16 = pack_int16_rows(q_R + 2 * H * H, H, H, l.rows_n_p, l.H_p, 0, "q_R (n rows)");
+      R16.insert(R16.end(), Rn16.begin(), Rn16.end());
+    }
+    u.R = up.put(R16);
+    if (v.reset_before_linear) u.Rn = static_cast<const int16_t*>(u.R) + l.rows_p * l.H_p;
   } else {
     const GruGemmLayout l = plan_gru_gemm(H, C, 1, 1);
     u.W = up.put(pack_int8_rows(q_W, rows, C, l.rows_p, l.C_p, 0, "q_W"));
-    u.R = up.put(pack_int8_rows(q_R, rows, H, l.rows_p, l.H_p, 0, "q_R"));
+    std::vector<int8_t> R8 = pack_int8_rows(q_R, rows, H, l.rows_p, l.H_p, 0, "q_R");
+    if (v.reset_before_linear) {  // at a multiple of 256 bytes from R: rows_p and H_p are multiples of 16
+      const std::vector<int8_t> Rn8 = pack_int8_rows(q_R + 2 * H * H, H, H, l.rows_n_p, l.H_p, 0, "q_R (n rows)");
+      R8.insert(R8.end(), Rn8.begin(), Rn8.end());
+    }
+    u.R = up.put(R8);
+    if (v.reset_before_linear) u.Rn = static_cast<const int8_t*>(u.R) + l.rows_p * l.H_p;
   }
   up.finish();
   return u;

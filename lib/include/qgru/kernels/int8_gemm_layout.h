@@ -73,6 +73,11 @@ struct GruGemmLayout {
   int64_t H = 0, C = 0, N = 0, T = 0;
   int64_t operand_bytes = 0, accumulator_bytes = 0;
   int64_t rows_p = 0;  // 3H, padded where the GEMM wants it: ldc of both GEMMs
+  // The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) multiplies R's z and r rows with h (m = rows_zr_p,
+  // the first rows of the packed R, ldc rows_p) and R's n rows, packed apart as Rn [rows_n_p, H_p], with
+  // q_reset_hidden (stored like h, [N_p, H_p]) into gemm_rh [N_p, rows_n_p].
+  int64_t rows_zr_p = 0;  // 2H, padded like rows_p (<= rows_p)
+  int64_t rows_n_p = 0;   // H, padded like rows_p
   int64_t C_p = 0;     // C padded: lda of W, ldb of x
   int64_t H_p = 0;     // H padded: lda of R, ldb of h
   int64_t N_p = 0;     // N padded: batch rows of one step (row (t, n) of x at t·N_p + n); N on the wide path
@@ -80,6 +85,9 @@ struct GruGemmLayout {
   int64_t x_bytes = 0, h_bytes = 0;                 // operands [T·N_p, C_p], [N_p, H_p]
   int64_t gemm_x_bytes = 0, gemm_h_bytes = 0;       // accumulators [T·N_p, rows_p], [N_p, rows_p]
   int64_t state_bytes = 0, output_bytes = 0;        // int32 h codes [N, H], output codes [T, N, H]
+  int64_t Rn_bytes = 0, rh_bytes = 0, gemm_rh_bytes = 0;  // the linear_before_reset = 0 cell: [rows_n_p, H_p],
+                                                          // [N_p, H_p] operands, [N_p, rows_n_p] accumulators
+  // The linear_before_reset = 1 cell's workspace (the other cell adds rh_bytes + gemm_rh_bytes; gru_cell_workspace).
   int64_t workspace_bytes() const { return x_bytes + h_bytes + gemm_x_bytes + gemm_h_bytes + state_bytes + output_bytes; }
 };
 
@@ -111,6 +119,9 @@ inline void size_gru_gemm_buffers(GruGemmLayout& l) {
   l.gemm_h_bytes = l.accumulator_bytes * l.N_p * l.rows_p;
   l.state_bytes = 4 * l.N * l.H;
   l.output_bytes = 4 * l.T * l.N * l.H;
+  l.Rn_bytes = l.operand_bytes * l.rows_n_p * l.H_p;
+  l.rh_bytes = l.operand_bytes * l.N_p * l.H_p;
+  l.gemm_rh_bytes = l.accumulator_bytes * l.N_p * l.rows_n_p;
 }
 
 // Throws qgru::Error naming the shape when the int8 GEMM cannot serve it.
@@ -119,6 +130,8 @@ inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
   const std::string shape = "H=" + std::to_string(H) + " C=" + std::to_string(C) + " N=" + std::to_string(N) +
                             " T=" + std::to_string(T);
   l.rows_p = pad_to_multiple(3 * H, kInt8GemmMultiple);
+  l.rows_zr_p = pad_to_multiple(2 * H, kInt8GemmMultiple);
+  l.rows_n_p = pad_to_multiple(H, kInt8GemmMultiple);
   l.C_p = pad_to_multiple(C, kInt8GemmMultiple);
   l.H_p = pad_to_multiple(H, kInt8GemmMultiple);
   l.N_p = pad_to_multiple(N, kInt8GemmMultiple);

@@ -135,6 +135,8 @@ inline std::vector<int16_t> pack_int16_rows(const int32_t* codes, int64_t rows, 
 inline GruGemmLayout plan_gru_wide(int64_t H, int64_t C, int64_t N, int64_t T) {
   GruGemmLayout l = gru_gemm_layout_shape("wide", H, C, N, T, 2, 8);
   l.rows_p = 3 * H;
+  l.rows_zr_p = 2 * H;
+  l.rows_n_p = H;
   l.C_p = pad_to_multiple(C, kWideTile);
   l.H_p = pad_to_multiple(H, kWideTile);
   l.N_p = N;  // the kernel bounds-checks batch rows

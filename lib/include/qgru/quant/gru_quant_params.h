@@ -29,8 +29,10 @@ struct QuantizedRows {
 QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows, int cols, int bits, bool per_channel);
 
 
-// The whole derivation for one cell. Logs all-zero rows and degenerate ranges as warnings.
+// The whole derivation for one cell. Logs all-zero rows and degenerate ranges as warnings. linear_before_reset:
+// the cell variant (FloatGruModel::linear_before_reset); false derives the shifts of docs/FIXED_POINT.md §3a.
 GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const BitwidthConfig& config,
-                                          const CellRanges& ranges, int layer, int direction);
+                                          const CellRanges& ranges, int layer, int direction,
+                                          bool linear_before_reset = true);
 
 }  // namespace qgru

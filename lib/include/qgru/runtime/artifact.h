@@ -2,8 +2,12 @@
 // The quantized-model artifact: model.qgru.json beside model.qgru.safetensors, and its reader. The writer
 // is the toolchain's (qgru/quant/artifact_write.h): both files together or not at all (AtomicFileGroup).
 //
-// JSON (schema "qgru.artifact", version 1):
+// JSON (schema "qgru.artifact", version 1, or 2 for the linear_before_reset = 0 cell):
 //   { "schema", "version", "tool_version",
+//     "linear_before_reset": false           // version 2 only (required there): every cell is ONNX's
+//                                             // linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a). Version 1
+//                                             // artifacts are the linear_before_reset = 1 cell; qgru writes those
+//                                             // as version 1, byte for byte as before, so older readers keep them
 //     "tensor_file": "model.qgru.safetensors" (a name in the JSON's folder), "tensor_file_sha256",
 //     "provenance": {"model": {"path", "sha256"}, "stats": {...}, "config": {"source", "sha256"}},
 //     "config": <the bit-width config, qgru/runtime/bitwidth_config.h>,
@@ -14,7 +18,8 @@
 //                  "gemm_x_accumulator": "int32"|"int64", "gemm_h_accumulator": ...,
 //                  "tensors": { "<activation tensor>": {"bits", "unsigned", "symmetric", "shift", "zp", "range": [min, max]},
 //                               "W"|"R"|"bw"|"br": {"bits", "per_channel", "shift_min", "shift_max"} },
-//                  "derived": { every scalar derived shift (docs/FIXED_POINT.md §3), "quant_one_in_update_gate_scale" },
+//                  "derived": { every scalar derived shift of the cell's variant (docs/FIXED_POINT.md §3, §3a;
+//                               qgru/runtime/artifact_keys.h), "quant_one_in_update_gate_scale" },
 //                  "activations": { "update_gate"|"reset_gate"|"new_gate": <activation_to_artifact object> } } ] }
 // Tensors, prefix "layer<l>.dir<d>.": W [3H, C] and R [3H, H] (I8 for widths <= 8, else I16); bw, br [3H] I32;
 // W_sum, R_sum [3H] I64; shift_W, shift_R, shift_bw, shift_br and the four per-channel derived shifts [3H] I32;
@@ -28,7 +33,9 @@
 namespace qgru {
 
 constexpr const char* kArtifactSchema = "qgru.artifact";
-constexpr int kArtifactVersion = 1;
+constexpr int kArtifactVersion = 2;                   // the newest version this qgru reads
+constexpr int kArtifactVersionLinearBeforeReset = 1;  // what it writes for the linear_before_reset = 1 cell
+constexpr int kArtifactVersionResetBeforeLinear = 2;  // ... and for the linear_before_reset = 0 cell
 
 // The tensor file an artifact's JSON names (its "tensor_file", a file name in the JSON's folder), for the
 // readers and for the output policy of the commands that read an artifact. Reads and parses the JSON; throws

@@ -20,17 +20,29 @@ struct ScalarShiftKey {
   int32_t GruCellQuantParams::*member;
 };
 
-inline const std::vector<ScalarShiftKey>& scalar_shift_keys() {
-  static const std::vector<ScalarShiftKey> keys = {
-      {"shift_weight_ih_linear_to_update_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_update_gate_input},
-      {"shift_weight_hh_linear_to_update_gate_input", &GruCellQuantParams::shift_weight_hh_linear_to_update_gate_input},
-      {"shift_weight_ih_linear_to_reset_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_reset_gate_input},
-      {"shift_weight_hh_linear_to_reset_gate_input", &GruCellQuantParams::shift_weight_hh_linear_to_reset_gate_input},
-      {"shift_weight_ih_linear_to_new_gate_input", &GruCellQuantParams::shift_weight_ih_linear_to_new_gate_input},
-      {"shift_reset_mul_hh_to_new_gate_input", &GruCellQuantParams::shift_reset_mul_hh_to_new_gate_input},
-      {"shift_new_gate_output_to_h", &GruCellQuantParams::shift_new_gate_output_to_h},
-      {"shift_update_gate_output", &GruCellQuantParams::shift_update_gate_output}};
-  return keys;
+// The scalar derived shifts a cell of the given variant stores (docs/FIXED_POINT.md §3, §3a): C-1, C-2 and C-4's
+// are shared, C-3's (and C-2a's) belong to the variant.
+inline const std::vector<ScalarShiftKey>& scalar_shift_keys(bool linear_before_reset) {
+  using P = GruCellQuantParams;
+  auto keys_with = [](std::initializer_list<ScalarShiftKey> new_gate) {
+    std::vector<ScalarShiftKey> keys = {
+        {"shift_weight_ih_linear_to_update_gate_input", &P::shift_weight_ih_linear_to_update_gate_input},
+        {"shift_weight_hh_linear_to_update_gate_input", &P::shift_weight_hh_linear_to_update_gate_input},
+        {"shift_weight_ih_linear_to_reset_gate_input", &P::shift_weight_ih_linear_to_reset_gate_input},
+        {"shift_weight_hh_linear_to_reset_gate_input", &P::shift_weight_hh_linear_to_reset_gate_input}};
+    keys.insert(keys.end(), new_gate);
+    keys.push_back({"shift_new_gate_output_to_h", &P::shift_new_gate_output_to_h});
+    keys.push_back({"shift_update_gate_output", &P::shift_update_gate_output});
+    return keys;
+  };
+  static const std::vector<ScalarShiftKey> linear_first = keys_with(
+      {{"shift_weight_ih_linear_to_new_gate_input", &P::shift_weight_ih_linear_to_new_gate_input},
+       {"shift_reset_mul_hh_to_new_gate_input", &P::shift_reset_mul_hh_to_new_gate_input}});
+  static const std::vector<ScalarShiftKey> reset_first = keys_with(
+      {{"shift_reset_mul_h_to_h", &P::shift_reset_mul_h_to_h},
+       {"shift_weight_ih_linear_to_new_gate_input", &P::shift_weight_ih_linear_to_new_gate_input},
+       {"shift_weight_hh_linear_to_new_gate_input", &P::shift_weight_hh_linear_to_new_gate_input}});
+  return linear_before_reset ? linear_first : reset_first;
 }
 
 struct ChannelShiftKey {

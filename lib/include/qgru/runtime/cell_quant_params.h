@@ -25,6 +25,9 @@ struct GruCellQuantParams {
   int direction = 0;
   int input_size = 0;   // C of this cell
   int hidden_size = 0;  // H
+  // The cell variant (FloatGruModel::linear_before_reset; qgru/fixed/gru_cell.h): false is ONNX's
+  // linear_before_reset = 0 cell, r ⊙ h in h's space before R_n (docs/FIXED_POINT.md §3a).
+  bool linear_before_reset = true;
 
   // Activation tensors (x, h, the linears, gate inputs and outputs): bits, signedness, symmetry, shift, zp.
   // Parameter tensors (W, R, bw, br): bits and flags only; their shifts are per channel below.
@@ -54,6 +57,9 @@ struct GruCellQuantParams {
   int32_t shift_weight_hh_linear_to_reset_gate_input = 0;
   int32_t shift_weight_ih_linear_to_new_gate_input = 0;
   int32_t shift_reset_mul_hh_to_new_gate_input = 0;  // shift_reset_gate_output + shift_weight_hh_linear - shift_new_gate_input
+                                                     // (linear_before_reset only; 0 otherwise)
+  int32_t shift_reset_mul_h_to_h = 0;                // C-2a: shift_reset_gate_output + shift_h - shift_h (!linear_before_reset; else 0)
+  int32_t shift_weight_hh_linear_to_new_gate_input = 0;  // C-3 sum: shift_weight_hh_linear - shift_new_gate_input (likewise)
   int64_t quant_one_in_update_gate_scale = 0;        // round(1.0 * 2^shift_update_gate_output) + zp_update_gate_output
   int32_t shift_new_gate_output_to_h = 0;            // shift_new_gate_output - shift_h
   int32_t shift_update_gate_output = 0;              // the final S_u*S_h -> S_h rescale

@@ -62,6 +62,13 @@
 //                fits, else in int64). 16-bit weights keep the AVX2 kernel.
 //   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
+// The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast_executor.cpp,
+// run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a per
+// unit element by element (q_reset_hidden, codes in h's space, so R's packing and proof serve the second GEMM
+// R_n (r ⊙ h) unchanged), then the level's cell kernel on the cell's view rewritten in the other cell's C-3 form
+// (ResetBeforeForm: a reset gate of code zp_r + 1 everywhere and the sum's shift give the product form the sum's
+// codes exactly); batch rows split over the threads, no unit split.
+//
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
 // e.g. the int16 preset with 16-bit weights; an observer is attached), the reference executor runs.
 #include <cstdint>

@@ -7,6 +7,8 @@
 //       proven by quantize: p.gemm_x_int32)
 //   for each step t (T-1 .. 0 for the reverse direction):
 //     B-2: gemm_h[n, c] = Σ_k q_R[c, k] q_h[n, k]
+//       (the linear_before_reset = 0 cell: for c < 2H only; then q_reset_hidden[n, j] = gru_cell_reset_hidden
+//       of every unit and gemm_h[n, 2H + j] = Σ_k q_R[2H + j, k] q_reset_hidden[n, k], docs/FIXED_POINT.md §3a)
 //     the cell per element (qgru/fixed/gru_cell.h gru_cell_element): q_h[n, j] <- new code
 // Layer l's output codes (direction d in cell(l, d)'s h space) are requantized into layer l+1's x space
 // (requantize, rounding half away from zero, saturating); the directions are concatenated as the float
@@ -43,6 +45,9 @@ struct QuantStepView {
   const int32_t* q_new_gate_input = nullptr;
   const int32_t* q_new_gate_output = nullptr;
   const int32_t* q_h_new = nullptr;
+  // [N, H] C-2a of the linear_before_reset = 0 cell (r ⊙ h in h's space, the second GEMM's operand); null for
+  // the other cell. q_weight_hh_linear's n channels are then R_n (r ⊙ h) + br_n (docs/FIXED_POINT.md §3a).
+  const int32_t* q_reset_hidden = nullptr;
   const int32_t* lengths = nullptr;  // [N] or null: rows with t >= lengths[n] are padding (qgru::row_is_valid)
 
   const TensorQuant& quant(GruTensor tensor) const { return params->q(tensor); }

@@ -37,6 +37,8 @@ struct QuantizedGru {
   }
   // x's quantization of layer 0 (the model's input space) and h's of the last layer per direction.
   const TensorQuant& input_quant() const { return cell(0, 0).q(GruTensor::x); }
+  // The cell variant of the model (every cell has the same; GruCellQuantParams::linear_before_reset).
+  bool linear_before_reset() const { return cells.empty() || cells.front().linear_before_reset; }
 };
 
 // True when every GEMM operand (q_W, q_x, q_R, q_h of every cell) fits int8 codes [-128, 127], i.e. a

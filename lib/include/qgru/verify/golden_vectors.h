@@ -27,6 +27,10 @@
 //   q_new_gate_input, q_new_gate_output   [T, N, H]   (C-1, C-2, C-3)
 //   q_new_gate_aligned_to_h    [T, N, H]    C-4 step 1 (not saturated)
 //   q_h_new                    [T, N, H]    C-4 result: h after the step that consumed x[t]
+//   q_reset_hidden             [T, N, H]    only for the linear_before_reset = 0 cell (the artifact's
+//                                           "linear_before_reset": false): C-2a, r ⊙ h in h's space; that cell's
+//                                           gemm_h / gemm_h_corrected n channels are Σ_k q_R[2H+j,k] q_reset_hidden[k]
+//                                           (the step's second GEMM) and q_weight_hh_linear's n channels B-2 of them
 // The time axis is always the input's time index t ("time_index" = "input"): the reverse direction
 // visits t = T-1 .. 0, so its q_h_prev[t] is its q_h_new[t+1] (and q_h0 at t = T-1).
 // Accumulator tensors (gemm_*) are I32 when every value fits int32, else I64; codes are always I32.
