@@ -227,7 +227,7 @@ def quoted_number(line, column):
     if not numbers:
         return None
     m = numbers[-1]
-    if line[m.end():column].strip(" %×x*dBmsµGiMKB/natchr") != "":
+    if line[m.end():column].strip(" `%×x*dBmsµGiMKB/natchr") != "":  # a unit, emphasis or inline code's end
         return None  # something other than a unit between the number and the marker
     return m
 
