@@ -49,6 +49,18 @@ assert proof == artifact["overflow_proof"], (proof, artifact["overflow_proof"])
 assert len(tightest) == 4 and tightest[0]["log2_limit"] - tightest[0]["log2_bound"] == min(
     t["log2_limit"] - t["log2_bound"] for t in tightest), tightest
 PY
+# The linear_before_reset = 0 cell's table names that cell's own rescale shifts (docs/FIXED_POINT.md §3a).
+LBR0=$ROOT/test/data/models/waves_lbr0_l2
+"$QGRU" -q calibrate --model "$LBR0/model.onnx" --data "$LBR0/calib.npy" -o lbr0_stats.json > /dev/null ||
+  fail "calibrate of the linear_before_reset = 0 model exited $?"
+"$QGRU" -q quantize --model "$LBR0/model.onnx" --stats lbr0_stats.json -o lbr0.qgru.json > lbr0.txt ||
+  fail "quantize of the linear_before_reset = 0 model exited $?"
+grep -q '^layer 1 direction 0 (.*, linear_before_reset = 0)$' lbr0.txt || fail "lbr0 table lacks its cells: $(cat lbr0.txt)"
+grep -Eq '^  shift_reset_mul_h_to_h +-?[0-9]+$' lbr0.txt || fail "lbr0 table lacks shift_reset_mul_h_to_h: $(cat lbr0.txt)"
+grep -Eq '^  shift_weight_hh_linear_to_new_gate_input +-?[0-9]+$' lbr0.txt ||
+  fail "lbr0 table lacks shift_weight_hh_linear_to_new_gate_input: $(cat lbr0.txt)"
+grep -q 'shift_reset_mul_hh_to_new_gate_input' lbr0.txt && fail "lbr0 table names the other cell's shift: $(cat lbr0.txt)"
+
 TENSOR_SHA=$(sha256sum int8.qgru.safetensors | cut -d' ' -f1)
 MODEL_SHA=$(sha256sum "$MODEL" | cut -d' ' -f1)
 python3 - int8.qgru.json "$TENSOR_SHA" "$MODEL_SHA" <<'PY' || fail "int8.qgru.json content"
