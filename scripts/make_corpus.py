@@ -683,6 +683,11 @@ def build(c):
                                              weights()[1:]), "cannot open the external data file")
     onnx_case("two_stacks", onnx_model([gru("a"), gru("b", prefix="b")], weights() + weights("b")), "--node")
     onnx_case("node_absent", base_onnx, "not a GRU node", " --node nope")
+    # A node after the GRU with no outputs at all (a malformed graph the fuzzer found): the stack walk stops
+    # there and the GRU alone is read.
+    rel = c.write("onnx/squeeze_without_output.onnx",
+                  onnx_model([gru(), onnx_node("Squeeze", ["Y"], [], "squeeze", [("axes", [1])])], weights()))
+    c.case("onnx_squeeze_without_output", "ok", rel, "", onnx_calib % rel)
 
 
 def main():

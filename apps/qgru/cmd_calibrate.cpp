@@ -171,8 +171,8 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     merge->excludes(option);
   }
   return [cli]() {
-    std::vector<qgru::CommandFile> inputs = {{"--model", cli->options.model_path},
-                                             {"--config", qgru::cli::config_file(cli->config)}};
+    std::vector<qgru::CommandFile> inputs = {{"--config", qgru::cli::config_file(cli->config)}};
+    if (!cli->options.model_path.empty()) qgru::cli::add_model_input(inputs, "--model", cli->options.model_path);
     for (const auto& path : cli->merge) inputs.push_back({"--merge", path});
     for (const auto& path : cli->options.data_paths) inputs.push_back({"--data", qgru::array_file_path(path)});
     for (const auto& path : cli->options.lengths_paths) inputs.push_back({"--lengths", qgru::array_file_path(path)});

@@ -36,7 +36,7 @@ int run_export(const ExportCli& cli) {
       qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact) {
     qgru::cli::add_artifact_input(inputs, "--model", cli.model);
   } else {
-    inputs.push_back({"--model", cli.model});
+    qgru::cli::add_model_input(inputs, "--model", cli.model);
   }
   qgru::check_command_files(inputs, {{"-o", cli.output}});
   qgru::OnnxExportRequest request;

@@ -141,8 +141,8 @@ void print_results(const QuantizeCli& cli, const qgru::BitwidthConfig& config, c
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
-  std::vector<qgru::CommandFile> inputs = {{"--model", cli.model}, {"--stats", cli.stats},
-                                           {"--config", qgru::cli::config_file(cli.config)}};
+  std::vector<qgru::CommandFile> inputs = {{"--stats", cli.stats}, {"--config", qgru::cli::config_file(cli.config)}};
+  qgru::cli::add_model_input(inputs, "--model", cli.model);
   for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
   qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);

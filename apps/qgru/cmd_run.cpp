@@ -150,7 +150,7 @@ int run_command(const RunCliOptions& cli) {
                                            {"--h0-codes", qgru::array_file_path(cli.h0_codes)},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
   if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
-  else inputs.push_back({"--model", cli.model});
+  else qgru::cli::add_model_input(inputs, "--model", cli.model);
   qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--hn-codes", cli.hn_codes},
                                      {"--codes", cli.codes}, {"--dump-intermediates", cli.dump}});
   return quantized ? run_quantized(cli) : run_float(cli);

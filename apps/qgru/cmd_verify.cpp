@@ -45,9 +45,10 @@ struct VerifyCliOptions {
 };
 
 int run_verify(const VerifyCliOptions& cli) {
-  std::vector<qgru::CommandFile> inputs = {{"--model", cli.model}, {"--input", qgru::array_file_path(cli.input)},
+  std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
                                            {"--h0", qgru::array_file_path(cli.h0)}, {"--stats", cli.stats},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
+  qgru::cli::add_model_input(inputs, "--model", cli.model);
   qgru::cli::add_artifact_input(inputs, "--artifact", cli.artifact);
   qgru::check_command_files(inputs, {{"--report", cli.report}, {"--html", cli.html}});
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);

@@ -7,6 +7,7 @@
 #include "qgru/base/log.h"
 #include "qgru/base/message_text.h"
 #include "qgru/base/sha256.h"
+#include "qgru/import/onnx_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/runtime/artifact.h"
 
@@ -18,6 +19,11 @@ void add_artifact_input(std::vector<CommandFile>& inputs, const std::string& fla
   if (!json_path.empty() && std::filesystem::is_regular_file(json_path, error)) {
     inputs.push_back({flag + " (its tensor file)", recorded_artifact_tensor_path(json_path)});
   }
+}
+
+void add_model_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& model_path) {
+  inputs.push_back({flag, model_path});
+  for (const std::string& file : onnx_external_data_files(model_path)) inputs.push_back({flag + " (its external data)", file});
 }
 
 const CLI::Validator& finite_number() {

@@ -14,6 +14,10 @@ namespace qgru::cli {
 // when it is a regular file; the policy refuses it otherwise.
 void add_artifact_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& json_path);
 
+// A float model read by the command: the file, and for an ONNX model every external data file its tensors
+// name, so that no output of the command can replace weights stored beside the graph.
+void add_model_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& model_path);
+
 // A numeric option that must be a finite number: NaN or an infinity is a usage error (exit 2), since NaN
 // compares false with everything and would switch a check off (--fail-below-sqnr nan). CLI11's Range lets NaN
 // through, so this validator goes first.

@@ -30,6 +30,17 @@ done
 model="$data/pytorch_l2_bidir_external/model.onnx"
 "$qgru" -q calibrate --model "$model" --data "$data/pytorch_l2_bidir_external/x.npy" -o stats.json >/dev/null
 "$qgru" -q quantize --model "$model" --stats stats.json --config int16-activations -o m.qgru.json
+# The model named without a folder (run from its own folder): its external data is found beside it.
+(cd "$data/pytorch_l2_bidir_external" && "$qgru" -q calibrate --model model.onnx --data x.npy -o "$OLDPWD/stats_bare.json" >/dev/null) ||
+  fail "calibrate --model model.onnx from the model's folder"
+python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for s in (a, b):
+    s['model']['path'] = None
+    for d in s['data_files']: d['path'] = None
+sys.exit(0 if a == b else 1)" stats.json stats_bare.json ||
+  fail "the statistics (but for the paths they record) differ when the model is named without its folder"
 "$qgru" -q run --model m.qgru.json --input "$data/pytorch_l2_bidir_external/x.npy" --output yq.npy >/dev/null
 "$qgru" -q verify --model "$model" --artifact m.qgru.json --input "$data/pytorch_l2_bidir_external/x.npy" \
   --fail-below-sqnr 30 >verify.txt || fail "verify of the ONNX model's artifact: $(tail -3 verify.txt)"

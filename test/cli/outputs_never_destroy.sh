@@ -78,6 +78,13 @@ expect_refusal 2 "--save-hessian acts.npy is the same file as --activations" \
   gptq --weights linear.safetensors --tensor fc.weight --activations acts.npy --save-hessian acts.npy -o outdir/q.safetensors
 expect_refusal 2 "--output acts.npy $same_as_input" \
   linear --checkpoint ckpt/q.safetensors --layer fc --input acts.npy --output acts.npy
+mkdir ext && cp "$root/test/data/onnx/pytorch_l2_bidir_external/model.onnx" "$root/test/data/onnx/pytorch_l2_bidir_external/weights.bin" ext/
+expect_refusal 2 "-o ext/weights.bin is the same file as --model \(its external data\)" \
+  calibrate --model ext/model.onnx --data x.npy -o ext/weights.bin
+expect_refusal 2 "--output ext/weights.bin is the same file as --model \(its external data\)" \
+  run --model ext/model.onnx --input x.npy --output ext/weights.bin
+expect_refusal 2 "--report ext/weights.bin is the same file as --model \(its external data\)" \
+  verify --model ext/model.onnx --artifact gru.qgru.json --input x.npy --report ext/weights.bin
 expect_refusal 2 "-o gru.safetensors $same_as_input" export --onnx --model gru.safetensors -o gru.safetensors
 expect_refusal 2 "-o gru.qgru.safetensors is the same file as --model \(its tensor file\)" \
   export --onnx --model gru.qgru.json -o gru.qgru.safetensors

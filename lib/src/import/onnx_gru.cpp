@@ -18,6 +18,7 @@
 #include "qgru/base/log.h"
 #include "qgru/base/tensor.h"
 #include "qgru/base/atomic_file.h"
+#include "qgru/import/model_file_kind.h"
 
 namespace qgru {
 namespace {
@@ -315,6 +316,12 @@ int constant_int(const Graph& g, const std::string& value, std::vector<int64_t>&
   return static_cast<int>(out.size());
 }
 
+// A node's first output, or "" (which has no consumer) when a malformed graph gives it none.
+const std::string& first_output(const NodeProto& node) {
+  static const std::string none;
+  return node.output_size() > 0 ? node.output(0) : none;
+}
+
 // The GRU node whose X is fed by node `from`'s Y through the exporters' reshaping (or -1):
 //   one direction:  Y [T, 1, N, H] -> Squeeze(axes = [1]) -> X [T, N, H]
 //   two directions: Y [T, 2, N, H] -> Transpose(perm = [0, 2, 1, 3]) -> Reshape([T or 0, N or 0, 2H or -1]) -> X
@@ -328,17 +335,17 @@ int next_gru(const Graph& g, int from, int directions, int hidden_size) {
     std::vector<int64_t> axes = ints_attribute(squeeze, "axes");  // opset < 13
     if (axes.empty() && squeeze.input_size() > 1) constant_int(g, squeeze.input(1), axes);
     if (axes != std::vector<int64_t>{1}) return -1;
-    at = g.single_consumer(squeeze.output(0));
+    at = g.single_consumer(first_output(squeeze));
   } else {
     const NodeProto& transpose = g.node(at);
     if (transpose.op_type() != "Transpose" || ints_attribute(transpose, "perm") != std::vector<int64_t>{0, 2, 1, 3}) return -1;
-    at = g.single_consumer(transpose.output(0));
+    at = g.single_consumer(first_output(transpose));
     if (at < 0) return -1;
     const NodeProto& reshape = g.node(at);
     std::vector<int64_t> shape;
     if (reshape.op_type() != "Reshape" || reshape.input_size() < 2 || constant_int(g, reshape.input(1), shape) != 3) return -1;
     if (shape[0] < 0 || shape[1] < 0 || (shape[2] != -1 && shape[2] != 2 * int64_t{hidden_size})) return -1;
-    at = g.single_consumer(reshape.output(0));
+    at = g.single_consumer(first_output(reshape));
   }
   if (at < 0 || g.node(at).op_type() != "GRU") return -1;
   return at;
@@ -476,6 +483,13 @@ void read_node_weights(const Graph& g, const NodeProto& node, const OnnxGruNodeI
   }
 }
 
+// The folder external data is looked up in: the model's own, "." for a model named without one (a bare
+// "model.onnx" must not look in "/").
+std::string model_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  return folder.empty() ? std::string(".") : folder.string();
+}
+
 }  // namespace
 
 OnnxGraphGrus inspect_onnx_gru_bytes(const uint8_t* data, size_t size, const std::string& source, const std::string& model_dir) {
@@ -485,7 +499,7 @@ OnnxGraphGrus inspect_onnx_gru_bytes(const uint8_t* data, size_t size, const std
 
 OnnxGraphGrus inspect_onnx_grus(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return inspect_onnx_gru_bytes(bytes.data(), bytes.size(), path, std::filesystem::path(path).parent_path().string() + "/");
+  return inspect_onnx_gru_bytes(bytes.data(), bytes.size(), path, model_folder(path));
 }
 
 FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::string& source, const std::string& model_dir,
@@ -564,7 +578,38 @@ FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::s
 
 FloatGruModel load_onnx_gru(const std::string& path, const std::string& node) {
   const std::vector<uint8_t> bytes = read_file_bytes(path);
-  return onnx_gru_from_bytes(bytes.data(), bytes.size(), path, std::filesystem::path(path).parent_path().string() + "/", node);
+  return onnx_gru_from_bytes(bytes.data(), bytes.size(), path, model_folder(path), node);
+}
+
+std::vector<std::string> onnx_external_data_files(const std::string& path) {
+  std::vector<std::string> files;
+  try {
+    if (sniff_model_file(path) != ModelFileKind::Onnx) return files;
+    const std::vector<uint8_t> bytes = read_file_bytes(path);
+    const onnx::ModelProto model = parse_model(bytes.data(), bytes.size(), path);
+    if (!model.has_graph()) return files;
+    std::set<std::string> seen;
+    const auto add = [&](const TensorProto& t) {
+      if (t.data_location() != TensorProto::EXTERNAL) return;
+      for (const auto& entry : t.external_data()) {
+        if (entry.key() != "location" || entry.value().empty()) continue;
+        const std::filesystem::path relative(entry.value());
+        bool escapes = relative.is_absolute();
+        for (const auto& part : relative) escapes = escapes || part == "..";
+        // A location outside the folder is refused by the reader before anything is written.
+        if (!escapes && seen.insert(entry.value()).second) files.push_back((std::filesystem::path(model_folder(path)) / relative).string());
+      }
+    };
+    for (const TensorProto& t : model.graph().initializer()) add(t);
+    for (const NodeProto& node : model.graph().node()) {
+      for (const AttributeProto& a : node.attribute()) {
+        if (a.type() == AttributeProto::TENSOR) add(a.t());
+      }
+    }
+  } catch (const std::exception&) {
+    files.clear();  // not readable as ONNX (or not a regular file): the model's reader and the policy say why
+  }
+  return files;
 }
 
 std::string describe_onnx_grus(const OnnxGraphGrus& grus) {

@@ -59,6 +59,11 @@ FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::s
                                   const std::string& model_dir, const std::string& node);
 FloatGruModel load_onnx_gru(const std::string& path, const std::string& node);
 
+// The external data files the tensors of the ONNX model at `path` name (resolved against the model's folder,
+// each once), so that no output of a command can replace one (qgru/base/output_policy.h). Empty for a file
+// that is not an ONNX model or does not parse: its reader reports that.
+std::vector<std::string> onnx_external_data_files(const std::string& path);
+
 // One line per GRU node for people: name, C, H, direction, linear_before_reset, activations, stack.
 std::string describe_onnx_grus(const OnnxGraphGrus& grus);
 
