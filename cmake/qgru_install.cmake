@@ -48,7 +48,7 @@ if(QGRU_HAVE_CUDA)
 endif()
 add_library(qgru_toolchain STATIC ${qgru_toolchain_objects})
 target_link_libraries(qgru_toolchain INTERFACE nlohmann_json::nlohmann_json ${qgru_runtime_link_deps}
-                      ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} lapacke)
+                      ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} lapacke onnx_proto)
 set_target_properties(qgru_toolchain PROPERTIES EXPORT_NAME toolchain)
 target_include_directories(qgru_toolchain INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 

@@ -3,7 +3,8 @@
 # package is missing. The CUDA toolkit is optional (its targets are skipped without it).
 set -euo pipefail
 packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev doctest-dev libopenblas-dev
-          liblapacke-dev libbenchmark-dev libonnx-dev libprotobuf-dev python3 python3-numpy chromium clang libclang-rt-14-dev ccache)
+          liblapacke-dev libbenchmark-dev libonnx-dev libprotobuf-dev python3 python3-numpy python3-pytest python3-venv
+          python3-dev chromium clang libclang-rt-14-dev ccache)
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

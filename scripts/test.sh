@@ -18,3 +18,6 @@ fi
 # (QGRU_FUZZ_SECONDS per target, default 8; any finding fails). QGRU_SKIP_SANITIZERS=1 skips it all;
 # QGRU_SANITIZE_SCOPE picks what runs (ci, the default; readers; all).
 bash "$root/scripts/test_sanitizers.sh"
+# ThreadSanitizer (docs/HARDENING.md, "Threads"): the runtime's C API tests and the fast executor's thread cases
+# in build-tsan/. About a minute warm, three to four cold. QGRU_SKIP_TSAN=1 skips it.
+bash "$root/scripts/test_tsan.sh"

@@ -171,8 +171,8 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     merge->excludes(option);
   }
   return [cli]() {
-    std::vector<qgru::CommandFile> inputs = {{"--config", qgru::cli::config_file(cli->config)}};
-    if (!cli->options.model_path.empty()) qgru::cli::add_model_input(inputs, "--model", cli->options.model_path);
+    std::vector<qgru::CommandFile> inputs = {{"--config", qgru::bitwidth_config_file(cli->config)}};
+    if (!cli->options.model_path.empty()) qgru::add_model_input(inputs, "--model", cli->options.model_path);
     for (const auto& path : cli->merge) inputs.push_back({"--merge", path});
     for (const auto& path : cli->options.data_paths) inputs.push_back({"--data", qgru::array_file_path(path)});
     for (const auto& path : cli->options.lengths_paths) inputs.push_back({"--lengths", qgru::array_file_path(path)});
@@ -196,9 +196,7 @@ std::function<int()> setup_calibrate(CLI::App& command) {
     if (opts.model_path.empty()) throw qgru::Error("calibrate: give --model (or --merge FILES)");
     opts.layout = qgru::parse_weight_layout(cli->layout);
     opts.include_zeros = !cli->exclude_zeros;
-    qgru::RangeMethod parsed = qgru::parse_range_method(opts.method);
-    if (parsed.name == "percentile" && opts.method.find(':') == std::string::npos) parsed.percentile = cli->percentile;
-    opts.method = parsed.text();
+    opts.method = qgru::calibration_method(opts.method, cli->percentile);
     const qgru::CalibrationStats stats = qgru::run_calibration(opts);
     std::vector<std::string> data_files;
     for (const auto& file : stats.data_files) data_files.push_back(file.path);

@@ -11,7 +11,9 @@
 #include "qgru/base/output_policy.h"
 #include "qgru/base/log.h"
 #include "qgru/export/onnx_export.h"
+#include "qgru/import/load_float_gru.h"
 #include "qgru/import/model_file_kind.h"
+#include "qgru/runtime/artifact.h"
 #include "shared_checks.h"
 #include "subcommand.h"
 
@@ -34,9 +36,9 @@ int run_export(const ExportCli& cli) {
   std::vector<qgru::CommandFile> inputs;
   if (std::filesystem::is_regular_file(cli.model, error) &&
       qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact) {
-    qgru::cli::add_artifact_input(inputs, "--model", cli.model);
+    qgru::add_artifact_input(inputs, "--model", cli.model);
   } else {
-    qgru::cli::add_model_input(inputs, "--model", cli.model);
+    qgru::add_model_input(inputs, "--model", cli.model);
   }
   qgru::check_command_files(inputs, {{"-o", cli.output}});
   qgru::OnnxExportRequest request;

@@ -16,7 +16,8 @@ namespace {
 
 struct GptqCli {
   qgru::gptq::JobOptions job;
-  std::string tensor, manifest, hessian, format = "gptq", order = "group-aware";
+  std::string tensor, manifest, hessian, format = "gptq";
+  std::string order = qgru::gptq::column_order_name(qgru::gptq::recommended_options());
   bool act_order = false;
   std::vector<std::string> activations;
 };
@@ -62,12 +63,6 @@ void check_layer_data(const GptqCli& cli, const qgru::gptq::LayerReport& report)
   }
 }
 
-// --order as GptqOptions: "act-order" (desc_act), "group-aware" (act_group_aware) or "natural".
-void set_order(qgru::gptq::GptqOptions& gptq, const std::string& order) {
-  gptq.act_order = order == "act-order";
-  gptq.group_aware = order == "group-aware";
-}
-
 std::function<int()> setup_gptq(CLI::App& command) {
   auto cli = std::make_shared<GptqCli>();
   auto& gptq = cli->job.gptq;
@@ -90,7 +85,7 @@ std::function<int()> setup_gptq(CLI::App& command) {
                                     "Column order: group-aware (act-order inside each group, groups by their largest "
                                     "diag(H); g_idx stays k / group size), act-order (descending diag(H) over all "
                                     "columns; desc_act, g_idx permuted) or natural")
-                    ->check(CLI::IsMember({"group-aware", "act-order", "natural"}))->capture_default_str();
+                    ->check(CLI::IsMember(qgru::gptq::column_order_names()))->capture_default_str();
   command.add_flag("--act-order", cli->act_order, "Same as --order act-order (desc_act)")->excludes(order);
   command.add_flag("--static-groups", gptq.static_groups, "Group parameters from the original W");
   command.add_flag("--sym", gptq.sym, "Symmetric quantization (zero = 2^(bits-1))");
@@ -125,7 +120,7 @@ std::function<int()> setup_gptq(CLI::App& command) {
       job.layers.push_back({cli->tensor, cli->activations, cli->hessian});
     }
     job.format = qgru::gptq::parse_format(cli->format);
-    set_order(job.gptq, cli->act_order ? "act-order" : cli->order);
+    qgru::gptq::set_column_order(job.gptq, cli->act_order ? "act-order" : cli->order);
     check_gptq_files(*cli);
     // Printed once everything is written, so stdout never reports a checkpoint that does not exist.
     const auto reports = qgru::gptq::run_job(job, [&](const auto& report) { check_layer_data(*cli, report); });

@@ -17,17 +17,15 @@
 #include "qgru/base/output_policy.h"
 #include "qgru/base/sha256.h"
 #include "qgru/calib/calibration_stats.h"
-#include "qgru/calib/range_selection.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/runtime/artifact.h"
 #include "qgru/runtime/bitwidth_config.h"
 #include "qgru/runtime/overflow_check.h"
 #include "qgru/quant/quantize_gru.h"
-#include "qgru/version.h"
+#include "qgru/quant/quantize_with_stats.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
-#include "qgru/quant/range_method_precedence.h"
 #include "qgru/io/npy.h"
 #include "qgru/io/sequence_io.h"
 #include "qgru/io/strict_json.h"
@@ -97,18 +95,6 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
   return batches;
 }
 
-std::string config_text_sha256(const std::string& name_or_path) {
-  const std::string file = qgru::cli::config_file(name_or_path);
-  if (!file.empty()) return qgru::sha256_file_hex(file);
-  const std::string& text = qgru::bitwidth_preset_text(name_or_path);
-  return qgru::sha256_hex(text.data(), text.size());
-}
-
-// A range the statistics give that cannot be used; its message names the statistics file already.
-struct StatisticsError : qgru::Error {
-  using qgru::Error::Error;
-};
-
 // The results on stdout, after the files are written: the parameter table (every cell's tensors, rescale shifts
 // and activations), the overflow proof's least headroom and one summary line last; or, with --json, one JSON
 // object with the same content (the artifact's own keys, qgru/quant/artifact_write.h).
@@ -141,21 +127,17 @@ void print_results(const QuantizeCli& cli, const qgru::BitwidthConfig& config, c
 
 int run_quantize(const QuantizeCli& cli) {
   const auto started = std::chrono::steady_clock::now();
-  std::vector<qgru::CommandFile> inputs = {{"--stats", cli.stats}, {"--config", qgru::cli::config_file(cli.config)}};
-  qgru::cli::add_model_input(inputs, "--model", cli.model);
+  std::vector<qgru::CommandFile> inputs = {{"--stats", cli.stats}, {"--config", qgru::bitwidth_config_file(cli.config)}};
+  qgru::add_model_input(inputs, "--model", cli.model);
   for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
   qgru::check_command_files(inputs, quantize_outputs(cli));
   const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
   const qgru::FloatGruModel model = qgru::load_float_gru(
       qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
-  qgru::check_stats_match_model(stats, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
-                                cli.stats);
-  const std::string model_sha256 =
-      qgru::cli::require_same_weights(cli.stats, stats.model_sha256, cli.model, cli.allow_model_mismatch);
-
-  const std::string note = qgru::range_method_precedence_note(config, cli.range_method, stats.method);
-  if (!note.empty()) qgru::log()->info("quantize: {}", note);
+  const qgru::QuantizeSources sources{cli.model,  qgru::sha256_file_hex(cli.model), cli.stats,
+                                      qgru::sha256_file_hex(cli.stats), cli.config, cli.model, cli.stats};
+  qgru::check_quantize_inputs(model, stats, config, cli.range_method, sources, cli.allow_model_mismatch);
 
   std::optional<qgru::RangeSearchResult> search;
   if (!qgru::range_search_tensors(config, cli.range_method, stats.method).empty()) {
@@ -171,38 +153,8 @@ int run_quantize(const QuantizeCli& cli) {
   } else if (!cli.data.empty() || !cli.suggest_config.empty()) {
     throw qgru::Error("--data and --suggest-config belong to the range method 'search', which no tensor uses here");
   }
-  const qgru::RangeProvider ranges = [&](int layer, int direction, qgru::GruTensor tensor, const std::string& method,
-                                         const qgru::TensorQuant& spec) {
-    // --range-method overrides the config's methods, which override the statistics' default method.
-    const std::string chosen = qgru::resolved_range_method(config, cli.range_method, stats.method, tensor);
-    (void)method;
-    if (search && qgru::is_range_search_method(chosen)) return search->provider()(layer, direction, tensor, chosen, spec);
-    // Checked here as quantize_gru will quantize it, so that an error names the statistics file.
-    qgru::RangeChoice choice;
-    try {
-      choice = qgru::select_range_quant(stats, layer, direction, tensor, chosen, spec, cli.stats).range;
-    } catch (const qgru::Error& e) {
-      throw StatisticsError(e.what());
-    }
-    qgru::log()->debug("quantize: layer {} direction {} {}: range [{}, {}] by {} ({})", layer, direction,
-                       qgru::gru_tensor_name(tensor), choice.min, choice.max, choice.method, choice.detail);
-    return std::pair<double, double>{choice.min, choice.max};
-  };
-  qgru::QuantizedGru quantized;
-  try {
-    quantized = qgru::quantize_gru(model, config, ranges);
-  } catch (const StatisticsError&) {
-    throw;  // names the statistics file and the tensor already
-  } catch (const qgru::Error& e) {  // a weight no shift can represent, a table, the overflow proof: name the inputs
-    throw qgru::Error("quantize " + cli.model + " (config " + cli.config + "): " + e.what());
-  }
-  quantized.provenance.model_path = cli.model;
-  quantized.provenance.model_sha256 = model_sha256;
-  quantized.provenance.stats_path = cli.stats;
-  quantized.provenance.stats_sha256 = qgru::sha256_file_hex(cli.stats);
-  quantized.provenance.config_source = cli.config;
-  quantized.provenance.config_sha256 = config_text_sha256(cli.config);
-  quantized.provenance.tool_version = QGRU_VERSION_STRING;
+  const qgru::QuantizedGru quantized =
+      qgru::quantize_with_stats(model, stats, config, cli.range_method, sources, qgru::searched_ranges(search));
 
   // Everything is computed before the first file is written.
   nlohmann::json provenance_extra = nlohmann::json::object();
@@ -241,7 +193,6 @@ int run_quantize(const QuantizeCli& cli) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   qgru::log()->info("quantize: wrote {} and {} in {:.2f} s", cli.output, qgru::artifact_tensor_path(cli.output), seconds);
   print_results(cli, config, quantized);
-  return qgru::kExitOk;
   return qgru::kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
+#include "qgru/runtime/artifact.h"
 #include "qgru/verify/golden_vectors.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/import/model_file_kind.h"
@@ -149,8 +150,8 @@ int run_command(const RunCliOptions& cli) {
                                            {"--h0", qgru::array_file_path(cli.h0)},
                                            {"--h0-codes", qgru::array_file_path(cli.h0_codes)},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
-  if (quantized) qgru::cli::add_artifact_input(inputs, "--model", cli.model);
-  else qgru::cli::add_model_input(inputs, "--model", cli.model);
+  if (quantized) qgru::add_artifact_input(inputs, "--model", cli.model);
+  else qgru::add_model_input(inputs, "--model", cli.model);
   qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--hn-codes", cli.hn_codes},
                                      {"--codes", cli.codes}, {"--dump-intermediates", cli.dump}});
   return quantized ? run_quantized(cli) : run_float(cli);

@@ -48,8 +48,8 @@ int run_verify(const VerifyCliOptions& cli) {
   std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
                                            {"--h0", qgru::array_file_path(cli.h0)}, {"--stats", cli.stats},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
-  qgru::cli::add_model_input(inputs, "--model", cli.model);
-  qgru::cli::add_artifact_input(inputs, "--artifact", cli.artifact);
+  qgru::add_model_input(inputs, "--model", cli.model);
+  qgru::add_artifact_input(inputs, "--artifact", cli.artifact);
   qgru::check_command_files(inputs, {{"--report", cli.report}, {"--html", cli.html}});
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
   const qgru::FloatGruModel float_model = qgru::load_float_gru(

@@ -233,11 +233,12 @@ void FolderLock::sync_folders() const {
   for (const int fd : folder_fds_) ::fsync(fd);
 }
 
-void AtomicFileGroup::commit_all() {
+void AtomicFileGroup::commit_all(const std::function<void()>& under_lock) {
   for (auto& file : files_) file->prepare();  // every member durable before any is renamed
   std::vector<std::string> targets;
   for (const auto& file : files_) targets.push_back(file->target_path());
   const FolderLock lock(targets);
+  if (under_lock) under_lock();
   for (auto& file : files_) file->publish();
   lock.sync_folders();
 }

@@ -18,10 +18,9 @@ namespace qgru {
 
 namespace {
 
-// The file's values as [T, N, C] time-major floats, after checking rank, C and finiteness.
-std::vector<float> load_sequences(const std::string& path, const FloatGruModel& model, bool batch_first, int& T,
-                                  int& N) {
-  const Tensor tensor = read_array(path);
+// The array's values as [T, N, C] time-major floats, after checking rank, C and finiteness; `path` names it.
+std::vector<float> load_sequences(const Tensor& tensor, const std::string& path, const FloatGruModel& model,
+                                  bool batch_first, int& T, int& N) {
   if (tensor.rank() != 3) {
     throw Error(path + ": calibration data has shape " + shape_string(tensor.shape) + ", expected " +
                 (batch_first ? "[N, T, C]" : "[T, N, C]") + " with C = " + std::to_string(model.input_size));
@@ -71,6 +70,12 @@ std::vector<float> first_sequences(const std::vector<float>& x, int T, int N, in
 
 }  // namespace
 
+std::string calibration_method(const std::string& method, double percentile) {
+  RangeMethod parsed = parse_range_method(method);
+  if (parsed.name == "percentile" && method.find(':') == std::string::npos) parsed.percentile = percentile;
+  return parsed.text();
+}
+
 std::vector<std::string> calibration_data_files(const CalibrateOptions& options) {
   std::vector<std::string> files = options.data_paths;
   if (!options.data_dir.empty()) {
@@ -99,6 +104,43 @@ void observe_sequences(const FloatGruModel& model, const std::vector<float>& x, 
   run_float_gru(model, x.data(), T, N, nullptr, &observer, lengths);
 }
 
+CalibrationRun::CalibrationRun(const FloatGruModel& model, const CalibrateOptions& options, std::string model_path,
+                               std::string model_sha256, size_t expected_arrays)
+    : model_(model), options_(options), expected_arrays_(expected_arrays), start_(std::chrono::steady_clock::now()) {
+  parse_range_method(options.method);  // refuse an unknown method before any work
+  stats_ = CalibrationStats::for_shape(model.num_layers, model.num_directions, model.input_size, model.hidden_size);
+  stats_.model_path = std::move(model_path);
+  stats_.model_sha256 = std::move(model_sha256);
+  stats_.method = options.method;
+  stats_.include_zeros = options.include_zeros;
+}
+
+bool CalibrationRun::wants_more() const {
+  return options_.max_samples <= 0 || sequences_done_ < options_.max_samples;
+}
+
+void CalibrationRun::add(const Tensor& values, const std::string& source, const std::string& sha256,
+                         const LengthsOf& lengths) {
+  int T = 0, N = 0;
+  std::vector<float> x = load_sequences(values, source, model_, options_.batch_first, T, N);
+  const std::vector<int32_t> sequence_lengths = lengths ? lengths(N, T) : std::vector<int32_t>();
+  int used = N;
+  if (options_.max_samples > 0 && sequences_done_ + N > options_.max_samples) {
+    used = static_cast<int>(std::max<int64_t>(options_.max_samples - sequences_done_, 0));
+    x = first_sequences(x, T, N, model_.input_size, used);  // the first `used` lengths stay theirs
+  }
+  if (T > 0 && used > 0) {
+    observe_sequences(model_, x, T, used, source, stats_, sequence_lengths.empty() ? nullptr : sequence_lengths.data());
+  }
+  stats_.data_files.push_back({source, sha256, T, used});
+  sequences_done_ += used;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::string arrays = std::to_string(stats_.data_files.size()) +
+                             (expected_arrays_ > 0 ? "/" + std::to_string(expected_arrays_) : std::string());
+  log()->info("calibrate: {} files, {} sequences ({} of {}: T={}), {:.1f} sequences/s", arrays, sequences_done_, used,
+              source, T, seconds > 0 ? static_cast<double>(sequences_done_) / seconds : 0.0);
+}
+
 CalibrationStats run_calibration(const CalibrateOptions& options) {
   parse_range_method(options.method);  // refuse an unknown method before any work
   const std::vector<std::string> files = calibration_data_files(options);
@@ -106,38 +148,22 @@ CalibrationStats run_calibration(const CalibrateOptions& options) {
     throw Error("--lengths: " + std::to_string(options.lengths_paths.size()) + " lengths file(s) for " +
                 std::to_string(files.size()) + " data file(s); give one per data file, in the same order");
   }
-  const FloatGruModel model = load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
-  CalibrationStats stats = CalibrationStats::for_shape(model.num_layers, model.num_directions, model.input_size,
-                                                       model.hidden_size);
-  stats.model_path = options.model_path;
-  stats.model_sha256 = sha256_file_hex(options.model_path);
-  stats.method = options.method;
-  stats.include_zeros = options.include_zeros;
-  const auto start = std::chrono::steady_clock::now();
-  int64_t sequences_done = 0;
+  const FloatGruModel model =
+      load_float_gru(FloatModelSource{options.model_path, options.layout, options.model_prefix, options.model_node});
+  CalibrationRun run(model, options, options.model_path, sha256_file_hex(options.model_path), files.size());
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& path = files[f];
-    if (options.max_samples > 0 && sequences_done >= options.max_samples) {
+    if (!run.wants_more()) {
       log()->info("calibrate: --max-samples {} reached; skipping {} and later files", options.max_samples, path);
       break;
     }
-    int T = 0, N = 0;
-    std::vector<float> x = load_sequences(path, model, options.batch_first, T, N);
-    int used = N;
-    std::vector<int32_t> lengths;
-    if (!options.lengths_paths.empty()) lengths = read_sequence_lengths(options.lengths_paths[f], N, T);
-    if (options.max_samples > 0 && sequences_done + N > options.max_samples) {
-      used = static_cast<int>(options.max_samples - sequences_done);
-      x = first_sequences(x, T, N, model.input_size, used);
+    CalibrationRun::LengthsOf lengths;
+    if (!options.lengths_paths.empty()) {
+      lengths = [&](int N, int T) { return read_sequence_lengths(options.lengths_paths[f], N, T); };
     }
-    if (T > 0 && used > 0) observe_sequences(model, x, T, used, path, stats, lengths.empty() ? nullptr : lengths.data());
-    stats.data_files.push_back({path, sha256_file_hex(array_file_path(path)), T, used});
-    sequences_done += used;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    log()->info("calibrate: {}/{} files, {} sequences ({} of {}: T={}), {:.1f} sequences/s", f + 1, files.size(),
-                sequences_done, used, path, T, seconds > 0 ? static_cast<double>(sequences_done) / seconds : 0.0);
+    run.add(read_array(path), path, sha256_file_hex(array_file_path(path)), lengths);
   }
-  return stats;
+  return run.stats();
 }
 
 }  // namespace qgru

@@ -109,6 +109,25 @@ GptqOptions recommended_options() {
   return options;
 }
 
+const std::vector<std::string>& column_order_names() {
+  static const std::vector<std::string> names = {"group-aware", "act-order", "natural"};
+  return names;
+}
+
+void set_column_order(GptqOptions& options, const std::string& order) {
+  const auto& names = column_order_names();
+  if (std::find(names.begin(), names.end(), order) == names.end()) {
+    throw Error("gptq: column order '" + order + "' is not known, expected group-aware, act-order or natural");
+  }
+  options.act_order = order == "act-order";
+  options.group_aware = order == "group-aware";
+}
+
+std::string column_order_name(const GptqOptions& options) {
+  if (options.act_order) return "act-order";
+  return options.group_aware ? "group-aware" : "natural";
+}
+
 int64_t group_count(int64_t K, int64_t group_size) {
   return group_size == -1 ? 1 : (K + group_size - 1) / group_size;
 }

@@ -170,11 +170,14 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
                 " is outside (0, 1), which GPTQModel and transformers refuse in quantize_config.json");
   }
   const QuantizeConfig config = checkpoint_config(options);
-  check_output_folder(options, config);
+  // Before the work, and again under the folder's lock when the checkpoint is written (below): another
+  // writer may have put its quantize_config.json there meanwhile. A job that writes nothing has no folder.
+  if (!options.output_path.empty()) check_output_folder(options, config);
   if (!options.save_hessian_path.empty() && options.layers.size() != 1) {
     throw Error("gptq: --save-hessian needs exactly one layer (use a manifest \"hessian\" per layer instead)");
   }
-  const SafetensorsFile input = read_safetensors(options.weights_path);
+  const SafetensorsFile read_input = options.weights ? SafetensorsFile() : read_safetensors(options.weights_path);
+  const SafetensorsFile& input = options.weights ? *options.weights : read_input;
   const std::string& source = options.weights_path;
   // Check every layer before the long work starts, the memory its K×K matrices need included: K comes from
   // a small file (a [8, 65536] F16 weight is 1 MiB and asks for 128 GiB), so it is bounded before any of
@@ -193,7 +196,7 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
                   std::to_string(weight.shape[1]) + "), more than the " + gib(memory_bound) +
                   (options.max_hessian_bytes != 0 ? " allowed" : " of memory this machine has"));
     }
-    if (job.activations.empty() && job.hessian.empty()) {
+    if (job.activations.empty() && !options.activation_arrays.count(job.tensor) && job.hessian.empty()) {
       throw Error("gptq: layer '" + job.tensor + "' has neither activations nor a Hessian");
     }
   }
@@ -211,7 +214,12 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
   SafetensorsFile output;
   output.metadata["format"] = "pt";
   output.metadata["quantizer"] = std::string("qgru ") + QGRU_VERSION_STRING;
-  output.metadata["source_sha256"] = sha256_file_hex(options.weights_path);
+  if (options.weights) {
+    const std::vector<uint8_t> serialized = serialize_safetensors(input);
+    output.metadata["source_sha256"] = sha256_hex(serialized.data(), serialized.size());
+  } else {
+    output.metadata["source_sha256"] = sha256_file_hex(options.weights_path);
+  }
   std::vector<LayerReport> reports;
   std::vector<double> saved_hessian;
   for (size_t index = 0; index < options.layers.size(); ++index) {
@@ -234,12 +242,16 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
         // Each activation file is read (memory bounded by its size) and checked against K before the
         // K×K accumulator exists, so a wrong file is refused without allocating the Hessian.
         std::optional<HessianAccumulator> accumulator;
-        for (const std::string& path : job.activations) {
-          const std::string what = path + " (activations of '" + job.tensor + "')";
-          const Tensor activations = read_npy(path);
+        const auto accumulate = [&](const Tensor& activations, const std::string& name) {
+          const std::string what = name + " (activations of '" + job.tensor + "')";
           check_activations(activations, report.K, options.activations_feature_major, what);
           if (!accumulator) accumulator.emplace(report.K);
           accumulator->add_tensor(activations, options.activations_feature_major, what);
+        };
+        for (const std::string& path : job.activations) accumulate(read_npy(path), path);
+        const auto arrays = options.activation_arrays.find(job.tensor);
+        if (arrays != options.activation_arrays.end()) {
+          for (const auto& [name, activations] : arrays->second) accumulate(activations, name);
         }
         report.tokens = accumulator->tokens();
         H = accumulator->hessian();
@@ -319,6 +331,8 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     }
   }
 
+  if (options.checkpoint) *options.checkpoint = output;
+  if (options.output_path.empty()) return reports;
   AtomicFileGroup group;
   const std::vector<uint8_t> bytes = serialize_safetensors(output);
   group.add(options.output_path).write(bytes.data(), bytes.size());
@@ -327,7 +341,7 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     const std::vector<uint8_t> npy = serialize_npy(Tensor::from_vector<double>({reports[0].K, reports[0].K}, saved_hessian));
     group.add(options.save_hessian_path).write(npy.data(), npy.size());
   }
-  group.commit_all();
+  group.commit_all([&] { check_output_folder(options, config); });
   return reports;
 }
 

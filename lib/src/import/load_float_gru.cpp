@@ -37,4 +37,9 @@ FloatGruModel load_float_gru(const std::string& path, WeightLayout layout) {
   return load_float_gru(source);
 }
 
+void add_model_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& model_path) {
+  inputs.push_back({flag, model_path});
+  for (const std::string& file : onnx_external_data_files(model_path)) inputs.push_back({flag + " (its external data)", file});
+}
+
 }  // namespace qgru

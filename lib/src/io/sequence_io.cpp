@@ -24,7 +24,11 @@ std::vector<float> finite_float_values(const Tensor& tensor, const std::string& 
 }  // namespace
 
 SequenceBatch read_sequence_input(const std::string& path, int input_size, bool batch_first) {
-  const Tensor tensor = read_array(path);
+  return sequence_input_from_tensor(read_array(path), path, input_size, batch_first);
+}
+
+SequenceBatch sequence_input_from_tensor(const Tensor& tensor, const std::string& path, int input_size,
+                                         bool batch_first) {
   const std::string expected = std::string(batch_first ? "[N, T, " : "[T, N, ") + std::to_string(input_size) + "]" +
                                (batch_first ? " (batch-first)" : "") + " with C = " + std::to_string(input_size);
   if (tensor.rank() != 3 || tensor.shape[2] != input_size) {
@@ -48,7 +52,11 @@ SequenceBatch read_sequence_input(const std::string& path, int input_size, bool 
 }
 
 std::vector<float> read_initial_state(const std::string& path, int layers_times_directions, int N, int H) {
-  const Tensor tensor = read_array(path);
+  return initial_state_from_tensor(read_array(path), path, layers_times_directions, N, H);
+}
+
+std::vector<float> initial_state_from_tensor(const Tensor& tensor, const std::string& path, int layers_times_directions,
+                                             int N, int H) {
   const std::vector<int64_t> expected{layers_times_directions, N, H};
   if (tensor.shape != expected) {
     throw Error(path + ": expected h0 [L*D, N, H] = " + shape_string(expected) + ", got " +
@@ -68,7 +76,10 @@ void check_sequence_lengths(const int32_t* lengths, int T, int N) {
 }
 
 std::vector<int32_t> read_sequence_lengths(const std::string& path, int N, int T) {
-  const Tensor tensor = read_array(path);
+  return sequence_lengths_from_tensor(read_array(path), path, N, T);
+}
+
+std::vector<int32_t> sequence_lengths_from_tensor(const Tensor& tensor, const std::string& path, int N, int T) {
   if (tensor.rank() != 1 || tensor.shape[0] != N) {
     throw Error(path + ": expected sequence lengths [N] = [" + std::to_string(N) + "] (one per batch row), got " +
                 shape_string(tensor.shape));

@@ -132,28 +132,28 @@ std::string artifact_tensor_path(const std::string& json_path) {
                    "the tensor file can never be one of the inputs; use " + printable(suggestion));
 }
 
-void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
-                    const nlohmann::json& provenance_extra) {
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
+                                 const nlohmann::json& provenance_extra) {
   const bool linear_before_reset = model.linear_before_reset();
   for (const GruCellQuantParams& p : model.cells) {
     if (p.linear_before_reset != linear_before_reset) {
-      throw Error("internal: write_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
+      throw Error("internal: serialize_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
                   std::to_string(p.direction) + ") is another GRU variant than cell (0, 0)");
     }
   }
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   const json parameters = parameters_json(model, file.tensors);
-  const std::vector<uint8_t> tensor_bytes = serialize_safetensors(file);
-  const std::string tensor_path = artifact_tensor_path(json_path);
+  ArtifactBytes bytes;
+  bytes.tensors = serialize_safetensors(file);
 
   const QuantProvenance& prov = model.provenance;
   json root = {
       {"schema", kArtifactSchema},
       {"version", linear_before_reset ? kArtifactVersionLinearBeforeReset : kArtifactVersionResetBeforeLinear},
       {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
-      {"tensor_file", std::filesystem::path(tensor_path).filename().string()},
-      {"tensor_file_sha256", sha256_hex(tensor_bytes.data(), tensor_bytes.size())},
+      {"tensor_file", tensor_file_name},
+      {"tensor_file_sha256", sha256_hex(bytes.tensors.data(), bytes.tensors.size())},
       {"provenance",
        {{"model", {{"path", prov.model_path}, {"sha256", prov.model_sha256}}},
         {"stats", {{"path", prov.stats_path}, {"sha256", prov.stats_sha256}}},
@@ -163,9 +163,17 @@ void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const 
   root.update(parameters);
   for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
   if (!linear_before_reset) root["linear_before_reset"] = false;  // version 2's key (qgru/runtime/artifact.h)
+  bytes.json = json_text(root, 2) + "\n";
+  return bytes;
+}
 
-  group.add(tensor_path).write(tensor_bytes.data(), tensor_bytes.size());
-  group.add(json_path).write(json_text(root, 2) + "\n");
+void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
+                    const nlohmann::json& provenance_extra) {
+  const std::string tensor_path = artifact_tensor_path(json_path);
+  const ArtifactBytes bytes =
+      serialize_artifact(model, std::filesystem::path(tensor_path).filename().string(), provenance_extra);
+  group.add(tensor_path).write(bytes.tensors.data(), bytes.tensors.size());
+  group.add(json_path).write(bytes.json);
 }
 
 void write_artifact(const std::string& json_path, const QuantizedGru& model, const nlohmann::json& provenance_extra) {

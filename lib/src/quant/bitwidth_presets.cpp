@@ -50,10 +50,16 @@ const std::string& bitwidth_preset_text(const std::string& name) {
   return it->second;
 }
 
+std::string bitwidth_config_file(const std::string& name_or_path) {
+  for (const std::string& name : bitwidth_preset_names()) {
+    if (name == name_or_path) return "";
+  }
+  return name_or_path;
+}
 
 BitwidthConfig load_bitwidth_config(const std::string& name_or_path) {
-  for (const std::string& name : bitwidth_preset_names()) {
-    if (name == name_or_path) return parse_bitwidth_config_text(bitwidth_preset_text(name), "preset '" + name + "'");
+  if (bitwidth_config_file(name_or_path).empty()) {
+    return parse_bitwidth_config_text(bitwidth_preset_text(name_or_path), "preset '" + name_or_path + "'");
   }
   if (!std::filesystem::exists(name_or_path)) {
     std::string names;

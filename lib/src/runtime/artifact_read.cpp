@@ -326,6 +326,14 @@ std::string recorded_artifact_tensor_path(const std::string& json_path) {
   return tensor_path_beside(json_path, tensor_file_name(Reader(json_path), root));
 }
 
+void add_artifact_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& json_path) {
+  inputs.push_back({flag, json_path});
+  std::error_code error;
+  if (!json_path.empty() && std::filesystem::is_regular_file(json_path, error)) {
+    inputs.push_back({flag + " (its tensor file)", recorded_artifact_tensor_path(json_path)});
+  }
+}
+
 QuantizedGru read_artifact(const std::string& json_path) {
   return parse_artifact(read_file_text(json_path), json_path, [&](const std::string& tensor_name, std::string* source) {
     *source = tensor_path_beside(json_path, tensor_name);

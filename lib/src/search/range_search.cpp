@@ -343,6 +343,16 @@ const std::vector<std::string>& range_search_methods() {
 
 bool is_range_search_method(const std::string& method) { return method == kRangeSearchMethodName; }
 
+DecidedRange searched_ranges(const std::optional<RangeSearchResult>& search) {
+  if (!search) return nullptr;
+  const RangeSearchResult* result = &*search;
+  return [result](int layer, int direction, GruTensor tensor, const std::string& method,
+                  const TensorQuant& spec) -> std::optional<std::pair<double, double>> {
+    if (!is_range_search_method(method)) return std::nullopt;
+    return result->provider()(layer, direction, tensor, method, spec);
+  };
+}
+
 std::vector<GruTensor> range_search_tensors(const BitwidthConfig& config, const std::string& override_method,
                                             const std::string& stats_method) {
   std::vector<GruTensor> tensors;

@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,5 +141,38 @@ TEST_CASE("a writer that cannot get the folder's lock in time gives up naming th
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a group's check under the lock runs while the folder is locked, and its refusal renames nothing") {
+  const fs::path dir = scratch_dir("under_lock");
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.bin").string();
+  bool ran = false;
+  try {
+    qgru::AtomicFileGroup group;
+    group.add(a).write("A");
+    group.add(b).write("B");
+    group.commit_all([&] {
+      ran = true;
+      // Another open file description of the folder cannot take the lock now (flock conflicts between
+      // descriptions, in one process too): the check sees the folder as no other group writer can change it.
+      const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+      REQUIRE(fd >= 0);
+      CHECK(::flock(fd, LOCK_EX | LOCK_NB) != 0);
+      CHECK(errno == EWOULDBLOCK);
+      ::close(fd);
+      throw qgru::Error("the folder holds a file this group disagrees with");
+    });
+    FAIL("commit_all went on after its check refused");
+  } catch (const qgru::Error& e) {
+    CHECK(std::string(e.what()) == "the folder holds a file this group disagrees with");
+  }
+  CHECK(ran);
+  CHECK(count_files(dir) == 0);  // neither target, no temporary file
+  // The lock was released with the refusal: a writer after it gets the folder at once.
+  qgru::AtomicFileGroup next;
+  next.add(a).write("A2");
+  next.commit_all([] {});
+  CHECK(qgru::read_file_text(a) == "A2");
   fs::remove_all(dir);
 }

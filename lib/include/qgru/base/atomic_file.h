@@ -7,6 +7,7 @@
 // device made there meanwhile) is refused, never replaced; qgru/base/output_policy.h refuses it earlier,
 // before any work.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,11 +68,14 @@ class FolderLock {
 // Several outputs that must appear together or not at all (an artifact's JSON and tensor file, the outputs of
 // one run, statistics and their report): stage each, then commit_all() makes every member durable (fsync),
 // takes the FolderLock of their folders, renames them back to back and fsyncs the folders. Two processes
-// writing the same group therefore leave one writer's complete group, never a mix.
+// writing the same group therefore leave one writer's complete group, never a mix. `under_lock`, when given,
+// runs once the lock is held and before the first rename: a check of what the folders already hold (a file
+// the group must agree with) that no other group writer can change between the check and the renames. When
+// it throws, nothing is renamed.
 class AtomicFileGroup {
  public:
   AtomicFile& add(const std::string& target_path);
-  void commit_all();
+  void commit_all(const std::function<void()>& under_lock = nullptr);
  private:
   std::vector<std::unique_ptr<AtomicFile>> files_;
 };

@@ -1,10 +1,13 @@
 #pragma once
 // `qgru calibrate` as one library call: run the float model over calibration data files and collect the
 // statistics (calibration_stats.h).
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "qgru/base/tensor.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/calib/calibration_stats.h"
 #include "qgru/model/float_gru.h"
@@ -25,6 +28,10 @@ struct CalibrateOptions {
   WeightLayout layout = WeightLayout::Auto;
 };
 
+// The statistics' method as `qgru calibrate --method M --percentile P` gives it: M in canonical form, with P
+// filled in when M is "percentile" without its own ":P" (unknown methods are refused).
+std::string calibration_method(const std::string& method, double percentile);
+
 // data_paths followed by the sorted *.npy files of data_dir; refuses an empty result and a missing folder.
 std::vector<std::string> calibration_data_files(const CalibrateOptions& options);
 
@@ -32,6 +39,34 @@ std::vector<std::string> calibration_data_files(const CalibrateOptions& options)
 // Errors name the file: wrong rank or C, NaN/Inf with its (t, n, c). Logs one line per file on stderr
 // (files done, sequences, rate).
 CalibrationStats run_calibration(const CalibrateOptions& options);
+
+// Calibration fed one array at a time, in order: a file's contents (run_calibration) or arrays a caller holds
+// in memory (the Python package). Each array is checked as a data file is (rank, C, float dtype, finite
+// values; errors name `source`), observed, and recorded in the statistics' data files with its sha256 and the
+// sequences used; max_samples keeps the first sequences, array by array. options.model_path, data_paths and
+// data_dir are not used here: the model is given, and model_path / model_sha256 are what the statistics record.
+class CalibrationRun {
+ public:
+  // expected_arrays: how many add() calls to expect, for the progress log (0: unknown).
+  CalibrationRun(const FloatGruModel& model, const CalibrateOptions& options, std::string model_path,
+                 std::string model_sha256, size_t expected_arrays = 0);
+  // False once max_samples sequences were observed: later arrays would add nothing.
+  bool wants_more() const;
+  // lengths, when given, is asked for the array's [N] sequence lengths once its data passed the checks (a
+  // lengths file read against that N and T, e.g.); padded steps are not observed.
+  using LengthsOf = std::function<std::vector<int32_t>(int N, int T)>;
+  void add(const Tensor& values, const std::string& source, const std::string& sha256,
+           const LengthsOf& lengths = nullptr);
+  const CalibrationStats& stats() const { return stats_; }
+
+ private:
+  const FloatGruModel& model_;
+  CalibrateOptions options_;
+  size_t expected_arrays_ = 0;
+  int64_t sequences_done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  CalibrationStats stats_;
+};
 
 // Observe one [T, N, C] time-major array (already checked finite) into `stats` with `model`.
 // lengths: [N] or nullptr (qgru::run_float_gru); padded steps are not observed.

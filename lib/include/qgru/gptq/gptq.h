@@ -18,6 +18,7 @@
 //      after the block, W[:, end:] -= Err1 · U[block, end:] (dgemm).
 // Codes, scales and zeros are returned in the checkpoint's terms (see GptqResult).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace qgru::gptq {
@@ -39,6 +40,15 @@ struct GptqOptions {
 // What `qgru gptq` uses unless told otherwise: group-aware act-order, damp 0.01 (docs/GPTQ.md, "Defaults",
 // has the measurements behind both).
 GptqOptions recommended_options();
+
+// The column orders by the names `qgru gptq --order` takes: "group-aware" (group_aware: act-order inside each
+// group, g_idx k / group size), "act-order" (act_order, desc_act: descending diag(H) over all columns) and
+// "natural" (neither).
+const std::vector<std::string>& column_order_names();
+// Sets act_order and group_aware for `order`; throws qgru::Error for another name, listing the names.
+void set_column_order(GptqOptions& options, const std::string& order);
+// The name of the order `options` give (act_order takes precedence over group_aware, as in gptq_quantize).
+std::string column_order_name(const GptqOptions& options);
 
 struct GptqResult {
   int64_t N = 0, K = 0, G = 0;  // output rows, input columns, groups

@@ -4,9 +4,12 @@
 // write the checkpoint (safetensors + quantize_config.json beside it) atomically, all layers or nothing.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "qgru/base/tensor.h"
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/gptq.h"
 
@@ -36,6 +39,13 @@ struct JobOptions {
   // factor: hessian_bytes_needed). A layer over it is refused, naming the tensor, before anything is
   // allocated or any activation read. 0: the machine's physical memory.
   uint64_t max_hessian_bytes = 0;
+  // In memory instead of files (the Python package): when `weights` is set it is the input, and weights_path
+  // only names it in messages (source_sha256 is then that of its serialized form); activation_arrays[tensor]
+  // are activations of that layer like its files, each with the name messages give it (after the files). An
+  // empty output_path writes nothing; `checkpoint`, when set, receives the checkpoint's tensors either way.
+  const SafetensorsFile* weights = nullptr;
+  std::map<std::string, std::vector<std::pair<std::string, Tensor>>> activation_arrays;
+  SafetensorsFile* checkpoint = nullptr;
 };
 
 // Bytes of the K×K float64 matrices GPTQ holds at once for one layer of input size K (4 matrices, 5 with
@@ -60,7 +70,10 @@ QuantizeConfig checkpoint_config(const JobOptions& options);
 // Runs every layer; `on_layer` is called after each (for the caller's report). Nothing is written unless
 // every layer succeeds. Refused before any work when the output's folder already holds a
 // quantize_config.json that disagrees with this job's (config_disagreement): it describes the checkpoints
-// already there, and replacing it would change how they are read.
+// already there, and replacing it would change how they are read. Checked again under the folder's lock
+// (FolderLock) just before the checkpoint is renamed into place, so that a config another writer put there
+// during the work is never replaced either. A job with an empty output_path writes nothing and checks no
+// folder.
 std::vector<LayerReport> run_job(const JobOptions& options,
                                  const std::function<void(const LayerReport&)>& on_layer = nullptr);
 

@@ -3,7 +3,9 @@
 // qgru's internal layout (qgru/model/float_gru.h).
 #include <map>
 #include <string>
+#include <vector>
 
+#include "qgru/base/output_policy.h"
 #include "qgru/base/tensor.h"
 #include "qgru/model/float_gru.h"
 
@@ -39,5 +41,10 @@ struct FloatModelSource {
 // saying what they are and what to do (qgru/import/model_file_kind.h).
 FloatGruModel load_float_gru(const FloatModelSource& source);
 FloatGruModel load_float_gru(const std::string& path, WeightLayout layout = WeightLayout::Auto);
+
+// A float model read by a command, as inputs to the output policy (qgru/base/output_policy.h): the file, and for
+// an ONNX model every external data file its tensors name (`flag` + " (its external data)"), so that no output
+// can replace weights stored beside the graph.
+void add_model_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& model_path);
 
 }  // namespace qgru

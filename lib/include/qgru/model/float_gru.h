@@ -77,6 +77,13 @@ struct FloatGruResult {
   std::vector<float> h_n;     // [L*D, N, H]
 };
 
+// sha256 of the weights themselves, whatever form they came in: the shapes, the cell variant and every cell's
+// W, R, bw, br as float32, in qgru's layout (gate order z, r, n), as bytes in a fixed order. The same
+// weights give the same hash from a state dict with or without a prefix, float32 or float64 (values that
+// float32 holds), PyTorch's or haste's layout. The identity of a model held in memory (the Python package's
+// provenance); a model read from a file is known by the file's own sha256 instead.
+std::string float_gru_weights_sha256(const FloatGruModel& model);
+
 // Run the float GRU. x: [T, N, C] time-major; h0: [L*D, N, H] or nullptr for zeros. lengths: [N] sequence
 // lengths in [0, T] or nullptr (every row has T steps): as PyTorch's packed sequences and ONNX's sequence_lens,
 // steps t >= lengths[n] leave row n's state unchanged and output 0 there, h_n is the state after its last

@@ -1,7 +1,9 @@
 #pragma once
 // Writing the quantized-model artifact (the format is described in qgru/runtime/artifact.h, which also
 // reads it).
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,15 @@ namespace qgru {
 // rest: an input that is itself named NAME.qgru.safetensors. Throws qgru::UsageError for a name that does not
 // end in ".qgru.json", saying which name to use instead.
 std::string artifact_tensor_path(const std::string& json_path);
+
+// The artifact's two files in memory: the JSON text (naming its tensor file `tensor_file_name`) and the
+// tensor file's bytes, exactly what stage_artifact writes.
+struct ArtifactBytes {
+  std::string json;
+  std::vector<uint8_t> tensors;
+};
+ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
+                                 const nlohmann::json& provenance_extra = nlohmann::json::object());
 
 // Stage both files of the artifact in `group` (the caller may add its other outputs, then commit_all: all
 // appear together, under the folders' lock, or none). provenance_extra: further keys of the JSON's

@@ -15,5 +15,7 @@ std::vector<std::string> bitwidth_preset_names();
 const std::string& bitwidth_preset_text(const std::string& name);
 // A preset name or a path to a JSON file.
 BitwidthConfig load_bitwidth_config(const std::string& name_or_path);
+// The file a config argument names, or "" for a preset name (an input file to the output policy).
+std::string bitwidth_config_file(const std::string& name_or_path);
 
 }  // namespace qgru

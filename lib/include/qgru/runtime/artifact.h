@@ -27,7 +27,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "qgru/base/output_policy.h"
 #include "qgru/runtime/quantized_gru.h"
 
 namespace qgru {
@@ -43,6 +45,11 @@ constexpr int kArtifactVersionResetBeforeLinear = 2;  // ... and for the linear_
 // qgru/quant/artifact_write.h, NAME.qgru.json beside NAME.qgru.safetensors; older ones with other names are
 // read by what their JSON records.)
 std::string recorded_artifact_tensor_path(const std::string& json_path);
+
+// An artifact read by a command, as inputs to the output policy (qgru/base/output_policy.h): its JSON, and the
+// tensor file that JSON names (`flag` + " (its tensor file)"), so that no output can replace either. The JSON
+// is read for the name only when it is a regular file; the policy refuses it otherwise.
+void add_artifact_input(std::vector<CommandFile>& inputs, const std::string& flag, const std::string& json_path);
 
 // Read and validate: schema name and version (a newer version is refused), the tensor file's sha256,
 // every shape, dtype, code range and shift range, the derived shifts and row sums (recomputed and

@@ -28,6 +28,7 @@
 // and are not searched.
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@
 #include "qgru/io/sequence_io.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/quant/quantize_gru.h"
+#include "qgru/quant/quantize_with_stats.h"
 #include "qgru/runtime/bitwidth_config.h"
 
 namespace qgru {
@@ -118,6 +120,10 @@ RangeSearchResult search_ranges(const FloatGruModel& model, const BitwidthConfig
                                 const CalibrationStats& stats, const std::vector<SequenceBatch>& data,
                                 const std::string& override_method, const RangeSearchOptions& options,
                                 const std::function<void(const std::string&)>& progress = nullptr);
+
+// The searched tensors' ranges for quantize_with_stats: a tensor's whose resolved method is "search" comes
+// from `search`; nullptr when there is no search. The result refers to `search`, which must outlive it.
+DecidedRange searched_ranges(const std::optional<RangeSearchResult>& search);
 
 // The result for the artifact's provenance and the report: options, every start method's score, the
 // history, the chosen range/shift/zp per tensor, the widening results.

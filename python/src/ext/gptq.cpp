@@ -1,0 +1,128 @@
+// GPTQ bound for Python: `qgru gptq` on a weight and activations held in memory (gptq::run_job, the CLI's
+// one library call, so defaults, checks, errors and the checkpoint written are the CLI's), and `qgru linear
+// --device cpu` on a checkpoint layer. The library's option struct is bound field by field (GptqOptions):
+// a new option is one def_rw line here, and the Python keyword arguments follow the struct's fields; the
+// column order (act_order, group_aware) goes by its --order name instead.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "arrays.h"
+#include "qgru/base/error.h"
+#include "qgru/base/output_policy.h"
+#include "qgru/gptq/checkpoint.h"
+#include "qgru/gptq/job.h"
+#include "qgru/gptq/layer_linear.h"
+#include "qgru/io/safetensors.h"
+
+namespace qgru::python {
+
+namespace {
+
+// The result of one layer: the checkpoint's tensors (name -> NumPy array) and the CLI's report line.
+// `weights` are the layer's tensors as a weights file would hold them: tensor_name [N, K] and PREFIX.bias.
+nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::string& tensor_name,
+                    const std::vector<HostArray>& activations, bool activations_feature_major,
+                    const gptq::GptqOptions& options, const std::string& format, const std::string& output_path) {
+  const std::string source = "weight (in memory)";
+  SafetensorsFile input;
+  for (const auto& [name, array] : weights) input.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
+  gptq::JobOptions job;
+  job.weights_path = source;
+  job.weights = &input;
+  gptq::LayerJob layer;
+  layer.tensor = tensor_name;
+  job.layers.push_back(layer);
+  for (size_t i = 0; i < activations.size(); ++i) {
+    const std::string name = "activations[" + std::to_string(i) + "]";
+    job.activation_arrays[tensor_name].emplace_back(name, tensor_from_array(activations[i], name));
+  }
+  job.activations_feature_major = activations_feature_major;
+  job.gptq = options;
+  job.format = gptq::parse_format(format);
+  job.output_path = output_path;
+  // The checkpoint and the quantize_config.json beside it, checked as `qgru gptq -o` checks them
+  // (qgru/base/output_policy.h); the inputs are in memory.
+  if (!output_path.empty()) {
+    check_command_files({}, {{"-o", output_path},
+                             {"-o (its quantize_config.json)", gptq::quantize_config_path_beside(output_path)}});
+  }
+  SafetensorsFile checkpoint;
+  job.checkpoint = &checkpoint;
+  std::vector<gptq::LayerReport> reports;
+  {
+    nb::gil_scoped_release release;
+    reports = gptq::run_job(job);
+  }
+  nb::dict tensors;
+  for (const auto& [name, tensor] : checkpoint.tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
+  const gptq::LayerReport& r = reports.at(0);
+  nb::dict report;
+  report["tensor"] = r.tensor;
+  report["N"] = r.N;
+  report["K"] = r.K;
+  report["tokens"] = r.tokens;
+  report["gptq_error"] = r.gptq_error;
+  report["rtn_error"] = r.rtn_error;
+  report["seconds"] = r.seconds;
+  report["hessian_seconds"] = r.hessian_seconds;
+  report["damp_used"] = r.damp_used;
+  report["dead_columns"] = r.dead_columns;
+  nb::dict result;
+  result["tensors"] = tensors;
+  result["report"] = report;
+  return result;
+}
+
+// `qgru linear --device cpu`: y [M, N] = x [M, K] · Ŵᵀ + bias for the layer PREFIX of the checkpoint, read as
+// the CLI reads it (read_checkpoint_layer: quantize_config.json's bits, format and v1 zero rule; the bias
+// unless with_bias is false, as --no-bias).
+nb::ndarray<nb::numpy, float> gptq_linear(const std::string& checkpoint, const std::string& prefix, const HostArray& x,
+                                          const std::string& x_name, bool with_bias) {
+  const gptq::CheckpointLayer layer = gptq::read_checkpoint_layer(checkpoint, prefix, with_bias);
+  int64_t M = 0;
+  const std::vector<float> values = gptq::linear_input(tensor_from_array(x, x_name), x_name, layer, prefix, M);
+  std::vector<float> y;
+  {
+    nb::gil_scoped_release release;
+    y = gptq::layer_linear_f32(layer.layer, layer.qweight, values, M);
+    gptq::add_linear_bias(y, layer.bias, M);
+  }
+  return numpy_owning(std::move(y), {static_cast<size_t>(M), static_cast<size_t>(layer.layer.N)});
+}
+
+std::vector<std::string> checkpoint_layers(const std::string& checkpoint) {
+  return gptq::list_layers(read_safetensors(checkpoint));
+}
+
+}  // namespace
+
+void bind_gptq(nb::module_& m) {
+  nb::class_<gptq::GptqOptions>(m, "GptqOptions")
+      .def(nb::init<>())
+      .def_rw("bits", &gptq::GptqOptions::bits)
+      .def_rw("group_size", &gptq::GptqOptions::group_size)
+      .def_rw("static_groups", &gptq::GptqOptions::static_groups)
+      .def_rw("sym", &gptq::GptqOptions::sym)
+      .def_rw("damp", &gptq::GptqOptions::damp)
+      .def_rw("block_size", &gptq::GptqOptions::block_size)
+      .def_rw("max_damp_retries", &gptq::GptqOptions::max_damp_retries);
+  // The options `qgru gptq` starts from (its JobOptions' defaults). The column order (act_order, group_aware)
+  // is set by name, as --order takes it.
+  m.def("gptq_cli_defaults", [] { return gptq::JobOptions().gptq; });
+  m.def("column_order_names", &gptq::column_order_names);
+  m.def("set_column_order", &gptq::set_column_order, nb::arg("options"), nb::arg("order"));
+  m.def("column_order_name", &gptq::column_order_name, nb::arg("options"));
+  m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
+        nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
+  m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"),
+        nb::arg("with_bias"));
+  m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));
+}
+
+}  // namespace qgru::python

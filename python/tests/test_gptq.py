@@ -1,0 +1,190 @@
+"""GPTQ from Python against `qgru gptq` and `qgru linear`, and against a float64 reference of the packed layout."""
+
+import json
+
+import numpy as np
+import pytest
+
+import qgru
+from conftest import read_bytes, run_cli
+
+
+@pytest.fixture(scope="module")
+def layer():
+    rng = np.random.default_rng(42)
+    weight = rng.standard_normal((64, 256)).astype(np.float32)
+    # Correlated activations (a few strong directions), where GPTQ's error compensation matters.
+    basis = rng.standard_normal((16, 256))
+    activations = (rng.standard_normal((600, 16)) @ basis + 0.1 * rng.standard_normal((600, 256))).astype(np.float32)
+    return weight, activations
+
+
+def test_gptq_writes_the_cli_checkpoint(cli, layer, tmp_path):
+    weight, activations = layer
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight})
+    np.save(tmp_path / "x.npy", activations)
+    for who in ("cli", "py"):
+        (tmp_path / who).mkdir()
+    run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+            tmp_path / "x.npy", "--sym", "-o", tmp_path / "cli" / "q.safetensors")
+    result = qgru.gptq(weight, activations, name="fc.weight", sym=True, checkpoint=tmp_path / "py" / "q.safetensors")
+    for name in ("q.safetensors", "quantize_config.json"):
+        assert read_bytes(tmp_path / "py" / name) == read_bytes(tmp_path / "cli" / name), name
+    assert result.qweight.shape == (256 * 4 // 32, 64) and result.qweight.dtype == np.int32
+    assert result.scales.dtype == np.float16 and result.scales.shape == (2, 64)
+    assert result.g_idx.tolist() == [k // 128 for k in range(256)]
+    assert 0 < result.gptq_error < result.rtn_error
+    assert result.tokens == 600 and (result.N, result.K) == (64, 256)
+
+    np.save(tmp_path / "x_test.npy", activations[:20])
+    run_cli(cli, "linear", "--checkpoint", tmp_path / "cli" / "q.safetensors", "--layer", "fc", "--input",
+            tmp_path / "x_test.npy", "--output", tmp_path / "y.npy")
+    y = qgru.gptq_linear(tmp_path / "py" / "q.safetensors", activations[:20])
+    np.testing.assert_array_equal(y, np.load(tmp_path / "y.npy"))
+    np.testing.assert_array_equal(qgru.gptq_linear(result, activations[:20]), y)
+
+
+def dequantized_v2(result, bits, N, K):
+    """Ŵ [N, K] in float64 from the packed tensors of a gptq_v2 checkpoint (zero points stored as they are)."""
+    per_word = 32 // bits
+    mask = (1 << bits) - 1
+    words = result.qweight.view(np.uint32)
+    codes = np.array([[(int(words[k // per_word, n]) >> (bits * (k % per_word))) & mask for n in range(N)]
+                      for k in range(K)])                                         # [K, N]
+    zero_words = result.qzeros.view(np.uint32)
+    zeros = np.array([[(int(zero_words[g, n // per_word]) >> (bits * (n % per_word))) & mask for n in range(N)]
+                      for g in range(zero_words.shape[0])])                     # [G, N]
+    scales = result.scales.astype(np.float64)
+    g = result.g_idx
+    return ((codes - zeros[g]) * scales[g]).T
+
+
+def test_gptq_linear_is_x_times_the_dequantized_weight(layer, tmp_path):
+    weight, activations = layer
+    result = qgru.gptq(weight, [activations[:300], activations[300:]], bits=4, group_size=64, format="gptq_v2",
+                       act_order=True, checkpoint=tmp_path / "q.safetensors")
+    assert sorted(set(result.g_idx.tolist())) == [0, 1, 2, 3] and result.g_idx.tolist() != [k // 64 for k in range(256)]
+    w_hat = dequantized_v2(result, 4, 64, 256)
+    assert np.abs(w_hat - weight).max() < 0.5 * np.abs(weight).max()
+    x = activations[:10].astype(np.float64)
+    y = qgru.gptq_linear(tmp_path / "q.safetensors", activations[:10])
+    reference = x @ w_hat.T
+    assert np.abs(y - reference).max() <= 1e-4 * np.abs(reference).max()
+    config = json.loads(read_bytes(tmp_path / "quantize_config.json"))
+    assert config["group_size"] == 64 and config["desc_act"] is True
+
+
+def test_gptq_options_follow_the_library(layer):
+    weight, activations = layer
+    defaults = qgru.gptq_defaults()
+    assert (defaults["bits"], defaults["group_size"]) == (4, 128)  # the signature's defaults are the CLI's
+    assert defaults["order"] == "group-aware"                      # --order's default
+    assert {"damp", "sym", "static_groups", "block_size"} <= set(defaults)
+    with pytest.raises(TypeError, match="unknown option 'desc_act'"):
+        qgru.gptq(weight, activations, desc_act=True)
+    with pytest.raises(TypeError, match="order= or act_order=True, not both"):
+        qgru.gptq(weight, activations, order="natural", act_order=True)
+    with pytest.raises(qgru.Error, match="^gptq: column order 'random' is not known, expected group-aware, "
+                                         "act-order or natural$"):
+        qgru.gptq(weight, activations, order="random")
+    without_file = qgru.gptq(weight, activations, bits=8, group_size=-1)
+    assert without_file.checkpoint is None and without_file.scales.shape == (1, 64)
+    with pytest.raises(qgru.Error, match="was not written to a checkpoint"):
+        qgru.gptq_linear(without_file, activations[:2])
+
+
+def test_gptq_refusals_name_the_array(layer, tmp_path):
+    weight, activations = layer
+    with pytest.raises(qgru.Error, match=r"activations\[0\] \(activations of 'linear.weight'\)"):
+        qgru.gptq(weight, activations[:, :200])
+    with pytest.raises(qgru.Error, match=r"^weight \(in memory\): tensor 'linear.weight' is \[60, 256\]"):
+        qgru.gptq(weight[:60], activations)
+    result = qgru.gptq(weight, activations, checkpoint=tmp_path / "q.safetensors")
+    with pytest.raises(qgru.Error, match=r"^x: input has shape \[3, 255\], expected \[M, 256\] for layer 'linear'$"):
+        qgru.gptq_linear(result, activations[:3, :255])
+
+
+def test_gptq_without_a_checkpoint_ignores_the_working_folder(layer, tmp_path, monkeypatch):
+    weight, activations = layer
+    # A quantize_config.json of 8-bit checkpoints where the interpreter runs: nothing is written there, so
+    # nothing there can disagree.
+    (tmp_path / "quantize_config.json").write_text(json.dumps({"bits": 8, "group_size": 128, "quant_method": "gptq"}))
+    monkeypatch.chdir(tmp_path)
+    result = qgru.gptq(weight, activations)
+    assert result.checkpoint is None and result.qweight.shape == (256 * 4 // 32, 64)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["quantize_config.json"]
+
+
+def test_each_column_order_writes_the_cli_checkpoint(cli, layer, tmp_path):
+    weight, activations = layer
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight})
+    np.save(tmp_path / "x.npy", activations)
+    g_idx = {}
+    for order, python_args, cli_args in (("default", {}, []),
+                                         ("group-aware", {"order": "group-aware"}, ["--order", "group-aware"]),
+                                         ("act-order", {"order": "act-order"}, ["--order", "act-order"]),
+                                         ("act-order-flag", {"act_order": True}, ["--act-order"]),
+                                         ("natural", {"order": "natural"}, ["--order", "natural"])):
+        for who in ("cli", "py"):
+            (tmp_path / order / who).mkdir(parents=True)
+        run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+                tmp_path / "x.npy", "--group-size", "64", *cli_args, "-o", tmp_path / order / "cli" / "q.safetensors")
+        result = qgru.gptq(weight, activations, group_size=64, name="fc.weight", **python_args,
+                           checkpoint=tmp_path / order / "py" / "q.safetensors")
+        for name in ("q.safetensors", "quantize_config.json"):
+            assert read_bytes(tmp_path / order / "py" / name) == read_bytes(tmp_path / order / "cli" / name), \
+                (order, name)
+        g_idx[order] = result.g_idx.tolist()
+    in_groups = [k // 64 for k in range(256)]
+    assert g_idx["default"] == g_idx["group-aware"] == g_idx["natural"] == in_groups
+    assert g_idx["act-order"] == g_idx["act-order-flag"] != in_groups
+    configs = {order: json.loads(read_bytes(tmp_path / order / "py" / "quantize_config.json"))
+               for order in ("group-aware", "act-order", "natural")}
+    assert [configs[o]["desc_act"] for o in ("group-aware", "act-order", "natural")] == [False, True, False]
+    assert [configs[o]["meta"]["act_group_aware"] for o in ("group-aware", "act-order", "natural")] == \
+        [True, False, False]
+
+
+def test_gptq_linear_reads_the_checkpoint_as_qgru_linear(cli, tmp_path):
+    """The bias added (left out with no_bias), v1 zero points of 0 by the clients' rule, and a v1 file of
+    qgru's earlier writer (meta.quantizer "qgru") by its own per-field rule: y equal to `qgru linear`'s."""
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((32, 96)).astype(np.float32)
+    weight[::2] = np.abs(weight[::2])  # rows >= 0: asymmetric zero points of 0
+    bias = rng.standard_normal(32).astype(np.float32)
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight, "fc.bias": bias})
+    np.save(tmp_path / "calib.npy", rng.standard_normal((256, 96)).astype(np.float32))
+    x = rng.standard_normal((7, 96)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "v1").mkdir()
+    run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--activations",
+            tmp_path / "calib.npy", "--bits", "2", "--group-size", "32", "-o", tmp_path / "v1" / "q.safetensors")
+    checkpoint = tmp_path / "v1" / "q.safetensors"
+
+    def cli_linear(path, *flags):
+        run_cli(cli, "linear", "--checkpoint", path, "--layer", "fc", "--input", tmp_path / "x.npy", "--output",
+                tmp_path / "y.npy", *flags)
+        return np.load(tmp_path / "y.npy")
+
+    with_bias, without_bias = cli_linear(checkpoint), cli_linear(checkpoint, "--no-bias")
+    np.testing.assert_array_equal(qgru.gptq_linear(checkpoint, x), with_bias)
+    np.testing.assert_array_equal(qgru.gptq_linear(checkpoint, x, no_bias=True), without_bias)
+    # The bias is what differs: stored in float16 (as AutoGPTQ keeps it), added in float32.
+    assert np.abs(with_bias - without_bias - bias.astype(np.float16).astype(np.float32)).max() < 1e-5
+
+    # The same layer as qgru's earlier writer stored it: (zero − 1) & maxq in each 2-bit field of qzeros.
+    (tmp_path / "old").mkdir()
+    tensors = qgru.read_tensors(checkpoint)
+    words = tensors["fc.qzeros"].view(np.uint32).astype(np.uint64)
+    zeros = np.stack([((words + 0x55555555) & 0xFFFFFFFF) >> np.uint64(2 * i) & np.uint64(3) for i in range(16)], -1)
+    assert np.any(zeros == 0)
+    fields = (zeros.astype(np.int64) - 1) & 3
+    tensors["fc.qzeros"] = np.bitwise_or.reduce(fields.astype(np.uint64) << (2 * np.arange(16, dtype=np.uint64)),
+                                                axis=-1).astype(np.uint32).view(np.int32)
+    qgru.write_tensors(tmp_path / "old" / "q.safetensors", tensors)
+    config = json.loads(read_bytes(tmp_path / "v1" / "quantize_config.json"))
+    config["meta"] = {"quantizer": "qgru"}
+    (tmp_path / "old" / "quantize_config.json").write_text(json.dumps(config))
+    old = qgru.gptq_linear(tmp_path / "old" / "q.safetensors", x)
+    np.testing.assert_array_equal(old, cli_linear(tmp_path / "old" / "q.safetensors"))
+    np.testing.assert_array_equal(old, with_bias)
