@@ -19,6 +19,7 @@
 //   BM_madd_fma_mix                         vpmaddwd and vfmadd231ps chains interleaved: multiply instructions
 //                                          per second (do the two kinds issue side by side?).
 //   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
+//   BM_cell_i32/<H>                         the avx512-vnni level's int32 cell step alone (one row, hot).
 //   BM_avx2_gemm/<M>/<rows>/<K>/<s8>        the avx2 level's GEMM alone (s8 0: fast::gemm_avx2_packed on int16
 //                                          codes; 1: gemm_avx2_packed_s8_part for 8-bit codes; M = 1: the
 //                                          8-bit GEMV gemv_avx2_packed_s8), weights and operands hot.
@@ -32,6 +33,8 @@
 #include <vector>
 
 #include "../lib/src/runtime/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
+#include "qgru/fixed/activation.h"
+#include "qgru/fixed/rounding.h"
 #include "qgru/model/float_gru.h"
 #include "qgru/runtime/fast_executor.h"
 #include "qgru/runtime/quant_executor.h"
@@ -227,6 +230,63 @@ void BM_vnni_peak(benchmark::State& state) {
   vnni_peak_loop(state);
 }
 BENCHMARK(BM_vnni_peak)->Threads(1)->Threads(2)->MeasureProcessCPUTime()->UseRealTime();
+
+// An int8 cell of the unit tests' kind prepared as the fast executor does at load (activations tabulated, the
+// int32 plan, byte tables), for the cell benchmark below.
+struct CellSetup {
+  std::unique_ptr<Case> k;
+  qgru::GruCellParamsView v{};
+  std::vector<int32_t> tables[3];
+  qgru::fast::CellByteTables bytes{};
+  qgru::fast::Cell32Plan plan;
+};
+std::unique_ptr<CellSetup> cell_setup(int H) {
+  auto s = std::make_unique<CellSetup>();
+  s->k = make_case(H, 4, 4, "int8");
+  s->v = s->k->c.quantized.cells[0].view();
+  qgru::ActivationView* acts[3] = {&s->v.update_gate, &s->v.reset_gate, &s->v.new_gate};
+  for (int g = 0; g < 3; ++g) {  // the executor's tabulation of piecewise-linear activations
+    if (acts[g]->impl != qgru::ActivationImpl::Pwl) continue;
+    for (int64_t q = acts[g]->q_in_min; q <= acts[g]->q_in_max; ++q) s->tables[g].push_back(qgru::evaluate_activation(*acts[g], static_cast<int32_t>(q)));
+    acts[g]->impl = qgru::ActivationImpl::Table;
+    acts[g]->table = s->tables[g].data();
+  }
+  const qgru::GruCellParamsView& v = s->v;
+  std::vector<int64_t> off_x(3 * static_cast<size_t>(H)), off_h(3 * static_cast<size_t>(H));
+  for (int c = 0; c < 3 * H; ++c) {
+    off_x[c] = qgru::rshift_round(v.q_bw[c], v.shift_bw_to_gemm_x[c]) - v.W_sum[c] * static_cast<int64_t>(v.zp_x);
+    off_h[c] = qgru::rshift_round(v.q_br[c], v.shift_br_to_gemm_h[c]) - v.R_sum[c] * static_cast<int64_t>(v.h.zp);
+  }
+  qgru::fast::prepare_byte_tables(v, &s->bytes);
+  qgru::fast::prepare_cell32_plan(v, off_x.data(), off_h.data(), &s->plan);
+  return s;
+}
+
+// The int32 cell step alone (fast::cell_rows_avx512_i32 on one row of H units, accumulators hot in L1): the
+// counter ns_per_16_units is per wall second (CPU time / (H / 16) is the figure when the machine is shared).
+void BM_cell_i32(benchmark::State& state) {
+  if (!qgru::cpu_has_avx512_vnni()) {
+    state.SkipWithError("this CPU has no AVX-512 VNNI");
+    return;
+  }
+  const int H = static_cast<int>(state.range(0));
+  auto s = cell_setup(H);
+  std::mt19937 rng(7);
+  std::vector<int32_t> gx(3 * static_cast<size_t>(H)), gh(gx.size()), dst(static_cast<size_t>(H));
+  for (auto& a : gx) a = static_cast<int32_t>(rng() % 200001) - 100000;
+  for (auto& a : gh) a = static_cast<int32_t>(rng() % 200001) - 100000;
+  std::vector<int16_t> h_old(static_cast<size_t>(H)), h_new(static_cast<size_t>(H));
+  for (auto& a : h_old) a = static_cast<int16_t>(static_cast<int>(rng() % 256) - 128);
+  std::vector<uint8_t> hu8(static_cast<size_t>(H));
+  for (auto _ : state) {
+    qgru::fast::cell_rows_avx512_i32(s->v, s->bytes, s->plan, gx.data(), gh.data(), h_old.data(), 0, H, h_new.data(), hu8.data(), 128,
+                                     dst.data());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  state.counters["ns_per_16_units"] = benchmark::Counter(static_cast<double>(H) / 16.0, benchmark::Counter::kIsIterationInvariantRate |
+                                                                                       benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_cell_i32)->Arg(256)->ArgName("H")->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_vnni_gemm(benchmark::State& state) {
   if (!qgru::cpu_has_avx512_vnni()) {

@@ -12,7 +12,7 @@ bench() {
   local name=$1 model=$2 calib=$3
   "$qgru" -q calibrate --model "$model" --data "$calib" -o "$out/$name.stats.json" > /dev/null
   /usr/bin/time -f "%e %U" -o "$out/$name.time" "$qgru" quantize --model "$model" --stats "$out/$name.stats.json" \
-    --range-method search -o "$out/$name.qgru.json" 2> "$out/$name.log"
+    --range-method search -o "$out/$name.qgru.json" > /dev/null 2> "$out/$name.log"
   read -r wall cpu < "$out/$name.time"
   local summary
   summary=$(grep -o "output SQNR .* evaluations" "$out/$name.log" | head -1)

@@ -27,26 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def ort_worker(H, frames, warmup):
     import numpy as np
-    import onnx
-    from onnx import TensorProto, helper
     import onnxruntime as ort
+    model = bench_cpu.onnx_gru_model(H, 1, 1, initial_h=True)
     rng = np.random.default_rng(0)
-    bound = 1.0 / np.sqrt(H)
-    W = rng.uniform(-bound, bound, (1, 3 * H, H)).astype(np.float32)
-    R = rng.uniform(-bound, bound, (1, 3 * H, H)).astype(np.float32)
-    B = rng.uniform(-bound, bound, (1, 6 * H)).astype(np.float32)
-    node = helper.make_node("GRU", ["X", "W", "R", "B", "", "initial_h"], ["Y", "Y_h"], hidden_size=H, linear_before_reset=1)
-    graph = helper.make_graph(
-        [node], "gru",
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, H]),
-         helper.make_tensor_value_info("initial_h", TensorProto.FLOAT, [1, 1, H])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, 1, H]),
-         helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [1, 1, H])],
-        [helper.make_tensor("W", TensorProto.FLOAT, W.shape, W.flatten()),
-         helper.make_tensor("R", TensorProto.FLOAT, R.shape, R.flatten()),
-         helper.make_tensor("B", TensorProto.FLOAT, B.shape, B.flatten())])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    model.ir_version = 8
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
@@ -83,10 +66,8 @@ def main():
         return ort_worker(args.ort_worker, args.frames, args.warmup)
     subprocess.run(["cmake", "--build", args.build, "--target", "bench_stream"], check=True, stdout=subprocess.DEVNULL)
     if not bench_cpu.ensure_venv():
-        sys.exit("could not install onnxruntime into " + bench_cpu.VENV)
+        sys.exit("could not install %s into %s" % (", ".join(bench_cpu.VENV_PACKAGES), bench_cpu.VENV))
     py = os.path.join(bench_cpu.VENV, "bin", "python")
-    if subprocess.run([py, "-c", "import onnx"], capture_output=True).returncode != 0:
-        subprocess.run([os.path.join(bench_cpu.VENV, "bin", "pip"), "install", "-q", "onnx"], check=True)
     binary = os.path.join(args.build, "test", "bench_stream")
     print("| H | round | qgru step median / p99 / max µs (load) | onnxruntime median / p99 / max µs (load) | median ratio | qgru p99 / median |")
     print("|---:|---:|---|---|---:|---:|")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The bundled example on a fresh machine: install what is missing, build, run the float digits GRU on its
-# held-out test set, then calibrate, quantize (int8 and int16-activations), run the integer model and verify
-# it against float, printing accuracy and error figures. No download (examples/digits/ holds model and data).
+# The bundled example on a fresh machine: install what is missing, build, calibrate, quantize (int8), run the
+# integer model and verify it against float on the held-out test set, then print the README's table (accuracy and
+# output SQNR of every preset and of the range search, scripts/example_figures.py). No download (examples/digits/
+# holds model and data).
 # Usage: scripts/example.sh   (QGRU_BUILD_DIR picks the build folder, default build/)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,20 +17,11 @@ trap 'rm -rf "$out"' EXIT
 python=python3
 if ! python3 -c "import numpy" 2>/dev/null; then python=/usr/bin/python3; fi
 
-echo "== float GRU (examples/digits/gru.safetensors) on examples/digits/test.npy"
-"$qgru" run --model "$example/gru.safetensors" --input "$example/test.npy" --output "$out/float.npy"
-"$python" "$root/scripts/example_accuracy.py" "$out/float.npy" --model "$example/gru.safetensors" \
-  --labels "$example/test_labels.npy"
-
-echo "== calibrate on examples/digits/calib.npy"
+echo "== calibrate on examples/digits/calib.npy, quantize (int8), run the integer model, verify it against float"
 "$qgru" calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$out/stats.json" > "$out/calibrate.txt"
-for preset in int8 int16-activations; do
-  echo "== quantize ($preset), run the integer model, verify against float"
-  "$qgru" -q quantize --model "$example/gru.safetensors" --stats "$out/stats.json" --config "$preset" \
-    -o "$out/$preset.qgru.json"
-  "$qgru" -q run --model "$out/$preset.qgru.json" --input "$example/test.npy" --output "$out/$preset.npy"
-  "$python" "$root/scripts/example_accuracy.py" "$out/$preset.npy" --model "$example/gru.safetensors" \
-    --labels "$example/test_labels.npy"
-  "$qgru" -q verify --model "$example/gru.safetensors" --artifact "$out/$preset.qgru.json" \
-    --input "$example/test.npy" | grep -E "^(tensor|output|h_n) "
-done
+"$qgru" -q quantize --model "$example/gru.safetensors" --stats "$out/stats.json" --config int8 -o "$out/int8.qgru.json"
+"$qgru" -q run --model "$out/int8.qgru.json" --input "$example/test.npy" --output "$out/int8.npy" --codes "$out/int8.codes.npy"
+"$qgru" -q verify --model "$example/gru.safetensors" --artifact "$out/int8.qgru.json" --input "$example/test.npy"
+
+echo "== the README's table: accuracy (%) and output SQNR (dB) of each preset and of the range search"
+"$python" "$root/scripts/example_figures.py" --qgru "$qgru" int8 int8/search int16-activations int16

@@ -12,9 +12,12 @@ bins where P != 0; KL(P||Q) on normalised P, Q summing where p > 0 (q == 0 < p g
 wins, ties to the larger i.
 
 Run by hand from the repository root:  /usr/bin/python3 scripts/kl_reference.py (needs NumPy)
+`--print` computes the same and writes nothing: one line "CASE.KEY = VALUE" per figure (levels, absmax, clip_bins,
+threshold), which docs/CALIBRATION.md quotes.
 """
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -70,12 +73,17 @@ def make_cases():
 
 
 def main():
+    print_only = sys.argv[1:] == ["--print"]
+    if sys.argv[1:] and not print_only:
+        sys.exit("usage: kl_reference.py [--print]")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "data", "calib")
-    os.makedirs(root, exist_ok=True)
+    if not print_only:
+        os.makedirs(root, exist_ok=True)
     out = []
     for name, (values, bits) in make_cases().items():
         x = values.astype(np.float32)
-        x.astype("<f4").tofile(os.path.join(root, "kl_" + name + ".f32"))
+        if not print_only:
+            x.astype("<f4").tofile(os.path.join(root, "kl_" + name + ".f32"))
         xd = x.astype(np.float64)
         levels = 2 ** bits if xd.min() >= 0 else 2 ** (bits - 1)
         absmax = float(np.abs(xd).max())
@@ -96,7 +104,13 @@ def main():
             "expected_kl": best_kl,
             "expected_threshold": threshold,
         })
+        if print_only:
+            for key, value in (("levels", levels), ("absmax", absmax), ("clip_bins", best_i), ("threshold", threshold)):
+                print(f"{name}.{key} = {value!r}")
+            continue
         print(f"{name:14s} L={levels:4d} A={absmax:.6f} i*={best_i:5d} KL={best_kl:.6g} T={threshold:.6f}")
+    if print_only:
+        return
     with open(os.path.join(root, "kl_cases.json"), "w") as f:
         json.dump({"generator": "scripts/kl_reference.py", "bins": BINS, "cases": out}, f, indent=1)
         f.write("\n")

@@ -1,5 +1,6 @@
 // qgru calibrate: run the float model over calibration data and write the statistics (qgru/calib/calibrate.h),
-// or merge statistics of shards (--merge). Prints a table of the chosen range and shift per tensor on stdout,
+// or merge statistics of shards (--merge). Prints a table of the chosen range and shift per tensor on stdout (x's
+// range is the layer's, shared by its directions, as quantize makes it),
 // under the bit widths of --config (default the int8 preset: sigmoid outputs u8,
 // new_gate_output i8 symmetric, others i8). --html writes the calibration report
 // (qgru/verify/calibration_report.h); `--merge stats.json --html r.html` makes it from existing statistics.
@@ -68,7 +69,10 @@ std::string range_table(const qgru::CalibrationStats& stats, const qgru::Bitwidt
           continue;
         }
         const qgru::TensorQuant spec = config.spec(tensor);
-        const qgru::RangeQuantChoice chosen = qgru::select_range_quant(stats, layer, direction, tensor, "", spec, source);
+        // x: the layer's one space, both directions' ranges together (docs/FIXED_POINT.md §5), as quantize makes it.
+        const qgru::RangeQuantChoice chosen =
+            tensor == qgru::GruTensor::x ? qgru::select_layer_x_range_quant(stats, layer, "", spec, source)
+                                         : qgru::select_range_quant(stats, layer, direction, tensor, "", spec, source);
         const qgru::RangeChoice& choice = chosen.range;
         const qgru::RangeQuantResult& quant = chosen.quant;
         const std::string type =
@@ -148,6 +152,14 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                      "Bit-width config for the range table and the report: a preset (int8, int16-activations, "
                      "int16) or a JSON file")
       ->capture_default_str();
+  command.footer(
+      "Results go to stdout: one row per observed tensor of every layer and direction (count, min, max, the range "
+      "the statistics' method chooses and its shift and zero point under --config's widths). x is one space per "
+      "layer, shared by its directions: its rows show the range of both directions together, as quantize makes it. "
+      "Logs and progress go to stderr.\n"
+      "Examples:\n"
+      "  qgru calibrate --model gru.safetensors --data calib.npy -o stats.json\n"
+      "  qgru calibrate --merge shard0.json shard1.json -o stats.json --html calibration.html");
   // -o may be left out only when the statistics exist already and the report is all that is asked for.
   command.parse_complete_callback([cli] {
     if (cli->output.empty() && (cli->merge.empty() || cli->html.empty())) {

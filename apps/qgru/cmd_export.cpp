@@ -104,7 +104,6 @@ QGRU_SUBCOMMAND(
           "model.qgru.json' gives the integer output itself (docs/ONNX.md compares the two).\n"
           "\n"
           "Examples:\n"
-          "  qgru export --onnx --model model.qgru.json -o model.fq.onnx\n"
           "  qgru export --onnx --model model.qgru.json --quantize-input --batch-first --h0-input -o model.fq.onnx\n"
           "  qgru export --onnx --model gru.safetensors -o gru.onnx     # the float model, for A/B listening");
       return [cli] { return run_export(*cli); };

@@ -99,11 +99,11 @@ std::function<int()> setup_gptq(CLI::App& command) {
                      "Output .safetensors (quantize_config.json beside it; refused when the folder's config disagrees)")
       ->required();
   command.footer(
+      "docs/GPTQ.md describes the checkpoint layout and which clients read it.\n"
       "Examples:\n"
       "  qgru gptq --weights model.safetensors --tensor fc1.weight --activations x.npy -o q/model.safetensors\n"
       "  qgru gptq --weights model.safetensors --manifest layers.json --bits 3 --sym --order act-order \\\n"
-      "            -o q3/model.safetensors\n"
-      "docs/GPTQ.md describes the checkpoint layout and which clients read it.");
+      "            -o q3/model.safetensors");
   command.get_option("--damp")->check(qgru::cli::finite_number());
   return [cli]() {
     auto& job = cli->job;

@@ -101,8 +101,8 @@ QGRU_SUBCOMMAND("linear", "Run one GPTQ checkpoint layer on activations: y = x �
                       ->check(CLI::IsMember({"cpu", "cuda"}));
                   command.add_flag("--no-bias", cli->no_bias, "Leave out the checkpoint's PREFIX.bias (added by default)");
                   command.footer(
+                      "y = x · Ŵᵀ + bias, Ŵ decoded as GPTQModel and transformers decode it (docs/GPTQ.md).\n"
                       "Example:\n"
-                      "  qgru linear --checkpoint q/model.safetensors --layer fc1 --input x.npy --output y.npy\n"
-                      "y = x · Ŵᵀ + bias, Ŵ decoded as GPTQModel and transformers decode it (docs/GPTQ.md).");
+                      "  qgru linear --checkpoint q/model.safetensors --layer fc1 --input x.npy --output y.npy");
                   return [cli] { return run_linear(*cli); };
                 });

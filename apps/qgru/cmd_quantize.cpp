@@ -4,6 +4,7 @@
 // `search`, from the range search on calibration data (qgru/search/range_search.h); quantize_gru derives
 // every shift and table and proves that no intermediate can overflow before anything is written.
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -51,6 +52,7 @@ struct QuantizeCli {
   qgru::RangeSearchOptions search;
   std::string suggest_config;
   std::string html;
+  bool json = false;  // --json: the results as one JSON object on stdout instead of the table
 };
 
 // Every file quantize writes: the artifact's two, the suggested config and the report.
@@ -91,6 +93,36 @@ std::vector<qgru::SequenceBatch> search_data(const QuantizeCli& cli, const qgru:
     qgru::log()->info("quantize: range search data {} (recorded in {})", path, cli.stats);
   }
   return batches;
+}
+
+// The results on stdout, after the files are written: the parameter table (every cell's tensors, rescale shifts
+// and activations), the overflow proof's least headroom and one summary line last; or, with --json, one JSON
+// object with the same content (the artifact's own keys, qgru/quant/artifact_write.h).
+void print_results(const QuantizeCli& cli, const qgru::BitwidthConfig& config, const qgru::QuantizedGru& quantized) {
+  const qgru::OverflowProof proof = qgru::prove_no_overflow(quantized);
+  const std::vector<const qgru::OverflowCheck*> tightest = proof.tightest_checks(4);
+  const std::string tensor_path = qgru::artifact_tensor_path(cli.output);
+  if (cli.json) {
+    nlohmann::json out = qgru::artifact_parameters_json(quantized);
+    out["artifact"] = cli.output;
+    out["tensor_file"] = tensor_path;
+    out["config"] = config.name;
+    nlohmann::json least = nlohmann::json::array();
+    for (const qgru::OverflowCheck* c : tightest) {
+      least.push_back({{"layer", c->layer}, {"direction", c->direction}, {"intermediate", c->intermediate},
+                       {"type", c->type}, {"log2_bound", c->log2_bound}, {"log2_limit", c->log2_limit}});
+    }
+    out["overflow_proof"]["tightest"] = least;
+    std::fputs((qgru::json_text(out, 2) + "\n").c_str(), stdout);
+    return;
+  }
+  std::printf("%s", qgru::describe_quantized_gru(quantized).c_str());
+  std::printf("overflow proof: %zu checks passed; the least headroom:\n%s", proof.checks.size(),
+              proof.tightest(static_cast<int>(tightest.size())).c_str());
+  std::printf("wrote %s and %s: config '%s', %d layer(s) x %d direction(s), C=%d, H=%d, int8 GEMM %s\n",
+              cli.output.c_str(), tensor_path.c_str(), config.name.c_str(), quantized.num_layers,
+              quantized.num_directions, quantized.input_size, quantized.hidden_size,
+              qgru::gemm_operands_fit_int8(quantized) ? "possible" : "not possible (an operand is wider than 8 bits)");
 }
 
 int run_quantize(const QuantizeCli& cli) {
@@ -158,14 +190,9 @@ int run_quantize(const QuantizeCli& cli) {
   outputs.commit_all();
   if (!cli.suggest_config.empty()) qgru::log()->info("quantize: suggested config written to {}", cli.suggest_config);
   if (!cli.html.empty()) qgru::log()->info("quantize: calibration report written to {}", cli.html);
-  qgru::log()->info("quantize: config '{}', {} layer(s) x {} direction(s), C={}, H={}; shifts per tensor:\n{}",
-                    config.name, model.num_layers, model.num_directions, model.input_size, model.hidden_size,
-                    qgru::describe_quantized_gru(quantized));
-  qgru::log()->info("quantize: overflow proof, the least headroom:\n{}", qgru::prove_no_overflow(quantized).tightest(4));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  qgru::log()->info("quantize: wrote {} and {} in {:.2f} s (overflow proof passed; int8 GEMM {})", cli.output,
-                    qgru::artifact_tensor_path(cli.output), seconds,
-                    qgru::gemm_operands_fit_int8(quantized) ? "possible" : "not possible: an operand is wider than 8 bits");
+  qgru::log()->info("quantize: wrote {} and {} in {:.2f} s", cli.output, qgru::artifact_tensor_path(cli.output), seconds);
+  print_results(cli, config, quantized);
   return qgru::kExitOk;
 }
 
@@ -217,11 +244,18 @@ std::function<int()> setup_quantize(CLI::App& command) {
   command.add_option("-o,--output", cli->output,
                      "Output artifact NAME.qgru.json; its tensor file NAME.qgru.safetensors is written beside it")
       ->required();
+  command.add_flag("--json", cli->json,
+                   "Print the results as one JSON object (the artifact's parameter keys, the overflow proof's least "
+                   "headroom, the files written) instead of the table");
   qgru::cli::add_allow_model_mismatch(command, cli->allow_model_mismatch, "--stats");
   command.add_option("--layout", cli->layout, "Weight layout of --model")
       ->check(CLI::IsMember({"auto", "pytorch", "haste"}))
       ->capture_default_str();
   command.footer(
+      "Results go to stdout once the files are written: per cell the type, shift, zero point and range of every tensor, "
+      "the rescale shifts under their docs/FIXED_POINT.md names and the activations, then the overflow proof's least "
+      "headroom and, last, one line naming the files written (--json: the same as one JSON object). Logs go to "
+      "stderr; -q hides them, never the results.\n"
       "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
       "(exit 1), or only warned about with --allow-model-mismatch.\n"
       "Examples:\n"

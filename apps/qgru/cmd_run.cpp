@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
@@ -28,6 +29,7 @@ namespace {
 
 struct RunCliOptions {
   std::string model, input, output, h0, hn, codes, lengths;
+  std::string h0_codes, hn_codes;  // the state as integer codes, each cell in its own h space (quantized models only)
   std::string dump;  // --dump-intermediates: golden vectors (quantized models only)
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of a float model file
@@ -45,8 +47,10 @@ int run_float(const RunCliOptions& cli) {
     throw qgru::Error("--codes " + cli.codes + ": a float model has no integer codes; --codes needs a quantized "
                       "artifact (.qgru.json) as --model");
   }
-  if (!cli.dump.empty()) {
-    throw qgru::Error("--dump-intermediates " + cli.dump + ": a float model has no integer codes; it needs a "
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--dump-intermediates", cli.dump},
+                                      {"--h0-codes", cli.h0_codes}, {"--hn-codes", cli.hn_codes}}) {
+    if (path.empty()) continue;
+    throw qgru::Error(std::string(option) + " " + path + ": a float model has no integer codes; it needs a "
                       "quantized artifact (.qgru.json) as --model");
   }
   const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
@@ -108,7 +112,9 @@ int run_quantized(const RunCliOptions& cli) {
   options.output_path = cli.output;
   options.codes_path = cli.codes;
   options.h0_path = cli.h0;
+  options.h0_codes_path = cli.h0_codes;
   options.hn_path = cli.hn;
+  options.hn_codes_path = cli.hn_codes;
   options.lengths_path = cli.lengths;
   options.batch_first = cli.batch_first;
   options.executor = cli.executor;
@@ -123,10 +129,11 @@ int run_quantized(const RunCliOptions& cli) {
               qgru::shape_string(summary.output_shape).c_str(), summary.mean, summary.min, summary.max);
   if (!cli.codes.empty()) std::printf("codes %s: %s integer codes\n", cli.codes.c_str(), qgru::shape_string(summary.output_shape).c_str());
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
+  if (!cli.hn_codes.empty()) std::printf("h_n codes %s: integer codes, each cell in its own h space\n", cli.hn_codes.c_str());
   std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
               device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
   if (!cli.dump.empty()) {
-    qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.batch_first);
+    qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.h0_codes, cli.batch_first);
     std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
   }
   return qgru::kExitOk;
@@ -141,11 +148,12 @@ int run_command(const RunCliOptions& cli) {
                           qgru::sniff_model_file(cli.model) == qgru::ModelFileKind::QgruArtifact);
   std::vector<qgru::CommandFile> inputs = {{"--input", qgru::array_file_path(cli.input)},
                                            {"--h0", qgru::array_file_path(cli.h0)},
+                                           {"--h0-codes", qgru::array_file_path(cli.h0_codes)},
                                            {"--lengths", qgru::array_file_path(cli.lengths)}};
   if (quantized) qgru::add_artifact_input(inputs, "--model", cli.model);
   else qgru::add_model_input(inputs, "--model", cli.model);
-  qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--codes", cli.codes},
-                                     {"--dump-intermediates", cli.dump}});
+  qgru::check_command_files(inputs, {{"--output", cli.output}, {"--hn", cli.hn}, {"--hn-codes", cli.hn_codes},
+                                     {"--codes", cli.codes}, {"--dump-intermediates", cli.dump}});
   return quantized ? run_quantized(cli) : run_float(cli);
 }
 
@@ -161,8 +169,15 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                       ->required();
                   command.add_option("--output", cli->output, "Output y [T, N, D*H] (float32 .npy, written atomically)")
                       ->required();
-                  command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] (default: zeros)");
-                  command.add_option("--hn", cli->hn, "Also write the final state h_n [L*D, N, H] (.npy)");
+                  auto* h0 = command.add_option("--h0", cli->h0, "Initial state h0 [L*D, N, H] as floats (default: zeros)");
+                  command.add_option("--h0-codes", cli->h0_codes,
+                                     "Initial state h0 [L*D, N, H] as integer codes, cell l*D+d in its own h space "
+                                     "(quantized models only; e.g. another run's --hn-codes)")
+                      ->excludes(h0);
+                  command.add_option("--hn", cli->hn, "Also write the final state h_n [L*D, N, H] (float32 .npy)");
+                  command.add_option("--hn-codes", cli->hn_codes,
+                                     "Also write the final state h_n [L*D, N, H] as integer codes, cell l*D+d in its own "
+                                     "h space (quantized models only; --h0-codes of a run that continues this one)");
                   command.add_option("--lengths", cli->lengths,
                                      "Sequence lengths [N] (integer .npy): steps past a row's length leave its state "
                                      "unchanged and output 0; h_n is the state at its last valid step");
@@ -184,5 +199,15 @@ QGRU_SUBCOMMAND("run", "Run a GRU (float .safetensors or quantized .qgru.json) o
                   command.add_option("--dump-intermediates", cli->dump,
                                      "Also write every intermediate code of every step (golden vectors, "
                                      ".safetensors; quantized models only; keep the input small)");
+                  command.footer(
+                      "Results go to stdout (the output's shape and range, the files written, the time); logs to "
+                      "stderr. Integer x codes (an integer .npy) are taken as codes in x's space; codes outside its "
+                      "range, and non-finite floats, are refused. docs/FIXED_POINT.md §5 says how input and state "
+                      "are quantized; splitting a sequence in two runs, the first's --hn-codes as the second's "
+                      "--h0-codes, gives the codes of one run.\n"
+                      "Examples:\n"
+                      "  qgru run --model model.qgru.json --input test.npy --output y.npy --codes y_codes.npy\n"
+                      "  qgru run --model model.qgru.json --input x_next.npy --h0-codes hn_codes.npy --output y.npy "
+                      "--hn-codes hn_next.npy");
                   return [cli] { return run_command(*cli); };
                 });

@@ -44,7 +44,10 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 bad input or failure (one line on stderr says what and where), 2 usage error\n"
       "(bad options, or files named so that an output would replace an input, another output or a device).\n"
       "Logs and progress go to stderr; results go to stdout and to the files you name.\n"
-      "Run 'qgru <subcommand> --help' for the options of each subcommand.");
+      "Run 'qgru <subcommand> --help' for the options of each subcommand.\n"
+      "Examples:\n"
+      "  qgru calibrate --model gru.safetensors --data calib.npy -o stats.json\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json");
   app.set_version_flag("--version", version_text());
   // Usage errors are one line too, as every other error (set before the subcommands, which inherit it).
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

@@ -12,7 +12,7 @@ work="${2:-$(mktemp -d)}"
 mkdir -p "$work"
 qgru="$prefix/bin/qgru"
 "$qgru" -q calibrate --model "$digits/gru.safetensors" --data "$digits/calib.npy" -o "$work/stats.json" > /dev/null
-"$qgru" -q quantize --model "$digits/gru.safetensors" --stats "$work/stats.json" --config int8 -o "$work/digits.qgru.json"
+"$qgru" -q quantize --model "$digits/gru.safetensors" --stats "$work/stats.json" --config int8 -o "$work/digits.qgru.json" > /dev/null
 libdir="$(dirname "$(find "$prefix" -name qgru-runtime.pc | head -n 1)")"
 export PKG_CONFIG_PATH="$libdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046

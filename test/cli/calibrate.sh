@@ -127,7 +127,35 @@ for method in mse+pow2 kl+pow2 minmax+pow2 percentile:99.9+pow2; do
   diff chosen.txt table_shifts.txt > /dev/null || fail "$method: pow2 shifts differ from quant_from_range: $(paste chosen.txt table_shifts.txt)"
 done
 
-# 8. Usage errors exit 2: an unknown option and --merge with --model.
+# 8. x is one space per layer, shared by its directions: in a bidirectional model, calibrate's table gives both
+#    directions' x rows the same range, shift and zero point (the union of the directions' ema ranges, which differ:
+#    the reverse direction visits t = T-1 .. 0), and quantize's artifact holds exactly those x parameters.
+BIDIR=$ROOT/test/data/models/digits_l2_bidir/gru.safetensors
+"$QGRU" -q calibrate --model "$BIDIR" --data "$CALIB" --method ema -o bidir.json > bidir_table.txt
+"$QGRU" -q quantize --model "$BIDIR" --stats bidir.json --config int8 -o bidir.qgru.json > /dev/null
+python3 - bidir_table.txt bidir.json bidir.qgru.json <<'PY' || fail "x of a bidirectional layer: $(grep ' x ' bidir_table.txt)"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]).read().splitlines()[1:]:
+    f = line.split()
+    if f[2] == "x":
+        rows[(int(f[0]), int(f[1]))] = (float(f[7]), float(f[8]), int(f[10]), int(f[11]))
+stats = {(t["layer"], t["direction"]): t["ema"] for t in json.load(open(sys.argv[2]))["tensors"] if t["tensor"] == "x"}
+artifact = json.load(open(sys.argv[3]))
+for layer in (0, 1):
+    assert rows[(layer, 0)] == rows[(layer, 1)], (layer, rows)
+    printed = lambda value: float(f"{value:.6g}")  # the table's %.6g
+    assert printed(min(stats[(layer, d)]["min"] for d in (0, 1))) == rows[(layer, 0)][0], (layer, rows)
+    assert printed(max(stats[(layer, d)]["max"] for d in (0, 1))) == rows[(layer, 0)][1], (layer, rows)
+    for cell in artifact["cells"]:
+        if cell["layer"] == layer:
+            x = cell["tensors"]["x"]
+            assert (x["shift"], x["zp"]) == rows[(layer, 0)][2:], (layer, x, rows[(layer, 0)])
+# The directions' own EMA ranges differ on layer 1 (else this test would prove nothing).
+assert stats[(1, 0)] != stats[(1, 1)], stats
+PY
+
+# 9. Usage errors exit 2: an unknown option and --merge with --model.
 set +e
 "$QGRU" calibrate --model "$MODEL" --merge stats.json -o x.json > /dev/null 2>&1
 rc=$?

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of `qgru quantize` on the bundled example (examples/digits): the artifact of every preset
-# (by name and by path), its JSON (schema, sha256 of the tensor file, provenance), the summary on stderr,
+# (by name and by path), its JSON (schema, sha256 of the tensor file, provenance), the results on stdout (the
+# parameter table, the overflow proof, one summary line last; --json: the artifact's keys; -q hides neither),
 # the integer model tracking the float one (verify), and refusals (a malformed config, a config that could
 # overflow, statistics of another model) that exit 1 with one line and write nothing.
 # Usage: bash quantize.sh <qgru-binary> <scratch-dir> <source-root>
@@ -18,14 +19,48 @@ cd "$SCRATCH"
 "$QGRU" calibrate --model "$MODEL" --data "$CALIB" -o stats.json > /dev/null 2> calibrate.log ||
   fail "calibrate exited $?: $(cat calibrate.log)"
 
-# 1. The default config is the int8 preset; the summary table goes to stderr, nothing to stdout.
+# 1. The default config is the int8 preset; the results (parameter table, overflow proof, summary line last) go
+# to stdout, the log to stderr, and -q hides the log only.
 "$QGRU" quantize --model "$MODEL" --stats stats.json -o int8.qgru.json > out.txt 2> log.txt ||
   fail "quantize exited $?: $(cat log.txt)"
-[ -s out.txt ] && fail "quantize wrote to stdout: $(cat out.txt)"
 [ -f int8.qgru.safetensors ] || fail "no tensor file beside the JSON"
-grep -q "config 'int8'" log.txt || fail "log does not name the config: $(cat log.txt)"
-grep -Eq 'update_gate_output +u8 asym' log.txt || fail "summary table lacks update_gate_output u8: $(cat log.txt)"
-grep -q 'overflow proof passed' log.txt || fail "log does not report the overflow proof"
+grep -Eq 'update_gate_output +u8 asym +8 +0 ' out.txt || fail "table lacks update_gate_output u8: $(cat out.txt)"
+grep -Eq '^  shift_reset_mul_hh_to_new_gate_input +[0-9]+$' out.txt || fail "table lacks the derived shifts: $(cat out.txt)"
+grep -q '^overflow proof: [0-9]* checks passed' out.txt || fail "stdout does not report the overflow proof: $(cat out.txt)"
+tail -n 1 out.txt | grep -q "^wrote int8.qgru.json and int8.qgru.safetensors: config 'int8', .*int8 GEMM possible$" ||
+  fail "the last line of stdout is not the summary: $(tail -n 1 out.txt)"
+grep -q "wrote int8.qgru.json and int8.qgru.safetensors in" log.txt || fail "log lacks the timing line: $(cat log.txt)"
+grep -q "shift_reset_mul_hh_to_new_gate_input" log.txt && fail "the table went to the log too: $(cat log.txt)"
+"$QGRU" -q quantize --model "$MODEL" --stats stats.json -o quiet.qgru.json > quiet.txt 2> quiet.log ||
+  fail "quantize -q exited $?: $(cat quiet.log)"
+[ -s quiet.log ] && fail "-q left log lines: $(cat quiet.log)"
+diff <(sed 's/quiet\.qgru/int8.qgru/g' quiet.txt) out.txt > /dev/null || fail "-q changed the results on stdout"
+# --json: one JSON object, the artifact's own parameter keys and values.
+"$QGRU" -q quantize --model "$MODEL" --stats stats.json -o json.qgru.json --json > json.txt || fail "--json exited $?"
+python3 - json.txt json.qgru.json <<'PY' || fail "--json output: $(head -c 600 json.txt)"
+import json, sys
+printed, artifact = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert printed["artifact"] == "json.qgru.json" and printed["tensor_file"] == "json.qgru.safetensors", printed
+assert printed["config"] == "int8"
+for key in ("shapes", "gemm_operands_fit_int8", "cells"):
+    assert printed[key] == artifact[key], key
+proof = dict(printed["overflow_proof"]); tightest = proof.pop("tightest")
+assert proof == artifact["overflow_proof"], (proof, artifact["overflow_proof"])
+assert len(tightest) == 4 and tightest[0]["log2_limit"] - tightest[0]["log2_bound"] == min(
+    t["log2_limit"] - t["log2_bound"] for t in tightest), tightest
+PY
+# The linear_before_reset = 0 cell's table names that cell's own rescale shifts (docs/FIXED_POINT.md §3a).
+LBR0=$ROOT/test/data/models/waves_lbr0_l2
+"$QGRU" -q calibrate --model "$LBR0/model.onnx" --data "$LBR0/calib.npy" -o lbr0_stats.json > /dev/null ||
+  fail "calibrate of the linear_before_reset = 0 model exited $?"
+"$QGRU" -q quantize --model "$LBR0/model.onnx" --stats lbr0_stats.json -o lbr0.qgru.json > lbr0.txt ||
+  fail "quantize of the linear_before_reset = 0 model exited $?"
+grep -q '^layer 1 direction 0 (.*, linear_before_reset = 0)$' lbr0.txt || fail "lbr0 table lacks its cells: $(cat lbr0.txt)"
+grep -Eq '^  shift_reset_mul_h_to_h +-?[0-9]+$' lbr0.txt || fail "lbr0 table lacks shift_reset_mul_h_to_h: $(cat lbr0.txt)"
+grep -Eq '^  shift_weight_hh_linear_to_new_gate_input +-?[0-9]+$' lbr0.txt ||
+  fail "lbr0 table lacks shift_weight_hh_linear_to_new_gate_input: $(cat lbr0.txt)"
+grep -q 'shift_reset_mul_hh_to_new_gate_input' lbr0.txt && fail "lbr0 table names the other cell's shift: $(cat lbr0.txt)"
+
 TENSOR_SHA=$(sha256sum int8.qgru.safetensors | cut -d' ' -f1)
 MODEL_SHA=$(sha256sum "$MODEL" | cut -d' ' -f1)
 python3 - int8.qgru.json "$TENSOR_SHA" "$MODEL_SHA" <<'PY' || fail "int8.qgru.json content"

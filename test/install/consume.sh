@@ -25,7 +25,7 @@ libdir="$(dirname "$(dirname "$pc")")"
 digits="$root/examples/digits"
 qgru="$prefix/bin/qgru"
 "$qgru" -q calibrate --model "$digits/gru.safetensors" --data "$digits/calib.npy" -o "$scratch/stats.json" > /dev/null
-"$qgru" -q quantize --model "$digits/gru.safetensors" --stats "$scratch/stats.json" --config int8 -o "$scratch/digits.qgru.json"
+"$qgru" -q quantize --model "$digits/gru.safetensors" --stats "$scratch/stats.json" --config int8 -o "$scratch/digits.qgru.json" > /dev/null
 "$qgru" -q run --model "$scratch/digits.qgru.json" --input "$digits/test.npy" --output "$scratch/y.npy" \
   --codes "$scratch/codes.npy" > /dev/null
 

@@ -1,5 +1,6 @@
 #include "qgru/calib/range_selection.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -117,6 +118,23 @@ RangeQuantChoice select_range_quant(const CalibrationStats& stats, int layer, in
                 gru_tensor_name(tensor) + " (observed [" + format_number(observed.min) + ", " +
                 format_number(observed.max) + "]): " + e.what());
   }
+}
+
+RangeQuantChoice select_layer_x_range_quant(const CalibrationStats& stats, int layer, const std::string& method,
+                                           const TensorQuant& spec, const std::string& source) {
+  RangeQuantChoice shared = select_range_quant(stats, layer, 0, GruTensor::x, method, spec, source);
+  if (stats.num_directions == 1) return shared;
+  std::string detail = "union of the directions' ranges: [" + format_number(shared.range.min) + ", " +
+                       format_number(shared.range.max) + "]";
+  for (int direction = 1; direction < stats.num_directions; ++direction) {
+    const RangeChoice other = select_range_quant(stats, layer, direction, GruTensor::x, method, spec, source).range;
+    detail += ", [" + format_number(other.min) + ", " + format_number(other.max) + "]";
+    shared.range.min = std::min(shared.range.min, other.min);
+    shared.range.max = std::max(shared.range.max, other.max);
+  }
+  shared.range.detail = detail;
+  shared.quant = quant_from_range(shared.range.min, shared.range.max, spec.bits, spec.is_unsigned, spec.symmetric);
+  return shared;
 }
 
 }  // namespace qgru

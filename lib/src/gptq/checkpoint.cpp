@@ -45,7 +45,9 @@ std::string quantize_config_json(const QuantizeConfig& config) {
   json["sym"] = config.sym;
   json["static_groups"] = config.static_groups;
   json["damp_percent"] = config.damp_percent;
-  json["true_sequential"] = true;
+  // Each layer is quantized from the activations it is given: qgru does not re-capture a layer's inputs from the
+  // layers quantized before it (what GPTQModel's true_sequential means); no reader uses the key when loading.
+  json["true_sequential"] = false;
   json["lm_head"] = false;
   json["quant_method"] = "gptq";
   json["format"] = format_name(config.format);
@@ -56,7 +58,7 @@ std::string quantize_config_json(const QuantizeConfig& config) {
   meta["uri"] = kProducerUri;
   meta["damp_percent"] = config.damp_percent;
   meta["static_groups"] = config.static_groups;
-  meta["true_sequential"] = true;
+  meta["true_sequential"] = false;
   meta["mse"] = 0.0;
   meta["act_group_aware"] = config.act_group_aware;
   json["meta"] = meta;

@@ -104,7 +104,24 @@ json overflow_summary(const QuantizedGru& model) {
   return {{"ok", proof.ok()}, {"checks", proof.checks.size()}, {"least_spare_bits", std::round(least * 100.0) / 100.0}};
 }
 
+// Every key of the artifact's JSON that describes the model, the cells' tensors staged in `tensors`.
+json parameters_json(const QuantizedGru& model, std::map<std::string, Tensor>& tensors) {
+  json cells = json::array();
+  for (const GruCellQuantParams& p : model.cells) cells.push_back(cell_json(p, model.config, tensors));
+  return {{"shapes",
+           {{"input_size", model.input_size}, {"hidden_size", model.hidden_size}, {"num_layers", model.num_layers},
+            {"num_directions", model.num_directions}}},
+          {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
+          {"overflow_proof", overflow_summary(model)},
+          {"cells", cells}};
+}
+
 }  // namespace
+
+json artifact_parameters_json(const QuantizedGru& model) {
+  std::map<std::string, Tensor> unused;
+  return parameters_json(model, unused);
+}
 
 std::string artifact_tensor_path(const std::string& json_path) {
   auto strip = [](std::string& text, const std::string& suffix) {
@@ -142,8 +159,7 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
                                             : kArtifactVersionResetBeforeLinear;
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
-  json cells = json::array();
-  for (const GruCellQuantParams& p : model.cells) cells.push_back(cell_json(p, model.config, file.tensors));
+  const json parameters = parameters_json(model, file.tensors);
   ArtifactBytes bytes;
   bytes.tensors = serialize_safetensors(file);
 
@@ -159,13 +175,8 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
         {"stats", {{"path", prov.stats_path}, {"sha256", prov.stats_sha256}}},
         {"config", {{"source", prov.config_source}, {"sha256", prov.config_sha256}}},
         {"quantized_by", prov.tool_version}}},
-      {"config", bitwidth_config_to_json(model.config)},
-      {"shapes",
-       {{"input_size", model.input_size}, {"hidden_size", model.hidden_size}, {"num_layers", model.num_layers},
-        {"num_directions", model.num_directions}}},
-      {"gemm_operands_fit_int8", gemm_operands_fit_int8(model)},
-      {"overflow_proof", overflow_summary(model)},
-      {"cells", cells}};
+      {"config", bitwidth_config_to_json(model.config)}};
+  root.update(parameters);
   for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
   if (version >= kArtifactVersionResetBeforeLinear) root["linear_before_reset"] = linear_before_reset;  // qgru/runtime/artifact.h
   if (multiplier_scales) root["scales"] = "multiplier";  // version 3's key

@@ -5,6 +5,7 @@
 
 #include "qgru/base/error.h"
 #include "qgru/quant/gru_quant_params.h"
+#include "qgru/runtime/artifact_keys.h"
 #include "qgru/runtime/overflow_check.h"
 #include "qgru/version.h"
 
@@ -58,12 +59,8 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
       const auto tensor = static_cast<GruTensor>(i);
       const TensorQuant& tq = p.q(tensor);
       const std::string type = std::string(tq.is_unsigned ? "u" : "i") + std::to_string(tq.bits) + (tq.symmetric ? " sym" : " asym");
-      if (gru_tensor_is_parameter(tensor)) {
-        const std::vector<int32_t>& shifts = tensor == GruTensor::W ? p.shift_W
-                                             : tensor == GruTensor::R ? p.shift_R
-                                             : tensor == GruTensor::bw ? p.shift_bw
-                                                                       : p.shift_br;
-        const auto [lo, hi] = std::minmax_element(shifts.begin(), shifts.end());
+      if (const std::vector<int32_t>* shifts = parameter_shifts(p, tensor)) {
+        const auto [lo, hi] = std::minmax_element(shifts->begin(), shifts->end());
         std::snprintf(line, sizeof line, "  %-20s %-10s %3d..%-3d %4d  per-%s\n", gru_tensor_name(tensor), type.c_str(), *lo, *hi, 0,
                       model.config.of(tensor).per_channel ? "channel" : "tensor");
       } else {
@@ -79,24 +76,22 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
       }
       text += line;
     }
-    if (p.linear_before_reset) {
-      std::snprintf(line, sizeof line,
-                    "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, ih->n %d, r*hh->n %d, n->h %d, u %d, one_in_u %lld\n",
-                    p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
-                    p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
-                    p.shift_weight_ih_linear_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input,
-                    p.shift_new_gate_output_to_h, p.shift_update_gate_output,
-                    static_cast<long long>(p.quant_one_in_update_gate_scale));
-    } else {  // linear_before_reset = 0: r*h -> h (C-2a), the n gate's two terms (C-3 sum)
-      std::snprintf(line, sizeof line,
-                    "  ih->u %d, hh->u %d, ih->r %d, hh->r %d, r*h->h %d, ih->n %d, hh->n %d, n->h %d, u %d, one_in_u %lld\n",
-                    p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
-                    p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
-                    p.shift_reset_mul_h_to_h, p.shift_weight_ih_linear_to_new_gate_input,
-                    p.shift_weight_hh_linear_to_new_gate_input, p.shift_new_gate_output_to_h, p.shift_update_gate_output,
-                    static_cast<long long>(p.quant_one_in_update_gate_scale));
+    // The scalar rescale shifts under their docs/FIXED_POINT.md names (the artifact's `derived` keys).
+    for (const ScalarShiftKey& key : scalar_shift_keys(p.linear_before_reset)) {
+      std::snprintf(line, sizeof line, "  %-46s %4d\n", key.name, p.*(key.member));
+      text += line;
     }
+    std::snprintf(line, sizeof line, "  %-46s %4lld\n", "quant_one_in_update_gate_scale",
+                  static_cast<long long>(p.quant_one_in_update_gate_scale));
     text += line;
+    text += "  activations:";
+    for (int g = 0; g < 3; ++g) {
+      const ActivationTables& a = p.activation[static_cast<size_t>(g)];
+      text += std::string(g == 0 ? " " : ", ") + gate_kind_name(static_cast<GateKind>(g)) + " " +
+              activation_function_name(a.function) + " " + activation_impl_name(a.impl) +
+              (a.impl == ActivationImpl::Pwl ? " (" + std::to_string(a.segments) + " segments)" : "");
+    }
+    text += "\n";
   }
   return text;
 }

@@ -458,6 +458,17 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
   }
 }
 
+// The last layer's float output, written by the time loop row by row while the codes are in cache, with
+// dequantize_fast's arithmetic (exact, see there): y[row·stride + offset + j] = float(code - zp)·scale.
+struct FloatOutput {
+  float* y = nullptr;  // null: dequantize_fast writes the output after the run
+  float scale = 0.0f;
+  int32_t zp = 0;
+  void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
+    for (int j = j0; j < j1; ++j) dst[j] = static_cast<float>(codes[j] - zp) * scale;
+  }
+};
+
 // ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
 // Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
 // in h's space, so R's packing, operand form and proof, made for h, hold for them), the second GEMM R_n against
@@ -501,12 +512,12 @@ struct ResetBeforeScratch {
 
 // One step of the linear_before_reset = 0 cell for N rows: x16 [N, W.Kp] and h16 [N, Kh] the rows' codes (int16,
 // zero padding); gx, gh [N, 3H] accumulators (scratch); h_new16 [N, Kh] and dst (row i at dst + i·dst_stride, H
-// codes) receive the new codes. Rows n_first + i with t past their length (lengths, or null) keep their state and
+// codes) receive the new codes, and with out_f.y the floats y (laid out as dst) their dequantized values. Rows n_first + i with t past their length (lengths, or null) keep their state and
 // write zp_h to dst.
 template <class GX, class GH>
 void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* h16, int N, GX* gx, GH* gh,
                        ResetBeforeScratch& s, int16_t* h_new16, int32_t* dst, size_t dst_stride, const int32_t* lengths,
-                       int t, int n_first) {
+                       int t, int n_first, const FloatOutput& out_f, float* y) {
   const GruCellParamsView& view = pc.reset_view;  // the cell's own reset gate (pc.view may be the product form)
   const int H = view.hidden_size;
   const int G = 3 * H;
@@ -535,18 +546,20 @@ void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* 
     if (!row_is_valid(lengths, t, n_first + i)) {  // padding: the state stays, the output is zp_h
       std::copy(hc, hc + H, hn);
       std::fill(d, d + H, view.h.zp);
-      continue;
+    } else {
+      cell_row(pc, false, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, hc, 0, H, hn, nullptr, d);
     }
-    cell_row(pc, false, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, hc, 0, H, hn, nullptr, d);
+    if (out_f.y) out_f.rows_of(d, y + static_cast<size_t>(i) * dst_stride, 0, H);
   }
 }
 
-// run_cell_fast's contract for the linear_before_reset = 0 cell: x16 [T*N, W.Kp], out [T, N, out_stride] at column
-// out_offset, h_final [N, H].
+// run_cell_fast's contract for the linear_before_reset = 0 cell: x16 [T*N, W.Kp] (int16 codes only: run() gives such a
+// layer 0 no u8 operand rows), out [T, N, out_stride] at column out_offset (and out_f's floats), h_final [N, H].
 template <class GX, class GH>
 void run_cell_fast_reset_before(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16, int T, int N,
                                 const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
-                                int32_t* h_final, const Parallel& parallel, int threads, const int32_t* lengths) {
+                                const FloatOutput& out_f, int32_t* h_final, const Parallel& parallel, int threads,
+                                const int32_t* lengths) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const int Kx = pc.W.Kp, Kh = pc.R.Kp;
@@ -566,9 +579,10 @@ void run_cell_fast_reset_before(const GruCellQuantParams& p, const PackedCell& p
     int cur = 0;
     for (int step = 0; step < T; ++step) {
       const int t = p.direction == 0 ? step : T - 1 - step;
+      const size_t at = (static_cast<size_t>(t) * N + n0) * out_stride + out_offset;
       reset_before_step(pc, x16 + (static_cast<size_t>(t) * N + n0) * Kx, h[cur].data(), rows, gx.data(), gh.data(), scratch,
-                        h[cur ^ 1].data(), out + (static_cast<size_t>(t) * N + n0) * out_stride + out_offset,
-                        static_cast<size_t>(out_stride), lengths, t, n0);
+                        h[cur ^ 1].data(), out + at, static_cast<size_t>(out_stride), lengths, t, n0, out_f,
+                        out_f.y ? out_f.y + at : nullptr);
       cur ^= 1;
     }
     for (int i = 0; i < rows; ++i) {
@@ -584,10 +598,10 @@ void run_cell_fast_reset_before(const GruCellQuantParams& p, const PackedCell& p
 // space. h16_init: [N, H] initial codes. out: [T, N, out_stride], this direction at column out_offset.
 // h_final: [N, H] codes after the last step.
 template <class GX, class GH>
-void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16,
+void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int16_t* x16, const uint8_t* x_u8,
                    int T, int N, const std::vector<int32_t>& h_init, int32_t* out, int out_stride, int out_offset,
-                   int32_t* h_final, const Parallel& parallel, int threads, int min_units_per_thread,
-                   int64_t min_pipelined_b1_macs, const int32_t* lengths) {
+                   const FloatOutput& out_f, int32_t* h_final, const Parallel& parallel, int threads,
+                   int min_units_per_thread, int64_t min_pipelined_b1_macs, const int32_t* lengths) {
   const int H = p.hidden_size;
   const int G = 3 * H;
   const PackedMatrix& W = pc.W;
@@ -626,11 +640,14 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
   }
   const bool by_units = parts > 1 && !by_batch;
-  std::unique_ptr<uint8_t[]> xu8;  // the VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights)
-  if (W.vnni) {
+  // The VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights), given (x_u8) or made here.
+  std::unique_ptr<uint8_t[]> xu8_owner;
+  const uint8_t* xu8 = x_u8;
+  if (W.vnni && !xu8) {
     const size_t count = static_cast<size_t>(M) * W.Kp;
-    xu8.reset(new uint8_t[count]);
-    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8.get());  // codes + a_bias in [0, 255] (pack_vnni)
+    xu8_owner.reset(new uint8_t[count]);
+    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8_owner.get());  // codes + a_bias in [0, 255] (pack_vnni)
+    xu8 = xu8_owner.get();
   }
   std::unique_ptr<uint8_t[]> x_lo, x_hi;  // vnni16: x's codes as two u8 planes [M, Kp] (fast::int16_to_planes)
   if (W.vnni16) {
@@ -648,7 +665,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
     if constexpr (std::is_same_v<GX, int32_t>) {
       if (W.vnni) {
-        W.gemm_u8(xu8.get() + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
+        W.gemm_u8(xu8 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
                   gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
         return;
       }
@@ -665,7 +682,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
       if constexpr (std::is_same_v<GX, int32_t>) {
         if (W.vnni) {
-          W.gemm_u8(xu8.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
+          W.gemm_u8(xu8, static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
           continue;
         }
       }
@@ -730,7 +747,9 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       }
     }
   };
-  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh);
+  // (not with padding steps: the kernel runs every one of the T steps)
+  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh) &&
+                          (!lengths || lengths[0] == T);
   auto b1_producer = [&] {
     for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
       const int s1 = std::min(T, s0 + kPipelineSteps);
@@ -775,6 +794,12 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         fast::recurrence_small_avx512_i32(view, pc.byte_tables, pc.plan32, R.packed_vnni.data(), R.bias_rowsum.data(),
                                           R.a_bias, gemm_x, T, p.direction != 0, b1_pipelined ? &b1_steps_ready : nullptr,
                                           hbuf[0].data(), hbuf[T % 2].data(), out + out_offset, static_cast<size_t>(out_stride));
+        if (out_f.y) {
+          for (int t = 0; t < T; ++t) {
+            const size_t at = static_cast<size_t>(t) * out_stride + out_offset;
+            out_f.rows_of(out + at, out_f.y + at, 0, H);
+          }
+        }
         return;
       }
     }
@@ -792,7 +817,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
           int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
           auto b1_channels = [&](int c0, int c1) {  // the VNNI GEMM on u8 codes, or the avx2 one on int16 codes
             if (W.vnni) {
-              W.gemm_u8(xu8.get() + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
+              W.gemm_u8(xu8 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
             } else {
               W.gemm(x16 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1 - c0, gx0 + c0, static_cast<size_t>(G));
             }
@@ -893,9 +918,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
             dst[j] = view.h.zp;
             if (hn_u8) hn_u8[j] = static_cast<uint8_t>(hc[j] + R.a_bias);
           }
-          continue;
+        } else {
+          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
         }
-        cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+        if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
       }
       cur ^= 1;
       if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);
@@ -925,17 +951,24 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
 // float((q - zp) · 2^-shift) in double. Codes are at most 16 bits, so |q - zp| < 2^17 is exact in float, and
 // for |shift| <= 100 both 2^-shift and the product are normal floats (2^-100 .. 2^117) held exactly: the
 // double product is that same number and its conversion to float is exact. Other shifts: the reference.
-void dequantize_fast(const QuantizedGru& model, QuantGruResult& result) {
+// Whether dequantize_fast's float arithmetic is exact for every cell's h (else the reference's runs).
+bool float_dequantize_exact(const QuantizedGru& model) {
   for (const GruCellQuantParams& p : model.cells) {
     const int shift = p.q(GruTensor::h).shift;
     // A real scale is not exact in float: the reference's double arithmetic
-    if (shift < -100 || shift > 100 || !p.q(GruTensor::h).power_of_two()) return dequantize_result(model, result);
+    if (shift < -100 || shift > 100 || !p.q(GruTensor::h).power_of_two()) return false;
   }
+  return true;
+}
+
+// The output (unless the time loop wrote it already: output_done) and h_n as floats.
+void dequantize_fast(const QuantizedGru& model, QuantGruResult& result, bool output_done) {
+  if (!float_dequantize_exact(model)) return dequantize_result(model, result);
   const int L = model.num_layers;
   const int D = model.num_directions;
   const size_t H = static_cast<size_t>(model.hidden_size);
   result.output.resize(result.output_codes.size());
-  const size_t rows = H == 0 ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
+  const size_t rows = H == 0 || output_done ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
   for (int d = 0; d < D; ++d) {
     const TensorQuant& hq = model.cell(L - 1, d).q(GruTensor::h);
     const float scale = static_cast<float>(hq.scale());  // a power of two, exact in float
@@ -1017,6 +1050,11 @@ FastQuantGru::~FastQuantGru() = default;
 QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                        QuantGruObserver* observer, const int32_t* lengths) const {
   if (!support_.supported || observer) return run_quantized_gru_codes(model_, q_x, T, N, q_h0, observer, lengths);
+  return run_prepared(q_x, nullptr, T, N, q_h0, lengths);
+}
+
+QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+                                          const int32_t* lengths) const {
   if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
   const QuantizedGru& model = model_;
   const int D = model.num_directions;
@@ -1030,12 +1068,21 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   // Layer 0's x as padded int16 codes (x's code range fits int16: checked at pack time).
   int C = model.input_size;
   int Kx = pad16(C);
-  // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its message)
-  std::vector<int16_t> x16(rows * Kx);
-  const TensorQuant& xq = model.input_quant();
-  if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
+  // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its
+  // message). Every element of x16 is written (codes, then zero padding): no zero fill first. Not needed when
+  // run() made layer 0's operand rows itself (x_u8).
+  LineArray<int16_t> x16;
+  if (!x_u8) {
+    x16 = LineArray<int16_t>(rows * Kx);
+    const TensorQuant& xq = model.input_quant();
+    if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
+  }
   check_sequence_lengths(lengths, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
+  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_fast's float
+  // arithmetic is exact.
+  const bool float_output = float_dequantize_exact(model);
+  if (float_output) result.output.resize(layer_output.size());
   Parallel parallel;
   std::unique_lock<std::mutex> team_lock(packed_->team_mutex, std::defer_lock);
   if (options_.threads > 1 && team_lock.try_lock()) {
@@ -1069,7 +1116,12 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       schedule_index = choice->next();
       schedule_kind = kinds[schedule_index];
       if (schedule_kind < 2) min_units_per_thread = std::numeric_limits<int>::max();
-      if (schedule_kind == 0) min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();
+      if (schedule_kind == 0) {
+        min_pipelined_b1_macs = std::numeric_limits<int64_t>::max();
+        // No helper needed: one still spinning after an earlier run goes to sleep now, so that this thread
+        // keeps its CPU when another process wants the other one (the schedule_choice.h contention case).
+        parallel.team->park();
+      }
       cold_team = schedule_kind > 0 && parallel.team->any_asleep();
       run_start = std::chrono::steady_clock::now();
     }
@@ -1085,32 +1137,38 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
       const int mu = min_units_per_thread;
       const Parallel& par = parallel;
       const int64_t mp = min_pipelined_b1_macs;
-      if (!p.linear_before_reset) {  // its own time loop (run_cell_fast_reset_before)
-        int32_t* out = layer_output.data();
+      const uint8_t* xu = l == 0 ? x_u8 : nullptr;
+      FloatOutput out_f;
+      if (float_output && l + 1 == L) {
+        const TensorQuant& hq = p.q(GruTensor::h);
+        out_f = FloatOutput{result.output.data(), static_cast<float>(hq.scale()), hq.zp};  // scale: a power of two
+      }
+      int32_t* out = layer_output.data();
+      if (!p.linear_before_reset) {  // its own time loop (run_cell_fast_reset_before), on x16
         if (pc.W.out_int32 && pc.R.out_int32) {
-          run_cell_fast_reset_before<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+          run_cell_fast_reset_before<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
         } else if (pc.W.out_int32) {
-          run_cell_fast_reset_before<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+          run_cell_fast_reset_before<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
         } else if (pc.R.out_int32) {
-          run_cell_fast_reset_before<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+          run_cell_fast_reset_before<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
         } else {
-          run_cell_fast_reset_before<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, h_final, par, th, lengths);
+          run_cell_fast_reset_before<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
         }
       } else if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
+        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
+        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
+        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, layer_output.data(), D * H, d * H, h_final, par, th, mu, mp, lengths);
+        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
       }
     }
     if (l + 1 < L) {
       // Requantize each direction's h codes into layer l+1's x space, exactly as the reference does.
       C = D * H;
       Kx = pad16(C);
-      x16.assign(rows * Kx, 0);
+      x16 = LineArray<int16_t>(rows * Kx, 0);
       for (size_t r = 0; r < rows; ++r) {
         for (int k = 0; k < C; ++k) {
           x16[r * Kx + k] = static_cast<int16_t>(requantize_h_to_next_x(model, l, k / H, layer_output[r * C + k]));
@@ -1122,13 +1180,13 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   if (choice) {
     const double micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start).count();
     if (cold_team) {
-      choice->record_cold(schedule_index, micros / T);
+      choice->record_cold(schedule_index, micros / T, T);
     } else {
-      choice->record(schedule_index, micros / T);
+      choice->record(schedule_index, micros / T, T);
     }
   }
   result.output_codes = std::move(layer_output);
-  dequantize_fast(model, result);
+  dequantize_fast(model, result, float_output);
   return result;
 }
 
@@ -1138,15 +1196,43 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   const QuantizedGru& model = model_;
   const TensorQuant& xq = model.input_quant();
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
-  std::vector<int32_t> q_x;
-  if (xq.power_of_two() && xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0) {  // TensorQuant::quantize, vectorized (exact)
-    q_x.resize(x_count);
-    fast::quantize_f32_avx2(x, x_count, xq.shift, xq.zp, xq.qmin(), xq.qmax(), q_x.data());
-  } else {
-    q_x = quantize_values(xq, x, x_count);
+  // Every layer-0 cell reads x as VNNI operand bytes: quantize straight into them (one pass instead of float ->
+  // int32 codes -> int16 -> u8; the codes are in x's range by construction).
+  const bool vectorized = xq.power_of_two() && xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;  // a real scale: the reference's quantize
+  bool u8_rows = vectorized;
+  for (int d = 0; d < model.num_directions && u8_rows; ++d) {
+    const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
+    // (the linear_before_reset = 0 cell's time loop reads int16 x codes)
+    u8_rows = W.vnni && W.out_int32 && W.a_bias == packed_->cells[0].W.a_bias && model.cell(0, d).linear_before_reset;
+  }
+  if (u8_rows) {
+    const PackedMatrix& W = packed_->cells[0].W;
+    LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
+    fast::quantize_f32_to_u8_rows_avx2(x, static_cast<size_t>(T) * N, model.input_size, W.Kp, xq.shift, xq.zp, xq.qmin(),
+                                       xq.qmax(), W.a_bias, x_u8.data());
+    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
+    return run_prepared(nullptr, x_u8.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
+  }
+  LineArray<int32_t> q_vec;  // every element written by the quantization
+  std::vector<int32_t> q_ref;
+  const int32_t* q_x = nullptr;
+  if (T >= 0 && N >= 0) {
+    q_vec = LineArray<int32_t>(x_count);
+    quantize_fast(xq, x, x_count, q_vec.data());
+    q_x = q_vec.data();
+  } else {  // run_codes refuses the shape
+    q_x = q_ref.data();
   }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-  return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr, lengths);
+  return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr, lengths);
+}
+
+void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes) {
+  if (cpu_has_avx2() && quant.power_of_two() && quant.shift >= -60 && quant.shift <= 60) {  // the kernel's contract: exact
+    fast::quantize_f32_avx2(values, count, quant.shift, quant.zp, quant.qmin(), quant.qmax(), codes);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) codes[i] = quant.quantize(values[i]);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
@@ -1228,7 +1314,7 @@ class FastStepper : public GruCellStepper {
       fast::codes_to_int16_checked(q_x, static_cast<size_t>(N_), p.input_size, pc.W.Kp, x.qmin(), x.qmax(), x16_.data());
       fast::codes_to_int16_checked(q_h, static_cast<size_t>(N_), H, pc.R.Kp, h.qmin(), h.qmax(), h16_.data());
       reset_before_step(pc, x16_.data(), h16_.data(), N_, gx, gh, *reset_before_, h_new16_.data(), q_h,
-                        static_cast<size_t>(H), nullptr, 0, 0);
+                        static_cast<size_t>(H), nullptr, 0, 0, FloatOutput{}, nullptr);  // codes only
       return;
     }
     gemm(pc.W, p.q(GruTensor::x), q_x, p.input_size, x16_.data(), x_a_.data(), x_b_.data(), gx);  // B-1

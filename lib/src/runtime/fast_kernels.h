@@ -218,6 +218,12 @@ bool avx2_kernels_built();
 // same end (rounding is monotone and q_min, q_max are floats); the clamped value is an integer within
 // ±2^20, converted exactly.
 void quantize_f32_avx2(const float* x, size_t n, int shift, int32_t zp, int32_t q_min, int32_t q_max, int32_t* q);
+// quantize_f32_to_u8_rows_avx2(x, rows, C, Kp, shift, zp, q_min, q_max, a_bias, u8): the VNNI operand rows of x in
+// one pass: u8[r·Kp + k] = TensorQuant::quantize(x[r·C + k]) + a_bias for k < C, a_bias (code 0) for C <= k < Kp.
+// The caller guarantees |shift| <= 60 and [q_min + a_bias, q_max + a_bias] within [0, 255] (so zp lies within
+// ±2^20 too): quantize_f32_avx2's float form, the same codes; each code + a_bias is then a byte, exactly.
+void quantize_f32_to_u8_rows_avx2(const float* x, size_t rows, int C, int Kp, int shift, int32_t zp, int32_t q_min,
+                                  int32_t q_max, int32_t a_bias, uint8_t* u8);
 
 // codes_to_int16_checked(q, rows, C, Kp, q_min, q_max, x16): x16[r * Kp + k] = q[r * C + k] for k < C, 0 for
 // C <= k < Kp (q: [rows, C] int32 codes, x16: [rows, Kp]); returns false when some code lies outside

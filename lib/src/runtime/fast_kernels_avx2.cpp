@@ -177,6 +177,36 @@ QGRU_AVX2 void quantize_f32_avx2(const float* x, size_t n, int shift, int32_t zp
   }
 }
 
+QGRU_AVX2 void quantize_f32_to_u8_rows_avx2(const float* x, size_t rows, int C, int Kp, int shift, int32_t zp,
+                                            int32_t q_min, int32_t q_max, int32_t a_bias, uint8_t* u8) {
+  const QuantizeConstsF f{_mm256_set1_ps(std::ldexp(1.0f, shift)), _mm256_set1_ps(0.5f), _mm256_set1_ps(1.0f),
+                          _mm256_set1_ps(-0.0f), _mm256_set1_ps(static_cast<float>(q_min)),
+                          _mm256_set1_ps(static_cast<float>(q_max)), _mm256_set1_ps(static_cast<float>(zp))};
+  const __m256i bias = _mm256_set1_epi16(static_cast<int16_t>(a_bias));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undo packs' and packus' 128-bit interleave
+  for (size_t r = 0; r < rows; ++r) {
+    const float* src = x + r * static_cast<size_t>(C);
+    uint8_t* dst = u8 + r * static_cast<size_t>(Kp);
+    int k = 0;
+    for (; k + 32 <= C; k += 32) {
+      // codes in [q_min, q_max] within int16: packs is exact; + a_bias in [0, 255]: packus is exact
+      const __m256i ab = _mm256_packs_epi32(quantize8(_mm256_loadu_ps(src + k), f), quantize8(_mm256_loadu_ps(src + k + 8), f));
+      const __m256i cd = _mm256_packs_epi32(quantize8(_mm256_loadu_ps(src + k + 16), f), quantize8(_mm256_loadu_ps(src + k + 24), f));
+      const __m256i bytes = _mm256_packus_epi16(_mm256_add_epi16(ab, bias), _mm256_add_epi16(cd, bias));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_permutevar8x32_epi32(bytes, order));
+    }
+    for (; k < C; k += 8) {  // the last up to 31 codes, eight at a time from a zero-padded copy
+      float in[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+      const int n = C - k < 8 ? C - k : 8;
+      for (int i = 0; i < n; ++i) in[i] = src[k + i];
+      alignas(32) int32_t out[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out), quantize8(_mm256_loadu_ps(in), f));
+      for (int i = 0; i < n; ++i) dst[k + i] = static_cast<uint8_t>(out[i] + a_bias);
+    }
+    for (k = C; k < Kp; ++k) dst[k] = static_cast<uint8_t>(a_bias);
+  }
+}
+
 QGRU_AVX2 bool codes_to_int16_checked(const int32_t* q, size_t rows, int C, int Kp, int32_t q_min, int32_t q_max,
                                       int16_t* x16) {
   const __m256i lo = _mm256_set1_epi32(q_min), hi = _mm256_set1_epi32(q_max);
@@ -239,6 +269,9 @@ QGRU_AVX2 void gemm_avx2(const int16_t* A, size_t lda, int M, const int16_t* B, 
 bool avx2_kernels_built() { return false; }
 
 void quantize_f32_avx2(const float*, size_t, int, int32_t, int32_t, int32_t, int32_t*) { std::abort(); }
+void quantize_f32_to_u8_rows_avx2(const float*, size_t, int, int, int, int32_t, int32_t, int32_t, int32_t, uint8_t*) {
+  std::abort();
+}
 bool codes_to_int16_checked(const int32_t*, size_t, int, int, int32_t, int32_t, int16_t*) { std::abort(); }
 void int16_to_u8_biased(const int16_t*, size_t, int32_t, uint8_t*) { std::abort(); }
 

@@ -498,13 +498,23 @@ QGRU_AVX512 void cell_impl(const GruCellParamsView& p, const CellByteTables& byt
 
 // ---- the cell step on sixteen int32 lanes (cell_rows_avx512_i32; the bounds in cell_fits_int32) ----------
 
-// The lanes of a Cell32Lanes row, read where they are used.
-QGRU_AVX512 inline __m512i lanes(const int32_t (&row)[16]) { return _mm512_load_si512(row); }
+// The lanes of a Cell32Lanes row (sixteen copies of one value), read where they are used as a broadcast of one
+// int32: four bytes from L1 where a whole row would take a 64-byte load (the cell is bound by its loads).
+QGRU_AVX512 inline __m512i lanes(const int32_t (&row)[16]) { return _mm512_set1_epi32(row[0]); }
 
-// rshift_round (rounding.h) on int32 lanes by the uniform shift i of the plan: s > 0: sign(v)·((|v| + 2^(s-1)) >> s)
-// (|v| <= 2^30 proved, so |v| + 2^(s-1) <= 2^31 + 2^30 fits the unsigned lane; counts of 32 and more give 0,
-// rshift_round's result for |v| < 2^(s-1)); s <= 0: v·2^-s (exact: cell_fits_int32 bounds the result).
+// rshift_round for |v| <= 2^30 and shifts s in [1, 30]: (v + half + (v >> 31)) >> s with arithmetic shifts and
+// half = 2^(s-1) (the floor form derived at Cell32Plan::floor_x; the sum stays within ±(2^30 + 2^29)): four
+// operations where the sign-magnitude form takes six.
+QGRU_AVX512 inline __m512i rshift_round_floor32(__m512i v, __m512i s, __m512i half) {
+  return _mm512_srav_epi32(_mm512_add_epi32(_mm512_add_epi32(v, half), _mm512_srai_epi32(v, 31)), s);
+}
+
+// rshift_round (rounding.h) on int32 lanes by the uniform shift i of the plan: in the floor form when the shift
+// lies in [1, 30] (Cell32Lanes::shift_floor); else s > 0: sign(v)·((|v| + 2^(s-1)) >> s) (|v| <= 2^30 proved,
+// so |v| + 2^(s-1) <= 2^31 + 2^30 fits the unsigned lane; counts of 32 and more give 0, rshift_round's result
+// for |v| < 2^(s-1)); s <= 0: v·2^-s (exact: cell_fits_int32 bounds the result).
 QGRU_AVX512 inline __m512i rshift_round_u32(__m512i v, const Cell32Lanes& L, int i) {
+  if (L.shift_floor[i]) return rshift_round_floor32(v, lanes(L.shift_count[i]), lanes(L.shift_half[i]));
   if (L.shift_sign[i] > 0) {
     const __mmask16 negative = _mm512_movepi32_mask(v);
     const __m512i rounded = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(v), lanes(L.shift_half[i])), lanes(L.shift_count[i]));
@@ -523,40 +533,68 @@ QGRU_AVX512 inline __m512i rshift_round_split32(__m512i v, __m512i right, __m512
   return _mm512_mask_sub_epi32(magnitude, negative, _mm512_setzero_si512(), magnitude);
 }
 
-// A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp).
+// A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp); with
+// `floor` (every shift of the side in [1, 30]: Cell32Plan::floor_x, floor_h) by rshift_round_floor32.
 QGRU_AVX512 inline __m512i linear_diff32_v(__m512i a, const int32_t* offset, const int32_t* right, const int32_t* left,
-                                           const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
+                                           const int32_t* half, __mmask16 k, __m512i lo, __m512i hi, bool floor) {
   const __m512i sum = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
-  const __m512i shifted = rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
-                                               _mm512_maskz_loadu_epi32(k, half));
+  const __m512i shifted =
+      floor ? rshift_round_floor32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, half))
+            : rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
+                                   _mm512_maskz_loadu_epi32(k, half));
   return _mm512_min_epi32(_mm512_max_epi32(shifted, lo), hi);
 }
-// The same with the accumulators read from memory (lanes outside k read as 0).
-QGRU_AVX512 inline __m512i linear_diff32(const int32_t* acc, const int32_t* offset, const int32_t* right,
-                                         const int32_t* left, const int32_t* half, __mmask16 k, __m512i lo, __m512i hi) {
-  const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(acc) : _mm512_maskz_loadu_epi32(k, acc);  // plain: store forwarding
-  return linear_diff32_v(a, offset, right, left, half, k, lo, hi);
+// The h side of one gate's 16 channels from c (the weight_hh_linear code minus its zero point) from the B-2 sums gh.
+QGRU_AVX512 inline __m512i hh_diff32_v(const Cell32Plan& plan, __m512i gh, size_t c, __mmask16 k) {
+  return linear_diff32_v(gh, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c, plan.half_h.data() + c,
+                         k, lanes(plan.lanes.hh_lo), lanes(plan.lanes.hh_hi), plan.floor_h);
+}
+QGRU_AVX512 inline __m512i hh_diff32(const Cell32Plan& plan, const int32_t* gh, size_t c, __mmask16 k) {
+  const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(gh) : _mm512_maskz_loadu_epi32(k, gh);  // plain: store forwarding
+  return hh_diff32_v(plan, a, c, k);
 }
 
-// A table activation read at an index already inside the table (see Cell32Plan): the byte form by
-// vpermt2b, else a 32-bit gather.
-QGRU_AVX512 inline __m512i table_read32(const int32_t* table, bool bytes, bool is_signed, const int8_t* byte_table,
-                                        __m512i index) {
-  if (!bytes) return _mm512_i32gather_epi32(index, table, 4);
+// The three activation tables of a cell as the int32 cell reads them: each either 256 bytes in four zmm
+// registers (CellByteTables), loaded once per call of a kernel, or the int32 table read by gathers.
+struct CellTables32 {
+  __m512i bytes[3][4];
+  bool is_bytes[3], is_signed[3];
+  const int32_t* table[3];
+};
+QGRU_AVX512 inline CellTables32 cell_tables32(const GruCellParamsView& p, const CellByteTables& b) {
+  CellTables32 t;
+  const int32_t* tables[3] = {p.update_gate.table, p.reset_gate.table, p.new_gate.table};
+  for (int g = 0; g < 3; ++g) {
+    t.is_bytes[g] = b.bytes[g];
+    t.is_signed[g] = b.is_signed[g];
+    t.table[g] = tables[g];
+    for (int i = 0; i < 4; ++i) t.bytes[g][i] = _mm512_load_si512(b.table[g] + 64 * i);
+  }
+  return t;
+}
+
+// Gate g's table read at an index already inside the table (see Cell32Plan): the byte form by vpermt2b, else
+// a 32-bit gather.
+QGRU_AVX512 inline __m512i table_read32(const CellTables32& t, int g, __m512i index) {
+  if (!t.is_bytes[g]) return _mm512_i32gather_epi32(index, t.table[g], 4);
   const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(index));
-  const __m512i from_lo = _mm512_permutex2var_epi8(_mm512_load_si512(byte_table), idx8, _mm512_load_si512(byte_table + 64));
-  const __m512i from_hi = _mm512_permutex2var_epi8(_mm512_load_si512(byte_table + 128), idx8, _mm512_load_si512(byte_table + 192));
+  const __m512i from_lo = _mm512_permutex2var_epi8(t.bytes[g][0], idx8, t.bytes[g][1]);
+  const __m512i from_hi = _mm512_permutex2var_epi8(t.bytes[g][2], idx8, t.bytes[g][3]);
   const __m128i b = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
-  return is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+  return t.is_signed[g] ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
 }
 
 // The x side of C-1 .. C-3 for gate g: the weight_ih_linear code minus its zero point, rounded into the gate
 // input's space (for the new gate, by s_ih_n; the reset product comes later).
-QGRU_AVX512 inline __m512i x_term32(const Cell32Plan& plan, const int32_t* gx, size_t c, __mmask16 k, int g) {
+QGRU_AVX512 inline __m512i x_term32_v(const Cell32Plan& plan, __m512i gx, size_t c, __mmask16 k, int g) {
   const Cell32Lanes& L = plan.lanes;
   const int shift = g == 0 ? Cell32Lanes::IhZ : g == 1 ? Cell32Lanes::IhR : Cell32Lanes::IhN;
-  return rshift_round_u32(linear_diff32(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
-                                        plan.half_x.data() + c, k, lanes(L.ih_lo), lanes(L.ih_hi)), L, shift);
+  return rshift_round_u32(linear_diff32_v(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
+                                          plan.half_x.data() + c, k, lanes(L.ih_lo), lanes(L.ih_hi), plan.floor_x), L, shift);
+}
+QGRU_AVX512 inline __m512i x_term32(const Cell32Plan& plan, const int32_t* gx, size_t c, __mmask16 k, int g) {
+  const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(gx) : _mm512_maskz_loadu_epi32(k, gx);  // plain: store forwarding
+  return x_term32_v(plan, a, c, k, g);
 }
 
 // A gate's table index from its two terms (see Cell32Plan): clamp(sum, lo, hi) + add.
@@ -567,21 +605,20 @@ QGRU_AVX512 inline __m512i gate_index32(__m512i sum, const Cell32Lanes& L, int g
 // C-1 .. C-4 on sixteen units: the gates' x terms (each in its gate input's space), the weight_hh_linear codes
 // minus their zero point, and the old h codes give the new h codes (gru_cell_gates' operations, int32 lanes,
 // every intermediate within ±2^30 by cell_fits_int32).
-QGRU_AVX512 inline __m512i cell_block32(const Cell32Lanes& L, const CellByteTables& byte_tables, const int32_t* t_z,
-                                        const int32_t* t_r, const int32_t* t_n, const __m512i x_term[3],
+QGRU_AVX512 inline __m512i cell_block32(const Cell32Lanes& L, const CellTables32& tables, const __m512i x_term[3],
                                         const __m512i hh_diff[3], __m512i q_h_old) {
   // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
   const __m512i z_sum = _mm512_add_epi32(x_term[0], rshift_round_u32(hh_diff[0], L, Cell32Lanes::HhZ));
   const __m512i q_update_gate_output =
-      table_read32(t_z, byte_tables.bytes[0], byte_tables.is_signed[0], byte_tables.table[0], gate_index32(z_sum, L, 0));
+      table_read32(tables, 0, gate_index32(z_sum, L, 0));
   const __m512i r_sum = _mm512_add_epi32(x_term[1], rshift_round_u32(hh_diff[1], L, Cell32Lanes::HhR));
   const __m512i q_reset_gate_output =
-      table_read32(t_r, byte_tables.bytes[1], byte_tables.is_signed[1], byte_tables.table[1], gate_index32(r_sum, L, 1));
+      table_read32(tables, 1, gate_index32(r_sum, L, 1));
   // C-3
   const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, lanes(L.zp_reset_gate_output)), hh_diff[2]);  // S_r·S_hh
   const __m512i n_sum = _mm512_add_epi32(x_term[2], rshift_round_u32(product, L, Cell32Lanes::RhN));
   const __m512i q_new_gate_output =
-      table_read32(t_n, byte_tables.bytes[2], byte_tables.is_signed[2], byte_tables.table[2], gate_index32(n_sum, L, 2));
+      table_read32(tables, 2, gate_index32(n_sum, L, 2));
   // C-4
   const __m512i n_diff_aligned =
       rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, lanes(L.zp_new_gate_output)), L, Cell32Lanes::NToH);  // aligned - zp_h
@@ -603,9 +640,7 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
                              uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
   const int H = p.hidden_size;
   const Cell32Lanes& L = plan.lanes;
-  const int32_t* t_z = p.update_gate.table;
-  const int32_t* t_r = p.reset_gate.table;
-  const int32_t* t_n = p.new_gate.table;
+  const CellTables32 tables = cell_tables32(p, byte_tables);
 
   for (int j = j0; j < j1; j += 16) {
     const int left = j1 - j;
@@ -618,11 +653,10 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
       } else {
         x_term[g] = x_term32(plan, gx + c, c, k, g);
       }
-      hh_diff[g] = linear_diff32(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
-                                 plan.half_h.data() + c, k, lanes(L.hh_lo), lanes(L.hh_hi));
+      hh_diff[g] = hh_diff32(plan, gh + c, c, k);
     }
     const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
-    const __m512i q_h_new = cell_block32(L, byte_tables, t_z, t_r, t_n, x_term, hh_diff, q_h_old);
+    const __m512i q_h_new = cell_block32(L, tables, x_term, hh_diff, q_h_old);
     if (k == 0xFFFF) {
       // Whole vectors by plain stores: the next step's GEMV reads the u8 codes four at a time, which store
       // forwarding serves from a plain store but not from a masked narrowing one.
@@ -652,9 +686,7 @@ QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTabl
   constexpr int K4 = H / 4;
   constexpr size_t kGroupBytes = static_cast<size_t>(K4) * 256;
   const Cell32Lanes& L = plan.lanes;
-  const int32_t* t_z = p.update_gate.table;
-  const int32_t* t_r = p.reset_gate.table;
-  const int32_t* t_n = p.new_gate.table;
+  const CellTables32 tables = cell_tables32(p, byte_tables);
   const __m512i bias_u8 = _mm512_set1_epi32(a_bias);
   // h as int32 codes (hv) and as u8 codes + a_bias in the low H bytes of h_u8 (bytes beyond H meet no weight)
   __m512i hv[NH];
@@ -692,10 +724,9 @@ QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTabl
         x_term[g] = _mm512_loadu_si512(xt + c);
         // Σ (h + a_bias)·w - a_bias·Σ w = Σ h·w, int32 (gemv_vnni_u8s8's contract)
         const __m512i gh = _mm512_sub_epi32(acc[g * NH + u], _mm512_loadu_si512(R_bias_rowsum + c));
-        hh_diff[g] = linear_diff32_v(gh, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
-                                     plan.half_h.data() + c, static_cast<__mmask16>(0xFFFF), lanes(L.hh_lo), lanes(L.hh_hi));
+        hh_diff[g] = hh_diff32_v(plan, gh, c, static_cast<__mmask16>(0xFFFF));
       }
-      hv[u] = cell_block32(L, byte_tables, t_z, t_r, t_n, x_term, hh_diff, hv[u]);
+      hv[u] = cell_block32(L, tables, x_term, hh_diff, hv[u]);
       _mm512_storeu_si512(dst + 16 * u, hv[u]);
       // h codes + a_bias lie in [0, 255] (pack_vnni): the next step's operand bytes 16u .. 16u + 15
       h_u8 = _mm512_mask_broadcast_i32x4(h_u8, static_cast<__mmask16>(0xFu << (4 * u)), _mm512_cvtepi32_epi8(_mm512_add_epi32(hv[u], bias_u8)));
@@ -709,6 +740,7 @@ QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTabl
 }  // namespace
 
 bool avx512_kernels_built() { return true; }
+
 
 QGRU_AVX512 void gemv_vnni_u8s8_part(const uint8_t* a, const int8_t* Bp, int Kp, const int32_t* bias_rowsum, int c0,
                                      int c1, int32_t* c, bool descending, int k_begin, int k_end, bool accumulate) {
@@ -924,6 +956,7 @@ void recurrence_small_avx512_i32(const GruCellParamsView&, const CellByteTables&
 }
 
 bool avx512_kernels_built() { return false; }
+
 
 void gemm_vnni_u8s8(const uint8_t*, size_t, int, const int8_t*, int, const int32_t*, int, int, int32_t*, size_t) {
   std::abort();

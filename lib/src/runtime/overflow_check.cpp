@@ -242,18 +242,23 @@ std::string OverflowProof::first_failure() const {
   return "";
 }
 
-std::string OverflowProof::tightest(int count) const {
+std::vector<const OverflowCheck*> OverflowProof::tightest_checks(int count) const {
   std::vector<const OverflowCheck*> values;
   for (const OverflowCheck& c : checks) {
     if (c.type.rfind("shift", 0) != 0 && std::isfinite(c.log2_bound)) values.push_back(&c);
   }
-  std::sort(values.begin(), values.end(), [](const OverflowCheck* a, const OverflowCheck* b) {
+  std::stable_sort(values.begin(), values.end(), [](const OverflowCheck* a, const OverflowCheck* b) {
     return a->log2_limit - a->log2_bound < b->log2_limit - b->log2_bound;
   });
+  if (values.size() > static_cast<size_t>(std::max(count, 0))) values.resize(static_cast<size_t>(std::max(count, 0)));
+  return values;
+}
+
+std::string OverflowProof::tightest(int count) const {
   std::string text;
   char line[96];
-  for (size_t i = 0; i < values.size() && static_cast<int>(i) < count; ++i) {
-    const OverflowCheck& c = *values[i];
+  for (const OverflowCheck* check : tightest_checks(count)) {
+    const OverflowCheck& c = *check;
     std::snprintf(line, sizeof line, ": 2^%.2f of 2^%.2f (%.1f bits spare)\n", c.log2_bound, c.log2_limit, c.log2_limit - c.log2_bound);
     text += "  layer " + std::to_string(c.layer) + " direction " + std::to_string(c.direction) + ", " + c.intermediate +
             " [" + c.type + "]" + line;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "qgru/base/atomic_file.h"
 #include "qgru/base/error.h"
@@ -49,34 +50,80 @@ std::vector<int32_t> read_input_codes(const Tensor& tensor, const std::string& p
   return codes;
 }
 
-// The codes as the narrowest integer dtype that holds every code of the last layer's h spaces (int8, uint8,
-// int16, else int32), [T, N, F] from time-major values or [N, T, F] when batch_first.
+// The narrowest integer dtype holding every code in [q_min, q_max]: int8, uint8, int16, else int32.
 template <class Code>
-Tensor codes_tensor_as(const std::vector<int32_t>& time_major, int F, const std::vector<int64_t>& shape,
-                       bool batch_first, int T, int N) {
-  std::vector<Code> values(time_major.size());
-  for (int t = 0; t < T; ++t) {
-    for (int n = 0; n < N; ++n) {
-      const size_t from = (static_cast<size_t>(t) * N + n) * F;
-      const size_t to = (batch_first ? static_cast<size_t>(n) * T + t : static_cast<size_t>(t) * N + n) * F;
-      for (int f = 0; f < F; ++f) values[to + f] = static_cast<Code>(time_major[from + f]);  // in range: the h spaces'
-    }
-  }
-  return Tensor::from_vector(shape, values);
+Tensor codes_as(const std::vector<int32_t>& values, std::vector<int64_t> shape) {
+  std::vector<Code> narrowed(values.begin(), values.end());  // in range: the caller's code range holds them
+  return Tensor::from_vector(std::move(shape), narrowed);
 }
 
-Tensor codes_tensor(const QuantizedGru& model, const std::vector<int32_t>& time_major, int T, int N, int F, bool batch_first) {
+Tensor narrowest_codes_tensor(const std::vector<int32_t>& values, std::vector<int64_t> shape, int64_t q_min, int64_t q_max) {
+  if (q_min >= -128 && q_max <= 127) return codes_as<int8_t>(values, std::move(shape));
+  if (q_min >= 0 && q_max <= 255) return codes_as<uint8_t>(values, std::move(shape));
+  if (q_min >= -32768 && q_max <= 32767) return codes_as<int16_t>(values, std::move(shape));
+  return codes_as<int32_t>(values, std::move(shape));
+}
+
+// The union of the h code ranges of the cells of `layers` (with 0 in it).
+std::pair<int64_t, int64_t> h_code_range(const QuantizedGru& model, int first_layer, int last_layer) {
   int64_t q_min = 0, q_max = 0;
-  for (int d = 0; d < model.num_directions; ++d) {
-    const TensorQuant& h = model.cell(model.num_layers - 1, d).q(GruTensor::h);
-    q_min = std::min<int64_t>(q_min, h.qmin());
-    q_max = std::max<int64_t>(q_max, h.qmax());
+  for (int l = first_layer; l <= last_layer; ++l) {
+    for (int d = 0; d < model.num_directions; ++d) {
+      const TensorQuant& h = model.cell(l, d).q(GruTensor::h);
+      q_min = std::min<int64_t>(q_min, h.qmin());
+      q_max = std::max<int64_t>(q_max, h.qmax());
+    }
+  }
+  return {q_min, q_max};
+}
+
+// The output codes [T, N, F] (time-major values) as [T, N, F], or [N, T, F] when batch_first, in the narrowest
+// dtype holding the last layer's h codes.
+Tensor output_codes_tensor(const QuantizedGru& model, const std::vector<int32_t>& time_major, int T, int N, int F,
+                           bool batch_first) {
+  std::vector<int32_t> values = time_major;
+  if (batch_first) {
+    for (int t = 0; t < T; ++t) {
+      for (int n = 0; n < N; ++n) {
+        const size_t from = (static_cast<size_t>(t) * N + n) * F, to = (static_cast<size_t>(n) * T + t) * F;
+        std::copy_n(time_major.begin() + static_cast<std::ptrdiff_t>(from), F, values.begin() + static_cast<std::ptrdiff_t>(to));
+      }
+    }
   }
   const std::vector<int64_t> shape = batch_first ? std::vector<int64_t>{N, T, F} : std::vector<int64_t>{T, N, F};
-  if (q_min >= -128 && q_max <= 127) return codes_tensor_as<int8_t>(time_major, F, shape, batch_first, T, N);
-  if (q_min >= 0 && q_max <= 255) return codes_tensor_as<uint8_t>(time_major, F, shape, batch_first, T, N);
-  if (q_min >= -32768 && q_max <= 32767) return codes_tensor_as<int16_t>(time_major, F, shape, batch_first, T, N);
-  return codes_tensor_as<int32_t>(time_major, F, shape, batch_first, T, N);
+  const auto [q_min, q_max] = h_code_range(model, model.num_layers - 1, model.num_layers - 1);
+  return narrowest_codes_tensor(values, shape, q_min, q_max);
+}
+
+// h0 codes [L*D, N, H] from an integer array, each inside its cell's h code range.
+std::vector<int32_t> read_initial_state_codes(const std::string& path, const QuantizedGru& model, int N) {
+  const Tensor tensor = read_array(path);
+  const int LD = model.num_layers * model.num_directions;
+  const int H = model.hidden_size;
+  const std::vector<int64_t> expected{LD, N, H};
+  if (!is_integer_dtype(tensor.dtype)) {
+    throw Error(path + ": expected integer h0 codes [L*D, N, H], got " + std::string(dtype_name(tensor.dtype)) +
+                " (float states go to --h0)");
+  }
+  if (tensor.shape != expected) {
+    throw Error(path + ": expected h0 codes [L*D, N, H] = " + shape_string(expected) + ", got " + shape_string(tensor.shape));
+  }
+  const std::vector<int64_t> wide = tensor_to_i64(tensor, path);
+  std::vector<int32_t> codes(wide.size());
+  const size_t per_cell = static_cast<size_t>(N) * static_cast<size_t>(H);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    const size_t cell = i / per_cell;
+    const TensorQuant& h = model.cells[cell].q(GruTensor::h);
+    if (wide[i] < h.qmin() || wide[i] > h.qmax()) {
+      throw Error(path + ": h0 code " + std::to_string(wide[i]) + " at [" + std::to_string(cell) + ", " +
+                  std::to_string(i % per_cell / static_cast<size_t>(H)) + ", " + std::to_string(i % static_cast<size_t>(H)) +
+                  "] is outside the h code range [" + std::to_string(h.qmin()) + ", " + std::to_string(h.qmax()) +
+                  "] of layer " + std::to_string(model.cells[cell].layer) + " direction " +
+                  std::to_string(model.cells[cell].direction) + " (" + describe_quant(h) + ")");
+    }
+    codes[i] = static_cast<int32_t>(wide[i]);
+  }
+  return codes;
 }
 
 }  // namespace
@@ -96,17 +143,28 @@ QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& 
   return input;
 }
 
+std::vector<int32_t> read_quant_run_initial_state(const std::string& h0_path, const std::string& h0_codes_path,
+                                                 const QuantizedGru& model, int N) {
+  if (!h0_path.empty() && !h0_codes_path.empty()) {
+    throw UsageError("--h0 " + h0_path + " and --h0-codes " + h0_codes_path + ": give the initial state once, as floats "
+                     "or as codes");
+  }
+  if (!h0_codes_path.empty()) return read_initial_state_codes(h0_codes_path, model, N);
+  if (h0_path.empty()) return {};
+  const std::vector<float> h0 = read_initial_state(h0_path, model.num_layers * model.num_directions, N, model.hidden_size);
+  return quantize_initial_state(model, h0.data(), N);
+}
+
 QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const QuantizedGru model = read_artifact(options.artifact_path);
-  const GruCellQuantParams& first = model.cell(0, 0);
-  const int H = first.hidden_size;
+  const int H = model.hidden_size;
   const int LD = model.num_layers * model.num_directions;
 
   QuantRunSummary summary;
   const QuantRunInput x = read_quant_run_input(options.input_path, model, options.batch_first);
   summary.input_was_codes = x.is_codes;
-  std::vector<float> h0;
-  if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, H);
+  const std::vector<int32_t> q_h0 = read_quant_run_initial_state(options.h0_path, options.h0_codes_path, model, x.N);
+  const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
 
   if (options.executor != "fast" && options.executor != "reference") {
     throw Error("--executor " + options.executor + ": expected fast or reference");
@@ -126,23 +184,18 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   std::vector<int32_t> lengths_values;
   if (!options.lengths_path.empty()) lengths_values = read_sequence_lengths(options.lengths_path, x.N, x.T);
   const int32_t* lengths = lengths_values.empty() ? nullptr : lengths_values.data();
+  // Every executor runs on codes: float x is quantized here with x's parameters (docs/FIXED_POINT.md §5), as
+  // each executor's float entry point would, so that the time below is the executor's alone.
+  const std::vector<int32_t> q_x_quantized =
+      x.is_codes ? std::vector<int32_t>{} : quantize_values(model.input_quant(), x.values.data(), x.values.size());
+  const int32_t* q_x = x.is_codes ? x.q_x.data() : q_x_quantized.data();
   const auto start = std::chrono::steady_clock::now();
   QuantGruResult result;
   if (options.device_executor) {
-    std::vector<int32_t> q_x_quantized;
-    if (!x.is_codes) q_x_quantized = quantize_values(model.input_quant(), x.values.data(), x.values.size());
-    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
-    result = options.device_executor(model, x.is_codes ? x.q_x.data() : q_x_quantized.data(), x.T, x.N,
-                                     q_h0.empty() ? nullptr : q_h0.data(), lengths);
-  } else if (x.is_codes) {
-    const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
-    const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
-    result = use_fast ? run_quantized_gru_fast_codes(model, x.q_x.data(), x.T, x.N, q_h0_data, nullptr, lengths)
-                      : run_quantized_gru_codes(model, x.q_x.data(), x.T, x.N, q_h0_data, nullptr, lengths);
+    result = options.device_executor(model, q_x, x.T, x.N, q_h0_data, lengths);
   } else {
-    const float* h0_data = h0.empty() ? nullptr : h0.data();
-    result = use_fast ? run_quantized_gru_fast(model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths)
-                      : run_quantized_gru(model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths);
+    result = use_fast ? run_quantized_gru_fast_codes(model, q_x, x.T, x.N, q_h0_data, nullptr, lengths)
+                      : run_quantized_gru_codes(model, q_x, x.T, x.N, q_h0_data, nullptr, lengths);
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -152,13 +205,19 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const std::vector<uint8_t> y_bytes = serialize_npy(y);
   outputs.add(options.output_path).write(y_bytes.data(), y_bytes.size());
   if (!options.codes_path.empty()) {
-    const std::vector<uint8_t> bytes = serialize_npy(codes_tensor(model, result.output_codes, x.T, x.N, F, options.batch_first));
+    const std::vector<uint8_t> bytes =
+        serialize_npy(output_codes_tensor(model, result.output_codes, x.T, x.N, F, options.batch_first));
     outputs.add(options.codes_path).write(bytes.data(), bytes.size());
   }
   if (!options.hn_path.empty()) {
     const std::vector<uint8_t> bytes =
         serialize_npy(Tensor::from_vector<float>({LD, x.N, H}, result.h_n));
     outputs.add(options.hn_path).write(bytes.data(), bytes.size());
+  }
+  if (!options.hn_codes_path.empty()) {
+    const auto [q_min, q_max] = h_code_range(model, 0, model.num_layers - 1);
+    const std::vector<uint8_t> bytes = serialize_npy(narrowest_codes_tensor(result.h_n_codes, {LD, x.N, H}, q_min, q_max));
+    outputs.add(options.hn_codes_path).write(bytes.data(), bytes.size());
   }
   outputs.commit_all();
 

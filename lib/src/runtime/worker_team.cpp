@@ -53,7 +53,8 @@ void WorkerTeam::helper_loop(int index) {
     uint64_t now_epoch = epoch_.load(std::memory_order_acquire);
     for (int spins = 0; now_epoch == seen; ++spins) {
       spin_pause();
-      if ((spins & 63) == 63 && std::chrono::steady_clock::now() > spin_end) {
+      if ((spins & 63) == 63 && (park_epoch_.load(std::memory_order_relaxed) == seen ||
+                                 std::chrono::steady_clock::now() > spin_end)) {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
         sleeping_.fetch_add(1, std::memory_order_relaxed);
         wake_.wait(lock, [&] { return stop_ || epoch_.load(std::memory_order_acquire) != seen; });

@@ -11,7 +11,10 @@
 // fn(i) for 1 <= i < parts on helper i, and returns when every call has returned (what they wrote is then
 // visible to the caller: release by each helper, acquire by the caller). A helper that finished a job spins
 // on the next one for about kSpinMicros before it sleeps on a condition variable, so that the jobs of one
-// run (a phase per cell and layer) and back-to-back runs find it awake. One run at a time: the caller
+// run (a phase per cell and layer) and back-to-back runs find it awake; park() sends the helpers waiting for a
+// job to sleep at once, when the caller knows its next runs need no helper (a spinning helper takes a CPU that
+// the caller's thread or another process could use: a third busy thread on a two-CPU machine preempts the
+// caller's). One run at a time: the caller
 // serialises (FastQuantGru holds a mutex around it). An exception thrown by fn is not caught: the jobs run
 // only the executor's kernels, which do not throw.
 #include <atomic>
@@ -44,6 +47,9 @@ class WorkerTeam {
   void run(int parts, const std::function<void(int)>& fn);
   // Whether a helper sleeps now (a run would wake it, tens of µs): read without a lock, a hint.
   bool any_asleep() const { return sleeping_.load(std::memory_order_relaxed) > 0; }
+  // Helpers waiting for a job after the last run() go to sleep now instead of spinning (the next run() wakes
+  // them). Called by the thread that calls run(), between runs.
+  void park() { park_epoch_.store(epoch_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
  private:
   void helper_loop(int index);
@@ -54,6 +60,7 @@ class WorkerTeam {
   std::atomic<uint64_t> epoch_{0};   // one more per job (release by run, acquire by helpers)
   std::atomic<int> unfinished_{0};   // helpers of the current job still running
   std::atomic<int> sleeping_{0};     // helpers waiting on wake_
+  std::atomic<uint64_t> park_epoch_{0};  // helpers that ran (or skipped) this epoch's job sleep at once (park)
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;                // guarded by sleep_mutex_

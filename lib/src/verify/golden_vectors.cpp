@@ -269,21 +269,16 @@ GoldenVectorsOptions golden_options_for_artifact(const std::string& artifact_jso
 }
 
 void write_golden_vectors_for_files(const std::string& golden_path, const std::string& artifact_path,
-                                    const std::string& input_path, const std::string& h0_path, bool batch_first) {
+                                    const std::string& input_path, const std::string& h0_path,
+                                    const std::string& h0_codes_path, bool batch_first) {
   const QuantizedGru model = read_artifact(artifact_path);
   const GoldenVectorsOptions options = golden_options_for_artifact(artifact_path);
-  const int H = model.hidden_size;
-  const int LD = model.num_layers * model.num_directions;
   const QuantRunInput x = read_quant_run_input(input_path, model, batch_first);
-  std::vector<float> h0;
-  if (!h0_path.empty()) h0 = read_initial_state(h0_path, LD, x.N, H);
-  if (!x.is_codes) {
-    write_golden_vectors_from_floats(golden_path, model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(),
-                                     0, options);
-    return;
-  }
-  const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0.empty() ? nullptr : h0.data(), x.N);
-  write_golden_vectors(golden_path, model, x.q_x.data(), x.T, x.N, q_h0.empty() ? nullptr : q_h0.data(), options);
+  const std::vector<int32_t> q_h0 = read_quant_run_initial_state(h0_path, h0_codes_path, model, x.N);
+  const std::vector<int32_t> q_x_quantized =
+      x.is_codes ? std::vector<int32_t>{} : quantize_values(model.input_quant(), x.values.data(), x.values.size());
+  write_golden_vectors(golden_path, model, x.is_codes ? x.q_x.data() : q_x_quantized.data(), x.T, x.N,
+                       q_h0.empty() ? nullptr : q_h0.data(), options);
 }
 
 }  // namespace qgru

@@ -118,6 +118,9 @@ TEST_CASE("quantize_config_has_the_keys_and_meta_layout_gptqmodel_reads") {
   const auto& meta = v1.at("meta");
   CHECK(meta.at("act_group_aware") == true);
   CHECK(meta.at("damp_percent") == damp);
+  // Every layer is quantized from the activations given; no re-capture between layers, so not true_sequential.
+  CHECK(v1.at("true_sequential") == false);
+  CHECK(meta.at("true_sequential") == false);
   CHECK(meta.contains("uri"));
   // quantizer: a list of "name:version" (GPTQModel's meta_get_versionable splits on ':'); an asymmetric v1
   // file is read only when an entry names gptqmodel >= 0.9.0 (MIN_VERSION_WITH_V2).

@@ -299,6 +299,10 @@ TEST_CASE("the linear_before_reset = 0 cell's own time loop drifts from the refe
           CHECK_MESSAGE(bad.empty(), bad);
           bad = codes_check(m, o, edge_x.data(), s.T, s.N, edge_h0.data());
           CHECK_MESSAGE(bad.empty(), bad);
+          // From float input: run() quantizes x itself and the last layer's time loop writes the float output
+          FastQuantGru fast(m, o);
+          bad = first_mismatch(run_quantized_gru(m, c.x.data(), s.T, s.N, nullptr), fast.run(c.x.data(), s.T, s.N, nullptr), s.H, D);
+          CHECK_MESSAGE(bad.empty(), bad);
         }
       }
     }

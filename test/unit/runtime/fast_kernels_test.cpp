@@ -44,7 +44,8 @@ GruCellParamsView tabulated_view(const GruCellParamsView& v, std::vector<std::ve
 // when cell_fits_int32 proves it for the accumulator bounds bx, bh, against gru_cell_element. With `avx2`
 // the avx2 level's kernels instead (cell_rows_avx2_i32 and x_terms_avx2_i32, else cell_rows_avx2 on int64
 // lanes, which must apply to every preset's cells).
-int g_avx2_floor_plans = 0;  // int32 plans the avx2 sweep ran with a floor rounding form (cell_mismatch)
+int g_avx2_floor_plans = 0;    // int32 plans the avx2 sweep ran with a floor rounding form (cell_mismatch)
+int g_avx512_floor_plans = 0;  // the same for the avx512-vnni sweep
 
 template <class GX, class GH>
 std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView& tab, const std::vector<GX>& gx,
@@ -69,23 +70,26 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
       fast::Cell32Plan plan;
       fast::prepare_cell32_plan(tab, off_x.data(), off_h.data(), &plan);
       uint8_t* u8 = h_bias >= 0 ? hu8.data() : nullptr;
-      if (avx2) {
-        fast::cell_rows_avx2_i32(tab, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(), u8, h_bias, dst.data());
-        // The same step with the floor form of rshift_round switched off (the sign-magnitude form everywhere):
-        // both forms must give the codes the reference checks below.
-        if (plan.floor_x || plan.floor_h) ++g_avx2_floor_plans;
-        fast::Cell32Plan general = plan;
-        general.floor_x = general.floor_h = false;
-        for (int32_t& f : general.lanes.shift_floor) f = 0;
-        std::vector<int32_t> dst_g(static_cast<size_t>(H), kSentinel);
-        std::vector<int16_t> h16_g(static_cast<size_t>(H), int16_t{0x5A5A});
-        std::vector<uint8_t> hu8_g(static_cast<size_t>(H), uint8_t{0x5A});
-        fast::cell_rows_avx2_i32(tab, general, gx.data(), gh.data(), h_old.data(), j0, j1, h16_g.data(),
-                                 h_bias >= 0 ? hu8_g.data() : nullptr, h_bias, dst_g.data());
-        if (dst_g != dst || h16_g != h16 || hu8_g != hu8) return "the avx2 int32 cell's floor and sign-magnitude rounding forms differ";
-      } else {
-        fast::cell_rows_avx512_i32(tab, bytes, plan, gx.data(), gh.data(), h_old.data(), j0, j1, h16.data(), u8, h_bias, dst.data());
-      }
+      // the level's int32 kernel on a plan
+      auto run_i32 = [&](const fast::Cell32Plan& pl, int16_t* h16_out, uint8_t* u8_out, int32_t* dst_out) {
+        if (avx2) {
+          fast::cell_rows_avx2_i32(tab, pl, gx.data(), gh.data(), h_old.data(), j0, j1, h16_out, u8_out, h_bias, dst_out);
+        } else {
+          fast::cell_rows_avx512_i32(tab, bytes, pl, gx.data(), gh.data(), h_old.data(), j0, j1, h16_out, u8_out, h_bias, dst_out);
+        }
+      };
+      run_i32(plan, h16.data(), u8, dst.data());
+      // The same step with the floor form of rshift_round switched off (the sign-magnitude form everywhere):
+      // both forms must give the codes the reference checks below.
+      if (plan.floor_x || plan.floor_h) ++(avx2 ? g_avx2_floor_plans : g_avx512_floor_plans);
+      fast::Cell32Plan general = plan;
+      general.floor_x = general.floor_h = false;
+      for (int32_t& f : general.lanes.shift_floor) f = 0;
+      std::vector<int32_t> dst_g(static_cast<size_t>(H), kSentinel);
+      std::vector<int16_t> h16_g(static_cast<size_t>(H), int16_t{0x5A5A});
+      std::vector<uint8_t> hu8_g(static_cast<size_t>(H), uint8_t{0x5A});
+      run_i32(general, h16_g.data(), h_bias >= 0 ? hu8_g.data() : nullptr, dst_g.data());
+      if (dst_g != dst || h16_g != h16 || hu8_g != hu8) return "the int32 cell's floor and sign-magnitude rounding forms differ";
       // The same step with the x side computed beforehand (x_terms_*_i32, in place on a copy of gx): every
       // unit's outputs must equal the direct kernel's, which the reference checks below.
       std::vector<int32_t> x_terms(gx.begin(), gx.end());
@@ -225,7 +229,10 @@ TEST_CASE("the AVX-512 cell steps (int64 and int32 lanes) drift from gru_cell_el
     MESSAGE("NOT TESTED: this CPU lacks AVX-512 VNNI/VBMI; the avx512-vnni cell kernel cannot run here");
     return;
   }
+  g_avx512_floor_plans = 0;
   cell_sweep(false);
+  // the presets' cells take the floor form of rshift_round (shifts in [1, 30]): it must have been exercised
+  REQUIRE(g_avx512_floor_plans > 0);
 }
 
 TEST_CASE("the AVX2 cell steps (int32 and int64 lanes) drift from gru_cell_element (random, tie and edge accumulators, every preset)") {
@@ -642,6 +649,23 @@ TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties
           for (size_t i = 0; i < x.size(); ++i) {
             REQUIRE_MESSAGE(got[i] == q.quantize(static_cast<double>(x[i])),
                             "x[" << i << "] = " << x[i] << ": TensorQuant::quantize " << q.quantize(x[i]) << ", vector " << got[i]);
+          }
+          // 8-bit codes: the same values as VNNI operand rows (codes + a_bias as bytes, padding a_bias), rows of
+          // C values in Kp bytes for C that fill 32-byte blocks, leave tails or fill nothing
+          if (bits != 8) continue;
+          const int32_t a_bias = is_unsigned ? 0 : 128;
+          for (int C : {1, 7, 31, 32, 33, 77}) {
+            CAPTURE(C);
+            const int Kp = (C + 15) / 16 * 16 + 16;
+            const size_t rows = x.size() / static_cast<size_t>(C);
+            std::vector<uint8_t> u8(rows * static_cast<size_t>(Kp), 0x5A);
+            fast::quantize_f32_to_u8_rows_avx2(x.data(), rows, C, Kp, shift, zp, q.qmin(), q.qmax(), a_bias, u8.data());
+            for (size_t r = 0; r < rows; ++r) {
+              for (int k = 0; k < Kp; ++k) {
+                const int32_t want = (k < C ? q.quantize(static_cast<double>(x[r * C + k])) : 0) + a_bias;
+                REQUIRE_MESSAGE(u8[r * Kp + k] == want, "row " << r << " k " << k << ": want " << want << ", got " << int{u8[r * Kp + k]});
+              }
+            }
           }
         }
       }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "qgru/kernels/gru_step.h"
@@ -155,6 +156,31 @@ TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulat
     // Dequantized, the padding is exactly 0.0.
     CHECK(ref.output[(static_cast<size_t>(6) * N + 3) * F] == 0.0f);
    }
+  }
+}
+
+TEST_CASE("the fast executor's float entry point drops the padding of short rows (batch-1 loop in registers, B-1 per step, float output from the time loop)") {
+  // Shapes that take the fast path's other time loops: H = 64 at N = 1 (the whole loop in registers on the
+  // avx512-vnni level), N = 9 (B-1 inside the loop, x quantized straight into operand bytes); the floats of
+  // run() (dequantized by the time loop) against the reference's run_quantized_gru.
+  for (const auto& [H, N, lengths] : {std::tuple<int, int, std::vector<int32_t>>{64, 1, {5}},
+                                      std::tuple<int, int, std::vector<int32_t>>{32, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}}}) {
+    CAPTURE(H);
+    CAPTURE(N);
+    const int T = 12;
+    const auto c = test::calibrated_case(H, H, 1, 1, T, N, load_bitwidth_config("int8"), 77);
+    const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), T, N, nullptr, nullptr, lengths.data());
+    for (int threads : {1, 2}) {
+      FastExecutorOptions options;
+      options.threads = threads;
+      const FastQuantGru fast(c.quantized, options);
+      REQUIRE(fast.support().supported);
+      const QuantGruResult r = fast.run(c.x.data(), T, N, nullptr, nullptr, lengths.data());
+      CHECK(r.output_codes == ref.output_codes);
+      CHECK(r.output == ref.output);
+      CHECK(r.h_n_codes == ref.h_n_codes);
+      CHECK(r.h_n == ref.h_n);
+    }
   }
 }
 

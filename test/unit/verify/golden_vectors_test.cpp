@@ -244,7 +244,7 @@ TEST_CASE("qgru run's dump reads batch-first integer codes as time-major codes, 
   write_npy((dir / "x.npy").string(), Tensor::from_vector({N, T, C}, batch_major));
   write_npy((dir / "h0.npy").string(), Tensor::from_vector({LD, N, static_cast<int64_t>(model.hidden_size)}, h0));
   const std::string out = (dir / "g.safetensors").string();
-  write_golden_vectors_for_files(out, c.artifact, (dir / "x.npy").string(), (dir / "h0.npy").string(), true);
+  write_golden_vectors_for_files(out, c.artifact, (dir / "x.npy").string(), (dir / "h0.npy").string(), "", true);
   const SafetensorsFile file = read_safetensors(out);
   fs::remove_all(dir);
   CHECK(file.tensors.at("input.q_x").shape == q_x.shape);
@@ -257,6 +257,50 @@ TEST_CASE("qgru run's dump reads batch-first integer codes as time-major codes, 
   // A different h0 than the committed file's zero state changes the states.
   CHECK(values(file.tensors, "output.q_h_n") != values(committed.tensors, "output.q_h_n"));
   CHECK(file.metadata.at("artifact_sha256") == sha256_file_hex(c.artifact));
+}
+
+TEST_CASE("qgru run's dump starts from h0 codes as given, and a run's h_n codes continue it where it stopped") {
+  const GoldenCase& c = cases()[1];  // 2 layers, bidirectional: every cell its own h space
+  const QuantizedGru model = read_artifact(c.artifact);
+  const SafetensorsFile committed = read_safetensors(c.golden);
+  const Tensor& q_x = committed.tensors.at("input.q_x");
+  const int64_t N = q_x.shape[1], H = model.hidden_size, LD = static_cast<int64_t>(model.cells.size());
+  // The committed file's final state, as an int16 array of codes (any integer dtype is read).
+  const std::vector<int64_t> h_n = values(committed.tensors, "output.q_h_n");
+  const std::vector<int16_t> h_n16(h_n.begin(), h_n.end());
+  const fs::path dir = fs::temp_directory_path() / ("qgru_golden_codes_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  write_npy((dir / "x.npy").string(), Tensor::from_vector(q_x.shape, values(committed.tensors, "input.q_x")));
+  write_npy((dir / "h0_codes.npy").string(), Tensor::from_vector({LD, N, H}, h_n16));
+  const std::string out = (dir / "g.safetensors").string();
+  write_golden_vectors_for_files(out, c.artifact, (dir / "x.npy").string(), "", (dir / "h0_codes.npy").string(), false);
+  const SafetensorsFile file = read_safetensors(out);
+  CHECK(values(file.tensors, "input.q_h0") == h_n);
+  // Forward cells start their first step (t = 0) from the given codes.
+  const std::vector<int64_t> h_prev = values(file.tensors, "l0.d0.q_h_prev");
+  CHECK(std::vector<int64_t>(h_prev.begin(), h_prev.begin() + N * H) ==
+        std::vector<int64_t>(h_n.begin(), h_n.begin() + N * H));
+  // Both float h0 and h0 codes: a usage error, nothing written.
+  write_npy((dir / "h0.npy").string(), Tensor::from_vector({LD, N, H}, std::vector<float>(static_cast<size_t>(LD * N * H), 0.0f)));
+  CHECK_THROWS_AS(write_golden_vectors_for_files((dir / "both.safetensors").string(), c.artifact, (dir / "x.npy").string(),
+                                                 (dir / "h0.npy").string(), (dir / "h0_codes.npy").string(), false),
+                  UsageError);
+  CHECK_FALSE(fs::exists(dir / "both.safetensors"));
+  // A code outside a cell's h range is refused, naming the file and the element.
+  std::vector<int16_t> bad = h_n16;
+  const TensorQuant& h_last = model.cells.back().q(GruTensor::h);
+  bad[static_cast<size_t>((LD - 1) * N * H + H + 2)] = static_cast<int16_t>(h_last.qmax() + 1);
+  write_npy((dir / "bad.npy").string(), Tensor::from_vector({LD, N, H}, bad));
+  try {
+    write_golden_vectors_for_files((dir / "bad.safetensors").string(), c.artifact, (dir / "x.npy").string(), "",
+                                   (dir / "bad.npy").string(), false);
+    FAIL("an h0 code outside its cell's range was accepted");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CHECK(message.find("bad.npy") != std::string::npos);
+    CHECK(message.find("[" + std::to_string(LD - 1) + ", 1, 2]") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -32,6 +32,14 @@ struct RangeQuantChoice {
 RangeQuantChoice select_range_quant(const CalibrationStats& stats, int layer, int direction, GruTensor tensor,
                                     const std::string& method, const TensorQuant& spec, const std::string& source);
 
+// The x range of layer `layer` as quantize makes it: x is one space shared by the layer's directions (their
+// artifact x parameters are equal, docs/FIXED_POINT.md §5), so the range is the union of the ranges `method` gives
+// for each direction's x (qgru::quantize_gru takes the same union of its range provider's answers), and its
+// quantization. With one direction it is select_range_quant. `range.method` names the method; `range.detail` the
+// directions' ranges.
+RangeQuantChoice select_layer_x_range_quant(const CalibrationStats& stats, int layer, const std::string& method,
+                                           const TensorQuant& spec, const std::string& source);
+
 // Parsed method: name in {minmax, ema, kl, percentile, mse, bounds}.
 struct RangeMethod {
   std::string name;

@@ -3,7 +3,8 @@
 //   PREFIX.qweight int32 [K·bits/32, N], PREFIX.qzeros int32 [G, N·bits/32], PREFIX.scales fp16 [G, N],
 //   PREFIX.g_idx int32 [K]  (packing in qgru/gptq/pack.h),
 // and quantize_config.json beside the tensor file in the layout GPTQModel writes and reads (bits, group_size,
-// desc_act, sym, static_groups, damp_percent, true_sequential, quant_method "gptq", format and
+// desc_act, sym, static_groups, damp_percent, true_sequential (false: no re-capture of activations between
+// layers), quant_method "gptq", format and
 // checkpoint_format "gptq" | "gptq_v2", pack_dtype "int32", and meta: quantizer ["qgru:VERSION", ...], uri,
 // damp_percent, static_groups, true_sequential, mse, act_group_aware); docs/GPTQ.md lists every key and
 // which reader uses it.

@@ -34,6 +34,12 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
 void stage_artifact(AtomicFileGroup& group, const std::string& json_path, const QuantizedGru& model,
                     const nlohmann::json& provenance_extra = nlohmann::json::object());
 
+// The artifact's JSON less what belongs to the files (schema, tensor file, provenance, config): "shapes",
+// "gemm_operands_fit_int8", "overflow_proof" and "cells" (each cell's accumulator types, every tensor's bits,
+// shift, zero point and range, the derived shifts and the activations' form, without their arrays). The same
+// keys and values as the artifact's, made by the same code; `qgru quantize --json` prints it.
+nlohmann::json artifact_parameters_json(const QuantizedGru& model);
+
 // stage_artifact and commit: both files or neither. Throws qgru::Error naming the file on failure.
 void write_artifact(const std::string& json_path, const QuantizedGru& model,
                     const nlohmann::json& provenance_extra = nlohmann::json::object());

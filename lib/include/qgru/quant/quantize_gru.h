@@ -24,8 +24,9 @@ using RangeProvider = std::function<std::pair<double, double>(int layer, int dir
 
 QuantizedGru quantize_gru(const FloatGruModel& model, const BitwidthConfig& config, const RangeProvider& range);
 
-// A summary table of every cell's tensors (bits, shift, zp, range) and derived shifts, one line per
-// tensor, for the log.
+// The parameter table `qgru quantize` prints on stdout: per cell, every tensor's type, shift (a range for the
+// per-channel weights and biases), zero point and float range, the scalar rescale shifts under their
+// docs/FIXED_POINT.md names and the activations' form.
 std::string describe_quantized_gru(const QuantizedGru& model);
 
 // Decide the GEMM accumulator types of every cell from config.gemm_accumulator (Auto: int32 when both

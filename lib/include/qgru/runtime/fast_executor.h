@@ -152,11 +152,20 @@ class FastQuantGru {
 
  private:
   struct Packed;
+  // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when x_u8 is not
+  // null, as the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias, made by run()).
+  QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+                              const int32_t* lengths) const;
   const QuantizedGru& model_;
   FastExecutorOptions options_;
   FastPathSupport support_;
   std::unique_ptr<Packed> packed_;
 };
+
+// TensorQuant::quantize of values[0, count) into codes (the same codes: round half away from zero, saturation,
+// NaN -> zp), by the fast path's vector kernel where the CPU has AVX2 and |quant.shift| <= 60, else one value at
+// a time. For a streaming frame of 256 values: a few dozen ns instead of microseconds.
+void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes);
 
 // Drop-in replacements of run_quantized_gru / run_quantized_gru_codes (same signatures): prepack, then
 // run the fast path when it applies, else the reference. For repeated runs keep a FastQuantGru instead.

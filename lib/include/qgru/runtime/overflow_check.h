@@ -38,7 +38,9 @@ struct OverflowProof {
   bool ok() const;
   // The first failing check as one line: "layer 0 direction 1: r×hh product bound 2^63.0 exceeds int64 ..."
   std::string first_failure() const;
-  // The `count` value checks with the least headroom (limit - bound in bits), one line each, for the log.
+  // The `count` value checks (shift-range checks left out) with the least headroom (limit - bound in bits),
+  // the least first; and the same as text, one line each.
+  std::vector<const OverflowCheck*> tightest_checks(int count) const;
   std::string tightest(int count) const;
 };
 

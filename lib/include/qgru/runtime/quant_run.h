@@ -1,8 +1,10 @@
 #pragma once
-// `qgru run` on a quantized artifact, as one library call: read the artifact and x (float values are
-// quantized with layer 0's x parameters; an integer .npy is taken as x codes), run the CPU integer
-// executor, write y (dequantized float32), and on request the output codes and h_n, all together or not
-// at all.
+// `qgru run` on a quantized artifact, as one library call: read the artifact, x (float values are
+// quantized with layer 0's x parameters; an integer .npy is taken as x codes) and the initial state (float h0
+// quantized with each cell's h parameters, or h0 codes), run the CPU integer executor, write y (dequantized
+// float32), and on request the output codes and h_n (floats and codes), all together or not at all. Feeding a
+// run's h_n codes back as the next run's h0 codes continues the sequence exactly: two runs over x[:t] and
+// x[t:] give the codes of one run over x.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -20,7 +22,10 @@ struct QuantRunOptions {
   std::string codes_path;     // optional: output codes [T, N, D*H], direction d in cell (L-1, d)'s h space, in the
                               // narrowest of int8, uint8, int16, int32 that holds the h spaces' codes
   std::string h0_path;        // optional h0 [L*D, N, H] floats
+  std::string h0_codes_path;  // optional h0 [L*D, N, H] integer codes, cell (l, d) in its own h space (not with h0_path)
   std::string hn_path;        // optional: h_n float32 [L*D, N, H]
+  std::string hn_codes_path;  // optional: h_n codes [L*D, N, H], cell (l, d) in its own h space, in the narrowest of
+                              // int8, uint8, int16, int32 that holds every cell's h codes
   std::string lengths_path;   // optional: sequence lengths [N] (integer .npy; run_quantized_gru's lengths)
   bool batch_first = false;
   // "fast" (default): the AVX2 executor where the CPU and the model allow it, else the reference;
@@ -57,5 +62,13 @@ struct QuantRunInput {
   std::vector<int32_t> q_x;    // [T, N, C] when is_codes
 };
 QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& model, bool batch_first);
+
+// The initial state of a quantized run as codes [L*D, N, H], cell (l, d) in its own h space: float h0 from
+// `h0_path` quantized with each cell's h parameters (round half away from zero, saturating), or codes from
+// `h0_codes_path` (any integer dtype; a code outside its cell's h code range is refused naming the file, the
+// element [l*D + d, n, j] and the range); empty (every cell starts at zp_h, the code of 0.0) when both paths are
+// empty. Both given is a qgru::UsageError.
+std::vector<int32_t> read_quant_run_initial_state(const std::string& h0_path, const std::string& h0_codes_path,
+                                                 const QuantizedGru& model, int N);
 
 }  // namespace qgru

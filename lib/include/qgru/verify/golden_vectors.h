@@ -81,9 +81,11 @@ GoldenVectorsOptions golden_options_for_artifact(const std::string& artifact_jso
 // `qgru run --model model.qgru.json --input x.npy --dump-intermediates golden.safetensors`: the golden
 // vectors of an artifact on disk for an input file read as `qgru run` reads it: float x (quantized with
 // layer 0's x parameters) or integer x codes, [T, N, C] (or [N, T, C] with batch_first, also for .npz:key),
-// and an optional float h0 [L*D, N, H] (empty path: the code of 0.0). Every sequence of the input is
-// dumped; keep it small. Written atomically; errors name the file.
+// and an optional initial state, float h0 or h0 codes [L*D, N, H] (qgru::read_quant_run_initial_state; both
+// paths empty: the code of 0.0). Every sequence of the input is dumped; keep it small. Written atomically;
+// errors name the file.
 void write_golden_vectors_for_files(const std::string& golden_path, const std::string& artifact_path,
-                                    const std::string& input_path, const std::string& h0_path, bool batch_first);
+                                    const std::string& input_path, const std::string& h0_path,
+                                    const std::string& h0_codes_path, bool batch_first);
 
 }  // namespace qgru

@@ -343,7 +343,7 @@ qgru_rt_status qgru_rt_step(qgru_rt_state* state, const float* x, int frames, fl
     const size_t frame_in = s.frame_x.size(), frame_out = s.frame_y.size();
     for (int f = 0; f < frames; ++f) {  // one frame at a time through the preallocated frame buffers
       const float* xf = x + static_cast<size_t>(f) * frame_in;
-      for (size_t i = 0; i < frame_in; ++i) s.frame_x[i] = xq.quantize(xf[i]);  // saturating: always in range
+      qgru::quantize_fast(xq, xf, frame_in, s.frame_x.data());  // TensorQuant::quantize, saturating: always in range
       advance(s, s.frame_x.data(), 1, s.frame_y.data());
       if (y) {
         float* yf = y + static_cast<size_t>(f) * frame_out;
