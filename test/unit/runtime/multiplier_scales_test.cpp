@@ -189,6 +189,7 @@ TEST_CASE("the fast executor's codes drift from the reference's on a multiplier-
           o.adaptive_split = false;
           FastQuantGru fast(c.quantized, o);
           CAPTURE(threads);
+          CHECK(fast.support().supported == cpu_has_avx2());  // the fast path itself, not its reference fallback
           // float input (quantized with the real scale), then edge codes: x at both ends of its range, h0 too
           const std::string bad = first_mismatch(run_quantized_gru(c.quantized, c.x.data(), c.T, c.N, nullptr),
                                                  fast.run(c.x.data(), c.T, c.N, nullptr));
