@@ -2,7 +2,8 @@
 """An independent implementation of qgru's fixed-point GRU, written from docs/FIXED_POINT.md.
 
 Integer arithmetic only (NumPy int64, every rounding shift checked against the 2^62 bound of the
-document), no floating point anywhere on the data path. Reads an artifact (model.qgru.json and its
+document), no floating point anywhere on the data path (a multiplier-scale artifact's multipliers are derived
+once at load from its scales, in float64 as the document says, then the data path is integer again). Reads an artifact (model.qgru.json and its
 safetensors tensor file, parsed by hand) and a golden-vector file written by qgru (its input codes
 `input.q_x`, `input.q_h0`), recomputes every quantity of the document and compares each with the golden
 file, code for code.
@@ -15,6 +16,7 @@ element is printed with its (t, n, channel) and both values) or on a malformed i
 import argparse
 import hashlib
 import json
+import math
 import os
 import struct
 import sys
@@ -81,19 +83,53 @@ def rshift_round(v, s):
     return np.where(s > 0, rounded, np.where(s == 0, v, shifted_left))
 
 
+def multiply_rshift_round(v, m, s):
+    """Section 1a: v * m * 2^-s rounded half away from zero, the 64-bit product v * m first (checked <= 2^62)."""
+    v = np.asarray(v, dtype=np.int64)
+    m = np.broadcast_to(np.asarray(m, dtype=np.int64), v.shape)
+    if np.any(m < 1) or np.any(np.abs(v) > np.int64(LIMIT) // m):
+        raise Mismatch("a multiplier product beyond 2^62 (the overflow contract is broken)")
+    return rshift_round(v * m, s)
+
+
+def multiplier_rescale(ratio, input_bound):
+    """Section 1a: (multiplier, shift) of a real ratio, the multiplier's bits from the bound on |input|."""
+    _, bound_exponent = math.frexp(max(float(input_bound), 1.0))
+    bits = min(max(62 - bound_exponent, 1), 31)
+    fraction, exponent = math.frexp(ratio)
+    multiplier = math.floor(math.ldexp(fraction, bits) + 0.5)  # exact: fraction * 2^bits < 2^31
+    if multiplier == 1 << bits:
+        multiplier >>= 1
+        exponent += 1
+    return multiplier, bits - exponent
+
+
+def round_half_away(x):
+    """std::round for a finite double, exactly: x - floor(x) is exact."""
+    r = math.floor(abs(x))
+    if abs(x) - r >= 0.5:
+        r += 1
+    return -r if x < 0 else r
+
+
 class Space:
-    """bits, unsigned, shift, zp of one tensor and its code range."""
+    """bits, unsigned, shift, zp (and a real scale's mantissa) of one tensor and its code range."""
 
     def __init__(self, obj):
         self.bits = int(obj["bits"])
         self.unsigned = bool(obj["unsigned"])
         self.shift = int(obj["shift"])
         self.zp = int(obj["zp"])
+        self.mantissa = float(obj.get("mantissa", 1.0))  # 1: a power of two (section 1a)
+        self.scale = math.ldexp(self.mantissa, -self.shift)
         self.q_min = 0 if self.unsigned else -(1 << (self.bits - 1))
         self.q_max = (1 << self.bits) - 1 if self.unsigned else (1 << (self.bits - 1)) - 1
 
     def sat(self, v):
         return np.clip(np.asarray(v, dtype=np.int64), self.q_min, self.q_max)
+
+    def span(self):
+        return float(self.q_max - self.q_min)
 
     def same(self, other):
         return (self.bits, self.unsigned, self.shift, self.zp) == (other.bits, other.unsigned, other.shift, other.zp)
@@ -135,7 +171,7 @@ ACTIVATION_TENSORS = ["x", "h", "weight_ih_linear", "weight_hh_linear", "update_
 
 
 class Cell:
-    def __init__(self, cell, tensors, linear_before_reset=True):
+    def __init__(self, cell, tensors, linear_before_reset=True, multiplier_scales=False):
         self.layer, self.direction = int(cell["layer"]), int(cell["direction"])
         self.linear_before_reset = linear_before_reset  # False: section 3a's cell
         self.C, self.H = int(cell["input_size"]), int(cell["hidden_size"])
@@ -160,10 +196,11 @@ class Cell:
         self.shift_bw_to_gemm_x = shift_bw - (shift_W + sx)
         self.shift_gemm_h_to_hh = shift_R + sh - sp["weight_hh_linear"].shift
         self.shift_br_to_gemm_h = shift_br - (shift_R + sh)
-        self._check("shift_gemm_x_to_weight_ih_linear", self.shift_gemm_x_to_ih, t("shift_gemm_x_to_weight_ih_linear"))
-        self._check("shift_bw_to_gemm_x", self.shift_bw_to_gemm_x, t("shift_bw_to_gemm_x"))
-        self._check("shift_gemm_h_to_weight_hh_linear", self.shift_gemm_h_to_hh, t("shift_gemm_h_to_weight_hh_linear"))
-        self._check("shift_br_to_gemm_h", self.shift_br_to_gemm_h, t("shift_br_to_gemm_h"))
+        if not multiplier_scales:  # else derived with their multipliers from the scales (_derive_multipliers)
+            self._check("shift_gemm_x_to_weight_ih_linear", self.shift_gemm_x_to_ih, t("shift_gemm_x_to_weight_ih_linear"))
+            self._check("shift_bw_to_gemm_x", self.shift_bw_to_gemm_x, t("shift_bw_to_gemm_x"))
+            self._check("shift_gemm_h_to_weight_hh_linear", self.shift_gemm_h_to_hh, t("shift_gemm_h_to_weight_hh_linear"))
+            self._check("shift_br_to_gemm_h", self.shift_br_to_gemm_h, t("shift_br_to_gemm_h"))
         # C-1 .. C-4 scalar shifts
         s_ih, s_hh = sp["weight_ih_linear"].shift, sp["weight_hh_linear"].shift
         su = sp["update_gate_output"]
@@ -183,6 +220,10 @@ class Cell:
         else:  # section 3a: r ⊙ h into h's space, C-3 as C-1's sum
             d["shift_reset_mul_h_to_h"] = sp["reset_gate_output"].shift + sh - sh
             d["shift_weight_hh_linear_to_new_gate_input"] = s_hh - sp["new_gate_input"].shift
+        self.multiplier = {}  # name of a shift -> its multiplier (section 1a); empty: every rescale a pure shift
+        if multiplier_scales:
+            self._derive_multipliers(cell, tensors, p, d, sp, su)
+            d.update({"multiplier_" + name[6:]: m for name, m in self.multiplier.items() if name in d})
         if sorted(cell["derived"]) != sorted(d):
             raise Mismatch(f"{self.where}: derived holds {sorted(cell['derived'])}, the document gives {sorted(d)}")
         for name, value in d.items():
@@ -197,6 +238,63 @@ class Cell:
             if not (self.act[g].input.same(sp[inp]) and self.act[g].output.same(sp[out])):
                 raise Mismatch(f"{self.where}: activation {g} spaces differ from the tensors {inp} / {out}")
 
+    def _derive_multipliers(self, cell, tensors, p, d, sp, su):
+        """Section 1a: every rescale's multiplier and shift from the real scales (float64, the document's order)."""
+        t = lambda name: tensors[p + name]  # noqa: E731
+        bits = lambda name: int(cell["tensors"][name]["bits"])  # noqa: E731
+        scale = lambda name: [math.ldexp(float(m), -int(s)) for m, s in zip(t("mantissa_" + name), t("shift_" + name))]  # noqa: E731
+        d["quant_one_in_update_gate_scale"] = round_half_away(math.ldexp(1.0, su.shift) / su.mantissa) + su.zp
+        for side, weight, bias, inp, out, K in (("x", "W", "bw", sp["x"], sp["weight_ih_linear"], self.C),
+                                                ("h", "R", "br", sp["h"], sp["weight_hh_linear"], self.H)):
+            s_w, s_b = scale(weight), scale(bias)
+            bias_bound = math.ldexp(1.0, bits(bias) - 1)
+            corrected_bound = K * math.ldexp(1.0, bits(weight) - 1) * inp.span()
+            m_bias, s_bias, m_out, s_out = [], [], [], []
+            for c in range(3 * self.H):
+                gemm_scale = s_w[c] * inp.scale
+                bias_ratio = s_b[c] / gemm_scale
+                m, s = multiplier_rescale(bias_ratio, bias_bound)
+                m_bias.append(m), s_bias.append(s)
+                m, s = multiplier_rescale(gemm_scale / out.scale, corrected_bound + math.ceil(bias_bound * bias_ratio) + 1.0)
+                m_out.append(m), s_out.append(s)
+            linear = "weight_ih_linear" if side == "x" else "weight_hh_linear"
+            shifts = {f"shift_{bias}_to_gemm_{side}": s_bias, f"shift_gemm_{side}_to_{linear}": s_out}
+            multipliers = {f"multiplier_{bias}_to_gemm_{side}": m_bias, f"multiplier_gemm_{side}_to_{linear}": m_out}
+            for name, values in list(shifts.items()) + list(multipliers.items()):
+                self._check(name, np.array(values, dtype=np.int64), t(name).astype(np.int64))
+            if side == "x":
+                self.shift_bw_to_gemm_x, self.shift_gemm_x_to_ih = np.array(s_bias), np.array(s_out)
+                self.m_bw_to_gemm_x, self.m_gemm_x_to_ih = np.array(m_bias), np.array(m_out)
+            else:
+                self.shift_br_to_gemm_h, self.shift_gemm_h_to_hh = np.array(s_bias), np.array(s_out)
+                self.m_br_to_gemm_h, self.m_gemm_h_to_hh = np.array(m_bias), np.array(m_out)
+        ih, hh, h, r, ngi = sp["weight_ih_linear"], sp["weight_hh_linear"], sp["h"], sp["reset_gate_output"], sp["new_gate_input"]
+        rescales = {}
+        for src, src_name in ((ih, "weight_ih_linear"), (hh, "weight_hh_linear")):
+            for g in ("update_gate", "reset_gate", "new_gate"):
+                if src_name == "weight_hh_linear" and g == "new_gate" and self.linear_before_reset:
+                    continue
+                rescales[f"shift_{src_name}_to_{g}_input"] = multiplier_rescale(src.scale / sp[g + "_input"].scale, src.span())
+        if self.linear_before_reset:
+            rescales["shift_reset_mul_hh_to_new_gate_input"] = multiplier_rescale((r.scale * hh.scale) / ngi.scale, r.span() * hh.span())
+        else:
+            rescales["shift_reset_mul_h_to_h"] = multiplier_rescale(r.scale, r.span() * h.span())
+        n, u = sp["new_gate_output"], su
+        n_to_h = n.scale / h.scale
+        rescales["shift_new_gate_output_to_h"] = multiplier_rescale(n_to_h, n.span())
+        one = float(d["quant_one_in_update_gate_scale"])
+        one_minus_u = max(abs(one - u.q_min), abs(one - u.q_max))
+        rescales["shift_update_gate_output"] = multiplier_rescale(u.scale, u.span() * h.span() + one_minus_u * (math.ceil(n.span() * n_to_h) + 1.0))
+        for name, (m, s) in rescales.items():
+            d[name] = s
+            self.multiplier[name] = m
+
+    def rescale(self, v, name):
+        """A scalar rescale of section 3 by its derived shift (and multiplier, section 1a)."""
+        if name in self.multiplier:
+            return multiply_rshift_round(v, self.multiplier[name], self.d[name])
+        return rshift_round(v, self.d[name])
+
     def _check(self, name, mine, stored):
         if mine.shape != stored.shape or np.any(mine != stored):
             raise Mismatch(f"{self.where}: tensor {name} differs from the value the document gives")
@@ -209,21 +307,23 @@ class Cell:
         # B-1
         gemm_x = q_x @ self.W.T                                             # S_W[c]·S_x
         gemm_x_corrected = gemm_x - self.W_sum * sp["x"].zp
-        q_bw_in_gemm_x = rshift_round(self.bw, self.shift_bw_to_gemm_x)
+        per_channel = (lambda v, m, s: multiply_rshift_round(v, m, s)) if self.multiplier else (lambda v, m, s: rshift_round(v, s))
+        q_bw_in_gemm_x = per_channel(self.bw, getattr(self, "m_bw_to_gemm_x", 1), self.shift_bw_to_gemm_x)
         ih = sp["weight_ih_linear"].sat(
-            rshift_round(gemm_x_corrected + q_bw_in_gemm_x, self.shift_gemm_x_to_ih) + sp["weight_ih_linear"].zp)
+            per_channel(gemm_x_corrected + q_bw_in_gemm_x, getattr(self, "m_gemm_x_to_ih", 1), self.shift_gemm_x_to_ih)
+            + sp["weight_ih_linear"].zp)
         zp_ih, zp_hh, zp_h = sp["weight_ih_linear"].zp, sp["weight_hh_linear"].zp, sp["h"].zp
-        q_br_in_gemm_h = rshift_round(self.br, self.shift_br_to_gemm_h)
+        q_br_in_gemm_h = per_channel(self.br, getattr(self, "m_br_to_gemm_h", 1), self.shift_br_to_gemm_h)
 
         def b2(gemm_h):  # B-2 from raw accumulators whose operand lies in h's space
             corrected = gemm_h - self.R_sum * zp_h                          # S_R[c]·S_h
             return corrected, sp["weight_hh_linear"].sat(
-                rshift_round(corrected + q_br_in_gemm_h, self.shift_gemm_h_to_hh) + zp_hh)
+                per_channel(corrected + q_br_in_gemm_h, getattr(self, "m_gemm_h_to_hh", 1), self.shift_gemm_h_to_hh) + zp_hh)
 
         def gate(g, ih_g, hh_g):  # C-1, C-2 (and 3a's C-3): two terms rounded separately, then added
             inp = sp[f"{g}_input"]
-            q_in = inp.sat(rshift_round(ih_g - zp_ih, d[f"shift_weight_ih_linear_to_{g}_input"])
-                           + rshift_round(hh_g - zp_hh, d[f"shift_weight_hh_linear_to_{g}_input"]) + inp.zp)
+            q_in = inp.sat(self.rescale(ih_g - zp_ih, f"shift_weight_ih_linear_to_{g}_input")
+                           + self.rescale(hh_g - zp_hh, f"shift_weight_hh_linear_to_{g}_input") + inp.zp)
             return q_in, self.act[g](q_in)
 
         # B-2 (the linear_before_reset = 0 cell: its n channels come after C-2a, below)
@@ -235,23 +335,23 @@ class Cell:
         if self.linear_before_reset:
             # C-3
             product = (rgo - sp["reset_gate_output"].zp) * (hh[:, 2 * H:] - zp_hh)  # S_r·S_hh
-            q_rh = rshift_round(product, d["shift_reset_mul_hh_to_new_gate_input"])
+            q_rh = self.rescale(product, "shift_reset_mul_hh_to_new_gate_input")
             ngi = sp["new_gate_input"].sat(
-                rshift_round(ih_n - zp_ih, d["shift_weight_ih_linear_to_new_gate_input"]) + q_rh + sp["new_gate_input"].zp)
+                self.rescale(ih_n - zp_ih, "shift_weight_ih_linear_to_new_gate_input") + q_rh + sp["new_gate_input"].zp)
             ngo = self.act["new_gate"](ngi)
         else:
             # C-2a: r ⊙ h into h's space; the second GEMM R_n against it, B-2 on it; C-3 as C-1's sum
             product = (rgo - sp["reset_gate_output"].zp) * (q_h_prev - zp_h)       # S_r·S_h
-            q_reset_hidden = sp["h"].sat(rshift_round(product, d["shift_reset_mul_h_to_h"]) + zp_h)
+            q_reset_hidden = sp["h"].sat(self.rescale(product, "shift_reset_mul_h_to_h") + zp_h)
             gemm_h[:, 2 * H:] = q_reset_hidden @ self.R[2 * H:].T
             gemm_h_corrected, hh = b2(gemm_h)
             ngi, ngo = gate("new_gate", ih_n, hh[:, 2 * H:])
             out["q_reset_hidden"] = q_reset_hidden
         # C-4
-        aligned = rshift_round(ngo - sp["new_gate_output"].zp, d["shift_new_gate_output_to_h"]) + zp_h
+        aligned = self.rescale(ngo - sp["new_gate_output"].zp, "shift_new_gate_output_to_h") + zp_h
         old = (ugo - sp["update_gate_output"].zp) * (q_h_prev - zp_h)     # S_u·S_h
         new = (d["quant_one_in_update_gate_scale"] - ugo) * (aligned - zp_h)
-        h_new = sp["h"].sat(rshift_round(old + new, d["shift_update_gate_output"]) + zp_h)
+        h_new = sp["h"].sat(self.rescale(old + new, "shift_update_gate_output") + zp_h)
         out.update(q_x=q_x, gemm_x=gemm_x, gemm_x_corrected=gemm_x_corrected, q_weight_ih_linear=ih,
                    q_h_prev=q_h_prev, gemm_h=gemm_h, gemm_h_corrected=gemm_h_corrected, q_weight_hh_linear=hh,
                    q_update_gate_input=ugi, q_update_gate_output=ugo, q_reset_gate_input=rgi,
@@ -263,11 +363,15 @@ class Cell:
 def load_artifact(json_path):
     with open(json_path, "r", encoding="utf-8") as f:
         root = json.load(f)
-    if root.get("schema") != "qgru.artifact" or root.get("version") not in (1, 2):
-        raise Mismatch(f"{json_path}: not a version 1 or 2 qgru.artifact")
-    # Version 2 names the cell variant (section 6); version 1 is the linear_before_reset = 1 cell.
-    if root["version"] == 2 and not isinstance(root.get("linear_before_reset"), bool):
-        raise Mismatch(f"{json_path}: a version 2 artifact needs linear_before_reset true or false")
+    if root.get("schema") != "qgru.artifact" or root.get("version") not in (1, 2, 3):
+        raise Mismatch(f"{json_path}: not a version 1, 2 or 3 qgru.artifact")
+    # Version 2 names the cell variant (section 6); version 1 is the linear_before_reset = 1 cell; version 3 is a
+    # multiplier-scale model (section 1a) of either cell.
+    if root["version"] >= 2 and not isinstance(root.get("linear_before_reset"), bool):
+        raise Mismatch(f"{json_path}: a version {root['version']} artifact needs linear_before_reset true or false")
+    multiplier_scales = root["version"] == 3
+    if multiplier_scales != (root.get("scales") == "multiplier"):
+        raise Mismatch(f"{json_path}: \"scales\": \"multiplier\" belongs to version 3 and only there")
     if root["version"] == 1 and "linear_before_reset" in root:
         raise Mismatch(f"{json_path}: a version 1 artifact has no linear_before_reset key")
     linear_before_reset = root.get("linear_before_reset", True)
@@ -281,7 +385,7 @@ def load_artifact(json_path):
     L, D = int(shapes["num_layers"]), int(shapes["num_directions"])
     cells = {}
     for c in root["cells"]:
-        cell = Cell(c, tensors, linear_before_reset)
+        cell = Cell(c, tensors, linear_before_reset, multiplier_scales)
         cells[(cell.layer, cell.direction)] = cell
     if sorted(cells) != [(l, d) for l in range(L) for d in range(D)]:
         raise Mismatch(f"{json_path}: cells {sorted(cells)} do not match {L} layer(s) x {D} direction(s)")
@@ -324,7 +428,11 @@ def run_model(cells, L, D, q_x, q_h0):
             for d in range(D):
                 hs = cells[(l, d)].sp["h"]
                 block = layer_out[:, :, d * H:(d + 1) * H]
-                layer_input[:, :, d * H:(d + 1) * H] = nxt.sat(rshift_round(block - hs.zp, hs.shift - nxt.shift) + nxt.zp)
+                if hs.mantissa == 1.0 and nxt.mantissa == 1.0:
+                    moved = rshift_round(block - hs.zp, hs.shift - nxt.shift)
+                else:  # section 5 with real scales: the multiplier of S_h / S_x
+                    moved = multiply_rshift_round(block - hs.zp, *multiplier_rescale(hs.scale / nxt.scale, hs.span()))
+                layer_input[:, :, d * H:(d + 1) * H] = nxt.sat(moved + nxt.zp)
         else:
             result["output.q_y"] = layer_out
     result["output.q_h_n"] = h_n

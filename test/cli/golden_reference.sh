@@ -2,17 +2,18 @@
 # The integer algorithm re-implemented from docs/FIXED_POINT.md (scripts/reference_fixed_point.py, NumPy,
 # integers only) against qgru's golden vectors, every code of every intermediate:
 #   1. the committed golden vectors of the bundled digits model (int8 preset), of a committed random
-#      2-layer bidirectional model and of a 2-layer ONNX linear_before_reset = 0 model (int8 and
-#      int16-activations presets each);
+#      2-layer bidirectional model (int8, int16-activations and int8 with multiplier scales) and of a 2-layer
+#      ONNX linear_before_reset = 0 model (int8 and int16-activations presets each);
 #   2. qgru itself regenerates golden vectors from the committed artifacts and input codes and they equal
 #      the committed ones (the integer path did not drift);
 #   3. a fresh random 2-layer bidirectional model, H = 33 (PyTorch layout, written with numpy), and the
-#      bidirectional ONNX linear_before_reset = 0 fixture: calibrate, quantize with both presets, dump golden
-#      vectors with `qgru run --dump-intermediates`, compare;
+#      bidirectional ONNX linear_before_reset = 0 fixture: calibrate, quantize with both presets and with both
+#      presets' multiplier-scale form (docs/FIXED_POINT.md §1a), dump golden vectors with
+#      `qgru run --dump-intermediates`, compare;
 #      (2 and 3 run `qgru run --dump-intermediates` on float input and on integer codes)
 #   4. the comparison can fail: one code changed in a copy of a golden file, a wrong rounding mode in a
-#      copy of the reference, or a copy whose linear_before_reset = 0 cell multiplies R_n with h instead of
-#      r ⊙ h, must be reported as a mismatch.
+#      copy of the reference, a copy whose linear_before_reset = 0 cell multiplies R_n with h instead of
+#      r ⊙ h, or a copy that drops the multipliers of a multiplier-scale model, must be reported as a mismatch.
 # Usage: golden_reference.sh <qgru> <scratch-dir> <source-root>. Needs python3 with numpy only.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -33,7 +34,7 @@ for case_dir in "$data"/*/; do
     checked=$((checked + 1))
   done
 done
-[ "$checked" -ge 5 ] || fail "expected at least 5 committed golden files under $data, found $checked"
+[ "$checked" -ge 6 ] || fail "expected at least 6 committed golden files under $data, found $checked"
 echo "committed golden files equal to the reference: $checked"
 
 # ---- 2. qgru regenerates the committed golden vectors ------------------------------------------------------
@@ -54,7 +55,8 @@ print(f"{len(a)} tensors identical")
 EOF
 cat >"$scratch/codes_to_npy.py" <<'EOF'
 # input.q_x of a golden file -> float32 .npy whose quantization gives exactly those codes:
-# x = (q - zp_x) * 2^-shift_x is exactly representable (|q - zp| < 2^17, a power-of-two scale).
+# x = (q - zp_x) * 2^-shift_x is exactly representable (|q - zp| < 2^17, a power-of-two scale); with a real scale
+# (mantissa, docs/FIXED_POINT.md §1a) x * 2^shift / mantissa lies within 2^-7 of q - zp, which rounds back to it.
 import json, sys
 sys.path.insert(0, sys.argv[4])
 from reference_fixed_point import read_safetensors
@@ -63,7 +65,7 @@ golden, _ = read_safetensors(sys.argv[1])
 cells = json.load(open(sys.argv[2]))["cells"]
 x = [c for c in cells if c["layer"] == 0 and c["direction"] == 0][0]["tensors"]["x"]
 q = golden["input.q_x"].astype(np.int64)
-np.save(sys.argv[3], np.ldexp((q - x["zp"]).astype(np.float64), -x["shift"]).astype(np.float32))
+np.save(sys.argv[3], np.ldexp((q - x["zp"]).astype(np.float64) * x.get("mantissa", 1.0), -x["shift"]).astype(np.float32))
 np.save(sys.argv[3].replace(".npy", "_codes.npy"), q.astype(np.int32))  # the integer-input path of qgru run
 EOF
 "$qgru" run --help 2>&1 | grep -q -- "--dump-intermediates" || fail "qgru run has no --dump-intermediates"
@@ -129,8 +131,15 @@ mkdir -p "$fresh"
 # Another seed and H = 33 (a hidden size that fills no block of 32), not the committed model's.
 "$python" "$scratch/make_model.py" "$fresh" 20261122 33
 "$qgru" -q calibrate --model "$fresh/model.safetensors" --data "$fresh/calib.npy" -o "$fresh/stats.json" >/dev/null
+# The presets' multiplier-scale forms (docs/FIXED_POINT.md §1a): the preset with "scales": "multiplier".
 for preset in int8 int16-activations; do
-  "$qgru" -q quantize --model "$fresh/model.safetensors" --stats "$fresh/stats.json" --config "$preset" \
+  "$python" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["scales"] = "multiplier"; json.dump(c, open(sys.argv[2], "w"))' \
+    "$root/configs/$preset.json" "$fresh/$preset-multiplier.json"
+done
+for preset in int8 int16-activations int8-multiplier int16-activations-multiplier; do
+  config="$preset"
+  [ -e "$fresh/$preset.json" ] && config="$fresh/$preset.json"
+  "$qgru" -q quantize --model "$fresh/model.safetensors" --stats "$fresh/stats.json" --config "$config" \
     -o "$fresh/$preset.qgru.json"
   dump "$fresh/$preset.qgru.json" "$fresh/x.npy" "$fresh/golden_$preset.safetensors"
   "$python" "$reference" --quiet --artifact "$fresh/$preset.qgru.json" --golden "$fresh/golden_$preset.safetensors" \
@@ -140,8 +149,10 @@ done
 # The linear_before_reset = 0 cell, bidirectional with biases (an ONNX fixture; its own x as calibration data).
 lbr0="$root/test/data/onnx/lbr0_bidir_lengths"
 "$qgru" -q calibrate --model "$lbr0/model.onnx" --data "$lbr0/x.npy" -o "$fresh/stats_lbr0.json" >/dev/null
-for preset in int8 int16-activations; do
-  "$qgru" -q quantize --model "$lbr0/model.onnx" --stats "$fresh/stats_lbr0.json" --config "$preset" -o "$fresh/lbr0_$preset.qgru.json"
+for preset in int8 int16-activations int8-multiplier; do
+  config="$preset"
+  [ -e "$fresh/$preset.json" ] && config="$fresh/$preset.json"
+  "$qgru" -q quantize --model "$lbr0/model.onnx" --stats "$fresh/stats_lbr0.json" --config "$config" -o "$fresh/lbr0_$preset.qgru.json"
   dump "$fresh/lbr0_$preset.qgru.json" "$lbr0/x.npy" "$fresh/golden_lbr0_$preset.safetensors"
   "$python" "$reference" --quiet --artifact "$fresh/lbr0_$preset.qgru.json" --golden "$fresh/golden_lbr0_$preset.safetensors" \
     || fail "reference differs from fresh golden vectors of the linear_before_reset = 0 cell ($preset)"
@@ -197,5 +208,13 @@ if "$python" "$scratch/wrong_cell.py" --quiet --artifact "$data/onnx_lbr0_l2/mod
   fail "a reference multiplying R_n with h matched the linear_before_reset = 0 golden vectors"
 fi
 grep -q "gemm_h" "$scratch/wrong_cell.err" || fail "the wrong-operand mismatch does not name gemm_h: $(cat "$scratch/wrong_cell.err")"
-echo "negative controls: changed code detected, wrong tie rule detected in $wrong_detected of $checked files, wrong second-GEMM operand detected"
+# A reference that drops the multipliers (every rescale a pure shift) must differ on the multiplier-scale golden vectors.
+sed 's/return multiply_rshift_round(v, self.multiplier\[name\], self.d\[name\])/return rshift_round(v, self.d[name])/' \
+  "$reference" >"$scratch/no_multiplier.py"
+grep -q "return rshift_round(v, self.d\[name\])" "$scratch/no_multiplier.py" || fail "could not make the shift-only copy"
+if "$python" "$scratch/no_multiplier.py" --quiet --artifact "$data/random_l2_bidir/model_int8-multiplier.qgru.json" \
+  --golden "$data/random_l2_bidir/golden_int8-multiplier.safetensors" 2>/dev/null; then
+  fail "a reference without the scalar multipliers matched the multiplier-scale golden vectors"
+fi
+echo "negative controls: changed code detected, wrong tie rule detected in $wrong_detected of $checked files, wrong second-GEMM operand detected, dropped multipliers detected"
 echo "golden_reference: OK"

@@ -20,8 +20,8 @@ bool quant_covers_range(const TensorQuant& quant, double min, double max) {
   const double lo = std::min(min, 0.0);
   const double hi = std::max(max, 0.0);
   // Codes before clamping: round(v * 2^shift) + zp must lie inside [qmin, qmax].
-  const double q_lo = std::round(std::ldexp(lo, quant.shift)) + quant.zp;
-  const double q_hi = std::round(std::ldexp(hi, quant.shift)) + quant.zp;
+  const double q_lo = std::round(quant.to_steps(lo)) + quant.zp;
+  const double q_hi = std::round(quant.to_steps(hi)) + quant.zp;
   return q_lo >= quant.qmin() && q_hi <= quant.qmax();
 }
 
@@ -74,10 +74,34 @@ RangeQuantResult quant_from_range(double min, double max, int bits, bool is_unsi
   return result;
 }
 
+RangeQuantResult real_quant_from_range(double min, double max, int bits, bool is_unsigned, bool symmetric) {
+  RangeQuantResult result = quant_from_range(min, max, bits, is_unsigned, symmetric);  // validates; degenerate case
+  if (result.degenerate) return result;
+  TensorQuant& q = result.quant;
+  const double lo = std::min(min, 0.0);
+  const double hi = std::max(max, 0.0);
+  const double scale = symmetric ? std::max(-lo, hi) / q.qmax() : (hi - lo) / (static_cast<double>(q.qmax()) - q.qmin());
+  int exponent = 0;
+  const double mantissa = std::frexp(scale, &exponent);  // scale = mantissa * 2^exponent, mantissa in [0.5, 1)
+  if (!(scale > 0.0) || !std::isfinite(scale) || -exponent < kMinShift || -exponent > kMaxShift) {
+    throw Error("range [" + number(min) + ", " + number(max) + "] gives the scale " + number(scale) +
+                ", outside 2^" + std::to_string(-kMaxShift) + " .. 2^" + std::to_string(-kMinShift));
+  }
+  q.shift = -exponent;
+  q.mantissa = mantissa;
+  q.zp = 0;
+  if (!symmetric) {
+    const double zp = q.qmin() - std::round(q.to_steps(lo));
+    q.zp = static_cast<int32_t>(std::clamp(zp, static_cast<double>(q.qmin()), static_cast<double>(q.qmax())));
+  }
+  return result;
+}
+
 std::string describe_quant(const TensorQuant& quant) {
-  return std::string(quant.is_unsigned ? "u" : "i") + std::to_string(quant.bits) +
-         (quant.symmetric ? " sym" : " asym") + " shift=" + std::to_string(quant.shift) +
-         " zp=" + std::to_string(quant.zp);
+  std::string text = std::string(quant.is_unsigned ? "u" : "i") + std::to_string(quant.bits) +
+                     (quant.symmetric ? " sym" : " asym") + " shift=" + std::to_string(quant.shift);
+  if (!quant.power_of_two()) text += " mantissa=" + number(quant.mantissa);
+  return text + " zp=" + std::to_string(quant.zp);
 }
 
 }  // namespace qgru

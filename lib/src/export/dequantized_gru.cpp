@@ -51,6 +51,10 @@ FloatGruModel dequantized_float_gru(const QuantizedGru& model) {
   result.source_layout = "qgru artifact";
   result.linear_before_reset = model.linear_before_reset();  // the artifact's cell (require_exportable_cell_variant)
   for (const GruCellQuantParams& p : model.cells) {
+    if (p.multiplier_scales) {  // code · 2^-shift would drop the mantissa (require_exportable_cell_variant says so first)
+      throw Error("export: layer " + std::to_string(p.layer) + " direction " + std::to_string(p.direction) +
+                  " has multiplier scales (docs/FIXED_POINT.md §1a); only power-of-two artifacts are exported");
+    }
     GruCellWeights cell;
     cell.input_size = p.input_size;
     cell.hidden_size = p.hidden_size;
@@ -76,6 +80,10 @@ void require_exportable_cell_variant(const std::string& json_text, const std::st
                   ") is not one this qgru exports: export --onnx writes the cells of artifact versions 1 and " +
                   std::to_string(kExportableArtifactVersion) + " (linear_before_reset = 1 or 0) only");
     }
+  }
+  if (root.contains("scales") && root["scales"] == "multiplier") {  // docs/FIXED_POINT.md §1a, artifact version 3
+    throw Error(source + ": a multiplier-scale artifact (real scales, version 3) is not exported: export --onnx writes "
+                "weights on power-of-two grids only; quantize with a power-of-two config to export");
   }
   if (root.contains("version") && root["version"].is_number_integer() && root["version"].get<int64_t>() > kExportableArtifactVersion) {
     throw Error(source + ": artifact version " + root["version"].dump() + " may hold a cell variant this qgru does not "

@@ -40,7 +40,7 @@ CodeCurve make_curve(ActivationFunction function, const TensorQuant& input, cons
   curve.raw.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     const double y = activation_reference(function, input.dequantize(input.qmin() + i));
-    const double t = std::ldexp(y, output.shift) + output.zp;
+    const double t = output.to_steps(y) + output.zp;
     curve.raw[static_cast<size_t>(i)] = t;
     curve.target[static_cast<size_t>(i)] =
         std::min(std::max(t, static_cast<double>(output.qmin())), static_cast<double>(output.qmax()));

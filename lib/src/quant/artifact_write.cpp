@@ -55,11 +55,15 @@ json cell_json(const GruCellQuantParams& p, const BitwidthConfig& config, std::m
       const FloatRange& r = p.range[static_cast<size_t>(i)];
       quant[gru_tensor_name(tensor)] = {{"bits", q.bits}, {"unsigned", q.is_unsigned}, {"symmetric", q.symmetric},
                                         {"shift", q.shift}, {"zp", q.zp}, {"range", {r.first, r.second}}};
+      if (p.multiplier_scales) quant[gru_tensor_name(tensor)]["mantissa"] = q.mantissa;  // exact: shortest round-trip
     }
   }
   cell["tensors"] = quant;
   json derived = json::object();
-  for (const ScalarShiftKey& key : scalar_shift_keys(p.linear_before_reset)) derived[key.name] = p.*(key.member);
+  for (const ScalarShiftKey& key : scalar_shift_keys(p.linear_before_reset)) {
+    derived[key.name] = p.*(key.member);
+    if (p.multiplier_scales) derived[multiplier_key(key.name)] = p.*(key.multiplier);
+  }
   derived["quant_one_in_update_gate_scale"] = p.quant_one_in_update_gate_scale;
   cell["derived"] = derived;
 
@@ -70,6 +74,14 @@ json cell_json(const GruCellQuantParams& p, const BitwidthConfig& config, std::m
   tensors[prefix + "W_sum"] = Tensor::from_vector({channels}, p.W_sum);
   tensors[prefix + "R_sum"] = Tensor::from_vector({channels}, p.R_sum);
   for (const ChannelShiftKey& key : channel_shift_keys()) tensors[prefix + key.name] = Tensor::from_vector({channels}, p.*(key.member));
+  if (p.multiplier_scales) {
+    for (const ChannelMultiplierKey& key : channel_multiplier_keys()) {
+      tensors[prefix + key.name] = Tensor::from_vector({channels}, p.*(key.member));
+    }
+    for (const ChannelMantissaKey& key : channel_mantissa_keys()) {
+      tensors[prefix + "mantissa_" + gru_tensor_name(key.tensor)] = Tensor::from_vector({channels}, p.*(key.member));
+    }
+  }
 
   json activations = json::object();
   for (int g = 0; g < 3; ++g) {
@@ -135,12 +147,16 @@ std::string artifact_tensor_path(const std::string& json_path) {
 ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& tensor_file_name,
                                  const nlohmann::json& provenance_extra) {
   const bool linear_before_reset = model.linear_before_reset();
+  const bool multiplier_scales = !model.cells.empty() && model.cells.front().multiplier_scales;
   for (const GruCellQuantParams& p : model.cells) {
-    if (p.linear_before_reset != linear_before_reset) {
+    if (p.linear_before_reset != linear_before_reset || p.multiplier_scales != multiplier_scales) {
       throw Error("internal: serialize_artifact: cell (layer " + std::to_string(p.layer) + ", direction " +
-                  std::to_string(p.direction) + ") is another GRU variant than cell (0, 0)");
+                  std::to_string(p.direction) + ") is another GRU variant or scale kind than cell (0, 0)");
     }
   }
+  const int version = multiplier_scales     ? kArtifactVersionMultiplierScales
+                      : linear_before_reset ? kArtifactVersionLinearBeforeReset
+                                            : kArtifactVersionResetBeforeLinear;
   SafetensorsFile file;
   file.metadata["format"] = "qgru.artifact tensors";
   const json parameters = parameters_json(model, file.tensors);
@@ -150,7 +166,7 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
   const QuantProvenance& prov = model.provenance;
   json root = {
       {"schema", kArtifactSchema},
-      {"version", linear_before_reset ? kArtifactVersionLinearBeforeReset : kArtifactVersionResetBeforeLinear},
+      {"version", version},
       {"tool_version", QGRU_ARTIFACT_TOOL_VERSION},
       {"tensor_file", tensor_file_name},
       {"tensor_file_sha256", sha256_hex(bytes.tensors.data(), bytes.tensors.size())},
@@ -162,7 +178,8 @@ ArtifactBytes serialize_artifact(const QuantizedGru& model, const std::string& t
       {"config", bitwidth_config_to_json(model.config)}};
   root.update(parameters);
   for (const auto& [key, value] : provenance_extra.items()) root["provenance"][key] = value;
-  if (!linear_before_reset) root["linear_before_reset"] = false;  // version 2's key (qgru/runtime/artifact.h)
+  if (version >= kArtifactVersionResetBeforeLinear) root["linear_before_reset"] = linear_before_reset;  // qgru/runtime/artifact.h
+  if (multiplier_scales) root["scales"] = "multiplier";  // version 3's key
   bytes.json = json_text(root, 2) + "\n";
   return bytes;
 }

@@ -17,7 +17,8 @@ std::string cell_name(int layer, int direction) {
 
 }  // namespace
 
-QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows, int cols, int bits, bool per_channel) {
+QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows, int cols, int bits, bool per_channel,
+                                      bool real_scale) {
   if (static_cast<int64_t>(values.size()) != static_cast<int64_t>(rows) * cols) {
     throw Error("internal: quantize_rows_symmetric given " + std::to_string(values.size()) + " values for [" +
                 std::to_string(rows) + ", " + std::to_string(cols) + "]");
@@ -25,6 +26,7 @@ QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows
   QuantizedRows result;
   result.codes.resize(values.size());
   result.shift.resize(static_cast<size_t>(rows));
+  result.mantissa.resize(static_cast<size_t>(rows));
   auto row_max_abs = [&](int r) {
     double m = 0.0;
     for (int k = 0; k < cols; ++k) m = std::max(m, std::fabs(static_cast<double>(values[static_cast<size_t>(r) * cols + k])));
@@ -37,9 +39,11 @@ QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows
   for (int r = 0; r < rows; ++r) {
     const double m = per_channel ? row_max_abs(r) : tensor_max;
     if (!std::isfinite(m)) throw Error("row " + std::to_string(r) + " holds a value that is not finite");
-    const RangeQuantResult rq = quant_from_range(-m, m, bits, /*is_unsigned=*/false, /*symmetric=*/true);
+    const RangeQuantResult rq = real_scale ? real_quant_from_range(-m, m, bits, /*is_unsigned=*/false, /*symmetric=*/true)
+                                           : quant_from_range(-m, m, bits, /*is_unsigned=*/false, /*symmetric=*/true);
     if (rq.degenerate) ++result.zero_rows;
     result.shift[static_cast<size_t>(r)] = rq.quant.shift;
+    result.mantissa[static_cast<size_t>(r)] = rq.quant.mantissa;
     for (int k = 0; k < cols; ++k) {
       const size_t i = static_cast<size_t>(r) * cols + k;
       result.codes[i] = rq.quant.quantize(values[i]);
@@ -59,6 +63,7 @@ GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const B
   const int C = weights.input_size;
   const int H = weights.hidden_size;
   const std::string where = cell_name(layer, direction);
+  p.multiplier_scales = config.multiplier_scales();
 
   for (int i = 0; i < kGruTensorCount; ++i) {
     const auto tensor = static_cast<GruTensor>(i);
@@ -68,8 +73,9 @@ GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const B
     p.range[static_cast<size_t>(i)] = r;
     RangeQuantResult rq;
     try {
-      rq = quant_from_range(r.first, r.second, config.of(tensor).bits, config.of(tensor).is_unsigned,
-                            config.of(tensor).symmetric);
+      const TensorBitwidth& bw = config.of(tensor);
+      rq = bw.multiplier_scale ? real_quant_from_range(r.first, r.second, bw.bits, bw.is_unsigned, bw.symmetric)
+                               : quant_from_range(r.first, r.second, bw.bits, bw.is_unsigned, bw.symmetric);
     } catch (const Error& e) {
       throw Error(where + ", tensor " + gru_tensor_name(tensor) + ": " + e.what());
     }
@@ -86,16 +92,17 @@ GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const B
     int cols;
     std::vector<int32_t>* codes;
     std::vector<int32_t>* shifts;
+    std::vector<double>* mantissas;
   };
-  const ParamTensor params[] = {{GruTensor::W, &weights.W, C, &p.q_W, &p.shift_W},
-                                {GruTensor::R, &weights.R, H, &p.q_R, &p.shift_R},
-                                {GruTensor::bw, &weights.bw, 1, &p.q_bw, &p.shift_bw},
-                                {GruTensor::br, &weights.br, 1, &p.q_br, &p.shift_br}};
+  const ParamTensor params[] = {{GruTensor::W, &weights.W, C, &p.q_W, &p.shift_W, &p.mantissa_W},
+                                {GruTensor::R, &weights.R, H, &p.q_R, &p.shift_R, &p.mantissa_R},
+                                {GruTensor::bw, &weights.bw, 1, &p.q_bw, &p.shift_bw, &p.mantissa_bw},
+                                {GruTensor::br, &weights.br, 1, &p.q_br, &p.shift_br, &p.mantissa_br}};
   for (const ParamTensor& t : params) {
     const TensorBitwidth& bw = config.of(t.tensor);
     QuantizedRows rows;
     try {
-      rows = quantize_rows_symmetric(*t.values, 3 * H, t.cols, bw.bits, bw.per_channel);
+      rows = quantize_rows_symmetric(*t.values, 3 * H, t.cols, bw.bits, bw.per_channel, bw.multiplier_scale);
     } catch (const Error& e) {
       throw Error(where + ", tensor " + gru_tensor_name(t.tensor) + ": " + e.what());
     }
@@ -105,6 +112,7 @@ GruCellQuantParams make_cell_quant_params(const GruCellWeights& weights, const B
     }
     *t.codes = std::move(rows.codes);
     *t.shifts = std::move(rows.shift);
+    if (p.multiplier_scales) *t.mantissas = std::move(rows.mantissa);  // empty in a power-of-two model
   }
 
   compute_derived_shifts(p);

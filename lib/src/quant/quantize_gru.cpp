@@ -48,9 +48,10 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
   std::string text;
   char line[256];
   for (const GruCellQuantParams& p : model.cells) {
-    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s%s)\n", p.layer, p.direction,
+    std::snprintf(line, sizeof line, "layer %d direction %d (C=%d, H=%d, gemm_x %s, gemm_h %s%s%s)\n", p.layer, p.direction,
                   p.input_size, p.hidden_size, p.gemm_x_int32 ? "int32" : "int64", p.gemm_h_int32 ? "int32" : "int64",
-                  p.linear_before_reset ? "" : ", linear_before_reset = 0");
+                  p.linear_before_reset ? "" : ", linear_before_reset = 0",
+                  p.multiplier_scales ? ", multiplier scales: every rescale a multiplier and a shift" : "");
     text += line;
     std::snprintf(line, sizeof line, "  %-20s %-10s %6s %7s  %s\n", "tensor", "type", "shift", "zp", "range");
     text += line;
@@ -63,8 +64,15 @@ std::string describe_quantized_gru(const QuantizedGru& model) {
         std::snprintf(line, sizeof line, "  %-20s %-10s %3d..%-3d %4d  per-%s\n", gru_tensor_name(tensor), type.c_str(), *lo, *hi, 0,
                       model.config.of(tensor).per_channel ? "channel" : "tensor");
       } else {
-        std::snprintf(line, sizeof line, "  %-20s %-10s %6d %7d  [%.6g, %.6g]\n", gru_tensor_name(tensor), type.c_str(), tq.shift,
+        std::snprintf(line, sizeof line, "  %-20s %-10s %6d %7d  [%.6g, %.6g]", gru_tensor_name(tensor), type.c_str(), tq.shift,
                       tq.zp, p.range[static_cast<size_t>(i)].first, p.range[static_cast<size_t>(i)].second);
+        text += line;
+        // A real scale (docs/FIXED_POINT.md §1a): the shift alone does not say it.
+        if (tq.power_of_two()) {
+          std::snprintf(line, sizeof line, "\n");
+        } else {
+          std::snprintf(line, sizeof line, "  scale %.6g (mantissa %.6f)\n", tq.scale(), tq.mantissa);
+        }
       }
       text += line;
     }

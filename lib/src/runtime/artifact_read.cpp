@@ -85,6 +85,25 @@ class Reader {
     return result;
   }
 
+  // A scale mantissa: 1 for a tensor the config gives a power-of-two scale, else in [0.5, 1) (frexp's).
+  void check_mantissa(double mantissa, bool real_scale, const std::string& where) const {
+    if (!real_scale && mantissa != 1.0) fail(where, "a power-of-two tensor needs the mantissa 1, got " + std::to_string(mantissa));
+    if (real_scale && !(mantissa >= 0.5 && mantissa < 1.0)) fail(where, "mantissa " + std::to_string(mantissa) + " outside [0.5, 1)");
+  }
+  std::vector<double> mantissa_tensor(const std::map<std::string, Tensor>& tensors, const std::string& name,
+                                      int64_t channels, bool real_scale) const {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) fail("tensor " + name, "missing from the tensor file");
+    const Tensor& t = it->second;
+    if (t.dtype != DType::F64) fail("tensor " + name, std::string("dtype ") + dtype_name(t.dtype) + ", expected F64");
+    if (t.shape != std::vector<int64_t>{channels}) {
+      fail("tensor " + name, "shape " + shape_string(t.shape) + ", expected " + shape_string({channels}));
+    }
+    std::vector<double> values = tensor_to_f64(t);
+    for (size_t i = 0; i < values.size(); ++i) check_mantissa(values[i], real_scale, "tensor " + name + " element " + std::to_string(i));
+    return values;
+  }
+
   const std::string& source() const { return source_; }
 
  private:
@@ -92,7 +111,8 @@ class Reader {
 };
 
 void read_cell(const Reader& r, const json& cell, const std::map<std::string, Tensor>& tensors, const BitwidthConfig& config,
-               GruCellQuantParams& p, int layer, int direction, int input_size, int hidden_size, bool linear_before_reset) {
+               GruCellQuantParams& p, int layer, int direction, int input_size, int hidden_size, bool linear_before_reset,
+               bool multiplier_scales) {
   const std::string where = "cells[" + std::to_string(layer) + "," + std::to_string(direction) + "]";
   if (r.int32(cell, "layer", where, 0, 1 << 20) != layer || r.int32(cell, "direction", where, 0, 1) != direction) {
     r.fail(where, "holds layer/direction " + cell["layer"].dump() + "/" + cell["direction"].dump() + ", expected " +
@@ -101,6 +121,7 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
   p.layer = layer;
   p.direction = direction;
   p.linear_before_reset = linear_before_reset;
+  p.multiplier_scales = multiplier_scales;
   p.input_size = r.int32(cell, "input_size", where, 1, int64_t{1} << 30);
   p.hidden_size = r.int32(cell, "hidden_size", where, 1, int64_t{1} << 30);
   if (p.input_size != input_size) r.fail(where + ".input_size", std::to_string(p.input_size) + ", expected " + std::to_string(input_size));
@@ -126,6 +147,14 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
       q.shift = r.int32(entry, "shift", tw, kMinShift, kMaxShift);
       q.zp = r.int32(entry, "zp", tw, q.qmin(), q.qmax());
       if (q.symmetric && q.zp != 0) r.fail(tw + ".zp", "a symmetric tensor needs zp 0, got " + std::to_string(q.zp));
+      if (multiplier_scales) {
+        const json& mantissa = r.at(entry, "mantissa", tw);
+        if (!mantissa.is_number()) r.fail(tw + ".mantissa", "expected a number, got " + mantissa.dump());
+        q.mantissa = mantissa.get<double>();
+        r.check_mantissa(q.mantissa, config.of(tensor).multiplier_scale, tw + ".mantissa");
+      } else if (entry.contains("mantissa")) {
+        r.fail(tw + ".mantissa", "only a multiplier-scale artifact (version 3) has scale mantissas");
+      }
       const json& range = r.at(entry, "range", tw);
       if (!range.is_array() || range.size() != 2 || !range[0].is_number() || !range[1].is_number()) {
         r.fail(tw + ".range", "expected [min, max], got " + range.dump());
@@ -165,13 +194,30 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
       }
     }
   }
+  std::vector<std::vector<int32_t>> stored_channel_multipliers;
+  if (multiplier_scales) {
+    for (const ChannelMantissaKey& key : channel_mantissa_keys()) {
+      p.*(key.member) = r.mantissa_tensor(tensors, prefix + "mantissa_" + gru_tensor_name(key.tensor), channels,
+                                          config.of(key.tensor).multiplier_scale);
+      const std::vector<double>& mantissas = p.*(key.member);
+      if (!config.of(key.tensor).per_channel &&
+          std::adjacent_find(mantissas.begin(), mantissas.end(), std::not_equal_to<>()) != mantissas.end()) {
+        r.fail("tensor " + prefix + "mantissa_" + gru_tensor_name(key.tensor), "a per-tensor quantization needs one scale for every channel");
+      }
+    }
+    for (const ChannelMultiplierKey& key : channel_multiplier_keys()) {
+      stored_channel_multipliers.push_back(r.int32_tensor(tensors, prefix + key.name, {channels}, {DType::I32}, 1, INT32_MAX));
+    }
+  }
   const std::vector<int64_t> W_sum = r.tensor(tensors, prefix + "W_sum", {channels}, {DType::I64});
   const std::vector<int64_t> R_sum = r.tensor(tensors, prefix + "R_sum", {channels}, {DType::I64});
 
   const json& derived = r.at(cell, "derived", where);
   std::vector<std::pair<std::string, int64_t>> stored_scalars;
+  std::vector<int64_t> stored_multipliers;
   for (const ScalarShiftKey& key : scalar_shift_keys(linear_before_reset)) {
     stored_scalars.emplace_back(key.name, r.integer(derived, key.name, where + ".derived", -2 * kMaxShift, 2 * kMaxShift));
+    if (multiplier_scales) stored_multipliers.push_back(r.integer(derived, multiplier_key(key.name), where + ".derived", 1, INT32_MAX));
   }
   const int64_t stored_one = r.integer(derived, "quant_one_in_update_gate_scale", where + ".derived", INT64_MIN, INT64_MAX);
 
@@ -188,11 +234,21 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
       r.fail("tensor " + prefix + key.name, "differs from the value derived from the base shifts");
     }
   }
+  for (size_t i = 0; i < stored_channel_multipliers.size(); ++i) {
+    const ChannelMultiplierKey& key = channel_multiplier_keys()[i];
+    if (p.*(key.member) != stored_channel_multipliers[i]) {
+      r.fail("tensor " + prefix + key.name, "differs from the value derived from the scales");
+    }
+  }
   for (size_t i = 0; i < stored_scalars.size(); ++i) {
     const ScalarShiftKey& key = scalar_shift_keys(linear_before_reset)[i];
     if (p.*(key.member) != stored_scalars[i].second) {
       r.fail(where + ".derived." + key.name, std::to_string(stored_scalars[i].second) + " differs from the derived " +
                                                  std::to_string(p.*(key.member)));
+    }
+    if (multiplier_scales && p.*(key.multiplier) != stored_multipliers[i]) {
+      r.fail(where + ".derived." + multiplier_key(key.name), std::to_string(stored_multipliers[i]) + " differs from the derived " +
+                                                                 std::to_string(p.*(key.multiplier)));
     }
   }
   if (p.quant_one_in_update_gate_scale != stored_one) {
@@ -219,6 +275,8 @@ void read_cell(const Reader& r, const json& cell, const std::map<std::string, Te
     if (tables.function != g.function) r.fail(gw, std::string("function ") + activation_function_name(tables.function) + ", expected " + activation_function_name(g.function));
     if (!same(tables.input, p.q(g.input))) r.fail(gw + ".input", std::string("differs from ") + gru_tensor_name(g.input));
     if (!same(tables.output, p.q(g.output))) r.fail(gw + ".output", std::string("differs from ") + gru_tensor_name(g.output));
+    tables.input.mantissa = p.q(g.input).mantissa;  // the activation object holds shift and zp; the scale is the tensor's
+    tables.output.mantissa = p.q(g.output).mantissa;
     p.activation[static_cast<size_t>(g.gate)] = std::move(tables);
   }
 }
@@ -253,7 +311,8 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
                           "); use a newer qgru or quantize again");
   }
   if (version < 1) r.fail("version", std::to_string(version) + " is not a valid version");
-  // Version 1: the linear_before_reset = 1 cell; version 2 names the cell variant (qgru/runtime/artifact.h).
+  // Version 1: the linear_before_reset = 1 cell; version 2 names the cell variant; version 3 also says "scales":
+  // "multiplier" (qgru/runtime/artifact.h).
   bool linear_before_reset = true;
   if (version == 1) {
     if (root.contains("linear_before_reset")) {
@@ -261,6 +320,13 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
     }
   } else {
     linear_before_reset = r.boolean(root, "linear_before_reset", "");
+  }
+  const bool multiplier_scales = version >= kArtifactVersionMultiplierScales;
+  if (multiplier_scales) {
+    const std::string scales = r.string(root, "scales", "");
+    if (scales != "multiplier") r.fail("scales", "'" + scales + "' is not 'multiplier'");
+  } else if (root.contains("scales")) {
+    r.fail("scales", "a version " + std::to_string(version) + " artifact has power-of-two scales only; the key needs version 3");
   }
 
   std::string tensor_path;
@@ -275,6 +341,10 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
 
   QuantizedGru model;
   model.config = parse_bitwidth_config(r.at(root, "config", ""), json_path + " (config)");
+  if (model.config.multiplier_scales() != multiplier_scales) {
+    r.fail("config", multiplier_scales ? "a multiplier-scale artifact needs a config with multiplier scales"
+                                       : "a config with multiplier scales needs a multiplier-scale artifact (version 3)");
+  }
   const json& shapes = r.at(root, "shapes", "");
   model.input_size = r.int32(shapes, "input_size", "shapes", 1, int64_t{1} << 30);
   model.hidden_size = r.int32(shapes, "hidden_size", "shapes", 1, int64_t{1} << 30);
@@ -290,12 +360,12 @@ QuantizedGru parse_artifact(const std::string& json_text, const std::string& jso
     for (int d = 0; d < model.num_directions; ++d) {
       const int input_size = l == 0 ? model.input_size : model.num_directions * model.hidden_size;
       read_cell(r, cells[static_cast<size_t>(l * model.num_directions + d)], file.tensors, model.config, model.cell(l, d), l, d,
-                input_size, model.hidden_size, linear_before_reset);
+                input_size, model.hidden_size, linear_before_reset, multiplier_scales);
     }
     const TensorQuant& x0 = model.cell(l, 0).q(GruTensor::x);
     for (int d = 1; d < model.num_directions; ++d) {
       const TensorQuant& xd = model.cell(l, d).q(GruTensor::x);
-      if (xd.shift != x0.shift || xd.zp != x0.zp) {
+      if (xd.shift != x0.shift || xd.zp != x0.zp || xd.mantissa != x0.mantissa) {
         r.fail("cells[" + std::to_string(l) + "," + std::to_string(d) + "].tensors.x", "the directions of a layer must share x's shift and zp");
       }
     }

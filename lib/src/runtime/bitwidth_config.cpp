@@ -53,14 +53,26 @@ int get_int(const json& value, const std::string& source, const std::string& key
   return static_cast<int>(number);
 }
 
-TensorBitwidth parse_tensor(const json& value, GruTensor tensor, const std::string& source) {
+// "power_of_two" -> false, "multiplier" -> true.
+bool parse_scale_kind(const json& value, const std::string& source, const std::string& key) {
+  const std::string text = get_string(value, source, key);
+  if (text == "power_of_two") return false;
+  if (text == "multiplier") return true;
+  fail(source, key, "'" + text + "' is not power_of_two or multiplier");
+}
+
+const char* scale_kind_name(bool multiplier) { return multiplier ? "multiplier" : "power_of_two"; }
+
+TensorBitwidth parse_tensor(const json& value, GruTensor tensor, const std::string& source, bool default_multiplier) {
   const std::string where = std::string("tensors.") + gru_tensor_name(tensor);
   if (!value.is_object()) fail(source, where, "expected an object, got " + value.dump());
   const bool parameter = gru_tensor_is_parameter(tensor);
-  std::set<std::string> allowed = {"bits", "signed", "symmetric", "range_method"};
+  std::set<std::string> allowed = {"bits", "signed", "symmetric", "range_method", "scale"};
   if (parameter) allowed.insert("granularity");
   refuse_unknown_keys(value, allowed, source, where);
   TensorBitwidth result;
+  result.multiplier_scale =
+      value.contains("scale") ? parse_scale_kind(value.at("scale"), source, where + ".scale") : default_multiplier;
   result.bits = get_int(require(value, "bits", source, where), source, where + ".bits", 2, 16);
   result.is_unsigned = !get_bool(require(value, "signed", source, where), source, where + ".signed");
   result.symmetric = get_bool(require(value, "symmetric", source, where), source, where + ".symmetric");
@@ -139,9 +151,17 @@ TensorQuant BitwidthConfig::spec(GruTensor tensor) const {
   return quant;
 }
 
+bool BitwidthConfig::multiplier_scales() const {
+  for (const TensorBitwidth& t : tensors) {
+    if (t.multiplier_scale) return true;
+  }
+  return false;
+}
+
 BitwidthConfig parse_bitwidth_config(const json& root, const std::string& source) {
   if (!root.is_object()) fail(source, "(top level)", "expected a JSON object");
-  refuse_unknown_keys(root, {"schema", "version", "name", "description", "range_method", "gemm_accumulator", "tensors", "activations"},
+  refuse_unknown_keys(root, {"schema", "version", "name", "description", "range_method", "gemm_accumulator", "scales", "tensors",
+                            "activations"},
                       source, "");
   const std::string schema = get_string(require(root, "schema", source, ""), source, "schema");
   if (schema != kBitwidthConfigSchema) {
@@ -168,6 +188,8 @@ BitwidthConfig parse_bitwidth_config(const json& root, const std::string& source
     else fail(source, "gemm_accumulator", "'" + text + "' is not auto, int32 or int64");
   }
 
+  const bool default_multiplier = root.contains("scales") && parse_scale_kind(root.at("scales"), source, "scales");
+
   const json& tensors = require(root, "tensors", source, "");
   if (!tensors.is_object()) fail(source, "tensors", "expected an object");
   for (const auto& item : tensors.items()) {
@@ -175,7 +197,8 @@ BitwidthConfig parse_bitwidth_config(const json& root, const std::string& source
   }
   for (int i = 0; i < kGruTensorCount; ++i) {
     const auto tensor = static_cast<GruTensor>(i);
-    config.tensors[static_cast<size_t>(i)] = parse_tensor(require(tensors, gru_tensor_name(tensor), source, "tensors"), tensor, source);
+    config.tensors[static_cast<size_t>(i)] = parse_tensor(require(tensors, gru_tensor_name(tensor), source, "tensors"), tensor, source,
+                                                 default_multiplier);
   }
 
   const json& activations = require(root, "activations", source, "");
@@ -210,12 +233,19 @@ json bitwidth_config_to_json(const BitwidthConfig& config) {
   root["gemm_accumulator"] = config.gemm_accumulator == GemmAccumulator::Auto    ? "auto"
                              : config.gemm_accumulator == GemmAccumulator::Int32 ? "int32"
                                                                                   : "int64";
+  // "scales" only for a config that has a real scale (a power-of-two config's JSON stays as it always was):
+  // the kind most tensors have, and "scale" on the tensors that differ from it.
+  int multiplier_count = 0;
+  for (const TensorBitwidth& t : config.tensors) multiplier_count += t.multiplier_scale ? 1 : 0;
+  const bool default_multiplier = 2 * multiplier_count >= kGruTensorCount;
+  if (multiplier_count > 0) root["scales"] = scale_kind_name(default_multiplier);
   json tensors = json::object();
   for (int i = 0; i < kGruTensorCount; ++i) {
     const auto tensor = static_cast<GruTensor>(i);
     const TensorBitwidth& bw = config.of(tensor);
     json entry = {{"bits", bw.bits}, {"signed", !bw.is_unsigned}, {"symmetric", bw.symmetric}};
     if (gru_tensor_is_parameter(tensor)) entry["granularity"] = bw.per_channel ? "per_channel" : "per_tensor";
+    if (bw.multiplier_scale != default_multiplier) entry["scale"] = scale_kind_name(bw.multiplier_scale);
     if (!bw.range_method.empty()) entry["range_method"] = bw.range_method;
     tensors[gru_tensor_name(tensor)] = entry;
   }

@@ -329,8 +329,8 @@ FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOpti
 }
 
 // Per-channel constants of B-1 / B-2 folded once per cell (Step A and the bias at GEMM scale):
-//   offset_x[c] = rshift_round(q_bw[c], shift_bw_to_gemm_x[c]) - W_sum[c] * zp_x     (scale S_W[c]*S_x)
-//   offset_h[c] = rshift_round(q_br[c], shift_br_to_gemm_h[c]) - R_sum[c] * zp_h     (scale S_R[c]*S_h)
+//   offset_x[c] = bias_in_gemm_x(c) - W_sum[c] * zp_x     (scale S_W[c]*S_x; rshift_round(q_bw[c], shift_bw_to_gemm_x[c])
+//   offset_h[c] = bias_in_gemm_h(c) - R_sum[c] * zp_h     (scale S_R[c]*S_h;  with the multiplier in a multiplier model)
 // compute_weight_ih_linear(p, c, g) requantizes (g - W_sum[c]*zp_x) + rshift_round(q_bw[c], ...); the
 // same int64 terms added in another order give the same int64 (no intermediate overflows: the overflow
 // proof bounds |gemm| + |W_sum*zp| + |bias| far below 2^62), so requantize(g + offset_x[c], ...) is the
@@ -343,8 +343,8 @@ struct FoldedOffsets {
     x.resize(static_cast<size_t>(G));
     h.resize(static_cast<size_t>(G));
     for (int c = 0; c < G; ++c) {
-      x[static_cast<size_t>(c)] = rshift_round(v.q_bw[c], v.shift_bw_to_gemm_x[c]) - v.W_sum[c] * static_cast<int64_t>(v.zp_x);
-      h[static_cast<size_t>(c)] = rshift_round(v.q_br[c], v.shift_br_to_gemm_h[c]) - v.R_sum[c] * static_cast<int64_t>(v.h.zp);
+      x[static_cast<size_t>(c)] = bias_in_gemm_x(v, c) - v.W_sum[c] * static_cast<int64_t>(v.zp_x);
+      h[static_cast<size_t>(c)] = bias_in_gemm_h(v, c) - v.R_sum[c] * static_cast<int64_t>(v.h.zp);
     }
   }
 };
@@ -380,10 +380,8 @@ inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* off
   int32_t q_hh[3];
   for (int32_t g = 0; g < 3; ++g) {
     const int32_t c = g * H + j;
-    q_ih[g] = requantize(static_cast<int64_t>(gx[c]) + offset_x[c], p.shift_gemm_x_to_weight_ih_linear[c],
-                         p.weight_ih_linear.zp, p.weight_ih_linear.q_min, p.weight_ih_linear.q_max);
-    q_hh[g] = requantize(static_cast<int64_t>(gh[c]) + offset_h[c], p.shift_gemm_h_to_weight_hh_linear[c],
-                         p.weight_hh_linear.zp, p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
+    q_ih[g] = requantize_gemm_x(p, c, static_cast<int64_t>(gx[c]) + offset_x[c]);
+    q_hh[g] = requantize_gemm_h(p, c, static_cast<int64_t>(gh[c]) + offset_h[c]);
   }
   return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
 }
@@ -404,6 +402,7 @@ struct ResetBeforeForm {
     unit_reset_table.assign(static_cast<size_t>(static_cast<int64_t>(r.q_in_max) - r.q_in_min + 1), static_cast<int32_t>(unit));
     r.table = unit_reset_table.data();
     v.shift_reset_mul_hh_to_new_gate_input = v.shift_weight_hh_linear_to_new_gate_input;
+    v.multiplier_reset_mul_hh_to_new_gate_input = v.multiplier_weight_hh_linear_to_new_gate_input;  // rescale(1 · v) too
     v.reset_before_linear = false;
     return true;
   }
@@ -534,10 +533,8 @@ void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* 
     int16_t* rh = s.rh16.data() + static_cast<size_t>(i) * Kh;
     for (int j = 0; j < H; ++j) {
       const int32_t c = H + j;
-      const int32_t q_ih_r = requantize(static_cast<int64_t>(gxr[c]) + offset_x[c], view.shift_gemm_x_to_weight_ih_linear[c],
-                                        view.weight_ih_linear.zp, view.weight_ih_linear.q_min, view.weight_ih_linear.q_max);
-      const int32_t q_hh_r = requantize(static_cast<int64_t>(ghr[c]) + offset_h[c], view.shift_gemm_h_to_weight_hh_linear[c],
-                                        view.weight_hh_linear.zp, view.weight_hh_linear.q_min, view.weight_hh_linear.q_max);
+      const int32_t q_ih_r = requantize_gemm_x(view, c, static_cast<int64_t>(gxr[c]) + offset_x[c]);
+      const int32_t q_hh_r = requantize_gemm_h(view, c, static_cast<int64_t>(ghr[c]) + offset_h[c]);
       rh[j] = static_cast<int16_t>(gru_cell_reset_hidden_gates(view, q_ih_r, q_hh_r, hc[j]));  // h's codes fit int16
     }
   }
@@ -958,7 +955,8 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
 bool float_dequantize_exact(const QuantizedGru& model) {
   for (const GruCellQuantParams& p : model.cells) {
     const int shift = p.q(GruTensor::h).shift;
-    if (shift < -100 || shift > 100) return false;
+    // A real scale is not exact in float: the reference's double arithmetic
+    if (shift < -100 || shift > 100 || !p.q(GruTensor::h).power_of_two()) return false;
   }
   return true;
 }
@@ -1040,9 +1038,9 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
         fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
       }
       pc.cell64_avx2 = pc.avx2 && !pc.cell32 && fast::cell_avx2_i64_applies(v);
-      if (v.reset_before_linear) {  // not in the product form: cell_row's element by element branch
-        pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
-      }
+      // Not in the product form, or multiplier rescales (the vector kernels shift only): cell_row's element by
+      // element branch, gru_cell_gates itself (docs/BENCHMARKS.md has its cost).
+      if (v.reset_before_linear || v.multiplier_scales) pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
     }
   }
 }
@@ -1200,7 +1198,7 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
   // Every layer-0 cell reads x as VNNI operand bytes: quantize straight into them (one pass instead of float ->
   // int32 codes -> int16 -> u8; the codes are in x's range by construction).
-  const bool vectorized = xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;
+  const bool vectorized = xq.power_of_two() && xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;  // a real scale: the reference's quantize
   bool u8_rows = vectorized;
   for (int d = 0; d < model.num_directions && u8_rows; ++d) {
     const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
@@ -1230,7 +1228,7 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
 }
 
 void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes) {
-  if (cpu_has_avx2() && quant.shift >= -60 && quant.shift <= 60) {  // the kernel's contract: exact
+  if (cpu_has_avx2() && quant.power_of_two() && quant.shift >= -60 && quant.shift <= 60) {  // the kernel's contract: exact
     fast::quantize_f32_avx2(values, count, quant.shift, quant.zp, quant.qmin(), quant.qmax(), codes);
     return;
   }

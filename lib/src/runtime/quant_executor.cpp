@@ -279,7 +279,14 @@ int32_t requantize_h_to_next_x(const QuantizedGru& model, int layer, int directi
   const TensorQuant& h = model.cell(layer, direction).q(GruTensor::h);
   const TensorQuant& next_x = model.cell(layer + 1, 0).q(GruTensor::x);  // shared by layer l+1's directions
   // (q_h - zp_h) at S_h -> S_x: shift_h - shift_x; proven within 2^62 by the overflow check.
-  return requantize(static_cast<int64_t>(q_h) - h.zp, h.shift - next_x.shift, next_x.zp, next_x.qmin(), next_x.qmax());
+  if (h.power_of_two() && next_x.power_of_two()) {
+    return requantize(static_cast<int64_t>(q_h) - h.zp, h.shift - next_x.shift, next_x.zp, next_x.qmin(), next_x.qmax());
+  }
+  // A real scale on either side: multiplier and shift of S_h / S_x (docs/FIXED_POINT.md §5; the proof bounds the
+  // product |q_h - zp_h| · multiplier).
+  const MultiplierRescale r = h_to_next_x_rescale(h, next_x);
+  return saturate(multiply_rshift_round(static_cast<int64_t>(q_h) - h.zp, r.multiplier, r.shift) + next_x.zp, next_x.qmin(),
+                  next_x.qmax());
 }
 
 void dequantize_result(const QuantizedGru& model, QuantGruResult& result) {

@@ -35,10 +35,12 @@ std::string format_db(double db) {
   return text;
 }
 
-bool same_grid(const TensorQuant& a, const TensorQuant& b) { return a.shift == b.shift && a.zp == b.zp; }
+bool same_grid(const TensorQuant& a, const TensorQuant& b) { return a.shift == b.shift && a.zp == b.zp && a.mantissa == b.mantissa; }
 
-TensorQuant grid_of(const FloatRange& range, const TensorQuant& spec) {
-  return quant_from_range(range.first, range.second, spec.bits, spec.is_unsigned, spec.symmetric).quant;
+// The grid quantize gives the range: a power of two, or the real scale of a multiplier-scale tensor.
+TensorQuant grid_of(const FloatRange& range, const TensorQuant& spec, bool real_scale) {
+  return real_scale ? real_quant_from_range(range.first, range.second, spec.bits, spec.is_unsigned, spec.symmetric).quant
+                    : quant_from_range(range.first, range.second, spec.bits, spec.is_unsigned, spec.symmetric).quant;
 }
 
 // Everything the descent reads and changes: the model, the statistics, the current ranges and the budget.
@@ -199,7 +201,7 @@ class Search {
                                     {method + " (one shift coarser)", {r.first * 2, r.second * 2}, {}}};
       for (Candidate candidate : variants) {
         try {
-          candidate.grid = grid_of(candidate.range, spec);
+          candidate.grid = grid_of(candidate.range, spec, config_.of(c.tensor).multiplier_scale);
         } catch (const Error&) {
           continue;  // a shift outside [kMinShift, kMaxShift]
         }
@@ -221,7 +223,7 @@ class Search {
       bool out_of_budget = false;
       for (size_t i = 0; i < coordinates_.size() && !out_of_budget; ++i) {
         const Coordinate& c = coordinates_[i];
-        const TensorQuant current = grid_of(range_at(c), config_.spec(c.tensor));
+        const TensorQuant current = grid_of(range_at(c), config_.spec(c.tensor), config_.of(c.tensor).multiplier_scale);
         const Candidate* best = nullptr;
         double best_error = error_ * gain_factor;  // a change must gain at least min_gain_db
         std::vector<CellRanges> trial = ranges_;

@@ -51,10 +51,11 @@ class GoldenRecorder : public QuantGruObserver {
       for (auto* v : {&r.gemm_x, &r.gemm_x_corrected, &r.gemm_h, &r.gemm_h_corrected}) v->assign(steps * 3 * h, 0);
       r.bw_in_gemm.resize(3 * h);
       r.br_in_gemm.resize(3 * h);
+      const GruCellParamsView cell_view = p.view();
       for (size_t c = 0; c < 3 * h; ++c) {
-        // B-1 / B-2 step 2: the bias moved into the GEMM space S_W[c]*S_x (S_R[c]*S_h).
-        r.bw_in_gemm[c] = rshift_round(p.q_bw[c], p.shift_bw_to_gemm_x[c]);
-        r.br_in_gemm[c] = rshift_round(p.q_br[c], p.shift_br_to_gemm_h[c]);
+        // B-1 / B-2 step 2: the bias moved into the GEMM space S_W[c]*S_x (S_R[c]*S_h), with the cell's own functions.
+        r.bw_in_gemm[c] = bias_in_gemm_x(cell_view, static_cast<int32_t>(c));
+        r.br_in_gemm[c] = bias_in_gemm_h(cell_view, static_cast<int32_t>(c));
       }
     }
   }
@@ -115,7 +116,7 @@ class GoldenRecorder : public QuantGruObserver {
         r.h_new[e] = step.q_h_new[src];
         // C-4 step 1, with the cell's own function (the executor does not expose it).
         const int64_t n_diff = static_cast<int64_t>(step.q_new_gate_output[src]) - view.zp_new_gate_output;
-        const int64_t aligned = rshift_round(n_diff, view.shift_new_gate_output_to_h) + view.h.zp;
+        const int64_t aligned = rescale(view, n_diff, view.multiplier_new_gate_output_to_h, view.shift_new_gate_output_to_h) + view.h.zp;
         if (aligned < std::numeric_limits<int32_t>::min() || aligned > std::numeric_limits<int32_t>::max()) {
           throw Error("internal: golden vectors: q_new_gate_aligned_to_h does not fit int32 (layer " +
                       std::to_string(step.layer) + " direction " + std::to_string(step.direction) + ")");

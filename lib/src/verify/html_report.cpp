@@ -88,7 +88,7 @@ ActivationPlotData sample_activation(const ActivationTables& tables) {
     const int32_t q_out = evaluate_activation(view, code);
     const double x = in.dequantize(code);
     const double f = activation_reference(tables.function, x);
-    const double err_true = static_cast<double>(q_out) - (std::ldexp(f, out.shift) + out.zp);  // output LSB
+    const double err_true = static_cast<double>(q_out) - (out.to_steps(f) + out.zp);  // output LSB
     const double err_round = static_cast<double>(q_out - activation_reference_code(tables.function, in, out, code));
     d.max_lsb_vs_true = std::max(d.max_lsb_vs_true, std::fabs(err_true));
     d.max_abs_error = std::max(d.max_abs_error, std::fabs(out.dequantize(q_out) - f));

@@ -102,6 +102,8 @@ TEST_CASE("an artifact of a cell variant the export does not know is refused, na
   CHECK(in_shapes.find("linear_before_reset = 0") != std::string::npos);
   const std::string newer = message(R"({"schema": "qgru.artifact", "version": 3})");
   CHECK(newer.find("artifact version 3") != std::string::npos);
+  const std::string multiplier = message(R"({"schema": "qgru.artifact", "version": 3, "scales": "multiplier", "linear_before_reset": true})");
+  CHECK(multiplier.find("multiplier-scale artifact") != std::string::npos);
   // Version 2 names the cell where the format puts it: known (read_artifact checks it against the version).
   CHECK_NOTHROW(qgru::require_exportable_cell_variant(R"({"schema": "qgru.artifact", "version": 2, "linear_before_reset": false})",
                                                       "m.qgru.json"));

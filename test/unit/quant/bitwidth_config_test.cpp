@@ -96,6 +96,33 @@ TEST_CASE("malformed configs are refused naming the file and the key") {
   expect_refused([](json& j) { j["schema"] = "qgru.artifact"; }, "schema");
   expect_refused([](json& j) { j["gemm_accumulator"] = "int16"; }, "gemm_accumulator");
   expect_refused([](json& j) { j.erase("activations"); }, "activations");
+  expect_refused([](json& j) { j["scales"] = "float"; }, "scales");
+  expect_refused([](json& j) { j["tensors"]["h"]["scale"] = 0.5; }, "tensors.h.scale");
+}
+
+TEST_CASE("the scale kind (global \"scales\", per tensor \"scale\") is lost or altered by parse and to_json") {
+  json root = json::parse(bitwidth_preset_text("int8"));
+  CHECK_FALSE(parse_bitwidth_config(root, "int8").multiplier_scales());
+  CHECK_FALSE(bitwidth_config_to_json(parse_bitwidth_config(root, "int8")).contains("scales"));  // unchanged JSON
+  root["scales"] = "multiplier";
+  root["tensors"]["R"]["scale"] = "power_of_two";
+  const BitwidthConfig a = parse_bitwidth_config(root, "mixed");
+  CHECK(a.multiplier_scales());
+  CHECK(a.of(GruTensor::h).multiplier_scale);
+  CHECK_FALSE(a.of(GruTensor::R).multiplier_scale);
+  const json written = bitwidth_config_to_json(a);
+  CHECK(written["scales"] == "multiplier");
+  CHECK(written["tensors"]["R"]["scale"] == "power_of_two");
+  CHECK_FALSE(written["tensors"]["h"].contains("scale"));
+  const BitwidthConfig b = parse_bitwidth_config(written, "round trip");
+  for (int i = 0; i < kGruTensorCount; ++i) CHECK(b.tensors[static_cast<size_t>(i)].multiplier_scale == a.tensors[static_cast<size_t>(i)].multiplier_scale);
+  // one multiplier tensor in a power-of-two config
+  json one = json::parse(bitwidth_preset_text("int8"));
+  one["tensors"]["x"]["scale"] = "multiplier";
+  const BitwidthConfig c = parse_bitwidth_config(one, "one");
+  CHECK(c.multiplier_scales());
+  CHECK(bitwidth_config_to_json(c)["scales"] == "power_of_two");
+  CHECK(bitwidth_config_to_json(c)["tensors"]["x"]["scale"] == "multiplier");
 }
 
 TEST_CASE("an unknown preset name that is not a file is refused") {

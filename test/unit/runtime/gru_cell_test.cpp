@@ -4,6 +4,7 @@
 // stage alone, in LSBs of its output.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -19,7 +20,6 @@
 namespace qgru {
 namespace {
 
-double S(int shift) { return std::ldexp(1.0, -shift); }
 double clamp_to(const TensorQuant& q, double v) { return std::min<double>(std::max<double>(v, q.qmin()), q.qmax()); }
 
 // A config with random widths (pwl gates, so any input width works), or a preset.
@@ -44,7 +44,20 @@ struct Worst {
   double linear = 0, gate_input = 0, new_gate_input = 0, h = 0, reset_hidden = 0;
 };
 
+// Multiplier-scale cells (docs/FIXED_POINT.md §1a): the reference uses the real scales; each rescale's multiplier
+// encodes its ratio within 2^-bits (at least 2^-21 here), which adds at most |value in output LSBs| · 2^-21 to the
+// stage's rounding: `slack` covers it (the values stay below 2^18 LSBs).
 void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Worst& worst) {
+  const double slack = p.multiplier_scales ? std::ldexp(1.0, -3) : 1e-9;
+  auto scale_of = [&](GruTensor t, size_t c) { return p.channel_quant(t, static_cast<int>(c)).scale(); };
+  // A corrected GEMM sum Σ q_W (q_x - zp_x) that codes can produce: |.| <= K · 2^(bits_W - 1) · max |q_x - zp_x| (the
+  // bound the overflow proof and the multipliers' bits are made for; a power-of-two cell shifts any int64 exactly).
+  auto corrected_in_reach = [&](double value, bool x_side) {
+    const TensorQuant& in = x_side ? p.q(GruTensor::x) : p.q(GruTensor::h);
+    const double diff = std::max(static_cast<double>(in.qmax()) - in.zp, static_cast<double>(in.zp) - in.qmin());
+    const double reach = (x_side ? p.input_size : p.hidden_size) * std::ldexp(1.0, p.q(x_side ? GruTensor::W : GruTensor::R).bits - 1) * diff;
+    return std::clamp(value, -reach, reach);
+  };
   const GruCellParamsView view = p.view();
   const int H = p.hidden_size;
   const TensorQuant& x = p.q(GruTensor::x);
@@ -60,10 +73,10 @@ void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Wor
     // Accumulators whose linear lands in (or a little beyond) the linear's range.
     for (int g = 0; g < 3; ++g) {
       const size_t c = static_cast<size_t>(g * H + j);
-      const double ih_target = spread(rng) * (ih.qmax() - ih.qmin()) * S(ih.shift);
-      acc.gemm_x[g] = std::llround(ih_target / (S(p.shift_W[c]) * S(x.shift))) + p.W_sum[c] * x.zp;
-      const double hh_target = spread(rng) * (hh.qmax() - hh.qmin()) * S(hh.shift);
-      acc.gemm_h[g] = std::llround(hh_target / (S(p.shift_R[c]) * S(h.shift))) + p.R_sum[c] * h.zp;
+      const double ih_target = spread(rng) * (ih.qmax() - ih.qmin()) * ih.scale();
+      acc.gemm_x[g] = std::llround(corrected_in_reach(ih_target / (scale_of(GruTensor::W, c) * x.scale()), true)) + p.W_sum[c] * x.zp;
+      const double hh_target = spread(rng) * (hh.qmax() - hh.qmin()) * hh.scale();
+      acc.gemm_h[g] = std::llround(corrected_in_reach(hh_target / (scale_of(GruTensor::R, c) * h.scale()), false)) + p.R_sum[c] * h.zp;
     }
     const int32_t q_h_old = h_code(rng);
     // On a failure: the element, its accumulators and every intermediate code.
@@ -85,29 +98,30 @@ void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Wor
     // (when it is shifted right) and the rescale, so the bound is 0.5 + 0.5 * (GEMM LSB in output LSBs).
     for (int g = 0; g < 3; ++g) {
       const size_t c = static_cast<size_t>(g * H + j);
-      const double real_ih = S(p.shift_W[c]) * S(x.shift) * static_cast<double>(acc.gemm_x[g] - p.W_sum[c] * x.zp) +
-                             S(p.shift_bw[c]) * p.q_bw[c];
-      const double bias_error_ih = p.shift_bw_to_gemm_x[c] > 0 ? 0.5 * S(p.shift_gemm_x_to_weight_ih_linear[c]) : 0.0;
-      const double e_ih = std::fabs(tr.q_weight_ih_linear[g] - clamp_to(ih, real_ih / S(ih.shift) + ih.zp));
-      CHECK(e_ih <= 0.5 + bias_error_ih + 1e-9);
-      const double real_hh = S(p.shift_R[c]) * S(h.shift) * static_cast<double>(acc.gemm_h[g] - p.R_sum[c] * h.zp) +
-                             S(p.shift_br[c]) * p.q_br[c];
-      const double bias_error_hh = p.shift_br_to_gemm_h[c] > 0 ? 0.5 * S(p.shift_gemm_h_to_weight_hh_linear[c]) : 0.0;
-      const double e_hh = std::fabs(tr.q_weight_hh_linear[g] - clamp_to(hh, real_hh / S(hh.shift) + hh.zp));
-      CHECK(e_hh <= 0.5 + bias_error_hh + 1e-9);
+      const double gemm_x_scale = scale_of(GruTensor::W, c) * x.scale();
+      const double real_ih = gemm_x_scale * static_cast<double>(acc.gemm_x[g] - p.W_sum[c] * x.zp) + scale_of(GruTensor::bw, c) * p.q_bw[c];
+      // the bias's own rounding at the GEMM scale, in output LSBs (a real rounding whenever the bias is shifted right)
+      const double bias_error_ih = p.multiplier_scales || p.shift_bw_to_gemm_x[c] > 0 ? 0.5 * gemm_x_scale / ih.scale() : 0.0;
+      const double e_ih = std::fabs(tr.q_weight_ih_linear[g] - clamp_to(ih, real_ih / ih.scale() + ih.zp));
+      CHECK(e_ih <= 0.5 + bias_error_ih + slack);
+      const double gemm_h_scale = scale_of(GruTensor::R, c) * h.scale();
+      const double real_hh = gemm_h_scale * static_cast<double>(acc.gemm_h[g] - p.R_sum[c] * h.zp) + scale_of(GruTensor::br, c) * p.q_br[c];
+      const double bias_error_hh = p.multiplier_scales || p.shift_br_to_gemm_h[c] > 0 ? 0.5 * gemm_h_scale / hh.scale() : 0.0;
+      const double e_hh = std::fabs(tr.q_weight_hh_linear[g] - clamp_to(hh, real_hh / hh.scale() + hh.zp));
+      CHECK(e_hh <= 0.5 + bias_error_hh + slack);
       worst.linear = std::max({worst.linear, e_ih - bias_error_ih, e_hh - bias_error_hh});
     }
-    const double ih_real[3] = {(tr.q_weight_ih_linear[0] - ih.zp) * S(ih.shift), (tr.q_weight_ih_linear[1] - ih.zp) * S(ih.shift),
-                               (tr.q_weight_ih_linear[2] - ih.zp) * S(ih.shift)};
-    const double hh_real[3] = {(tr.q_weight_hh_linear[0] - hh.zp) * S(hh.shift), (tr.q_weight_hh_linear[1] - hh.zp) * S(hh.shift),
-                               (tr.q_weight_hh_linear[2] - hh.zp) * S(hh.shift)};
+    const double ih_real[3] = {(tr.q_weight_ih_linear[0] - ih.zp) * ih.scale(), (tr.q_weight_ih_linear[1] - ih.zp) * ih.scale(),
+                               (tr.q_weight_ih_linear[2] - ih.zp) * ih.scale()};
+    const double hh_real[3] = {(tr.q_weight_hh_linear[0] - hh.zp) * hh.scale(), (tr.q_weight_hh_linear[1] - hh.zp) * hh.scale(),
+                               (tr.q_weight_hh_linear[2] - hh.zp) * hh.scale()};
     // C-1, C-2: two rounded rescales, at most 1 LSB together.
     const TensorQuant& ugi = p.q(GruTensor::update_gate_input);
     const TensorQuant& rgi = p.q(GruTensor::reset_gate_input);
-    const double e_u = std::fabs(tr.q_update_gate_input - clamp_to(ugi, (ih_real[0] + hh_real[0]) / S(ugi.shift) + ugi.zp));
-    const double e_r = std::fabs(tr.q_reset_gate_input - clamp_to(rgi, (ih_real[1] + hh_real[1]) / S(rgi.shift) + rgi.zp));
-    CHECK(e_u <= 1.0 + 1e-9);
-    CHECK(e_r <= 1.0 + 1e-9);
+    const double e_u = std::fabs(tr.q_update_gate_input - clamp_to(ugi, (ih_real[0] + hh_real[0]) / ugi.scale() + ugi.zp));
+    const double e_r = std::fabs(tr.q_reset_gate_input - clamp_to(rgi, (ih_real[1] + hh_real[1]) / rgi.scale() + rgi.zp));
+    CHECK(e_u <= 1.0 + slack);
+    CHECK(e_r <= 1.0 + slack);
     worst.gate_input = std::max({worst.gate_input, e_u, e_r});
     // The activations: the cell uses the gate's own table.
     CHECK(tr.q_update_gate_output == evaluate_activation(view.update_gate, tr.q_update_gate_input));
@@ -117,30 +131,37 @@ void check_cell(const GruCellQuantParams& p, std::mt19937& rng, int samples, Wor
     // R_n (r ⊙ h) + br_n (its accumulator drawn like the others), likewise two rounded rescales.
     const TensorQuant& ro = p.q(GruTensor::reset_gate_output);
     const TensorQuant& ngi = p.q(GruTensor::new_gate_input);
-    const double r_real = (tr.q_reset_gate_output - ro.zp) * S(ro.shift);
+    const double r_real = (tr.q_reset_gate_output - ro.zp) * ro.scale();
     const double n_real = p.linear_before_reset ? ih_real[2] + r_real * hh_real[2] : ih_real[2] + hh_real[2];
-    const double e_n = std::fabs(tr.q_new_gate_input - clamp_to(ngi, n_real / S(ngi.shift) + ngi.zp));
-    CHECK(e_n <= 1.0 + 1e-9);
+    const double e_n = std::fabs(tr.q_new_gate_input - clamp_to(ngi, n_real / ngi.scale() + ngi.zp));
+    CHECK(e_n <= 1.0 + slack);
     if (!p.linear_before_reset) {
       // C-2a: r ⊙ h_old into h's space, one rounding (<= 0.5 LSB), saturated into h's codes; and it is what
       // gru_cell_reset_hidden gives from the same accumulators (the first half of the step).
-      const double rh_real = r_real * (q_h_old - h.zp) * S(h.shift);
-      const double e_rh = std::fabs(tr.q_reset_hidden - clamp_to(h, rh_real / S(h.shift) + h.zp));
-      CHECK(e_rh <= 0.5 + 1e-9);
+      const double rh_real = r_real * (q_h_old - h.zp) * h.scale();
+      const double e_rh = std::fabs(tr.q_reset_hidden - clamp_to(h, rh_real / h.scale() + h.zp));
+      CHECK(e_rh <= 0.5 + slack);
       worst.reset_hidden = std::max(worst.reset_hidden, e_rh);
       CHECK(gru_cell_reset_hidden(view, j, acc.gemm_x[1], acc.gemm_h[1], q_h_old) == tr.q_reset_hidden);
     }
     worst.new_gate_input = std::max(worst.new_gate_input, e_n);
-    // C-4 (1): one rounding, same rule as std::round: exact.
+    // C-4 (1): one rounding, same rule as std::round: exact for powers of two (within the slack for multipliers).
     const TensorQuant& no = p.q(GruTensor::new_gate_output);
-    CHECK(tr.q_new_gate_aligned_to_h == static_cast<int64_t>(std::round((tr.q_new_gate_output - no.zp) * S(no.shift) / S(h.shift))) + h.zp);
-    // C-4 (2..4): u * h_old + (1 - u) * n_aligned with the exact 1.0; one rounding: <= 0.5 LSB.
+    const double aligned_real = (tr.q_new_gate_output - no.zp) * no.scale() / h.scale();
+    if (p.multiplier_scales) {
+      CHECK(std::fabs(static_cast<double>(tr.q_new_gate_aligned_to_h - h.zp) - aligned_real) <= 0.5 + slack);
+    } else {
+      CHECK(tr.q_new_gate_aligned_to_h == static_cast<int64_t>(std::round(aligned_real)) + h.zp);
+    }
+    // C-4 (2..4): u * h_old + (1 - u) * n_aligned with the cell's 1.0 (quant_one_in_update_gate_scale: exactly 1 for a
+    // power of two, round(1 / S_u) codes for a real scale); one rounding: <= 0.5 LSB.
     const TensorQuant& uo = p.q(GruTensor::update_gate_output);
-    const double u = (tr.q_update_gate_output - uo.zp) * S(uo.shift);
-    const double h_old = (q_h_old - h.zp) * S(h.shift);
-    const double n_aligned = static_cast<double>(tr.q_new_gate_aligned_to_h - h.zp) * S(h.shift);
-    const double e_h = std::fabs(q_h_new - clamp_to(h, (u * h_old + (1.0 - u) * n_aligned) / S(h.shift) + h.zp));
-    CHECK(e_h <= 0.5 + 1e-9);
+    const double u = (tr.q_update_gate_output - uo.zp) * uo.scale();
+    const double one_minus_u = static_cast<double>(p.quant_one_in_update_gate_scale - tr.q_update_gate_output) * uo.scale();
+    const double h_old = (q_h_old - h.zp) * h.scale();
+    const double n_aligned = static_cast<double>(tr.q_new_gate_aligned_to_h - h.zp) * h.scale();
+    const double e_h = std::fabs(q_h_new - clamp_to(h, (u * h_old + one_minus_u * n_aligned) / h.scale() + h.zp));
+    CHECK(e_h <= 0.5 + slack);
     worst.h = std::max(worst.h, e_h);
   }
 }
@@ -152,6 +173,13 @@ TEST_CASE("the cell matches a float64 evaluation of the documented formulas with
   std::vector<BitwidthConfig> configs;
   for (const std::string& name : bitwidth_preset_names()) configs.push_back(load_bitwidth_config(name));
   for (int i = 0; i < 6; ++i) configs.push_back(random_config(rng));
+  // Multiplier scales (docs/FIXED_POINT.md §1a): the presets and the first three random configs again.
+  const size_t multiplier_configs = bitwidth_preset_names().size() + 3;
+  for (size_t i = 0; i < multiplier_configs; ++i) {
+    BitwidthConfig config = configs[i];
+    for (TensorBitwidth& t : config.tensors) t.multiplier_scale = true;
+    configs.push_back(config);
+  }
   for (const BitwidthConfig& config : configs) {
     for (int trial = 0; trial < 4; ++trial) {
       const bool linear_before_reset = trial % 2 == 0;  // and the linear_before_reset = 0 cell

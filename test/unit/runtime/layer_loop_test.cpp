@@ -1,7 +1,7 @@
 // The shared layer / direction loop (qgru/runtime/layer_loop.h) with a cell runner that emulates the CUDA
 // executor's flow on the CPU (kernels::emulate_gru_cell: packed int8 operands and the TN GEMM cuBLAS
 // computes, or the wide 16-bit kernel's tiled loop) against the reference executor, code for code, on random
-// 2-layer bidirectional models of every preset, with and without h0. Also: the loop visits the cells in
+// 2-layer bidirectional models of every preset and its multiplier-scale form, with and without h0. Also: the loop visits the cells in
 // order with the requantized input, store_cell_codes puts codes and the final state where they belong, and
 // a wrong cell is caught.
 #include <doctest/doctest.h>
@@ -75,30 +75,35 @@ TEST_CASE("CUDA flow through the shared layer loop drifts from the reference exe
                         {"int16-activations", kernels::GruGemmPath::Wide16},
                         {"int16", kernels::GruGemmPath::Wide16}};
   for (const Case& k : cases) {
-    const BitwidthConfig config = load_bitwidth_config(k.preset);
-    for (int H : {1, 31, 33}) {
-      for (bool with_h0 : {false, true}) {
-        const std::string preset = k.preset;
-        CAPTURE(preset);
-        CAPTURE(H);
-        CAPTURE(with_h0);
-        const int C = 5, L = 2, D = 2, T = 6, N = 3;
-        std::vector<float> h0;
-        if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * N * H), 77u + static_cast<uint32_t>(H), 0.5f);
-        test::CalibratedCase c = test::calibrated_case(C, H, L, D, T, N, config, 31u + static_cast<uint32_t>(H), h0);
-        // Inputs wider than the calibration data, so that x saturates at both ends.
-        std::vector<float> x = c.x;
-        for (float& v : x) v *= 3.0f;
-        const std::vector<int32_t> q_x = quantize_values(c.quantized.input_quant(), x.data(), x.size());
-        const std::vector<int32_t> q_h0 = quantize_initial_state(c.quantized, h0.empty() ? nullptr : h0.data(), N);
-        const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
-        const QuantGruResult want = run_quantized_gru_codes(c.quantized, q_x.data(), T, N, q_h0_data);
-        EmulatedCudaRunner runner(c.quantized);
-        const QuantGruResult got = run_layer_loop(c.quantized, q_x.data(), T, N, q_h0_data, runner);
-        const std::string mismatch = first_mismatch(want, got, H, D);
-        CHECK_MESSAGE(mismatch.empty(), mismatch);
-        REQUIRE(runner.paths.size() == 4);
-        for (kernels::GruGemmPath p : runner.paths) CHECK(p == k.path);
+    for (bool multiplier : {false, true}) {  // and the preset's multiplier-scale form (docs/FIXED_POINT.md §1a)
+      BitwidthConfig config = load_bitwidth_config(k.preset);
+      for (TensorBitwidth& t : config.tensors) t.multiplier_scale = multiplier;
+      for (int H : {1, 31, 33}) {
+        for (bool with_h0 : {false, true}) {
+          if (multiplier && (H == 1 || !with_h0)) continue;  // the multiplier forms: H = 31 and 33 with h0 (cheap)
+          const std::string preset = k.preset;
+          CAPTURE(preset);
+          CAPTURE(multiplier);
+          CAPTURE(H);
+          CAPTURE(with_h0);
+          const int C = 5, L = 2, D = 2, T = 6, N = 3;
+          std::vector<float> h0;
+          if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * N * H), 77u + static_cast<uint32_t>(H), 0.5f);
+          test::CalibratedCase c = test::calibrated_case(C, H, L, D, T, N, config, 31u + static_cast<uint32_t>(H), h0);
+          // Inputs wider than the calibration data, so that x saturates at both ends.
+          std::vector<float> x = c.x;
+          for (float& v : x) v *= 3.0f;
+          const std::vector<int32_t> q_x = quantize_values(c.quantized.input_quant(), x.data(), x.size());
+          const std::vector<int32_t> q_h0 = quantize_initial_state(c.quantized, h0.empty() ? nullptr : h0.data(), N);
+          const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
+          const QuantGruResult want = run_quantized_gru_codes(c.quantized, q_x.data(), T, N, q_h0_data);
+          EmulatedCudaRunner runner(c.quantized);
+          const QuantGruResult got = run_layer_loop(c.quantized, q_x.data(), T, N, q_h0_data, runner);
+          const std::string mismatch = first_mismatch(want, got, H, D);
+          CHECK_MESSAGE(mismatch.empty(), mismatch);
+          REQUIRE(runner.paths.size() == 4);
+          for (kernels::GruGemmPath p : runner.paths) CHECK(p == k.path);
+        }
       }
     }
   }

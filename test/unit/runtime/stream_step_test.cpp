@@ -127,6 +127,39 @@ TEST_CASE("streamed frames drift from the whole-sequence run (every preset, mult
   }
 }
 
+TEST_CASE("streamed frames of a multiplier-scale model drift from the whole-sequence run (both cells, every level)") {
+  // docs/FIXED_POINT.md §1a: the fast stepper runs such cells element by element through the cell's own rescale.
+  for (const std::string& preset : {std::string("int8"), std::string("int16-activations")}) {
+    BitwidthConfig config = load_bitwidth_config(preset);
+    for (TensorBitwidth& t : config.tensors) t.multiplier_scale = true;
+    for (bool linear_before_reset : {true, false}) {
+      CAPTURE(preset);
+      CAPTURE(linear_before_reset);
+      const int C = 3, H = 17, L = 2, N = 5, T = 6;
+      test::CalibratedCase c = test::calibrated_case(C, H, L, /*D=*/1, T, N, config, 404u, {}, linear_before_reset);
+      const QuantizedGru& model = c.quantized;
+      REQUIRE(model.cells.front().multiplier_scales);
+      const std::vector<int32_t> edge = random_codes(model.input_quant(), static_cast<size_t>(T) * N * C, 6u);
+      const std::vector<int32_t> edge_h0 = random_state(model, N, 98);
+      std::unique_ptr<GruCellStepper> reference = make_reference_stepper(model, N);
+      std::string bad = stream_against_whole(model, edge, T, N, edge_h0, *reference);
+      CHECK_MESSAGE(bad.empty(), "reference stepper: " << bad);
+      for (FastIsa isa : {FastIsa::Avx2, FastIsa::Avx512Vnni}) {
+        FastExecutorOptions options;
+        options.isa = isa;
+        FastQuantGru fast(model, options);
+        std::unique_ptr<GruCellStepper> stepper = fast.make_stepper(N);
+        if (!stepper) {
+          MESSAGE("NOT TESTED: fast stepper: " << fast.support().reason);
+          continue;
+        }
+        bad = stream_against_whole(model, edge, T, N, edge_h0, *stepper);
+        CHECK_MESSAGE(bad.empty(), "fast stepper: " << bad);
+      }
+    }
+  }
+}
+
 TEST_CASE("a bidirectional model streams instead of being refused") {
   test::CalibratedCase c = test::calibrated_case(4, 8, 1, /*D=*/2, 3, 1, load_bitwidth_config("int8"), 3u);
   CHECK(streaming_refusal(c.quantized).find("2 directions") != std::string::npos);

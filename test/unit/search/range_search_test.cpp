@@ -96,6 +96,18 @@ TEST_CASE("the search ending below its best start method or misreporting its sco
   CHECK(reference_sqnr(c, config, result, 24) == doctest::Approx(result.sqnr_db).epsilon(1e-9));
 }
 
+TEST_CASE("the search with multiplier scales ending below its best start method or misreporting its score") {
+  // Candidates on real grids (docs/FIXED_POINT.md §1a): deduplicated by shift, zero point and mantissa.
+  const TinyCase c = tiny_case();
+  BitwidthConfig config = load_bitwidth_config("int8");
+  for (TensorBitwidth& t : config.tensors) t.multiplier_scale = true;
+  const RangeSearchOptions options = small_budget();
+  const RangeSearchResult result = search_ranges(c.model, config, c.stats, c.data, "search", options);
+  for (const auto& method_db : result.method_sqnr_db) CHECK_MESSAGE(result.sqnr_db >= method_db.second, method_db.first);
+  CHECK(result.evaluations <= options.max_evaluations);
+  CHECK(reference_sqnr(c, config, result, 24) == doctest::Approx(result.sqnr_db).epsilon(1e-9));
+}
+
 TEST_CASE("the search depending on the thread count or on the run") {
   const TinyCase c = tiny_case();
   const BitwidthConfig config = load_bitwidth_config("int8");

@@ -35,6 +35,7 @@ const std::vector<GoldenCase>& cases() {
   static const std::vector<GoldenCase> all = {
       {kData + "/digits_int8/model.qgru.json", kData + "/digits_int8/golden.safetensors"},
       {kData + "/random_l2_bidir/model_int8.qgru.json", kData + "/random_l2_bidir/golden_int8.safetensors"},
+      {kData + "/random_l2_bidir/model_int8-multiplier.qgru.json", kData + "/random_l2_bidir/golden_int8-multiplier.safetensors"},
       {kData + "/random_l2_bidir/model_int16-activations.qgru.json",
        kData + "/random_l2_bidir/golden_int16-activations.safetensors"},
       {kData + "/onnx_lbr0_l2/model_int8.qgru.json", kData + "/onnx_lbr0_l2/golden_int8.safetensors"},

@@ -15,7 +15,8 @@
 // GEMM of the step, against the codes gru_cell_reset_hidden gave for every unit of the row (they lie in h's
 // space: same scale, zero point and code range, so B-2's formula and constants serve it unchanged).
 //
-// Rounding: the only rounding is rshift_round (half away from zero, qgru/fixed/rounding.h); the only
+// Rounding: the only rounding is rshift_round (half away from zero, qgru/fixed/rounding.h), after a 64-bit
+// product with the rescale's multiplier in a multiplier-scale model (multiply_rshift_round); the only
 // saturations are the ones the data flow implies: into the code range of every stored tensor
 // (weight_ih_linear, weight_hh_linear, the three gate inputs, h) and, inside evaluate_activation, into the
 // gate outputs' ranges. q_new_gate_aligned_to_h is NOT saturated: it only feeds the (1-u) product and
@@ -89,6 +90,25 @@ struct GruCellParamsView {
   int32_t shift_new_gate_output_to_h;      // shift_new_gate_output - shift_h
   int32_t shift_update_gate_output;        // S_update_gate_output * S_h -> S_h
 
+  // Multiplier-scale models (docs/FIXED_POINT.md §1a): true makes every rescale above
+  // multiply_rshift_round(v, multiplier_X, shift_X) with the multipliers below; false (what a zero-initialised
+  // view holds) is the power-of-two cell, where the multipliers are not read (the per-channel ones may be null).
+  bool multiplier_scales;
+  const int32_t* multiplier_bw_to_gemm_x;                // [3H]
+  const int32_t* multiplier_gemm_x_to_weight_ih_linear;  // [3H]
+  const int32_t* multiplier_br_to_gemm_h;                // [3H]
+  const int32_t* multiplier_gemm_h_to_weight_hh_linear;  // [3H]
+  int32_t multiplier_weight_ih_linear_to_update_gate_input;
+  int32_t multiplier_weight_hh_linear_to_update_gate_input;
+  int32_t multiplier_weight_ih_linear_to_reset_gate_input;
+  int32_t multiplier_weight_hh_linear_to_reset_gate_input;
+  int32_t multiplier_weight_ih_linear_to_new_gate_input;
+  int32_t multiplier_reset_mul_hh_to_new_gate_input;
+  int32_t multiplier_reset_mul_h_to_h;
+  int32_t multiplier_weight_hh_linear_to_new_gate_input;
+  int32_t multiplier_new_gate_output_to_h;
+  int32_t multiplier_update_gate_output;
+
   ActivationView update_gate;  // sigmoid: update_gate_input codes -> update_gate_output codes
   ActivationView reset_gate;   // sigmoid: reset_gate_input codes -> reset_gate_output codes
   ActivationView new_gate;     // tanh: new_gate_input codes -> new_gate_output codes
@@ -115,35 +135,61 @@ struct GruCellTrace {
   int32_t q_reset_hidden;  // C-2a of the linear_before_reset = 0 cell (h's space); not written otherwise
 };
 
+// Every rescale of the cell: rshift_round(value, shift) for a power-of-two model, multiply_rshift_round(value,
+// multiplier, shift) for a multiplier-scale one (the multiplier read only then). Rounding half away from zero
+// either way; the overflow proof bounds |value| · multiplier by 2^62.
+QGRU_HD int64_t rescale(const GruCellParamsView& p, int64_t value, int32_t multiplier, int32_t shift) {
+  return p.multiplier_scales ? multiply_rshift_round(value, multiplier, shift) : rshift_round(value, shift);
+}
+
+// B-1's bias at the GEMM scale, q_bw[c] rescaled from S_bw[c] to S_W[c]*S_x.
+QGRU_HD int64_t bias_in_gemm_x(const GruCellParamsView& p, int32_t c) {
+  return rescale(p, p.q_bw[c], p.multiplier_scales ? p.multiplier_bw_to_gemm_x[c] : 1, p.shift_bw_to_gemm_x[c]);
+}
+// B-2's bias at the GEMM scale, q_br[c] rescaled from S_br[c] to S_R[c]*S_h.
+QGRU_HD int64_t bias_in_gemm_h(const GruCellParamsView& p, int32_t c) {
+  return rescale(p, p.q_br[c], p.multiplier_scales ? p.multiplier_br_to_gemm_h[c] : 1, p.shift_br_to_gemm_h[c]);
+}
+// B-1's last line: the corrected sum with the bias (S_W[c]*S_x) into weight_ih_linear's codes, saturated.
+QGRU_HD int32_t requantize_gemm_x(const GruCellParamsView& p, int32_t c, int64_t q_combined) {
+  const int32_t multiplier = p.multiplier_scales ? p.multiplier_gemm_x_to_weight_ih_linear[c] : 1;
+  return saturate(rescale(p, q_combined, multiplier, p.shift_gemm_x_to_weight_ih_linear[c]) + p.weight_ih_linear.zp,
+                  p.weight_ih_linear.q_min, p.weight_ih_linear.q_max);
+}
+// B-2's last line: (S_R[c]*S_h) into weight_hh_linear's codes, saturated.
+QGRU_HD int32_t requantize_gemm_h(const GruCellParamsView& p, int32_t c, int64_t q_combined) {
+  const int32_t multiplier = p.multiplier_scales ? p.multiplier_gemm_h_to_weight_hh_linear[c] : 1;
+  return saturate(rescale(p, q_combined, multiplier, p.shift_gemm_h_to_weight_hh_linear[c]) + p.weight_hh_linear.zp,
+                  p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
+}
+
 // B-1 for channel c: weight_ih_linear from the raw accumulator.
 //   q_gemm_corrected = gemm_x - W_sum[c] * zp_x                      scale S_W[c]*S_x
 //   q_bias_in_gemm   = q_bw[c] * 2^-(shift_bw_to_gemm_x[c])          scale S_W[c]*S_x
 //   q_weight_ih_linear = sat(rshift_round(corrected + bias, shift_gemm_x_to_weight_ih_linear[c]) + zp)
+// (each rescale with its multiplier in a multiplier-scale model)
 QGRU_HD int32_t compute_weight_ih_linear(const GruCellParamsView& p, int32_t c, int64_t gemm_x) {
   const int64_t q_gemm_corrected = gemm_x - p.W_sum[c] * static_cast<int64_t>(p.zp_x);  // S_W[c]*S_x
-  const int64_t q_bias_in_gemm = rshift_round(p.q_bw[c], p.shift_bw_to_gemm_x[c]);      // S_W[c]*S_x
-  const int64_t q_combined = q_gemm_corrected + q_bias_in_gemm;                          // S_W[c]*S_x
-  return requantize(q_combined, p.shift_gemm_x_to_weight_ih_linear[c], p.weight_ih_linear.zp,
-                    p.weight_ih_linear.q_min, p.weight_ih_linear.q_max);
+  const int64_t q_bias_in_gemm = bias_in_gemm_x(p, c);                                   // S_W[c]*S_x
+  return requantize_gemm_x(p, c, q_gemm_corrected + q_bias_in_gemm);                     // S_W[c]*S_x -> S_ih
 }
 
 // B-2 for channel c: weight_hh_linear from the raw accumulator (same steps with R, h, br).
 QGRU_HD int32_t compute_weight_hh_linear(const GruCellParamsView& p, int32_t c, int64_t gemm_h) {
   const int64_t q_gemm_corrected = gemm_h - p.R_sum[c] * static_cast<int64_t>(p.h.zp);  // S_R[c]*S_h
-  const int64_t q_bias_in_gemm = rshift_round(p.q_br[c], p.shift_br_to_gemm_h[c]);     // S_R[c]*S_h
-  const int64_t q_combined = q_gemm_corrected + q_bias_in_gemm;                         // S_R[c]*S_h
-  return requantize(q_combined, p.shift_gemm_h_to_weight_hh_linear[c], p.weight_hh_linear.zp,
-                    p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
+  const int64_t q_bias_in_gemm = bias_in_gemm_h(p, c);                                  // S_R[c]*S_h
+  return requantize_gemm_h(p, c, q_gemm_corrected + q_bias_in_gemm);                    // S_R[c]*S_h -> S_hh
 }
 
 // C-1 / C-2: a sigmoid gate's input, the sum of the two linears in the gate input's space.
 QGRU_HD int32_t compute_sigmoid_gate_input(const GruCellParamsView& p, int32_t q_weight_ih_linear,
                                            int32_t q_weight_hh_linear, int32_t shift_ih_to_gate_input,
-                                           int32_t shift_hh_to_gate_input, const CodeSpace& gate_input) {
-  const int64_t ih_shifted =
-      rshift_round(static_cast<int64_t>(q_weight_ih_linear) - p.weight_ih_linear.zp, shift_ih_to_gate_input);  // S_gate_input
-  const int64_t hh_shifted =
-      rshift_round(static_cast<int64_t>(q_weight_hh_linear) - p.weight_hh_linear.zp, shift_hh_to_gate_input);  // S_gate_input
+                                           int32_t shift_hh_to_gate_input, const CodeSpace& gate_input,
+                                           int32_t multiplier_ih_to_gate_input, int32_t multiplier_hh_to_gate_input) {
+  const int64_t ih_shifted = rescale(p, static_cast<int64_t>(q_weight_ih_linear) - p.weight_ih_linear.zp,
+                                     multiplier_ih_to_gate_input, shift_ih_to_gate_input);  // S_gate_input
+  const int64_t hh_shifted = rescale(p, static_cast<int64_t>(q_weight_hh_linear) - p.weight_hh_linear.zp,
+                                     multiplier_hh_to_gate_input, shift_hh_to_gate_input);  // S_gate_input
   return saturate(ih_shifted + hh_shifted + gate_input.zp, gate_input.q_min, gate_input.q_max);
 }
 
@@ -155,7 +201,8 @@ QGRU_HD int32_t compute_reset_hidden(const GruCellParamsView& p, int32_t q_reset
   const int64_t r_diff = static_cast<int64_t>(q_reset_gate_output) - p.zp_reset_gate_output;  // S_r
   const int64_t h_diff = static_cast<int64_t>(q_h_old) - p.h.zp;                              // S_h
   const int64_t product = r_diff * h_diff;  // S_r*S_h; |r_diff|, |h_diff| < 2^16, so < 2^32
-  return saturate(rshift_round(product, p.shift_reset_mul_h_to_h) + p.h.zp, p.h.q_min, p.h.q_max);  // S_h
+  return saturate(rescale(p, product, p.multiplier_reset_mul_h_to_h, p.shift_reset_mul_h_to_h) + p.h.zp, p.h.q_min,
+                  p.h.q_max);  // S_h
 }
 
 // C-3 of the linear_before_reset = 0 cell: new_gate_input = ih_n + hh_n, hh_n = R_n (r ⊙ h) + br_n already in
@@ -163,7 +210,9 @@ QGRU_HD int32_t compute_reset_hidden(const GruCellParamsView& p, int32_t q_reset
 QGRU_HD int32_t compute_new_gate_input_reset_before(const GruCellParamsView& p, int32_t q_weight_ih_linear_n,
                                                     int32_t q_weight_hh_linear_n) {
   return compute_sigmoid_gate_input(p, q_weight_ih_linear_n, q_weight_hh_linear_n, p.shift_weight_ih_linear_to_new_gate_input,
-                                    p.shift_weight_hh_linear_to_new_gate_input, p.new_gate_input);
+                                    p.shift_weight_hh_linear_to_new_gate_input, p.new_gate_input,
+                                    p.multiplier_weight_ih_linear_to_new_gate_input,
+                                    p.multiplier_weight_hh_linear_to_new_gate_input);
 }
 
 // C-3: new_gate_input = ih_n + r * hh_n, the product rescaled directly into new_gate_input's space.
@@ -172,9 +221,11 @@ QGRU_HD int32_t compute_new_gate_input(const GruCellParamsView& p, int32_t q_wei
   const int64_t r_diff = static_cast<int64_t>(q_reset_gate_output) - p.zp_reset_gate_output;  // S_r
   const int64_t hh_diff = static_cast<int64_t>(q_weight_hh_linear_n) - p.weight_hh_linear.zp;  // S_hh
   const int64_t product = r_diff * hh_diff;  // S_r*S_hh; |r_diff|, |hh_diff| < 2^16, so < 2^32
-  const int64_t q_rh = rshift_round(product, p.shift_reset_mul_hh_to_new_gate_input);  // S_new_gate_input
-  const int64_t ih_shifted = rshift_round(static_cast<int64_t>(q_weight_ih_linear_n) - p.weight_ih_linear.zp,
-                                          p.shift_weight_ih_linear_to_new_gate_input);  // S_new_gate_input
+  const int64_t q_rh =
+      rescale(p, product, p.multiplier_reset_mul_hh_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input);  // S_new_gate_input
+  const int64_t ih_shifted = rescale(p, static_cast<int64_t>(q_weight_ih_linear_n) - p.weight_ih_linear.zp,
+                                     p.multiplier_weight_ih_linear_to_new_gate_input,
+                                     p.shift_weight_ih_linear_to_new_gate_input);  // S_new_gate_input
   return saturate(ih_shifted + q_rh + p.new_gate_input.zp, p.new_gate_input.q_min, p.new_gate_input.q_max);
 }
 
@@ -184,7 +235,8 @@ QGRU_HD int32_t compute_hidden_state(const GruCellParamsView& p, int32_t q_updat
                                      int32_t q_new_gate_output, int32_t q_h_old, int64_t* aligned_out) {
   // (1) new gate aligned to h's scale (S_h), with h's zero point
   const int64_t n_diff_from_zp = static_cast<int64_t>(q_new_gate_output) - p.zp_new_gate_output;  // S_n
-  const int64_t q_new_gate_aligned_to_h = rshift_round(n_diff_from_zp, p.shift_new_gate_output_to_h) + p.h.zp;  // S_h
+  const int64_t q_new_gate_aligned_to_h =
+      rescale(p, n_diff_from_zp, p.multiplier_new_gate_output_to_h, p.shift_new_gate_output_to_h) + p.h.zp;  // S_h
   if (aligned_out) *aligned_out = q_new_gate_aligned_to_h;
   // (2) u * h_old                                                       S_u*S_h
   const int64_t u_diff = static_cast<int64_t>(q_update_gate_output) - p.zp_update_gate_output;
@@ -196,7 +248,8 @@ QGRU_HD int32_t compute_hidden_state(const GruCellParamsView& p, int32_t q_updat
   const int64_t q_new_contribution_mul = one_minus_u * n_diff_aligned;
   // (4) both live at S_u*S_h: add directly, then rescale to S_h by shift_update_gate_output
   const int64_t q_combined = q_old_contribution_mul + q_new_contribution_mul;
-  return saturate(rshift_round(q_combined, p.shift_update_gate_output) + p.h.zp, p.h.q_min, p.h.q_max);
+  return saturate(rescale(p, q_combined, p.multiplier_update_gate_output, p.shift_update_gate_output) + p.h.zp, p.h.q_min,
+                  p.h.q_max);
 }
 
 // C-1 .. C-4 for hidden unit j from the linear stage's codes (q_ih, q_hh: gates z, r, n). `trace` may be
@@ -210,12 +263,14 @@ QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, 
   // C-1 update gate
   const int32_t q_update_gate_input = compute_sigmoid_gate_input(
       p, q_ih[0], q_hh[0], p.shift_weight_ih_linear_to_update_gate_input,
-      p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input);
+      p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input, p.multiplier_weight_ih_linear_to_update_gate_input,
+      p.multiplier_weight_hh_linear_to_update_gate_input);
   const int32_t q_update_gate_output = evaluate_activation(p.update_gate, q_update_gate_input);
   // C-2 reset gate
   const int32_t q_reset_gate_input = compute_sigmoid_gate_input(
       p, q_ih[1], q_hh[1], p.shift_weight_ih_linear_to_reset_gate_input,
-      p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
+      p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input, p.multiplier_weight_ih_linear_to_reset_gate_input,
+      p.multiplier_weight_hh_linear_to_reset_gate_input);
   const int32_t q_reset_gate_output = evaluate_activation(p.reset_gate, q_reset_gate_input);
   // C-3 new gate
   const int32_t q_new_gate_input = p.reset_before_linear
@@ -244,7 +299,8 @@ QGRU_HD int32_t gru_cell_gates(const GruCellParamsView& p, const int32_t* q_ih, 
 QGRU_HD int32_t gru_cell_reset_hidden_gates(const GruCellParamsView& p, int32_t q_ih_r, int32_t q_hh_r, int32_t q_h_old) {
   const int32_t q_reset_gate_input =
       compute_sigmoid_gate_input(p, q_ih_r, q_hh_r, p.shift_weight_ih_linear_to_reset_gate_input,
-                                 p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input);
+                                 p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input, p.multiplier_weight_ih_linear_to_reset_gate_input,
+      p.multiplier_weight_hh_linear_to_reset_gate_input);
   return compute_reset_hidden(p, evaluate_activation(p.reset_gate, q_reset_gate_input), q_h_old);
 }
 

@@ -37,6 +37,19 @@ QGRU_HD int64_t rshift_round(int64_t value, int shift) {
   return value * (int64_t{1} << -shift);  // caller guarantees the product fits int64
 }
 
+// value * multiplier * 2^-shift, correctly rounded to the nearest integer, ties away from zero: the rescale
+// of a multiplier-scale model (docs/FIXED_POINT.md §1a). One 64-bit product, then rshift_round: no rounding
+// before the shift, so the result is the exactly rounded value of the rational value·multiplier/2^shift.
+//   multiplier in 1..2^31-1 (positive: the scale ratio it encodes is positive), held in int32.
+//   The product value * multiplier is int64; the CALLER guarantees |value| * multiplier <= 2^62 (the overflow
+//     proof bounds it for every rescale of a model: prove_no_overflow), which is rshift_round's input contract.
+//   shift: as rshift_round (-62..62; the toolchain writes 0..62 for multiplier rescales, a negative one only
+//     where the ratio is at least 2^30 and the proof bounds the left shift's result as well).
+// multiplier == 1 is rshift_round(value, shift) itself: a power-of-two rescale is the special case.
+QGRU_HD int64_t multiply_rshift_round(int64_t value, int32_t multiplier, int shift) {
+  return rshift_round(value * static_cast<int64_t>(multiplier), shift);
+}
+
 // Clamp into [q_min, q_max] (requires q_min <= q_max). Exact for every int64 value.
 QGRU_HD int32_t saturate(int64_t value, int32_t q_min, int32_t q_max) {
   if (value < q_min) return q_min;

@@ -83,6 +83,12 @@ inline GruCellUpload upload_gru_cell(const GruCellParamsView& v, const int32_t* 
   u.view.q_br = up.put(v.q_br, rows);
   u.view.shift_br_to_gemm_h = up.put(v.shift_br_to_gemm_h, rows);
   u.view.shift_gemm_h_to_weight_hh_linear = up.put(v.shift_gemm_h_to_weight_hh_linear, rows);
+  if (v.multiplier_scales) {  // the per-channel multipliers of a multiplier-scale cell (null, never read, otherwise)
+    u.view.multiplier_bw_to_gemm_x = up.put(v.multiplier_bw_to_gemm_x, rows);
+    u.view.multiplier_gemm_x_to_weight_ih_linear = up.put(v.multiplier_gemm_x_to_weight_ih_linear, rows);
+    u.view.multiplier_br_to_gemm_h = up.put(v.multiplier_br_to_gemm_h, rows);
+    u.view.multiplier_gemm_h_to_weight_hh_linear = up.put(v.multiplier_gemm_h_to_weight_hh_linear, rows);
+  }
   u.view.update_gate = upload_activation(v.update_gate, up);
   u.view.reset_gate = upload_activation(v.reset_gate, up);
   u.view.new_gate = upload_activation(v.new_gate, up);

@@ -20,13 +20,16 @@ namespace qgru {
 
 // Quantize a [rows, cols] matrix (or a [rows] bias with cols = 1) symmetrically with `bits`, one shift per
 // row (per_channel) or one for all. An all-zero row gets the degenerate shift and zero codes; the number
-// of such rows is returned in `zero_rows`.
+// of such rows is returned in `zero_rows`. real_scale: each row's scale is max |w| / (2^(bits-1) - 1) exactly
+// (mantissa * 2^-shift, real_quant_from_range) instead of the finest power of two covering it.
 struct QuantizedRows {
   std::vector<int32_t> codes;
-  std::vector<int32_t> shift;  // [rows]
+  std::vector<int32_t> shift;      // [rows]
+  std::vector<double> mantissa;    // [rows] 1.0 for a power-of-two scale
   int zero_rows = 0;
 };
-QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows, int cols, int bits, bool per_channel);
+QuantizedRows quantize_rows_symmetric(const std::vector<float>& values, int rows, int cols, int bits, bool per_channel,
+                                      bool real_scale = false);
 
 
 // The whole derivation for one cell. Logs all-zero rows and degenerate ranges as warnings. linear_before_reset:

@@ -2,9 +2,15 @@
 // The quantized-model artifact: model.qgru.json beside model.qgru.safetensors, and its reader. The writer
 // is the toolchain's (qgru/quant/artifact_write.h): both files together or not at all (AtomicFileGroup).
 //
-// JSON (schema "qgru.artifact", version 1, or 2 for the linear_before_reset = 0 cell):
+// JSON (schema "qgru.artifact", version 1, 2 for the linear_before_reset = 0 cell, 3 for multiplier scales):
 //   { "schema", "version", "tool_version",
-//     "linear_before_reset": false           // version 2 only (required there): every cell is ONNX's
+//     "scales": "multiplier"                 // version 3 only (required there): real scales, every rescale a
+//                                             // multiplier and a shift (docs/FIXED_POINT.md §1a); activation
+//                                             // tensors then have "mantissa", the derived shifts a "multiplier_..."
+//                                             // beside each, and the tensors below mantissa_W/R/bw/br [3H] F64 and
+//                                             // the four per-channel derived multipliers [3H] I32. qgru writes
+//                                             // version 3 only for such models.
+//     "linear_before_reset": false           // version 2 and 3 (required there): every cell is ONNX's
 //                                             // linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a). Version 1
 //                                             // artifacts are the linear_before_reset = 1 cell; qgru writes those
 //                                             // as version 1, byte for byte as before, so older readers keep them
@@ -35,9 +41,10 @@
 namespace qgru {
 
 constexpr const char* kArtifactSchema = "qgru.artifact";
-constexpr int kArtifactVersion = 2;                   // the newest version this qgru reads
+constexpr int kArtifactVersion = 3;                   // the newest version this qgru reads
 constexpr int kArtifactVersionLinearBeforeReset = 1;  // what it writes for the linear_before_reset = 1 cell
 constexpr int kArtifactVersionResetBeforeLinear = 2;  // ... and for the linear_before_reset = 0 cell
+constexpr int kArtifactVersionMultiplierScales = 3;   // ... and for a multiplier-scale model (either cell)
 
 // The tensor file an artifact's JSON names (its "tensor_file", a file name in the JSON's folder), for the
 // readers and for the output policy of the commands that read an artifact. Reads and parses the JSON; throws

@@ -9,8 +9,11 @@
 //     "range_method": "minmax",   // optional default for every observed tensor (opaque string); absent:
 //                                 // "" = the calibration statistics' own default method
 //     "gemm_accumulator": "auto" | "int32" | "int64",   // optional, default "auto" (see GemmAccumulator)
+//     "scales": "power_of_two" | "multiplier",   // optional, default "power_of_two" (docs/FIXED_POINT.md §1a)
 //     "tensors": { "<GruTensor name>": { "bits": 2..16, "signed": bool, "symmetric": bool,
 //                                        "granularity": "per_tensor" | "per_channel",   // W, R, bw, br only
+//                                        "scale": "power_of_two" | "multiplier",         // optional: this
+//                                                 // tensor's own scale kind (default: the config's "scales")
 //                                        "range_method": "..." },                       // optional
 //                  ... all 14 tensors ... },
 //     "activations": { "update_gate" | "reset_gate" | "new_gate":
@@ -35,6 +38,9 @@ struct TensorBitwidth {
   bool is_unsigned = false;  // "signed": false
   bool symmetric = false;    // weights and biases must be symmetric (the cell has no weight zero point)
   bool per_channel = false;  // weights and biases only: one shift per output channel (row of W / R)
+  // true: a real scale fitted to the range (mantissa * 2^-shift, TensorQuant); false: a power of two. A config
+  // with any such tensor makes every rescale of the cell a multiplier and a shift (docs/FIXED_POINT.md §1a).
+  bool multiplier_scale = false;
   std::string range_method;  // empty: the config's default
 };
 
@@ -69,6 +75,8 @@ struct BitwidthConfig {
   const std::string& range_method_of(GruTensor tensor) const;
   // bits / is_unsigned / symmetric as a TensorQuant with shift 0 and zp 0 (the "spec" a range is asked for).
   TensorQuant spec(GruTensor tensor) const;
+  // True when some tensor has a real scale: the model's rescales are multipliers (docs/FIXED_POINT.md §1a).
+  bool multiplier_scales() const;
 };
 
 // Parse and validate. `source` (a file name or "preset int8") is named in every error, with the key.

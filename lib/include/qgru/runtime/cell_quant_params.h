@@ -43,6 +43,9 @@ struct GruCellQuantParams {
   std::vector<int32_t> shift_R;  // [3H]
   std::vector<int32_t> shift_bw; // [3H]
   std::vector<int32_t> shift_br; // [3H]
+  // Multiplier-scale models (docs/FIXED_POINT.md §1a): the per-channel scale mantissas of the parameter tensors,
+  // scale of channel c = mantissa_X[c] * 2^-shift_X[c] ([3H] each; 1.0 for a power-of-two tensor). Empty otherwise.
+  std::vector<double> mantissa_W, mantissa_R, mantissa_bw, mantissa_br;
   std::vector<int64_t> W_sum;    // [3H] Σ_k q_W[c, k]
   std::vector<int64_t> R_sum;    // [3H] Σ_k q_R[c, k]
 
@@ -64,6 +67,26 @@ struct GruCellQuantParams {
   int32_t shift_new_gate_output_to_h = 0;            // shift_new_gate_output - shift_h
   int32_t shift_update_gate_output = 0;              // the final S_u*S_h -> S_h rescale
 
+  // true: every rescale above is v * multiplier * 2^-shift (multiply_rshift_round, docs/FIXED_POINT.md §1a), its
+  // shift the one stored above and its multiplier below; the shifts are then NOT the differences written above
+  // but derived with the multiplier from the ratio of the real scales (multiplier_rescale). false: the
+  // multipliers are all 1 (per-channel ones empty) and the formulas above hold.
+  bool multiplier_scales = false;
+  std::vector<int32_t> multiplier_gemm_x_to_weight_ih_linear;  // [3H] or empty
+  std::vector<int32_t> multiplier_bw_to_gemm_x;                // [3H] or empty
+  std::vector<int32_t> multiplier_gemm_h_to_weight_hh_linear;  // [3H] or empty
+  std::vector<int32_t> multiplier_br_to_gemm_h;                // [3H] or empty
+  int32_t multiplier_weight_ih_linear_to_update_gate_input = 1;
+  int32_t multiplier_weight_hh_linear_to_update_gate_input = 1;
+  int32_t multiplier_weight_ih_linear_to_reset_gate_input = 1;
+  int32_t multiplier_weight_hh_linear_to_reset_gate_input = 1;
+  int32_t multiplier_weight_ih_linear_to_new_gate_input = 1;
+  int32_t multiplier_reset_mul_hh_to_new_gate_input = 1;
+  int32_t multiplier_reset_mul_h_to_h = 1;
+  int32_t multiplier_weight_hh_linear_to_new_gate_input = 1;
+  int32_t multiplier_new_gate_output_to_h = 1;
+  int32_t multiplier_update_gate_output = 1;
+
   std::array<ActivationTables, 3> activation{};  // indexed by GateKind: sigmoid, sigmoid, tanh
 
   // GEMM accumulator types (true: int32, false: int64), fixed by quantize after the overflow proof.
@@ -81,7 +104,23 @@ struct GruCellQuantParams {
 // The float range of every observed tensor of one cell (entries of W, R, bw, br unused).
 using CellRanges = std::array<FloatRange, kGruTensorCount>;
 
-// Fill every derived shift and the Step A row sums (row sums) from the base shifts and codes.
+// Fill every derived shift and the Step A row sums (row sums) from the base shifts and codes; for a
+// multiplier-scale cell (params.multiplier_scales) every rescale's multiplier and shift from the real scales.
 void compute_derived_shifts(GruCellQuantParams& params);
+
+// A rescale by the real ratio `ratio` > 0 as v -> multiply_rshift_round(v, multiplier, shift)
+// (docs/FIXED_POINT.md §1a): frexp(ratio) = f · 2^e (f in [0.5, 1)); p = the multiplier's bits, the most (at
+// most 31) that keep input_bound · 2^p <= 2^62 for the bound on |v|; multiplier = round(f · 2^p) half away from
+// zero, in [2^(p-1), 2^p) (2^p is renormalised to 2^(p-1), e + 1); shift = p - e. Relative error of the ratio
+// at most 2^-p. Pure double arithmetic in this order, so that any IEEE-754 implementation derives the same.
+struct MultiplierRescale {
+  int32_t multiplier = 1;
+  int32_t shift = 0;
+};
+MultiplierRescale multiplier_rescale(double ratio, double input_bound);
+
+// The rescale of a layer's h codes into the next layer's x space (docs/FIXED_POINT.md §5): a pure shift
+// shift_h - shift_x when both scales are powers of two, else multiplier_rescale(S_h / S_x, q_max_h - q_min_h).
+MultiplierRescale h_to_next_x_rescale(const TensorQuant& h, const TensorQuant& next_x);
 
 }  // namespace qgru
