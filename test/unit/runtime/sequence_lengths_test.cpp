@@ -163,8 +163,11 @@ TEST_CASE("the fast executor's float entry point drops the padding of short rows
   // Shapes that take the fast path's other time loops: H = 64 at N = 1 (the whole loop in registers on the
   // avx512-vnni level), N = 9 (B-1 inside the loop, x quantized straight into operand bytes); the floats of
   // run() (dequantized by the time loop) against the reference's run_quantized_gru.
-  for (const auto& [H, N, lengths] : {std::tuple<int, int, std::vector<int32_t>>{64, 1, {5}},
-                                      std::tuple<int, int, std::vector<int32_t>>{32, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}}}) {
+  // Named variables, not structured bindings: clang 14 cannot capture those in CAPTURE's lambda.
+  for (const auto& shape : {std::tuple<int, int, std::vector<int32_t>>{64, 1, {5}},
+                            std::tuple<int, int, std::vector<int32_t>>{32, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}}}) {
+    const int H = std::get<0>(shape), N = std::get<1>(shape);
+    const std::vector<int32_t>& lengths = std::get<2>(shape);
     CAPTURE(H);
     CAPTURE(N);
     const int T = 12;
