@@ -66,8 +66,19 @@ std::vector<int64_t> ints_attribute(const NodeProto& node, const char* name) {
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
-// The bytes of an external-data tensor: location relative to the model's folder (no absolute path, no
-// "..": a model must not make qgru read files elsewhere), offset and length as recorded.
+// An external data location names a file inside the model's folder: relative, no "..", so that a model cannot
+// make qgru read (or the output policy guard) files elsewhere.
+bool location_inside_folder(const std::string& location) {
+  const std::filesystem::path relative(location);
+  if (location.empty() || relative.is_absolute()) return false;
+  for (const auto& part : relative) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+// The bytes of an external-data tensor: location inside the model's folder (location_inside_folder), offset
+// and length as recorded.
 std::string external_bytes(const Graph& g, const TensorProto& t, const std::string& what, size_t expected) {
   if (g.model_dir.empty()) throw Error(g.source + ": " + what + ": external data is not read here");
   std::string location;
@@ -81,14 +92,11 @@ std::string external_bytes(const Graph& g, const TensorProto& t, const std::stri
       throw Error(g.source + ": " + what + ": external data " + entry.key() + " '" + entry.value() + "' is not a number");
     }
   }
-  const std::filesystem::path relative(location);
-  bool escapes = location.empty() || relative.is_absolute();
-  for (const auto& part : relative) escapes = escapes || part == "..";
-  if (escapes) {
+  if (!location_inside_folder(location)) {
     throw Error(g.source + ": " + what + ": external data location '" + location +
                 "' must be a file name inside the model's folder");
   }
-  const std::string path = (std::filesystem::path(g.model_dir) / relative).string();
+  const std::string path = (std::filesystem::path(g.model_dir) / location).string();
   if (length < 0) length = static_cast<int64_t>(expected);
   if (offset < 0 || static_cast<size_t>(length) != expected) {
     throw Error(g.source + ": " + what + ": external data (" + path + ") offset " + std::to_string(offset) + ", length " +
@@ -587,23 +595,16 @@ std::vector<std::string> onnx_external_data_files(const std::string& path) {
     if (sniff_model_file(path) != ModelFileKind::Onnx) return files;
     const std::vector<uint8_t> bytes = read_file_bytes(path);
     const onnx::ModelProto model = parse_model(bytes.data(), bytes.size(), path);
-    if (!model.has_graph()) return files;
+    // The constants the importer reads weights from (index_graph's: initializers and Constant nodes' values).
+    const Graph g = index_graph(model, path, model_folder(path));
     std::set<std::string> seen;
-    const auto add = [&](const TensorProto& t) {
-      if (t.data_location() != TensorProto::EXTERNAL) return;
+    for (const auto& named : g.constants) {
+      const TensorProto& t = *named.second;
+      if (t.data_location() != TensorProto::EXTERNAL) continue;
       for (const auto& entry : t.external_data()) {
-        if (entry.key() != "location" || entry.value().empty()) continue;
-        const std::filesystem::path relative(entry.value());
-        bool escapes = relative.is_absolute();
-        for (const auto& part : relative) escapes = escapes || part == "..";
         // A location outside the folder is refused by the reader before anything is written.
-        if (!escapes && seen.insert(entry.value()).second) files.push_back((std::filesystem::path(model_folder(path)) / relative).string());
-      }
-    };
-    for (const TensorProto& t : model.graph().initializer()) add(t);
-    for (const NodeProto& node : model.graph().node()) {
-      for (const AttributeProto& a : node.attribute()) {
-        if (a.type() == AttributeProto::TENSOR) add(a.t());
+        if (entry.key() != "location" || !location_inside_folder(entry.value())) continue;
+        if (seen.insert(entry.value()).second) files.push_back((std::filesystem::path(g.model_dir) / entry.value()).string());
       }
     }
   } catch (const std::exception&) {
