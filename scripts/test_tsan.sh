@@ -10,15 +10,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 [ "${QGRU_SKIP_TSAN:-0}" != 1 ] || { echo "test_tsan: skipped (QGRU_SKIP_TSAN=1)" >&2; exit 0; }
 build="${QGRU_TSAN_BUILD_DIR:-$root/build-tsan}"
 jobs="${QGRU_JOBS:-$(nproc)}"
-command -v clang++ >/dev/null || { echo "test_tsan: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 start=$(date +%s)
-mkdir -p "$build"
-source "$root/scripts/compiler_cache.sh"
-# -O1 and line tables, as in the ASan tree: enough for file:line in every frame of a report.
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler_cache_args[@]}" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DQGRU_SANITIZE_THREAD=ON -DQGRU_ENABLE_CUDA=OFF >"$build/configure.log" 2>&1 ||
-  { cat "$build/configure.log" >&2; exit 1; }
+# clang, -O1 and line tables as in the ASan tree (file:line in every frame of a report), CUDA off.
+bash "$root/scripts/configure_sanitized.sh" "$build" thread
 cmake --build "$build" -j "$jobs" --target test_runtime_capi test_runtime >"$build/build.log" 2>&1 ||
   { tail -50 "$build/build.log" >&2; exit 1; }
 built=$(date +%s)
