@@ -35,6 +35,26 @@ tree_state() {
     find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2)
 }
 
+# make_hazard_inputs: the inputs the hazard suites (outputs_never_destroy.sh, results_never_silently_wrong.sh)
+#   start from, made in a new folder $work ($scratch/work) that becomes the current folder: a tiny GRU (C = 4,
+#   H = 5) and a linear layer [8, 32] from the corpus (gru.safetensors, x.npy, linear.safetensors, acts.npy),
+#   their statistics and int8 artifact (stats.json, gru.qgru.json) and a GPTQ checkpoint (ckpt/q.safetensors).
+make_hazard_inputs() {
+  local corpus=$root/test/corpus/base
+  work=$scratch/work
+  mkdir "$work"
+  cd "$work" || exit 1
+  cp "$corpus/model.safetensors" gru.safetensors
+  cp "$corpus/x.npy" x.npy
+  cp "$corpus/linear.safetensors" linear.safetensors
+  cp "$corpus/acts.npy" acts.npy
+  "$qgru" -q calibrate --model gru.safetensors --data x.npy -o stats.json >/dev/null || fail "calibrate"
+  "$qgru" -q quantize --model gru.safetensors --stats stats.json -o gru.qgru.json || fail "quantize"
+  mkdir ckpt
+  "$qgru" -q gptq --weights linear.safetensors --tensor fc.weight --activations acts.npy --group-size 32 \
+    -o ckpt/q.safetensors >/dev/null || fail "gptq"
+}
+
 # expect_refusal CODE PATTERN ARGS...: `qgru -q ARGS`, run in $work under a 20 s limit (a read that blocks on a
 #   FIFO would hang), must exit CODE (1 bad input, 2 usage), print exactly one stderr line "qgru: error: ..."
 #   matching the extended regex PATTERN and nothing on stdout, and leave $work as it was: no input changed,

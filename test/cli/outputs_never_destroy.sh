@@ -11,21 +11,8 @@
 set -u
 source "$(dirname "$0")/common.bash"
 start_cli_test "$@"
-corpus=$root/test/corpus/base
-work=$scratch/work
-mkdir "$work"
-cd "$work" || exit 1
-
 # ---- inputs: a tiny GRU (C = 4, H = 5) and a linear layer [8, 32] from the corpus, and what qgru makes of them
-cp "$corpus/model.safetensors" gru.safetensors
-cp "$corpus/x.npy" x.npy
-cp "$corpus/linear.safetensors" linear.safetensors
-cp "$corpus/acts.npy" acts.npy
-"$qgru" -q calibrate --model gru.safetensors --data x.npy -o stats.json >/dev/null || fail "calibrate"
-"$qgru" -q quantize --model gru.safetensors --stats stats.json -o gru.qgru.json || fail "quantize"
-mkdir ckpt
-"$qgru" -q gptq --weights linear.safetensors --tensor fc.weight --activations acts.npy --group-size 32 \
-  -o ckpt/q.safetensors >/dev/null || fail "gptq"
+make_hazard_inputs
 ln x.npy x_hardlink.npy
 ln -s x.npy x_symlink.npy
 mkdir special && mkfifo special/fifo.npy special/fifo.json

@@ -12,21 +12,8 @@ set -u
 source "$(dirname "$0")/common.bash"
 start_cli_test "$@"
 find_python
-corpus=$root/test/corpus/base
-work=$scratch/work
-mkdir "$work"
-cd "$work" || exit 1
-
-cp "$corpus/model.safetensors" gru.safetensors
-cp "$corpus/x.npy" x.npy
-cp "$corpus/linear.safetensors" linear.safetensors
-cp "$corpus/acts.npy" acts.npy
+make_hazard_inputs
 cp "$root/configs/int8.json" int8.json
-"$qgru" -q calibrate --model gru.safetensors --data x.npy -o stats.json >/dev/null || fail "calibrate"
-"$qgru" -q quantize --model gru.safetensors --stats stats.json -o gru.qgru.json || fail "quantize"
-mkdir ckpt
-"$qgru" -q gptq --weights linear.safetensors --tensor fc.weight --activations acts.npy --group-size 32 \
-  -o ckpt/q.safetensors >/dev/null || fail "gptq"
 
 "$python" - <<'PY' || fail "making the test inputs"
 import json, struct
