@@ -1111,7 +1111,10 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
       for (int k = 0; k < count; ++k) kind_set |= 1 << kinds[k];
       const int key = N * 8 + kind_set;
       auto it = packed_->schedules.find(key);
-      if (it == packed_->schedules.end()) it = packed_->schedules.emplace(key, fast::ScheduleChoice(count, count - 1)).first;
+      if (it == packed_->schedules.end()) {
+        // schedule 0 (kind 0) runs on the caller's thread alone: its preempted runs are clipped, the others' not
+        it = packed_->schedules.emplace(key, fast::ScheduleChoice(count, count - 1, 1u)).first;
+      }
       choice = &it->second;
       schedule_index = choice->next();
       schedule_kind = kinds[schedule_index];

@@ -12,25 +12,45 @@
 // in some phases of the same VM a recurrence thread waiting on B-1 from the other core took 2.4 ms per run at
 // H = 64 against 33 µs alone.
 //
-// Contract: ScheduleChoice(count, preferred) chooses among schedules 0 .. count - 1 (count in [1, 3]); next()
-// names the schedule to run; record(s, cost, steps) reports a run of s that took cost per step over `steps`
-// steps (lower is better: wall µs per time step; the run took cost·steps). Until each schedule has kTurns =
-// kWarmup + 1 reports they take turns, `preferred` first, then the others from the highest index down; the
-// first kWarmup reports of each are dropped (a cold run pays for starting threads and faulting pages), so the
-// warm-up costs two runs per schedule, most of them on the slower ones. Then the schedule with the lowest
-// moving average of its per-step costs runs, and one of the others (in turn) is re-measured once the runs of
-// the leader since the last re-measurement have taken kExploreEvery times as long as that other schedule's
-// last run: re-measuring costs about 1/kExploreEvery of the time whatever the other schedule costs now. Where
-// the schedules cost about the same that is every kExploreEvery-th run, so a change of the machine is followed
+// Contract: ScheduleChoice(count, preferred, alone_mask) chooses among schedules 0 .. count - 1 (count in [1, 3]);
+// next() names the schedule to run; record(s, cost, steps) reports a run of s that took cost per step over
+// `steps` steps (lower is better: wall µs per time step; the run took cost·steps µs). Until each schedule has
+// kTurns = kWarmup + 1 reports they take turns, `preferred` first, then the others from the highest index
+// down; the first kWarmup reports of each are dropped (a cold run pays for starting threads and faulting
+// pages), so the warm-up costs two runs per schedule, most of them on the slower ones. Then the schedule with
+// the lowest average cost runs, and one of the others (in turn) is re-measured once the runs of the leader
+// since the last re-measurement have taken kExploreEvery times as long as that other schedule's last run:
+// re-measuring costs about 1/kExploreEvery of the time whatever the other schedule costs now. Where the
+// schedules cost about the same that is every kExploreEvery-th run, so a change of the machine is followed
 // within a few hundred runs; where another process keeps a core busy and a two-thread run waits a whole
 // scheduler time slice for its helper (a few ms against a 30 µs run), that schedule is re-measured a few
-// times a second instead of every 64th run (which would cost the one-thread leader 2-3x its time). A report
-// above twice the schedule's average counts as twice the average (a preempted run moves the average by at
-// most 25 %). record_cold(s, cost, steps) reports a run of s that first had to wake a sleeping thread: the
-// first such report after a kept one is dropped and next() names s again (a schedule re-measured after a
-// stretch of one-thread runs finds the team asleep, which it would not be had it run back to back); a second
-// in a row is kept (the runs come too far apart for the team to stay awake, so the wake-up is part of their
-// cost). leader() names the schedule with the lowest average. Not thread-safe: the executor calls it under its
+// times a second instead of every 64th run (which would cost the one-thread leader 2-3x its time).
+//
+// How a schedule's runs are averaged depends on whether it waits on other threads. A schedule that runs on
+// the caller's thread alone (`alone_mask`, bit s for schedule s) is slowed only by what slows every schedule
+// (the caller's thread preempted): its average is a moving one of 3/4 the old and 1/4 the new, where a report
+// above twice the average counts as twice the average (a preempted run moves the average by at most 25 %).
+// A schedule that waits on a helper pays for every time slice the helper spends off its CPU: its average is
+// its mean cost per step over its last kWindowRuns = 64 kept runs, every run counted whole. Why whole: with
+// another process spinning on the second CPU, a two-thread run took 230 µs (H = 256, T = 100) while the
+// helper had the CPU and 4.3 ms in the one run of about seventeen during which the helper waited out the
+// other process's time slice: 466 µs per run on average against 348 µs on one thread. An average that clips
+// such runs (as this one did, at twice the average) keeps the two-thread schedule; one that counts them moves
+// to one thread at the first stall or two, and since any 64 of its runs hold three or four stalls, its
+// re-measurements (one run each, a few times a second) do not bring it back while the other process spins.
+// Why runs and not time: a window of the last 100 ms faded the stalls between the sparse re-measurements and
+// let the schedule lead again every few of them. Why not whole for the one-thread schedule: the caller's own
+// preemptions (4.4 ms, seen in one-thread runs beside the same spinning process) would make it look as slow
+// as the stalling one and hand the lead back to a schedule that stalls every few ms. A lone stall on an
+// otherwise idle machine (one in 64 runs: +64 µs a run at H = 256 against the 118 µs two threads save)
+// changes nothing. Once the other process stops, the re-measurements push the stalls out of the window: the
+// two-thread schedule leads again after about 64 of them (about a second at H = 256).
+//
+// record_cold(s, cost, steps) reports a run of s that first had to wake a sleeping thread: the first such
+// report after a kept one is dropped and next() names s again (a schedule re-measured after a stretch of
+// one-thread runs finds the team asleep, which it would not be had it run back to back); a second in a row is
+// kept (the runs come too far apart for the team to stay awake, so the wake-up is part of their cost).
+// leader() names the schedule with the lowest average. Not thread-safe: the executor calls it under its
 // team's mutex.
 #include <cstdint>
 
@@ -42,8 +62,9 @@ class ScheduleChoice {
   static constexpr int kWarmup = 1;
   static constexpr int kTurns = kWarmup + 1;  // reports per schedule before the choice starts
   static constexpr int kExploreEvery = 64;
+  static constexpr int kWindowRuns = 64;
 
-  explicit ScheduleChoice(int count = 2, int preferred = 1) {
+  explicit ScheduleChoice(int count = 2, int preferred = 1, unsigned alone_mask = 0) : alone_mask_(alone_mask) {
     count_ = count < 1 ? 1 : count > kMaxSchedules ? kMaxSchedules : count;
     preferred = preferred < 0 ? 0 : preferred >= count_ ? count_ - 1 : preferred;
     // the order of turns and of ties: preferred, then the others from the highest index down
@@ -83,17 +104,26 @@ class ScheduleChoice {
   void record(int schedule, double cost, int64_t steps = 1) {
     if (schedule < 0 || schedule >= count_) return;
     cold_dropped_[schedule] = false;
-    const double run = cost * static_cast<double>(steps > 0 ? steps : 1);
+    const double step_count = static_cast<double>(steps > 0 ? steps : 1);
+    const double run = cost * step_count;
     if (reports_[schedule] >= kTurns && schedule == leader()) leader_time_ += run;
     last_run_[schedule] = run;
     const int64_t n = ++reports_[schedule];
     if (n <= kWarmup) return;
-    if (n == kWarmup + 1) {
-      average_[schedule] = cost;
+    if (alone(schedule)) {
+      if (n == kWarmup + 1) {
+        moving_[schedule] = cost;
+        return;
+      }
+      const double clipped = cost > 2.0 * moving_[schedule] ? 2.0 * moving_[schedule] : cost;
+      moving_[schedule] = 0.75 * moving_[schedule] + 0.25 * clipped;
+      last_run_[schedule] = clipped * step_count;  // a preempted run does not put off its re-measurement
       return;
     }
-    const double clipped = cost > 2.0 * average_[schedule] ? 2.0 * average_[schedule] : cost;
-    average_[schedule] = 0.75 * average_[schedule] + 0.25 * clipped;
+    // The ring of its last kWindowRuns kept runs: the oldest replaced.
+    const int slot = static_cast<int>((n - kWarmup - 1) % kWindowRuns);
+    ring_time_[schedule][slot] = run;
+    ring_steps_[schedule][slot] = step_count;
   }
 
   void record_cold(int schedule, double cost, int64_t steps = 1) {
@@ -112,15 +142,27 @@ class ScheduleChoice {
   int leader() const {
     int best = order_[0];
     for (int k = 1; k < count_; ++k) {
-      if (average_[order_[k]] < average_[best]) best = order_[k];
+      if (average(order_[k]) < average(best)) best = order_[k];
     }
     return best;
   }
 
-  // The moving average of schedule s; 0 before its first kept report.
-  double average(int s) const { return s >= 0 && s < count_ ? average_[s] : 0.0; }
+  // The average cost per step of schedule s (moving, or windowed mean: see above); 0 before its first kept
+  // report.
+  double average(int s) const {
+    if (s < 0 || s >= count_) return 0.0;
+    if (alone(s)) return moving_[s];
+    double time = 0.0, steps = 0.0;  // unfilled slots hold zeros
+    for (int k = 0; k < kWindowRuns; ++k) {
+      time += ring_time_[s][k];
+      steps += ring_steps_[s][k];
+    }
+    return steps > 0.0 ? time / steps : 0.0;
+  }
 
  private:
+  bool alone(int s) const { return ((alone_mask_ >> s) & 1u) != 0; }
+
   // The k-th schedule other than `skip`, in the order of turns.
   int nth_other(int skip, int k) const {
     for (int i = 0; i < count_; ++i) {
@@ -137,7 +179,10 @@ class ScheduleChoice {
   double leader_time_ = 0.0;  // cost·steps of the leader's runs since the last re-measurement
   double last_run_[kMaxSchedules] = {0.0, 0.0, 0.0};  // cost·steps of each schedule's last run
   int64_t reports_[kMaxSchedules] = {0, 0, 0};
-  double average_[kMaxSchedules] = {0.0, 0.0, 0.0};
+  unsigned alone_mask_;                               // bit s: schedule s runs on the caller's thread alone
+  double moving_[kMaxSchedules] = {0.0, 0.0, 0.0};    // the moving average of an alone schedule
+  double ring_time_[kMaxSchedules][kWindowRuns] = {};   // µs of the last kept runs of a helper-waiting schedule
+  double ring_steps_[kMaxSchedules][kWindowRuns] = {};  // their steps
   bool cold_dropped_[kMaxSchedules] = {false, false, false};  // the last report of s was a dropped cold one
   int again_ = -1;  // the schedule next() names once more (after a dropped cold report), or -1
 };
