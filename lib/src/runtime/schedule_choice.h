@@ -49,7 +49,11 @@
 // record_cold(s, cost, steps) reports a run of s that first had to wake a sleeping thread: the first such
 // report after a kept one is dropped and next() names s again (a schedule re-measured after a stretch of
 // one-thread runs finds the team asleep, which it would not be had it run back to back); a second in a row is
-// kept (the runs come too far apart for the team to stay awake, so the wake-up is part of their cost).
+// kept (the runs come too far apart for the team to stay awake, so the wake-up is part of their cost). A cold
+// run that took more than kWakeMicros (500 µs) over the schedule's average is kept at once: waking a thread
+// takes tens of µs, while with another process spinning on the second CPU a cold two-thread run took 42 ms
+// (H = 256, T = 100: the woken helper was placed on the caller's CPU), and running it again at once cost
+// another 42 ms, 8 % of a 0.5 s benchmark.
 // leader() names the schedule with the lowest average. Not thread-safe: the executor calls it under its
 // team's mutex.
 #include <cstdint>
@@ -63,6 +67,7 @@ class ScheduleChoice {
   static constexpr int kTurns = kWarmup + 1;  // reports per schedule before the choice starts
   static constexpr int kExploreEvery = 64;
   static constexpr int kWindowRuns = 64;
+  static constexpr double kWakeMicros = 500.0;  // the most a cold run may cost over the usual one and be dropped
 
   explicit ScheduleChoice(int count = 2, int preferred = 1, unsigned alone_mask = 0) : alone_mask_(alone_mask) {
     count_ = count < 1 ? 1 : count > kMaxSchedules ? kMaxSchedules : count;
@@ -128,7 +133,10 @@ class ScheduleChoice {
 
   void record_cold(int schedule, double cost, int64_t steps = 1) {
     if (schedule < 0 || schedule >= count_) return;
-    if (!cold_dropped_[schedule]) {
+    const double step_count = static_cast<double>(steps > 0 ? steps : 1);
+    // More than kWakeMicros over the schedule's usual run is not the wake-up: the helper did not get a CPU.
+    const bool wake_only = reports_[schedule] < kTurns || (cost - average(schedule)) * step_count <= kWakeMicros;
+    if (!cold_dropped_[schedule] && wake_only) {
       cold_dropped_[schedule] = true;
       last_run_[schedule] = cost * static_cast<double>(steps > 0 ? steps : 1);
       again_ = schedule;

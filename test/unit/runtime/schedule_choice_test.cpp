@@ -240,3 +240,33 @@ TEST_CASE("schedule choice: a cold run (the team had to be woken) is measured ag
   gappy.record_cold(first, 50.0);
   CHECK(gappy.average(first) == doctest::Approx((1.0 + 50.0) / 2.0));
 }
+
+TEST_CASE("schedule choice: a cold run far slower than a wake-up is kept at once, not run again") {
+  // µs per step, 100 steps: schedule 1 (two threads) 2.5 a step, 250 µs a run; schedule 0 3.5.
+  ScheduleChoice choice(2, 1, 1u);
+  for (int i = 0; i < 2 * ScheduleChoice::kTurns; ++i) {
+    const int s = choice.next();
+    choice.record(s, s == 0 ? 3.5 : 2.5, 100);
+  }
+  REQUIRE(choice.leader() == 1);
+  // A wake-up's cost (300 µs over the usual run) is dropped, once, as before.
+  CHECK(choice.next() == 1);
+  choice.record_cold(1, 5.5, 100);
+  CHECK(choice.average(1) == doctest::Approx(2.5));
+  CHECK(choice.next() == 1);
+  choice.record(1, 2.5, 100);
+  // 42 ms (the helper placed on the caller's CPU by another process): kept, whole; schedule 0 leads and
+  // schedule 1 is re-measured only after 64 x 42 ms of its runs.
+  CHECK(choice.next() == 1);
+  choice.record_cold(1, 420.0, 100);
+  CHECK(choice.average(1) > 3.5);
+  CHECK(choice.leader() == 0);
+  int runs = 0;
+  while (choice.next() == 0 && runs < 100000) {
+    choice.record(0, 3.5, 100);
+    ++runs;
+  }
+  // (the 42 ms run itself counts toward the wait: schedule 1 led when it ran)
+  CHECK(runs <= static_cast<int>(ScheduleChoice::kExploreEvery * 42000.0 / 350.0));
+  CHECK(runs >= static_cast<int>((ScheduleChoice::kExploreEvery - 1) * 42000.0 / 350.0));
+}
