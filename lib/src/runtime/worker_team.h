@@ -18,6 +18,7 @@
 // serialises (FastQuantGru holds a mutex around it). An exception thrown by fn is not caught: the jobs run
 // only the executor's kernels, which do not throw.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -79,17 +80,28 @@ class SpinBarrier {
   alignas(64) std::atomic<int> generation_{0};
 };
 
-// Spin until pred() holds: pause-spins first, then yields the CPU between checks.
+// Spin until pred() holds: pause-spins for up to kSpinBeforeYield, then yields the CPU between checks.
+//
+// Why a time and that one: the partner a spinning thread waits for is normally running on the other CPU and a
+// fraction of a step behind (a step is 2 to 40 µs from H = 256 to 1024 at batch 1), so pause-spinning answers
+// within a cache-line transfer. But when another process keeps the second CPU busy, the kernel may place the
+// partner, woken, on this thread's own CPU, where it runs only when this thread gives the CPU away. Spinning
+// 2^14 pauses (about 0.3 ms here) before each yield then cost 0.3 ms a step: a 100-step run of the two-thread
+// schedule took 42 ms at H = 256 instead of 0.25 ms. After 20 µs the wait is not a partner slightly behind,
+// and yielding at once lets a partner on this CPU run (a yield with nothing else to run returns at once).
 template <class Pred>
 void spin_until(Pred pred) {
-  constexpr int kPauseSpins = 1 << 14;  // ~0.1-1 ms of pause instructions before giving the CPU away
-  for (int spins = 0; !pred(); ++spins) {
-    if (spins < kPauseSpins) {
+  constexpr int kPausesPerCheck = 64;  // pause instructions between two reads of the clock
+  constexpr std::chrono::microseconds kSpinBeforeYield{20};
+  if (pred()) return;
+  const auto spin_end = std::chrono::steady_clock::now() + kSpinBeforeYield;
+  do {
+    for (int i = 0; i < kPausesPerCheck; ++i) {
+      if (pred()) return;
       spin_pause();
-    } else {
-      std::this_thread::yield();
     }
-  }
+  } while (std::chrono::steady_clock::now() < spin_end);
+  while (!pred()) std::this_thread::yield();
 }
 
 }  // namespace qgru::fast
