@@ -316,7 +316,7 @@ void BM_vnni_gemm(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t{M} * rows * Kp);  // MACs
 }
 BENCHMARK(BM_vnni_gemm)->Args({1, 192, 64, 0})->Args({1, 768, 256, 0})->Args({1, 768, 256, 1})->Args({1, 3072, 1024, 0})
-    ->Args({1, 3072, 1024, 1})->Args({1, 384, 256, 0})->Args({1, 128, 256, 0})->Args({64, 768, 256, 0})->Args({6400, 768, 256, 0})->Args({100, 192, 64, 0})
+    ->Args({1, 3072, 1024, 1})->Args({1, 384, 256, 0})->Args({1, 128, 256, 0})->Args({32, 768, 256, 0})->Args({64, 768, 256, 0})->Args({16, 1536, 512, 0})->Args({6400, 768, 256, 0})->Args({100, 192, 64, 0})
     ->ArgNames({"M", "rows", "K", "alternate"})->MeasureProcessCPUTime()->UseRealTime();
 #endif
 

@@ -22,7 +22,9 @@ the same round (median over rounds) is what the targets are read from; --baselin
 another build's bench_cpu (e.g. main's) to each round, for a before/after in the same conditions; then
 --avx2-rounds more with the fast path held to its avx2 level. --contended-rounds: the batch-1 shapes again
 while os.cpu_count() - 1 spinning processes (started here, each ending itself after --spin-seconds) keep the
-other CPUs busy: qgru with --threads threads and with one, and the peers, beside an idle round.
+other CPUs busy: qgru with --threads threads and with one, and the peers, beside an idle round; each qgru
+repetition there runs for --contended-min-time seconds on a new executor object (its schedule choice learns
+anew: 0.05 s measures a fresh object, 0.5 s a long-lived one).
 Whether OpenVINO's own int8 path applies to this GRU is probed once (NNCF post-training quantization, and
 FakeQuantize on the GRUSequence's x, h, W and R): when the GRU then runs in an 8-bit precision it is timed as
 a peer, else the page says what the probe found.
@@ -211,10 +213,11 @@ def timed(cmd):
     return p.stdout, (int(m.group(1)) / 1024.0 if m else float("nan"))
 
 
-def qgru_run(binary, path, H, T, N, threads, reps):
+def qgru_run(binary, path, H, T, N, threads, reps, min_time=0.05):
+    """Each repetition is a new executor object (its 12 untimed runs, then runs for at least min_time s)."""
     name = "BM_gru/path:%d/H:%d/T:%d/N:%d/threads:%d/" % (path, H, T, N, threads)
     out, rss = timed([binary, "--benchmark_filter=^" + name, "--benchmark_repetitions=%d" % reps,
-                      "--benchmark_min_time=0.05", "--benchmark_format=json"])
+                      "--benchmark_min_time=%g" % min_time, "--benchmark_format=json"])
     runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type") == "iteration"]
     if not runs or "error_message" in runs[0]:
         raise RuntimeError("no result for " + name + ": " + str(runs[:1]))
@@ -375,6 +378,10 @@ def main():
     ap.add_argument("--contended-rounds", type=int, default=0,
                     help="rounds of the batch-1 shapes idle and with the other CPUs kept busy by spinning processes (0: none)")
     ap.add_argument("--spin-seconds", type=float, default=120.0, help="the longest a spinning process lives")
+    ap.add_argument("--contended-min-time", type=float, default=0.05,
+                    help="seconds of runs per qgru repetition in the contended rounds: each repetition is a new "
+                         "executor whose batch-1 schedule choice learns anew (0.05: a fresh object; 0.5 and more: "
+                         "a long-lived one, as in a service)")
     ap.add_argument("--wait-quiet", type=float, default=0.0,
                     help="before each side-by-side round wait up to this many seconds until no other process is ready "
                          "to run (on a shared machine); the page records what was running")
@@ -433,7 +440,7 @@ def main():
     # faster peer, then the median over rounds.
     spinning = [False]  # inside a Spinners block: no waiting for a quiet machine
 
-    def side_by_side(path, label, count, shape_list, threads_list=(th,)):
+    def side_by_side(path, label, count, shape_list, threads_list=(th,), min_time=0.05):
         rounds = {}
         if not have_onnx_peers:
             return rounds
@@ -443,7 +450,7 @@ def main():
                 row = {"load": os.getloadavg()[0], "busy": busy}
                 try:
                     for t in threads_list:
-                        row["qgru%d" % t] = qgru_run(binary, path, H, T, N, t, args.reps)["wall_ms"]
+                        row["qgru%d" % t] = qgru_run(binary, path, H, T, N, t, args.reps, min_time)["wall_ms"]
                     if baseline:
                         row["baseline"] = qgru_run(baseline, path, H, T, N, th, args.reps)["wall_ms"]
                     row["ort"] = peer_run("ort", H, T, N, th, args.reps)["wall_ms"]
@@ -462,10 +469,10 @@ def main():
     batch1 = [s for s in shapes if s[2] == 1]
     for _ in range(args.contended_rounds):
         for shape in batch1:
-            idle = side_by_side(1, " (idle)", 1, [shape], (th, 1))
+            idle = side_by_side(1, " (idle)", 1, [shape], (th, 1), args.contended_min_time)
             with Spinners(args.spin_seconds):
                 spinning[0] = True
-                busy = side_by_side(1, " (other CPUs busy)", 1, [shape], (th, 1))
+                busy = side_by_side(1, " (other CPUs busy)", 1, [shape], (th, 1), args.contended_min_time)
                 spinning[0] = False
             if idle.get(shape) and busy.get(shape):
                 contended.setdefault(shape, []).append((idle[shape][0], busy[shape][0]))
@@ -624,9 +631,11 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
         lines.append("## Batch 1 with the other CPUs busy\n")
         lines.append("Per round and shape: qgru fast int8 with %d threads and with 1, onnxruntime and OpenVINO (bf16 hint, "
                      "%d threads), first on the otherwise idle machine, then while %d spinning process(es) started by the "
-                     "script keep the other CPUs busy. ms per run (median of %d); load average and other runnable processes "
-                     "(busy, the spinners included) before each part.\n"
-                     % (th, th, max(1, (os.cpu_count() or 2) - 1), args.reps))
+                     "script keep the other CPUs busy. ms per run (median of %d); each qgru repetition a new executor "
+                     "object that runs for %g s after its 12 untimed runs (its batch-1 schedule choice learns anew: %s); "
+                     "load average and other runnable processes (busy, the spinners included) before each part.\n"
+                     % (th, th, max(1, (os.cpu_count() or 2) - 1), args.reps, args.contended_min_time,
+                        "a long-lived object" if args.contended_min_time >= 0.5 else "a fresh object"))
         lines.append("| shape (H, T, N) | round | idle: qgru %d thr / 1 thr / onnxruntime / OpenVINO (load, busy) | busy: qgru %d "
                      "thr / 1 thr / onnxruntime / OpenVINO (load, busy) | busy: qgru %d thr / qgru 1 thr | busy: faster peer / "
                      "qgru %d thr |" % (th, th, th, th))
