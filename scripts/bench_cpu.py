@@ -38,6 +38,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -530,7 +531,7 @@ def write_md(args, shapes, runners, results, peak, vnni, load_before, load_after
     fast_name = next(name for name, _ in runners if name.startswith("qgru fast int8 (%d threads" % args.threads))
     one_thread_name = "qgru fast int8 (1 thread)"
     lines = []
-    command = " ".join(["scripts/bench_cpu.py"] + [a for a in sys.argv[1:]])
+    command = shlex.join(["scripts/bench_cpu.py"] + sys.argv[1:])  # quoted as a shell needs it (--shapes "a;b")
     taken = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
     lines.append("# CPU benchmarks\n")
     # The docs test's mark of a measurement (docs/README.md): closed at the end of the file, after the notes.
