@@ -136,6 +136,44 @@ def test_gil_is_released_while_running(digits_artifact, digits):
     assert len(inside) >= 10, f"{len(inside)} ticks of another thread during a {end - start:.3f} s run"
 
 
+def test_a_padded_batch_gives_each_sequence_what_it_gets_alone():
+    """lengths: each sequence of a padded batch equals its run alone over its own frames; the padding's y is
+    0.0 (its code), h_n is the state after the last frame, and a reverse direction starts at that frame."""
+    weights = random_gru_state_dict(4, 6, 20, num_layers=2, bidirectional=True)
+    x = np.random.default_rng(8).standard_normal((12, 7, 6)).astype(np.float32)
+    artifact = qgru.quantize(weights, qgru.calibrate(weights, x))
+    lengths = [12, 0, 5, 1, 7, 3, 11]
+    codes = artifact.quantize_input(x)
+    zero_code = np.repeat([artifact.quant("h", 1, d)["zero_point"] for d in (0, 1)], 20)  # y's columns: d*H + j
+    for executor in ("fast", "reference"):
+        y, h_n = artifact.run(x, lengths=np.array(lengths, np.int64), executor=executor)
+        y_codes, h_codes = artifact.run(codes, lengths=lengths, executor=executor)
+        for n, steps in enumerate(lengths):
+            y_alone, h_alone = artifact.run(x[:steps, n:n + 1], executor=executor)
+            np.testing.assert_array_equal(y[:steps, n], y_alone[:, 0])
+            np.testing.assert_array_equal(y[steps:, n], 0.0)
+            np.testing.assert_array_equal(h_n[:, n], h_alone[:, 0])
+            yc_alone, hc_alone = artifact.run(codes[:steps, n:n + 1], executor=executor)
+            np.testing.assert_array_equal(y_codes[:steps, n], yc_alone[:, 0])
+            padding = y_codes[steps:, n]
+            np.testing.assert_array_equal(padding, np.broadcast_to(zero_code, padding.shape))
+            np.testing.assert_array_equal(h_codes[:, n], hc_alone[:, 0])
+    # batch_first keeps lengths per sequence; every length T is the run without lengths.
+    y_bf, _ = artifact.run(np.ascontiguousarray(x.swapaxes(0, 1)), lengths=lengths, batch_first=True)
+    np.testing.assert_array_equal(y_bf, artifact.run(x, lengths=lengths)[0].swapaxes(0, 1))
+    np.testing.assert_array_equal(artifact.run(x, lengths=[12] * 7)[0], artifact.run(x)[0])
+    with pytest.raises(qgru.Error, match=r"^lengths: dtype float64, expected integer sequence lengths$"):
+        artifact.run(x, lengths=np.full(7, 3.0))
+    with pytest.raises(qgru.Error, match=r"^lengths: shape \[6\], expected \[N\] with N = 7$"):
+        artifact.run(x, lengths=[3] * 6)
+    with pytest.raises(qgru.Error, match=r"qgru_rt_run_lengths: lengths\[2\] = 13, expected a length in \[0, T = 12\]"):
+        artifact.run(x, lengths=[3, 3, 13, 3, 3, 3, 3])
+    with pytest.raises(qgru.Error, match=r"lengths\[1\] = -1"):
+        artifact.run(codes, lengths=[3, -1, 3, 3, 3, 3, 3])
+    with pytest.raises(qgru.Error, match=r"^lengths: lengths\[0\] = 4294967296"):
+        artifact.run(x, lengths=np.array([2**32] + [1] * 6, np.int64))
+
+
 def test_bad_shapes_and_dtypes_are_refused(two_layer):
     artifact, x = two_layer
     with pytest.raises(qgru.Error, match=r"^x: shape \[12, 6\], expected \[T, N, C\] with C = 6$"):

@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #define QGRU_RT_API_VERSION_MAJOR 1
-#define QGRU_RT_API_VERSION_MINOR 0
+#define QGRU_RT_API_VERSION_MINOR 1
 #define QGRU_RT_API_VERSION (QGRU_RT_API_VERSION_MAJOR * 1000 + QGRU_RT_API_VERSION_MINOR)
 /* True when the linked library implements this header: the same major version, a minor one at least as new. */
 #define QGRU_RT_VERSION_COMPATIBLE()                                        \
@@ -157,6 +157,17 @@ qgru_rt_status qgru_rt_run_codes(const qgru_rt_context* context, const int32_t* 
 /* The same on float values: x and h0 quantized with their tensors' parameters (saturating), y and h_n dequantized. */
 qgru_rt_status qgru_rt_run(const qgru_rt_context* context, const float* x, int T, int N, const float* h0, float* y,
                            float* h_n);
+/* Padded batches (API 1.1): lengths [N], sequence n's frames are the steps t < lengths[n], each length in
+ * [0, T] (INVALID_ARGUMENT naming the sequence otherwise). At a step t >= lengths[n] sequence n's state stays as
+ * it was and its y row is the code of 0.0 (the zero point of H; 0.0 in qgru_rt_run_lengths); its h_n is its
+ * state after its last frame; a reverse direction starts at its last frame. So every sequence gets the codes
+ * it gets when run alone over its own frames (`qgru run --lengths`; docs/ONNX.md: ONNX's sequence_lens).
+ * lengths NULL: every sequence has T frames (qgru_rt_run_codes, qgru_rt_run). */
+qgru_rt_status qgru_rt_run_codes_lengths(const qgru_rt_context* context, const int32_t* x_codes, int T, int N,
+                                         const int32_t* lengths, const int32_t* h0_codes, int32_t* y_codes,
+                                         int32_t* hn_codes);
+qgru_rt_status qgru_rt_run_lengths(const qgru_rt_context* context, const float* x, int T, int N,
+                                   const int32_t* lengths, const float* h0, float* y, float* h_n);
 
 /* ---- streaming --------------------------------------------------------------------------------------- */
 /* A state for N >= 1 streams of a unidirectional model, every code that of 0.0 (NOT_SUPPORTED for a

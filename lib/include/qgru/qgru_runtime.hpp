@@ -99,6 +99,14 @@ class Context {
   void run(const float* x, int T, int N, const float* h0, float* y, float* h_n) const {
     check(qgru_rt_run(handle_.get(), x, T, N, h0, y, h_n));
   }
+  // Padded batches (qgru_rt_run_codes_lengths / qgru_rt_run_lengths): lengths [N], each in [0, T].
+  void run_codes(const int32_t* x_codes, int T, int N, const int32_t* lengths, const int32_t* h0_codes,
+                 int32_t* y_codes, int32_t* hn_codes) const {
+    check(qgru_rt_run_codes_lengths(handle_.get(), x_codes, T, N, lengths, h0_codes, y_codes, hn_codes));
+  }
+  void run(const float* x, int T, int N, const int32_t* lengths, const float* h0, float* y, float* h_n) const {
+    check(qgru_rt_run_lengths(handle_.get(), x, T, N, lengths, h0, y, h_n));
+  }
   const qgru_rt_context* get() const { return handle_.get(); }
 
  private:

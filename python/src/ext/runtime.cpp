@@ -97,28 +97,30 @@ class Context {
   std::string describe() const { return context_.describe(); }
 
   // x [T, N, C] float32 values or int32 codes (is_codes); h0 [L*D, N, H] of the same kind or None; y [T, N, D*H]
-  // and h_n [L*D, N, H] written (float32 or int32 likewise).
-  void run(const HostArray& x, const std::optional<HostArray>& h0, OutArray& y, OutArray& h_n, bool is_codes) const {
+  // and h_n [L*D, N, H] written (float32 or int32 likewise); lengths [N] int32 or None (every sequence T frames).
+  void run(const HostArray& x, const std::optional<HostArray>& h0, OutArray& y, OutArray& h_n, bool is_codes,
+           const std::optional<HostArray>& lengths) const {
     if (x.ndim() != 3) throw Error("x: shape " + shape_text(shape_of(x)) + ", expected [T, N, C] with C = " + std::to_string(shape_.input_size));
     const int T = int_extent(x, 0, "x"), N = int_extent(x, 1, "x");
     const size_t LD = static_cast<size_t>(shape_.num_layers) * shape_.num_directions;
     const std::vector<size_t> x_shape{size_t(T), size_t(N), size_t(shape_.input_size)};
     const std::vector<size_t> h_shape{LD, size_t(N), size_t(shape_.hidden_size)};
     const std::vector<size_t> y_shape{size_t(T), size_t(N), size_t(shape_.output_size)};
+    const int32_t* length_values = lengths ? input_data<int32_t>(*lengths, DType::I32, {size_t(N)}, "lengths") : nullptr;
     if (is_codes) {
       const int32_t* x_codes = input_data<int32_t>(x, DType::I32, x_shape, "x");
       const int32_t* h0_codes = h0 ? input_data<int32_t>(*h0, DType::I32, h_shape, "h0") : nullptr;
       int32_t* y_codes = output_data<int32_t>(y, DType::I32, y_shape, "y");
       int32_t* hn_codes = output_data<int32_t>(h_n, DType::I32, h_shape, "h_n");
       nb::gil_scoped_release release;
-      check(qgru_rt_run_codes(context_.get(), x_codes, T, N, h0_codes, y_codes, hn_codes));
+      check(qgru_rt_run_codes_lengths(context_.get(), x_codes, T, N, length_values, h0_codes, y_codes, hn_codes));
     } else {
       const float* x_values = input_data<float>(x, DType::F32, x_shape, "x");
       const float* h0_values = h0 ? input_data<float>(*h0, DType::F32, h_shape, "h0") : nullptr;
       float* y_values = output_data<float>(y, DType::F32, y_shape, "y");
       float* hn_values = output_data<float>(h_n, DType::F32, h_shape, "h_n");
       nb::gil_scoped_release release;
-      check(qgru_rt_run(context_.get(), x_values, T, N, h0_values, y_values, hn_values));
+      check(qgru_rt_run_lengths(context_.get(), x_values, T, N, length_values, h0_values, y_values, hn_values));
     }
   }
 
@@ -243,7 +245,8 @@ void bind_runtime(nb::module_& m) {
       .def(nb::init<const Artifact&, const std::string&, int, int, const std::string&>(), nb::arg("artifact"),
            nb::arg("device"), nb::arg("device_id"), nb::arg("threads"), nb::arg("executor"))
       .def("describe", &Context::describe)
-      .def("run", &Context::run, nb::arg("x"), nb::arg("h0").none(), nb::arg("y"), nb::arg("h_n"), nb::arg("is_codes"));
+      .def("run", &Context::run, nb::arg("x"), nb::arg("h0").none(), nb::arg("y"), nb::arg("h_n"), nb::arg("is_codes"),
+           nb::arg("lengths").none());
   nb::class_<Stream>(m, "Stream")
       .def(nb::init<const Context&, int>(), nb::arg("context"), nb::arg("batch"))
       .def_prop_ro("batch", &Stream::batch)

@@ -36,6 +36,19 @@ def runtime_array(value, what, batch_first=False):
     return np.ascontiguousarray(array, dtype=dtype), is_codes
 
 
+def sequence_lengths(value, N):
+    """Sequence lengths ``[N]`` as a C-contiguous int32 array (integers only; the C API checks ``[0, T]``)."""
+    array = to_numpy(value)
+    if array.dtype.kind not in "iu":
+        raise _qgru.Error(f"lengths: dtype {array.dtype}, expected integer sequence lengths")
+    if array.shape != (N,):
+        raise _qgru.Error(f"lengths: shape {list(array.shape)}, expected [N] with N = {N}")
+    if array.size and (array.min() < _INT32_MIN or array.max() > _INT32_MAX):
+        n = int(np.argmax((array < _INT32_MIN) | (array > _INT32_MAX)))
+        raise _qgru.Error(f"lengths: lengths[{n}] = {array[n]}, expected a length in [0, T]")
+    return np.ascontiguousarray(array, dtype=np.int32)
+
+
 class Stream:
     """A stream of frames through a unidirectional artifact, the state (every layer's h codes) kept here.
 
@@ -128,7 +141,7 @@ class Artifact:
         """What runs for these options, e.g. "cpu fast (avx512-vnni)" (the C API's context description)."""
         return self._context(device, device_id, threads, executor).describe()
 
-    def run(self, x, h0=None, *, batch_first=False, threads=0, executor="fast", device="cpu", device_id=0):
+    def run(self, x, h0=None, *, lengths=None, batch_first=False, threads=0, executor="fast", device="cpu", device_id=0):
         """Run whole sequences: ``(y, h_n)`` as ``torch.nn.GRU`` returns them.
 
         Args:
@@ -137,6 +150,11 @@ class Artifact:
                 int32 codes back. A float32 or int32 C-contiguous array (or CPU tensor) is read in place,
                 never copied; other dtypes and batch-first input are converted first (a copy).
             h0: initial state ``[L*D, N, H]``, values or codes like x (default: the code of 0.0).
+            lengths: sequence lengths ``[N]`` for a padded batch (integers in ``[0, T]``; default: every sequence
+                has T frames). Steps ``t >= lengths[n]`` are padding: sequence n's state stays, its y rows are
+                0.0 (the code of 0.0), its h_n is the state after its last frame and a reverse direction starts
+                at that frame, so each sequence gets what it gets run alone over its own frames (as
+                ``torch.nn.utils.rnn.pack_padded_sequence`` and ONNX's ``sequence_lens``).
             threads: CPU threads for the run (0: the hardware's count).
             executor: ``"fast"`` (AVX-512 VNNI / AVX2 where the CPU allows) or ``"reference"``: the same codes.
             device: ``"cpu"`` or ``"cuda"`` (when the package was built with CUDA), ``device_id`` the GPU.
@@ -156,10 +174,11 @@ class Artifact:
         if x_array.ndim != 3:
             raise _qgru.Error(f"x: shape {list(x_array.shape)}, expected [T, N, C] with C = {self.input_size}")
         T, N = x_array.shape[0], x_array.shape[1]
+        lengths_array = None if lengths is None else sequence_lengths(lengths, N)
         dtype = np.int32 if is_codes else np.float32
         y = np.empty((T, N, self.num_directions * self.hidden_size), dtype)
         h_n = np.empty((self.num_layers * self.num_directions, N, self.hidden_size), dtype)
-        self._context(device, device_id, threads, executor).run(x_array, h0_array, y, h_n, is_codes)
+        self._context(device, device_id, threads, executor).run(x_array, h0_array, y, h_n, is_codes, lengths_array)
         return (y.swapaxes(0, 1) if batch_first else y), h_n
 
     def stream(self, batch=1, *, executor="fast", device="cpu", device_id=0):

@@ -37,17 +37,6 @@ class EmulatedCudaLengthsRunner : public GruCellRunner {
   const QuantizedGru& model_;
 };
 
-// Rows [n] of a [T, N, F] array over its first `steps` steps, as a [steps, 1, F] array.
-template <class V>
-std::vector<V> row_alone(const std::vector<V>& values, int N, int F, int n, int steps) {
-  std::vector<V> out;
-  for (int t = 0; t < steps; ++t) {
-    const auto from = values.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(t) * N + n) * F);
-    out.insert(out.end(), from, from + F);
-  }
-  return out;
-}
-
 // Every row of `batch` (run with `lengths`) against `alone(n)` (row n run over its own steps): the same values
 // at valid steps, `zero` after them, and the same h_n.
 template <class V, class Alone>
@@ -105,7 +94,7 @@ TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulat
                                    hn = h0_of(n);
                                    return;
                                  }
-                                 const auto xs = row_alone(c.x, N, C, n, steps);
+                                 const auto xs = test::sequence_alone(c.x, N, C, n, steps);
                                  const auto h0n = h0_of(n);
                                  const FloatGruResult r = run_float_gru(c.model, xs.data(), steps, 1, h0n.data());
                                  out = r.output;
@@ -129,7 +118,7 @@ TEST_CASE("a padded row gets the codes it gets alone: reference, fast and emulat
         hn = h0n;
         return;
       }
-      const auto xs = row_alone(q_x, N, C, n, steps);
+      const auto xs = test::sequence_alone(q_x, N, C, n, steps);
       const QuantGruResult r = run_quantized_gru_codes(q, xs.data(), steps, 1, h0n.data());
       out = r.output_codes;
       hn = r.h_n_codes;

@@ -4,6 +4,8 @@
 // with a message that names what was wrong.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -126,6 +128,75 @@ TEST_CASE("streaming through the C API drifts from the whole run (every preset, 
       CHECK(std::equal(y2.begin(), y2.end(), want.output_codes.begin() + static_cast<std::ptrdiff_t>(4 * N * H)));
     }
    }
+  }
+}
+
+TEST_CASE("a padded batch through the C API drifts from each of its sequences run alone over its own frames") {
+  // Bidirectional and two layers: the reverse direction must start at each sequence's own last frame.
+  const int C = 5, H = 24, L = 2, D = 2, T = 7, N = 5;
+  test::TestArtifact a = test::make_test_artifact("lengths", "int8", C, H, L, D, T, N, 6u);
+  const QuantizedGru& gru = a.c.quantized;
+  const std::vector<int32_t> lengths = {T, 0, 3, 1, T - 2};
+  // The expected codes and values from the reference executor, one sequence at a time (T = its length, N = 1):
+  // its rows where it has frames, the code of 0.0 (0.0) after; its h_n.
+  const int Y = D * H;
+  std::vector<int32_t> want_y(static_cast<size_t>(T) * N * Y), want_hn(static_cast<size_t>(L) * D * N * H);
+  std::vector<float> want_yf(want_y.size()), want_hnf(want_hn.size());
+  for (int n = 0; n < N; ++n) {
+    const int steps = lengths[static_cast<size_t>(n)];
+    const std::vector<int32_t> x_alone = test::sequence_alone(a.q_x, N, C, n, steps);
+    const QuantGruResult alone = run_quantized_gru_codes(gru, x_alone.data(), steps, 1, nullptr);
+    for (int t = 0; t < T; ++t) {
+      for (int k = 0; k < Y; ++k) {
+        const size_t at = (static_cast<size_t>(t) * N + n) * Y + k;
+        const bool frame = t < steps;
+        want_y[at] = frame ? alone.output_codes[static_cast<size_t>(t) * Y + k] : gru.cell(L - 1, k / H).q(GruTensor::h).zp;
+        want_yf[at] = frame ? alone.output[static_cast<size_t>(t) * Y + k] : 0.0f;
+      }
+    }
+    for (int cell = 0; cell < L * D; ++cell) {
+      for (int j = 0; j < H; ++j) {
+        const size_t at = (static_cast<size_t>(cell) * N + n) * H + j;
+        want_hn[at] = alone.h_n_codes[static_cast<size_t>(cell) * H + j];
+        want_hnf[at] = alone.h_n[static_cast<size_t>(cell) * H + j];
+      }
+    }
+  }
+  qgru_rt::Model model(a.json_path);
+  for (qgru_rt_executor e : {QGRU_RT_EXECUTOR_FAST, QGRU_RT_EXECUTOR_REFERENCE}) {
+    qgru_rt::Context context(model, cpu(e));
+    CAPTURE(context.describe());
+    std::vector<int32_t> y(want_y.size(), -7), hn(want_hn.size(), -7);
+    context.run_codes(a.q_x.data(), T, N, lengths.data(), nullptr, y.data(), hn.data());
+    CHECK(y == want_y);
+    CHECK(hn == want_hn);
+    std::vector<float> yf(want_yf.size(), -7.0f), hnf(want_hnf.size(), -7.0f);
+    context.run(a.c.x.data(), T, N, lengths.data(), nullptr, yf.data(), hnf.data());
+    CHECK(yf == want_yf);
+    CHECK(hnf == want_hnf);
+    // No lengths: the run without them.
+    std::vector<int32_t> y_all(want_y.size()), y_null(want_y.size());
+    context.run_codes(a.q_x.data(), T, N, nullptr, y_all.data(), nullptr);
+    context.run_codes(a.q_x.data(), T, N, nullptr, nullptr, y_null.data(), nullptr);
+    CHECK(y_null == y_all);
+  }
+  // A length outside [0, T]: refused before anything runs, the message names the sequence and the bound.
+  qgru_rt::Context context(model, cpu(QGRU_RT_EXECUTOR_FAST));
+  for (const int bad : {T + 1, -1}) {
+    CAPTURE(bad);
+    std::vector<int32_t> bad_lengths = lengths;
+    bad_lengths[3] = bad;
+    std::vector<int32_t> y(want_y.size(), -7);
+    CHECK(qgru_rt_run_codes_lengths(context.get(), a.q_x.data(), T, N, bad_lengths.data(), nullptr, y.data(), nullptr) ==
+          QGRU_RT_INVALID_ARGUMENT);
+    const std::string message = qgru_rt_last_error();
+    CHECK(message.find("qgru_rt_run_codes_lengths: lengths[3] = " + std::to_string(bad)) != std::string::npos);
+    CHECK(message.find("[0, T = 7]") != std::string::npos);
+    CHECK(std::all_of(y.begin(), y.end(), [](int32_t v) { return v == -7; }));
+    std::vector<float> yf(want_yf.size(), -7.0f);
+    CHECK(qgru_rt_run_lengths(context.get(), a.c.x.data(), T, N, bad_lengths.data(), nullptr, yf.data(), nullptr) ==
+          QGRU_RT_INVALID_ARGUMENT);
+    CHECK(std::string(qgru_rt_last_error()).find("qgru_rt_run_lengths: lengths[3]") != std::string::npos);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <random>
@@ -128,6 +129,18 @@ inline CalibratedCase calibrated_case(int C, int H, int L, int D, int T, int N, 
   c.float_result = run_float_gru(c.model, c.x.data(), T, N, h0.empty() ? nullptr : h0.data(), &observer);
   c.quantized = quantize_gru(c.model, config, observer.provider());
   return c;
+}
+
+// Sequence n of a [T, N, F] array over its first `steps` steps, as a [steps, 1, F] array (the padded-batch tests
+// run it alone to get what the batch must give that sequence).
+template <class V>
+std::vector<V> sequence_alone(const std::vector<V>& values, int N, int F, int n, int steps) {
+  std::vector<V> out;
+  for (int t = 0; t < steps; ++t) {
+    const auto from = values.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(t) * N + n) * F);
+    out.insert(out.end(), from, from + F);
+  }
+  return out;
 }
 
 }  // namespace qgru::test

@@ -39,8 +39,9 @@ class CudaExecutor : public DeviceExecutor {
  public:
   CudaExecutor(const QuantizedGru& model, int device_id)
       : device_id_(device_id), executor_(on_device(device_id, [&] { return cuda::QuantGruCuda(model); })) {}
-  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const override {
-    return on_device(device_id_, [&] { return executor_.run_codes(q_x, T, N, q_h0); });
+  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                           const int32_t* lengths) const override {
+    return on_device(device_id_, [&] { return executor_.run_codes(q_x, T, N, q_h0, lengths); });
   }
   std::string describe() const override { return "cuda:" + std::to_string(device_id_) + " (" + executor_.describe() + ")"; }
 

@@ -236,39 +236,78 @@ const char* qgru_rt_context_describe(const qgru_rt_context* context) {
   return context ? context->impl->description.c_str() : "";
 }
 
-qgru_rt_status qgru_rt_run_codes(const qgru_rt_context* context, const int32_t* x_codes, int T, int N,
-                                 const int32_t* h0_codes, int32_t* y_codes, int32_t* hn_codes) {
+namespace {
+
+// Each length in [0, T] (the executors' contract: check_sequence_lengths), said with the function's name.
+void check_lengths(const char* function, const int32_t* lengths, int T, int N) {
+  if (!lengths) return;
+  for (int n = 0; n < N; ++n) {
+    if (lengths[n] < 0 || lengths[n] > T) {
+      invalid(std::string(function) + ": lengths[" + std::to_string(n) + "] = " + std::to_string(lengths[n]) +
+              ", expected a length in [0, T = " + std::to_string(T) + "]");
+    }
+  }
+}
+
+qgru_rt_status run_codes_checked(const char* function, const qgru_rt_context* context, const int32_t* x_codes, int T,
+                                 int N, const int32_t* lengths, const int32_t* h0_codes, int32_t* y_codes,
+                                 int32_t* hn_codes) {
   return guarded(QGRU_RT_EXECUTION_FAILED, [&] {
-    require(context, "qgru_rt_run_codes", "context");
-    if (T < 0) invalid("qgru_rt_run_codes: T = " + std::to_string(T) + ", expected >= 0");
-    require_positive(N, "qgru_rt_run_codes", "N");
-    if (T > 0) require(x_codes, "qgru_rt_run_codes", "x_codes");
+    require(context, function, "context");
+    if (T < 0) invalid(std::string(function) + ": T = " + std::to_string(T) + ", expected >= 0");
+    require_positive(N, function, "N");
+    if (T > 0) require(x_codes, function, "x_codes");
     const Context& c = *context->impl;
     const qgru::QuantizedGru& model = *c.model;
     check_x_codes(model, x_codes, T, N);
     if (h0_codes) check_h_codes(model, h0_codes, static_cast<int>(model.cells.size()), 1, N, "h0");
-    const qgru::QuantGruResult r = c.run_codes(x_codes, T, N, h0_codes);
+    check_lengths(function, lengths, T, N);
+    const qgru::QuantGruResult r = c.run_codes(x_codes, T, N, h0_codes, lengths);
     if (y_codes) std::copy(r.output_codes.begin(), r.output_codes.end(), y_codes);
     if (hn_codes) std::copy(r.h_n_codes.begin(), r.h_n_codes.end(), hn_codes);
   });
 }
 
-qgru_rt_status qgru_rt_run(const qgru_rt_context* context, const float* x, int T, int N, const float* h0, float* y,
-                           float* h_n) {
+qgru_rt_status run_checked(const char* function, const qgru_rt_context* context, const float* x, int T, int N,
+                           const int32_t* lengths, const float* h0, float* y, float* h_n) {
   return guarded(QGRU_RT_EXECUTION_FAILED, [&] {
-    require(context, "qgru_rt_run", "context");
-    if (T < 0) invalid("qgru_rt_run: T = " + std::to_string(T) + ", expected >= 0");
-    require_positive(N, "qgru_rt_run", "N");
-    if (T > 0) require(x, "qgru_rt_run", "x");
+    require(context, function, "context");
+    if (T < 0) invalid(std::string(function) + ": T = " + std::to_string(T) + ", expected >= 0");
+    require_positive(N, function, "N");
+    if (T > 0) require(x, function, "x");
+    check_lengths(function, lengths, T, N);
     const Context& c = *context->impl;
     const qgru::QuantizedGru& model = *c.model;
     const std::vector<int32_t> q_x =
         qgru::quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
     const std::vector<int32_t> q_h0 = qgru::quantize_initial_state(model, h0, N);
-    const qgru::QuantGruResult r = c.run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data());
+    const qgru::QuantGruResult r = c.run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
     if (y) std::copy(r.output.begin(), r.output.end(), y);
     if (h_n) std::copy(r.h_n.begin(), r.h_n.end(), h_n);
   });
+}
+
+}  // namespace
+
+qgru_rt_status qgru_rt_run_codes(const qgru_rt_context* context, const int32_t* x_codes, int T, int N,
+                                 const int32_t* h0_codes, int32_t* y_codes, int32_t* hn_codes) {
+  return run_codes_checked("qgru_rt_run_codes", context, x_codes, T, N, nullptr, h0_codes, y_codes, hn_codes);
+}
+
+qgru_rt_status qgru_rt_run_codes_lengths(const qgru_rt_context* context, const int32_t* x_codes, int T, int N,
+                                         const int32_t* lengths, const int32_t* h0_codes, int32_t* y_codes,
+                                         int32_t* hn_codes) {
+  return run_codes_checked("qgru_rt_run_codes_lengths", context, x_codes, T, N, lengths, h0_codes, y_codes, hn_codes);
+}
+
+qgru_rt_status qgru_rt_run(const qgru_rt_context* context, const float* x, int T, int N, const float* h0, float* y,
+                           float* h_n) {
+  return run_checked("qgru_rt_run", context, x, T, N, nullptr, h0, y, h_n);
+}
+
+qgru_rt_status qgru_rt_run_lengths(const qgru_rt_context* context, const float* x, int T, int N,
+                                   const int32_t* lengths, const float* h0, float* y, float* h_n) {
+  return run_checked("qgru_rt_run_lengths", context, x, T, N, lengths, h0, y, h_n);
 }
 
 qgru_rt_status qgru_rt_state_create(const qgru_rt_context* context, int N, qgru_rt_state** state) {

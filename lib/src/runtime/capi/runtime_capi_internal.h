@@ -19,11 +19,12 @@ struct StatusError {
 };
 
 // A whole-model executor on a device other than the CPU (the CUDA one, cuda_device.cpp). run_codes has
-// run_quantized_gru_codes's contract; failures are StatusError.
+// run_quantized_gru_codes's contract (lengths null: every sequence has T steps); failures are StatusError.
 class DeviceExecutor {
  public:
   virtual ~DeviceExecutor() = default;
-  virtual QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const = 0;
+  virtual QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                                   const int32_t* lengths) const = 0;
   virtual std::string describe() const = 0;
 };
 
@@ -38,10 +39,11 @@ struct Context {
   std::unique_ptr<DeviceExecutor> device;    // CUDA
   std::string description;
 
-  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0) const {
-    if (device) return device->run_codes(q_x, T, N, q_h0);
-    if (fast) return fast->run_codes(q_x, T, N, q_h0);
-    return run_quantized_gru_codes(*model, q_x, T, N, q_h0);
+  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                           const int32_t* lengths = nullptr) const {
+    if (device) return device->run_codes(q_x, T, N, q_h0, lengths);
+    if (fast) return fast->run_codes(q_x, T, N, q_h0, nullptr, lengths);
+    return run_quantized_gru_codes(*model, q_x, T, N, q_h0, nullptr, lengths);
   }
   // The CPU stepper for a batch of N (the fast one where it applies); null on a device.
   std::unique_ptr<GruCellStepper> make_stepper(int N) const {
