@@ -32,7 +32,7 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_file import onnx_model, onnx_node, onnx_tensor  # noqa: E402  (ONNX by hand: numpy only)
+from onnx_file import onnx_model, onnx_node, onnx_tensor, pb_field  # noqa: E402  (ONNX by hand: numpy only)
 
 C_IN, HID = 4, 5  # tiny model: input size, hidden size
 
@@ -688,6 +688,14 @@ def build(c):
     rel = c.write("onnx/squeeze_without_output.onnx",
                   onnx_model([gru(), onnx_node("Squeeze", ["Y"], [], "squeeze", [("axes", [1])])], weights()))
     c.case("onnx_squeeze_without_output", "ok", rel, "", onnx_calib % rel)
+    # A GRU node of another domain than ONNX's after the Squeeze (the fuzzer made one): the stack walk reached it
+    # and looked it up among ONNX's GRU nodes, and the exception left the process. It is not ONNX's GRU: the first
+    # GRU alone is read.
+    other_domain = onnx_node("GRU", ["s", "bW", "bR", "bB"], ["Y2"], "b", [("hidden_size", HID)]) + pb_field(7, "com.example")
+    rel = c.write("onnx/gru_of_other_domain_in_stack.onnx",
+                  onnx_model([gru(), onnx_node("Squeeze", ["Y"], ["s"], "squeeze", [("axes", [1])]), other_domain],
+                             weights() + weights("b", w=R), outputs=("Y2",)))
+    c.case("onnx_gru_of_other_domain_in_stack", "ok", rel, "", onnx_calib % rel)
 
 
 def main():

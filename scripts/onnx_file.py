@@ -50,7 +50,12 @@ def onnx_attr(name, value):
         return pb_field(1, name) + pb_field(2, value) + pb_field(20, 1)
     if isinstance(value, str):
         return pb_field(1, name) + pb_field(4, value) + pb_field(20, 3)
-    return pb_field(1, name) + b"".join(pb_field(9, v) for v in value) + pb_field(20, 8)  # strings
+    # lists (AttributeProto: floats = 7, ints = 8, strings = 9; type FLOATS = 6, INTS = 7, STRINGS = 8)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in value) and value:
+        return pb_field(1, name) + b"".join(pb_field(8, v & ((1 << 64) - 1)) for v in value) + pb_field(20, 7)
+    if all(isinstance(v, float) for v in value) and value:
+        return pb_field(1, name) + b"".join(pb_field(7, v) for v in value) + pb_field(20, 6)
+    return pb_field(1, name) + b"".join(pb_field(9, v) for v in value) + pb_field(20, 8)
 
 
 def onnx_node(op, inputs, outputs, name, attrs=()):

@@ -417,8 +417,10 @@ OnnxGraphGrus inspect_graph(const Graph& g) {
     if (!a.problem.empty()) continue;
     const int D = a.direction == "bidirectional" ? 2 : 1;
     const int to = a.layout == 0 ? next_gru(g, graph_node[k], D, a.hidden_size) : -1;
-    if (to < 0) continue;
-    const int b_index = node_of_info.at(to);
+    // (a GRU of another domain than ONNX's is not one of the nodes described above: no chain to it)
+    const auto b_info = node_of_info.find(to);
+    if (to < 0 || b_info == node_of_info.end()) continue;
+    const int b_index = b_info->second;
     const OnnxGruNodeInfo& b = result.nodes[static_cast<size_t>(b_index)];
     if (!b.problem.empty() || b.direction != a.direction || b.hidden_size != a.hidden_size ||
         b.linear_before_reset != a.linear_before_reset || b.layout != 0 || b.input_size != D * a.hidden_size ||
