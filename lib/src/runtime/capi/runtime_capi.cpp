@@ -276,12 +276,7 @@ qgru_rt_status run_checked(const char* function, const qgru_rt_context* context,
     require_positive(N, function, "N");
     if (T > 0) require(x, function, "x");
     check_lengths(function, lengths, T, N);
-    const Context& c = *context->impl;
-    const qgru::QuantizedGru& model = *c.model;
-    const std::vector<int32_t> q_x =
-        qgru::quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
-    const std::vector<int32_t> q_h0 = qgru::quantize_initial_state(model, h0, N);
-    const qgru::QuantGruResult r = c.run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
+    const qgru::QuantGruResult r = context->impl->run(x, T, N, h0, lengths);
     if (y) std::copy(r.output.begin(), r.output.end(), y);
     if (h_n) std::copy(r.h_n.begin(), r.h_n.end(), h_n);
   });

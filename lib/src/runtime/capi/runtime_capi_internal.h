@@ -45,6 +45,16 @@ struct Context {
     if (fast) return fast->run_codes(q_x, T, N, q_h0, nullptr, lengths);
     return run_quantized_gru_codes(*model, q_x, T, N, q_h0, nullptr, lengths);
   }
+  // Float x and h0 (quantized with their tensors' parameters, saturating) with run_quantized_gru's contract: on
+  // the fast executor its float entry, which quantizes x straight into the VNNI operand bytes (one pass where
+  // quantize_values + run_codes make three: int32 codes, int16, u8), the same codes.
+  QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
+    if (!device && fast) return fast->run(x, T, N, h0, nullptr, lengths);
+    if (!device) return run_quantized_gru(*model, x, T, N, h0, nullptr, lengths);
+    const std::vector<int32_t> q_x = quantize_values(model->input_quant(), x, static_cast<size_t>(T) * N * model->input_size);
+    const std::vector<int32_t> q_h0 = quantize_initial_state(*model, h0, N);
+    return device->run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
+  }
   // The CPU stepper for a batch of N (the fast one where it applies); null on a device.
   std::unique_ptr<GruCellStepper> make_stepper(int N) const {
     if (device) return nullptr;
