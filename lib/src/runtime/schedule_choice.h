@@ -35,7 +35,7 @@
 // another process spinning on the second CPU, a two-thread run took 230 µs (H = 256, T = 100) while the
 // helper had the CPU and 4.3 ms in the one run of about seventeen during which the helper waited out the
 // other process's time slice: 466 µs per run on average against 348 µs on one thread. An average that clips
-// such runs (as this one did, at twice the average) keeps the two-thread schedule; one that counts them moves
+// such runs at twice the average (this class's first form) keeps the two-thread schedule; one that counts them moves
 // to one thread at the first stall or two, and since any 64 of its runs hold three or four stalls, its
 // re-measurements (one run each, a few times a second) do not bring it back while the other process spins.
 // Why runs and not time: a window of the last 100 ms faded the stalls between the sparse re-measurements and
