@@ -9,6 +9,7 @@
 #include "qgru/base/log.h"
 #include "qgru/base/output_policy.h"
 #include "qgru/io/npy.h"
+#include "qgru/io/safetensors.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/runtime/artifact.h"
@@ -122,6 +123,21 @@ int run_quantized(const RunCliOptions& cli) {
     throw qgru::Error("--dump-intermediates " + cli.dump + ": golden vectors are made for sequences of full length; "
                       "leave out --lengths");
   }
+  if (!cli.dump.empty()) {
+    // The golden vectors from the run's own input codes, in the run's output group (nothing written when
+    // either fails).
+    options.extra_output_path = cli.dump;
+    const std::string artifact_path = cli.model;
+    options.extra_output = [artifact_path](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N,
+                                           const int32_t* q_h0) {
+      qgru::GoldenVectors golden =
+          qgru::make_golden_vectors(model, q_x, T, N, q_h0, qgru::golden_options_for_artifact(artifact_path));
+      qgru::SafetensorsFile file;
+      file.tensors = std::move(golden.tensors);
+      file.metadata = std::move(golden.metadata);
+      return qgru::serialize_safetensors(file);
+    };
+  }
   const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
   qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
@@ -133,7 +149,6 @@ int run_quantized(const RunCliOptions& cli) {
   std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
               device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
   if (!cli.dump.empty()) {
-    qgru::write_golden_vectors_for_files(cli.dump, cli.model, cli.input, cli.h0, cli.h0_codes, cli.batch_first);
     std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
   }
   return qgru::kExitOk;

@@ -219,6 +219,10 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
     const std::vector<uint8_t> bytes = serialize_npy(narrowest_codes_tensor(result.h_n_codes, {LD, x.N, H}, q_min, q_max));
     outputs.add(options.hn_codes_path).write(bytes.data(), bytes.size());
   }
+  if (!options.extra_output_path.empty() && options.extra_output) {
+    const std::vector<uint8_t> bytes = options.extra_output(model, q_x, x.T, x.N, q_h0_data);
+    outputs.add(options.extra_output_path).write(bytes.data(), bytes.size());
+  }
   outputs.commit_all();
 
   summary.T = x.T;

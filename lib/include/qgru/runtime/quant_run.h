@@ -39,6 +39,13 @@ struct QuantRunOptions {
                                const int32_t* lengths)>
       device_executor;
   std::string device_executor_name;
+  // Optional: one more file of the run's output group (written and renamed with the others, under the same
+  // folder locks; when making it fails, none of the group is written), its bytes made from the run's inputs as
+  // codes: q_x [T, N, C] in layer 0's x space, q_h0 [L*D, N, H] or null. `qgru run --dump-intermediates`
+  // writes the golden vectors this way (the runtime library stays free of the toolchain that makes them).
+  std::string extra_output_path;
+  std::function<std::vector<uint8_t>(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0)>
+      extra_output;
 };
 
 struct QuantRunSummary {
