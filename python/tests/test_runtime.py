@@ -109,8 +109,15 @@ def test_stream_equals_run(two_layer):
 
 
 def test_gil_is_released_while_running(digits_artifact, digits):
-    x = np.tile(np.load(digits["test"]), (4, 4, 1))  # [32, 2388, 8]: a run of a good fraction of a second
-    digits_artifact.run(x[:2], threads=1)  # the context is made before timing
+    # A run long enough to tell (at least 0.2 s on this machine): the test set tiled along T until it is.
+    test = np.load(digits["test"])
+    digits_artifact.run(test[:2], threads=1)  # the context is made before timing
+    for reps in (4, 8, 16, 32, 64, 128):
+        x = np.tile(test, (reps, 4, 1))
+        started = time.perf_counter()
+        digits_artifact.run(x, threads=1)
+        if time.perf_counter() - started > 0.2:
+            break
     ticks = []
     running = threading.Event()
     done = threading.Event()

@@ -83,9 +83,10 @@ TEST_CASE("fast path codes drift from the reference on edge shapes (int8, int16-
   struct Shape {
     int C, H, N, T;
   };
-  // N = 37: B-1 inside the time loop (N >= 8) with an odd batch, 18 and 19 rows on two threads
+  // N = 37: B-1 inside the time loop (N >= 8) with an odd batch, 18 and 19 rows on two threads; H = 192, N = 19:
+  // the same with H a multiple of the VNNI GEMM's 64-channel groups and more than one of them
   const Shape shapes[] = {{3, 1, 1, 6}, {5, 7, 3, 5}, {9, 31, 64, 3}, {1, 32, 3, 4}, {7, 33, 1, 5}, {11, 257, 3, 3},
-                          {13, 257, 1, 2}, {5, 33, 37, 3}};
+                          {13, 257, 1, 2}, {5, 33, 37, 3}, {6, 192, 19, 3}};
   for (const char* preset : {"int8", "int16-activations"}) {
     const BitwidthConfig config = load_bitwidth_config(preset);
     for (const Shape& s : shapes) {

@@ -154,7 +154,8 @@ TEST_CASE("the fast executor's float entry point drops the padding of short rows
   // run() (dequantized by the time loop) against the reference's run_quantized_gru.
   // Named variables, not structured bindings: clang 14 cannot capture those in CAPTURE's lambda.
   for (const auto& shape : {std::tuple<int, int, std::vector<int32_t>>{64, 1, {5}},
-                            std::tuple<int, int, std::vector<int32_t>>{32, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}}}) {
+                            std::tuple<int, int, std::vector<int32_t>>{32, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}},
+                            std::tuple<int, int, std::vector<int32_t>>{128, 9, {12, 0, 3, 12, 7, 1, 12, 11, 6}}}) {
     const int H = std::get<0>(shape), N = std::get<1>(shape);
     const std::vector<int32_t>& lengths = std::get<2>(shape);
     CAPTURE(H);
