@@ -1047,9 +1047,32 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
 
 FastQuantGru::~FastQuantGru() = default;
 
+bool FastQuantGru::layer0_reads_u8_rows() const {
+  for (int d = 0; d < model_.num_directions; ++d) {
+    const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
+    // (the linear_before_reset = 0 cell's time loop reads int16 x codes)
+    if (!W.vnni || !W.out_int32 || W.a_bias != packed_->cells[0].W.a_bias || !model_.cell(0, d).linear_before_reset) {
+      return false;
+    }
+  }
+  return true;
+}
+
 QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                        QuantGruObserver* observer, const int32_t* lengths) const {
   if (!support_.supported || observer) return run_quantized_gru_codes(model_, q_x, T, N, q_h0, observer, lengths);
+  if (T > 0 && N > 0 && layer0_reads_u8_rows()) {
+    // Layer 0's operand rows straight from the codes, checked in the same pass (one pass where the int16 codes
+    // and then the bytes take two); a code out of range gets the reference's message.
+    const PackedMatrix& W = packed_->cells[0].W;
+    const TensorQuant& xq = model_.input_quant();
+    LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
+    if (!fast::codes_to_u8_rows_checked(q_x, static_cast<size_t>(T) * N, model_.input_size, W.Kp, xq.qmin(), xq.qmax(),
+                                        W.a_bias, x_u8.data())) {
+      check_input_codes(model_, q_x, T, N);
+    }
+    return run_prepared(nullptr, x_u8.data(), T, N, q_h0, lengths);
+  }
   return run_prepared(q_x, nullptr, T, N, q_h0, lengths);
 }
 
@@ -1202,13 +1225,7 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   // Every layer-0 cell reads x as VNNI operand bytes: quantize straight into them (one pass instead of float ->
   // int32 codes -> int16 -> u8; the codes are in x's range by construction).
   const bool vectorized = xq.power_of_two() && xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;  // a real scale: the reference's quantize
-  bool u8_rows = vectorized;
-  for (int d = 0; d < model.num_directions && u8_rows; ++d) {
-    const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
-    // (the linear_before_reset = 0 cell's time loop reads int16 x codes)
-    u8_rows = W.vnni && W.out_int32 && W.a_bias == packed_->cells[0].W.a_bias && model.cell(0, d).linear_before_reset;
-  }
-  if (u8_rows) {
+  if (vectorized && layer0_reads_u8_rows()) {
     const PackedMatrix& W = packed_->cells[0].W;
     LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
     fast::quantize_f32_to_u8_rows_avx2(x, static_cast<size_t>(T) * N, model.input_size, W.Kp, xq.shift, xq.zp, xq.qmin(),

@@ -230,6 +230,13 @@ void quantize_f32_to_u8_rows_avx2(const float* x, size_t rows, int C, int Kp, in
 // [q_min, q_max] (x16 is then unspecified). The caller guarantees [q_min, q_max] within int16, so every code
 // it accepts converts exactly.
 bool codes_to_int16_checked(const int32_t* q, size_t rows, int C, int Kp, int32_t q_min, int32_t q_max, int16_t* x16);
+// codes_to_u8_rows_checked(q, rows, C, Kp, q_min, q_max, a_bias, u8): the VNNI operand rows of int32 codes in one
+// pass: u8[r·Kp + k] = q[r·C + k] + a_bias for k < C, a_bias (code 0) for C <= k < Kp; returns false when some code
+// lies outside [q_min, q_max] (u8 is then unspecified). The caller guarantees [q_min + a_bias, q_max + a_bias]
+// within [0, 255], so every code it accepts gives its byte exactly (codes_to_int16_checked then
+// int16_to_u8_biased, in one pass).
+bool codes_to_u8_rows_checked(const int32_t* q, size_t rows, int C, int Kp, int32_t q_min, int32_t q_max,
+                              int32_t a_bias, uint8_t* u8);
 // int16_to_u8_biased(x16, n, a_bias, u8): u8[i] = x16[i] + a_bias for i < n; the caller guarantees every
 // x16[i] + a_bias lies in [0, 255] (the VNNI operands: codes in [-128, 127] with a_bias 128, or [0, 255] with 0).
 void int16_to_u8_biased(const int16_t* x16, size_t n, int32_t a_bias, uint8_t* u8);

@@ -235,6 +235,36 @@ QGRU_AVX2 bool codes_to_int16_checked(const int32_t* q, size_t rows, int C, int 
   return ok && _mm256_testz_si256(bad, bad);
 }
 
+QGRU_AVX2 bool codes_to_u8_rows_checked(const int32_t* q, size_t rows, int C, int Kp, int32_t q_min, int32_t q_max,
+                                        int32_t a_bias, uint8_t* u8) {
+  const __m256i lo = _mm256_set1_epi32(q_min), hi = _mm256_set1_epi32(q_max), bias = _mm256_set1_epi32(a_bias);
+  // packs then packus interleave 32-bit groups of the four inputs across the 128-bit halves: this restores the order
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i bad = _mm256_setzero_si256();  // lanes that saw a code outside [q_min, q_max]
+  bool ok = true;
+  for (size_t r = 0; r < rows; ++r) {
+    const int32_t* src = q + r * static_cast<size_t>(C);
+    uint8_t* dst = u8 + r * static_cast<size_t>(Kp);
+    int k = 0;
+    for (; k + 32 <= C; k += 32) {
+      __m256i v[4];
+      for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8 * i));
+        bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi32(lo, v[i]), _mm256_cmpgt_epi32(v[i], hi)));
+        v[i] = _mm256_add_epi32(v[i], bias);  // in [0, 255] for every accepted code: packs and packus keep it
+      }
+      const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_permutevar8x32_epi32(bytes, order));
+    }
+    for (; k < C; ++k) {
+      ok = ok && src[k] >= q_min && src[k] <= q_max;
+      dst[k] = static_cast<uint8_t>(src[k] + a_bias);
+    }
+    for (; k < Kp; ++k) dst[k] = static_cast<uint8_t>(a_bias);
+  }
+  return ok && _mm256_testz_si256(bad, bad);
+}
+
 QGRU_AVX2 void int16_to_u8_biased(const int16_t* x16, size_t n, int32_t a_bias, uint8_t* u8) {
   const __m256i bias = _mm256_set1_epi16(static_cast<int16_t>(a_bias));
   size_t i = 0;
@@ -273,6 +303,7 @@ void quantize_f32_to_u8_rows_avx2(const float*, size_t, int, int, int, int32_t, 
   std::abort();
 }
 bool codes_to_int16_checked(const int32_t*, size_t, int, int, int32_t, int32_t, int16_t*) { std::abort(); }
+bool codes_to_u8_rows_checked(const int32_t*, size_t, int, int, int32_t, int32_t, int32_t, uint8_t*) { std::abort(); }
 void int16_to_u8_biased(const int16_t*, size_t, int32_t, uint8_t*) { std::abort(); }
 
 void gemm_avx2(const int16_t*, size_t, int, const int8_t*, size_t, int, int, int, int32_t*, size_t) { std::abort(); }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -667,6 +668,41 @@ TEST_CASE("the vector input quantization drifts from TensorQuant::quantize (ties
               }
             }
           }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an out-of-range input code slips through the one-pass int32 -> u8 operand rows, or a byte is off") {
+  if (!cpu_has_avx2()) {
+    MESSAGE("NOT TESTED: this CPU lacks AVX2");
+    return;
+  }
+  // C across the 32-code vectors and the tail; int8 codes with a_bias 128 and uint8 codes with 0
+  for (int C : {1, 7, 31, 32, 33, 64, 100}) {
+    for (const std::array<int32_t, 3>& space : {std::array<int32_t, 3>{-128, 127, 128}, std::array<int32_t, 3>{0, 255, 0}}) {
+      const int32_t q_min = space[0], q_max = space[1], a_bias = space[2];
+      CAPTURE(C);
+      CAPTURE(q_min);
+      const int Kp = (C + 15) / 16 * 16;
+      const size_t rows = 5;
+      std::vector<int32_t> q(rows * C);
+      for (size_t i = 0; i < q.size(); ++i) {  // both ends of the range, and everything between
+        q[i] = i % 7 == 0 ? q_min : i % 7 == 1 ? q_max : q_min + static_cast<int32_t>((i * 37) % (q_max - q_min + 1));
+      }
+      std::vector<uint8_t> u8(rows * Kp, 0x5A);
+      REQUIRE(fast::codes_to_u8_rows_checked(q.data(), rows, C, Kp, q_min, q_max, a_bias, u8.data()));
+      for (size_t r = 0; r < rows; ++r) {
+        for (int k = 0; k < Kp; ++k) {
+          CHECK(int{u8[r * Kp + k]} == (k < C ? q[r * C + k] : 0) + a_bias);  // padding: the code 0
+        }
+      }
+      for (size_t bad : {size_t{0}, q.size() / 2, q.size() - 1}) {  // in a vector of 32 or in the tail
+        for (int32_t v : {q_min - 1, q_max + 1, 1 << 20, -(1 << 20)}) {
+          std::vector<int32_t> qb = q;
+          qb[bad] = v;
+          CHECK_FALSE(fast::codes_to_u8_rows_checked(qb.data(), rows, C, Kp, q_min, q_max, a_bias, u8.data()));
         }
       }
     }

@@ -156,6 +156,9 @@ class FastQuantGru {
   // null, as the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias, made by run()).
   QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
                               const int32_t* lengths) const;
+  // Whether every layer-0 cell reads x as the same VNNI operand rows (so run() and run_codes() may make them in
+  // one pass and hand them to run_prepared).
+  bool layer0_reads_u8_rows() const;
   const QuantizedGru& model_;
   FastExecutorOptions options_;
   FastPathSupport support_;
