@@ -9,7 +9,6 @@
 #include "qgru/base/log.h"
 #include "qgru/base/output_policy.h"
 #include "qgru/io/npy.h"
-#include "qgru/io/safetensors.h"
 #include "qgru/model/float_run.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/runtime/artifact.h"
@@ -130,12 +129,7 @@ int run_quantized(const RunCliOptions& cli) {
     const std::string artifact_path = cli.model;
     options.extra_output = [artifact_path](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N,
                                            const int32_t* q_h0) {
-      qgru::GoldenVectors golden =
-          qgru::make_golden_vectors(model, q_x, T, N, q_h0, qgru::golden_options_for_artifact(artifact_path));
-      qgru::SafetensorsFile file;
-      file.tensors = std::move(golden.tensors);
-      file.metadata = std::move(golden.metadata);
-      return qgru::serialize_safetensors(file);
+      return qgru::serialize_golden_vectors(model, q_x, T, N, q_h0, qgru::golden_options_for_artifact(artifact_path));
     };
   }
   const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);

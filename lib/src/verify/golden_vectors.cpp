@@ -9,12 +9,9 @@
 #include "qgru/base/sha256.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
-#include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
-#include "qgru/io/sequence_io.h"
 #include "qgru/runtime/artifact.h"
 #include "qgru/runtime/quant_executor.h"
-#include "qgru/runtime/quant_run.h"
 #include "qgru/version.h"
 
 namespace qgru {
@@ -223,13 +220,27 @@ GoldenVectors make_golden_vectors(const QuantizedGru& model, const int32_t* q_x,
   return golden;
 }
 
-void write_golden_vectors(const std::string& path, const QuantizedGru& model, const int32_t* q_x, int T, int N,
-                          const int32_t* q_h0, const GoldenVectorsOptions& options) {
+namespace {
+
+SafetensorsFile golden_file(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
+                            const GoldenVectorsOptions& options) {
   GoldenVectors golden = make_golden_vectors(model, q_x, T, N, q_h0, options);
   SafetensorsFile file;
   file.tensors = std::move(golden.tensors);
   file.metadata = std::move(golden.metadata);
-  write_safetensors(path, file);
+  return file;
+}
+
+}  // namespace
+
+std::vector<uint8_t> serialize_golden_vectors(const QuantizedGru& model, const int32_t* q_x, int T, int N,
+                                              const int32_t* q_h0, const GoldenVectorsOptions& options) {
+  return serialize_safetensors(golden_file(model, q_x, T, N, q_h0, options));
+}
+
+void write_golden_vectors(const std::string& path, const QuantizedGru& model, const int32_t* q_x, int T, int N,
+                          const int32_t* q_h0, const GoldenVectorsOptions& options) {
+  write_safetensors(path, golden_file(model, q_x, T, N, q_h0, options));
 }
 
 void write_golden_vectors_from_floats(const std::string& path, const QuantizedGru& model, const float* x, int T,
@@ -266,19 +277,6 @@ GoldenVectorsOptions golden_options_for_artifact(const std::string& artifact_jso
   options.artifact_sha256 = sha256_file_hex(artifact_json_path);
   options.artifact_tensor_file_sha256 = sha256_file_hex(recorded_artifact_tensor_path(artifact_json_path));
   return options;
-}
-
-void write_golden_vectors_for_files(const std::string& golden_path, const std::string& artifact_path,
-                                    const std::string& input_path, const std::string& h0_path,
-                                    const std::string& h0_codes_path, bool batch_first) {
-  const QuantizedGru model = read_artifact(artifact_path);
-  const GoldenVectorsOptions options = golden_options_for_artifact(artifact_path);
-  const QuantRunInput x = read_quant_run_input(input_path, model, batch_first);
-  const std::vector<int32_t> q_h0 = read_quant_run_initial_state(h0_path, h0_codes_path, model, x.N);
-  const std::vector<int32_t> q_x_quantized =
-      x.is_codes ? std::vector<int32_t>{} : quantize_values(model.input_quant(), x.values.data(), x.values.size());
-  write_golden_vectors(golden_path, model, x.is_codes ? x.q_x.data() : q_x_quantized.data(), x.T, x.N,
-                       q_h0.empty() ? nullptr : q_h0.data(), options);
 }
 
 }  // namespace qgru

@@ -18,6 +18,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/io/safetensors.h"
 #include "qgru/runtime/artifact.h"
+#include "qgru/runtime/quant_run.h"
 #include "qgru/verify/golden_vectors.h"
 
 namespace qgru {
@@ -221,6 +222,25 @@ TEST_CASE("golden vectors from floats keep only the first sequences and default 
   CHECK(file.metadata.at("num_directions") == "2");
 }
 
+// `qgru run --model ARTIFACT --input X [--h0 H0 | --h0-codes H0C] [--batch-first] --output OUT.y.npy
+// --dump-intermediates OUT` as the command runs it: run_quantized_files with the golden vectors as the extra
+// member of its output group (apps/qgru/cmd_run.cpp).
+void dump_as_qgru_run(const std::string& out, const std::string& artifact, const std::string& x, const std::string& h0,
+                      const std::string& h0_codes, bool batch_first) {
+  QuantRunOptions options;
+  options.artifact_path = artifact;
+  options.input_path = x;
+  options.h0_path = h0;
+  options.h0_codes_path = h0_codes;
+  options.batch_first = batch_first;
+  options.output_path = out + ".y.npy";
+  options.extra_output_path = out;
+  options.extra_output = [&](const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0) {
+    return serialize_golden_vectors(model, q_x, T, N, q_h0, golden_options_for_artifact(artifact));
+  };
+  run_quantized_files(options);
+}
+
 TEST_CASE("qgru run's dump reads batch-first integer codes as time-major codes, and float h0 into h's space") {
   const GoldenCase& c = cases()[1];  // 2 layers, bidirectional
   const QuantizedGru model = read_artifact(c.artifact);
@@ -244,7 +264,7 @@ TEST_CASE("qgru run's dump reads batch-first integer codes as time-major codes, 
   write_npy((dir / "x.npy").string(), Tensor::from_vector({N, T, C}, batch_major));
   write_npy((dir / "h0.npy").string(), Tensor::from_vector({LD, N, static_cast<int64_t>(model.hidden_size)}, h0));
   const std::string out = (dir / "g.safetensors").string();
-  write_golden_vectors_for_files(out, c.artifact, (dir / "x.npy").string(), (dir / "h0.npy").string(), "", true);
+  dump_as_qgru_run(out, c.artifact, (dir / "x.npy").string(), (dir / "h0.npy").string(), "", true);
   const SafetensorsFile file = read_safetensors(out);
   fs::remove_all(dir);
   CHECK(file.tensors.at("input.q_x").shape == q_x.shape);
@@ -273,7 +293,7 @@ TEST_CASE("qgru run's dump starts from h0 codes as given, and a run's h_n codes 
   write_npy((dir / "x.npy").string(), Tensor::from_vector(q_x.shape, values(committed.tensors, "input.q_x")));
   write_npy((dir / "h0_codes.npy").string(), Tensor::from_vector({LD, N, H}, h_n16));
   const std::string out = (dir / "g.safetensors").string();
-  write_golden_vectors_for_files(out, c.artifact, (dir / "x.npy").string(), "", (dir / "h0_codes.npy").string(), false);
+  dump_as_qgru_run(out, c.artifact, (dir / "x.npy").string(), "", (dir / "h0_codes.npy").string(), false);
   const SafetensorsFile file = read_safetensors(out);
   CHECK(values(file.tensors, "input.q_h0") == h_n);
   // Forward cells start their first step (t = 0) from the given codes.
@@ -282,7 +302,7 @@ TEST_CASE("qgru run's dump starts from h0 codes as given, and a run's h_n codes 
         std::vector<int64_t>(h_n.begin(), h_n.begin() + N * H));
   // Both float h0 and h0 codes: a usage error, nothing written.
   write_npy((dir / "h0.npy").string(), Tensor::from_vector({LD, N, H}, std::vector<float>(static_cast<size_t>(LD * N * H), 0.0f)));
-  CHECK_THROWS_AS(write_golden_vectors_for_files((dir / "both.safetensors").string(), c.artifact, (dir / "x.npy").string(),
+  CHECK_THROWS_AS(dump_as_qgru_run((dir / "both.safetensors").string(), c.artifact, (dir / "x.npy").string(),
                                                  (dir / "h0.npy").string(), (dir / "h0_codes.npy").string(), false),
                   UsageError);
   CHECK_FALSE(fs::exists(dir / "both.safetensors"));
@@ -292,7 +312,7 @@ TEST_CASE("qgru run's dump starts from h0 codes as given, and a run's h_n codes 
   bad[static_cast<size_t>((LD - 1) * N * H + H + 2)] = static_cast<int16_t>(h_last.qmax() + 1);
   write_npy((dir / "bad.npy").string(), Tensor::from_vector({LD, N, H}, bad));
   try {
-    write_golden_vectors_for_files((dir / "bad.safetensors").string(), c.artifact, (dir / "x.npy").string(), "",
+    dump_as_qgru_run((dir / "bad.safetensors").string(), c.artifact, (dir / "x.npy").string(), "",
                                    (dir / "bad.npy").string(), false);
     FAIL("an h0 code outside its cell's range was accepted");
   } catch (const Error& e) {

@@ -64,6 +64,11 @@ struct GoldenVectors {
 GoldenVectors make_golden_vectors(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                   const GoldenVectorsOptions& options);
 
+// The same as the bytes of a safetensors file (`qgru run --dump-intermediates` hands them to the run's output
+// group: QuantRunOptions::extra_output).
+std::vector<uint8_t> serialize_golden_vectors(const QuantizedGru& model, const int32_t* q_x, int T, int N,
+                                              const int32_t* q_h0, const GoldenVectorsOptions& options);
+
 // The same, writing the safetensors file atomically.
 void write_golden_vectors(const std::string& path, const QuantizedGru& model, const int32_t* q_x, int T, int N,
                           const int32_t* q_h0, const GoldenVectorsOptions& options);
@@ -77,15 +82,5 @@ void write_golden_vectors_from_floats(const std::string& path, const QuantizedGr
 
 // Options for an artifact on disk: the sha256 of `artifact_json_path` and of its tensor file.
 GoldenVectorsOptions golden_options_for_artifact(const std::string& artifact_json_path);
-
-// `qgru run --model model.qgru.json --input x.npy --dump-intermediates golden.safetensors`: the golden
-// vectors of an artifact on disk for an input file read as `qgru run` reads it: float x (quantized with
-// layer 0's x parameters) or integer x codes, [T, N, C] (or [N, T, C] with batch_first, also for .npz:key),
-// and an optional initial state, float h0 or h0 codes [L*D, N, H] (qgru::read_quant_run_initial_state; both
-// paths empty: the code of 0.0). Every sequence of the input is dumped; keep it small. Written atomically;
-// errors name the file.
-void write_golden_vectors_for_files(const std::string& golden_path, const std::string& artifact_path,
-                                    const std::string& input_path, const std::string& h0_path,
-                                    const std::string& h0_codes_path, bool batch_first);
 
 }  // namespace qgru
