@@ -168,7 +168,7 @@ void compute_multiplier_rescales(GruCellQuantParams& p) {
   }
   const TensorQuant& r = p.q(GruTensor::reset_gate_output);
   const TensorQuant& new_gate_input = p.q(GruTensor::new_gate_input);
-  p.multiplier_reset_mul_hh_to_new_gate_input = p.multiplier_reset_mul_h_to_h = p.multiplier_weight_hh_linear_to_new_gate_input = 1;
+  // (every scalar multiplier is 1 here, set by compute_derived_shifts: the other variant's stay so)
   p.shift_reset_mul_hh_to_new_gate_input = p.shift_reset_mul_h_to_h = p.shift_weight_hh_linear_to_new_gate_input = 0;
   if (p.linear_before_reset) {  // C-3: (S_r · S_hh) / S_new_gate_input
     set(multiplier_rescale((r.scale() * hh.scale()) / new_gate_input.scale(), span(r) * span(hh)),
