@@ -459,9 +459,9 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
 }
 
 // The last layer's float output, written by the time loop row by row while the codes are in cache, with
-// dequantize_fast's arithmetic (exact, see there): y[row·stride + offset + j] = float(code - zp)·scale.
+// dequantize_result_fast's arithmetic (exact: quant_executor.cpp): y[row·stride + offset + j] = float(code - zp)·scale.
 struct FloatOutput {
-  float* y = nullptr;  // null: dequantize_fast writes the output after the run
+  float* y = nullptr;  // null: dequantize_result_fast writes the output after the run
   float scale = 0.0f;
   int32_t zp = 0;
   void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
@@ -947,50 +947,6 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   }
 }
 
-// dequantize_result (quant_executor.h) with float arithmetic the compiler vectorizes: the reference computes
-// float((q - zp) · 2^-shift) in double. Codes are at most 16 bits, so |q - zp| < 2^17 is exact in float, and
-// for |shift| <= 100 both 2^-shift and the product are normal floats (2^-100 .. 2^117) held exactly: the
-// double product is that same number and its conversion to float is exact. Other shifts: the reference.
-// Whether dequantize_fast's float arithmetic is exact for every cell's h (else the reference's runs).
-bool float_dequantize_exact(const QuantizedGru& model) {
-  for (const GruCellQuantParams& p : model.cells) {
-    const int shift = p.q(GruTensor::h).shift;
-    // A real scale is not exact in float: the reference's double arithmetic
-    if (shift < -100 || shift > 100 || !p.q(GruTensor::h).power_of_two()) return false;
-  }
-  return true;
-}
-
-// The output (unless the time loop wrote it already: output_done) and h_n as floats.
-void dequantize_fast(const QuantizedGru& model, QuantGruResult& result, bool output_done) {
-  if (!float_dequantize_exact(model)) return dequantize_result(model, result);
-  const int L = model.num_layers;
-  const int D = model.num_directions;
-  const size_t H = static_cast<size_t>(model.hidden_size);
-  result.output.resize(result.output_codes.size());
-  const size_t rows = H == 0 || output_done ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
-  for (int d = 0; d < D; ++d) {
-    const TensorQuant& hq = model.cell(L - 1, d).q(GruTensor::h);
-    const float scale = static_cast<float>(hq.scale());  // a power of two, exact in float
-    const int32_t zp = hq.zp;
-    for (size_t r = 0; r < rows; ++r) {
-      const size_t base = (r * D + static_cast<size_t>(d)) * H;
-      const int32_t* q = result.output_codes.data() + base;
-      float* y = result.output.data() + base;
-      for (size_t j = 0; j < H; ++j) y[j] = static_cast<float>(q[j] - zp) * scale;
-    }
-  }
-  result.h_n.resize(result.h_n_codes.size());
-  const size_t per_cell = result.h_n_codes.size() / model.cells.size();
-  for (size_t c = 0; c < model.cells.size(); ++c) {
-    const TensorQuant& hq = model.cells[c].q(GruTensor::h);
-    const float scale = static_cast<float>(hq.scale());
-    for (size_t i = 0; i < per_cell; ++i) {
-      result.h_n[c * per_cell + i] = static_cast<float>(result.h_n_codes[c * per_cell + i] - hq.zp) * scale;
-    }
-  }
-}
-
 }  // namespace
 
 struct FastQuantGru::Packed {
@@ -1102,7 +1058,7 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
   }
   check_sequence_lengths(lengths, T, N);
   std::vector<int32_t> layer_output(rows * D * H);
-  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_fast's float
+  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_result_fast's float
   // arithmetic is exact.
   const bool float_output = float_dequantize_exact(model);
   if (float_output) result.output.resize(layer_output.size());
@@ -1212,7 +1168,7 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
     }
   }
   result.output_codes = std::move(layer_output);
-  dequantize_fast(model, result, float_output);
+  dequantize_result_fast(model, result, float_output);
   return result;
 }
 

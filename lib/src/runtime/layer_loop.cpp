@@ -71,7 +71,7 @@ QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int
   }
 
   result.output_codes = std::move(layer_output);
-  dequantize_result(model, result);
+  dequantize_result_fast(model, result);
   return result;
 }
 

@@ -308,6 +308,48 @@ void dequantize_result(const QuantizedGru& model, QuantGruResult& result) {
   }
 }
 
+// dequantize_result (quant_executor.h) with float arithmetic the compiler vectorizes: the reference computes
+// float((q - zp) · 2^-shift) in double. Codes are at most 16 bits, so |q - zp| < 2^17 is exact in float, and
+// for |shift| <= 100 both 2^-shift and the product are normal floats (2^-100 .. 2^117) held exactly: the
+// double product is that same number and its conversion to float is exact. Other shifts: the reference.
+bool float_dequantize_exact(const QuantizedGru& model) {
+  for (const GruCellQuantParams& p : model.cells) {
+    const int shift = p.q(GruTensor::h).shift;
+    // A real scale is not exact in float: the reference's double arithmetic
+    if (shift < -100 || shift > 100 || !p.q(GruTensor::h).power_of_two()) return false;
+  }
+  return true;
+}
+
+void dequantize_result_fast(const QuantizedGru& model, QuantGruResult& result, bool output_done) {
+  if (!float_dequantize_exact(model)) return dequantize_result(model, result);
+  const int L = model.num_layers;
+  const int D = model.num_directions;
+  const size_t H = static_cast<size_t>(model.hidden_size);
+  result.output.resize(result.output_codes.size());
+  const size_t rows = H == 0 || output_done ? 0 : result.output_codes.size() / (static_cast<size_t>(D) * H);
+  for (int d = 0; d < D; ++d) {
+    const TensorQuant& hq = model.cell(L - 1, d).q(GruTensor::h);
+    const float scale = static_cast<float>(hq.scale());  // a power of two, exact in float
+    const int32_t zp = hq.zp;
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t base = (r * D + static_cast<size_t>(d)) * H;
+      const int32_t* q = result.output_codes.data() + base;
+      float* y = result.output.data() + base;
+      for (size_t j = 0; j < H; ++j) y[j] = static_cast<float>(q[j] - zp) * scale;
+    }
+  }
+  result.h_n.resize(result.h_n_codes.size());
+  const size_t per_cell = result.h_n_codes.size() / model.cells.size();
+  for (size_t c = 0; c < model.cells.size(); ++c) {
+    const TensorQuant& hq = model.cells[c].q(GruTensor::h);
+    const float scale = static_cast<float>(hq.scale());
+    for (size_t i = 0; i < per_cell; ++i) {
+      result.h_n[c * per_cell + i] = static_cast<float>(result.h_n_codes[c * per_cell + i] - hq.zp) * scale;
+    }
+  }
+}
+
 QuantGruResult run_quantized_gru(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
                                  QuantGruObserver* observer, const int32_t* lengths) {
   if (model.cells.empty()) throw Error("run_quantized_gru: the model has no cells");

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -246,6 +247,45 @@ TEST_CASE("config variants run and track the float GRU") {
     MESSAGE(name << ": SQNR(h) = " << sqnr << " dB");
     CHECK(sqnr >= c.min_sqnr_db);
   }
+}
+
+}  // namespace
+}  // namespace qgru
+
+namespace qgru {
+namespace {
+
+// dequantize_result_fast's float arithmetic against the reference's double arithmetic, bit for bit: every
+// 16-bit code of both directions' h, with scales 2^-shift from the smallest to the largest shift it takes
+// the float path for; outside that range and for a real scale it must say so and fall back.
+TEST_CASE("dequantize_result_fast equals dequantize_result bit for bit over every 16-bit code") {
+  QuantizedGru model = test::calibrated_case(3, 4, 2, 2, 2, 1, load_bitwidth_config("int16"), 11u).quantized;
+  const int D = model.num_directions, H = model.hidden_size;
+  QuantGruResult codes;
+  const int32_t code_count = 1 << 16;
+  const int rows = code_count / H;  // output rows [rows, D*H]: each direction sees every code once
+  for (int r = 0; r < rows; ++r)
+    for (int d = 0; d < D; ++d)
+      for (int j = 0; j < H; ++j) codes.output_codes.push_back(-32768 + r * H + j + d);  // d shifts direction 1 by one
+  codes.h_n_codes.assign(codes.output_codes.begin(), codes.output_codes.begin() + static_cast<std::ptrdiff_t>(model.cells.size()) * H);
+  for (const int shift : {-100, -31, -1, 0, 1, 7, 15, 16, 24, 31, 62, 100}) {
+    for (GruCellQuantParams& p : model.cells) {
+      p.quant[static_cast<size_t>(GruTensor::h)].shift = shift + p.direction;
+      p.quant[static_cast<size_t>(GruTensor::h)].zp = 1234 - 7 * p.layer;
+    }
+    const bool in_range = shift + 1 <= 100;
+    CHECK(float_dequantize_exact(model) == in_range);
+    QuantGruResult reference = codes, fast = codes;
+    dequantize_result(model, reference);
+    dequantize_result_fast(model, fast);
+    CAPTURE(shift);
+    REQUIRE(fast.output.size() == reference.output.size());
+    CHECK(std::memcmp(fast.output.data(), reference.output.data(), fast.output.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(fast.h_n.data(), reference.h_n.data(), fast.h_n.size() * sizeof(float)) == 0);
+  }
+  model.cells[1].quant[static_cast<size_t>(GruTensor::h)].shift = 5;
+  model.cells[1].quant[static_cast<size_t>(GruTensor::h)].mantissa = 0.75;  // a real scale: the reference's path
+  CHECK_FALSE(float_dequantize_exact(model));
 }
 
 }  // namespace

@@ -95,5 +95,10 @@ std::vector<int32_t> initial_h_codes(const QuantizedGru& model, const int32_t* q
 int32_t requantize_h_to_next_x(const QuantizedGru& model, int layer, int direction, int32_t q_h);
 // - result.output and result.h_n dequantized from result.output_codes and result.h_n_codes.
 void dequantize_result(const QuantizedGru& model, QuantGruResult& result);
+// - the same values with float arithmetic the compiler vectorizes, where that is exact for every cell's h
+//   (float_dequantize_exact: a power-of-two scale 2^-shift with |shift| <= 100), else dequantize_result;
+//   output_done: result.output was written already (by the fast executor's time loop), h_n alone is.
+bool float_dequantize_exact(const QuantizedGru& model);
+void dequantize_result_fast(const QuantizedGru& model, QuantGruResult& result, bool output_done = false);
 
 }  // namespace qgru
