@@ -4,7 +4,8 @@
 // timed with CUDA events around it (end to end: host packing, copies, every GEMM and kernel, copy back;
 // the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
 // "no usable GPU: <reason>" and exits 77, with no table.
-// Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes small]
+// Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]
+//   --shape and --preset narrow the table to one shape and one executor (e.g. to profile it under ncu).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,8 @@ struct Shape {
 };
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--runs N] [--warmup N] [--shapes all|small]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]\n",
+               argv0);
   return 2;
 }
 
@@ -37,6 +39,8 @@ int usage(const char* argv0) {
 int main(int argc, char** argv) {
   int runs = 20, warmup = 3;
   bool small = false;
+  Shape only{0, 0, 0};
+  std::string only_preset;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
@@ -46,6 +50,15 @@ int main(int argc, char** argv) {
       const std::string v = argv[++i];
       if (v != "all" && v != "small") return usage(argv[0]);
       small = v == "small";
+    } else if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%d,%d,%d", &only.H, &only.T, &only.N) != 3 || only.H < 1 || only.T < 1 || only.N < 1) {
+        return usage(argv[0]);
+      }
+    } else if (std::strcmp(argv[i], "--preset") == 0 && i + 1 < argc) {
+      only_preset = argv[++i];
+      if (only_preset != "int8" && only_preset != "int16-activations" && only_preset != "int16" && only_preset != "float") {
+        return usage(argv[0]);
+      }
     } else {
       return usage(argv[0]);
     }
@@ -59,12 +72,15 @@ int main(int argc, char** argv) {
   try {
     std::vector<Shape> shapes = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
     if (small) shapes = {{64, 100, 1}, {256, 100, 64}};
+    if (only.H > 0) shapes = {only};
+    const auto wanted = [&](const std::string& preset) { return only_preset.empty() || only_preset == preset; };
     std::printf("GPU: %s; median of %d runs after %d warm-up, ms per call (end to end), 1 layer, 1 direction\n\n",
                 qgru::cuda::device_name().c_str(), runs, warmup);
     std::printf("| C = H | T | N | executor | median ms | min ms | µs per step |\n|---|---|---|---|---|---|---|\n");
     for (const Shape& s : shapes) {
       // Calibrated on its own input with the min/max observer of the tests (ranges do not change the work).
       for (const char* preset : {"int8", "int16-activations", "int16"}) {
+        if (!wanted(preset)) continue;
         qgru::test::CalibratedCase c;
         try {
           c = qgru::test::calibrated_case(s.H, s.H, 1, 1, s.T, s.N, qgru::load_bitwidth_config(preset),
@@ -81,6 +97,7 @@ int main(int argc, char** argv) {
                     t.median_ms, t.min_ms, 1000.0 * t.median_ms / s.T);
         std::fflush(stdout);
       }
+      if (!wanted("float")) continue;
       const qgru::FloatGruModel model = qgru::test::random_float_gru(s.H, s.H, 1, 1, 2u);
       const std::vector<float> x = qgru::test::random_input(static_cast<size_t>(s.T) * s.N * s.H, 3u);
       const qgru::cuda::FloatGruCuda executor(model);
