@@ -2,7 +2,9 @@
 // dequantized weight, for K = 4096 and N in {4096, 11008}, M in {1, 16, 64, 256}. CUDA events, warm-up,
 // median of the timed runs; a markdown table with the ratio cuBLAS / ours (> 1: ours is faster).
 // Without a GPU it prints "no usable GPU: <reason>" and exits 1.
-// Usage: bench_cuda_linear [--bits 4|8] [--iters N]
+// Usage: bench_cuda_linear [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]]
+//   --blocks-per-sm: the split-K targets to time (QuantLinear::set_target_blocks_per_sm), one row each;
+//   0 is the library's default (the tile's own), the only one timed unless told otherwise.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -13,6 +15,8 @@
 #include <exception>
 #include <functional>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "bench_timing.h"
@@ -67,13 +71,18 @@ std::vector<uint16_t> dequantize(const qgru::cuda::GptqLinearWeights& w) {  // [
 
 int main(int argc, char** argv) {
   int bits = 4, iters = 50;
+  std::vector<int> targets = {0};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
       bits = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
       iters = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--blocks-per-sm") == 0 && i + 1 < argc) {
+      targets.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) targets.push_back(std::max(0, std::atoi(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: %s [--bits 4|8] [--iters N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]]\n", argv[0]);
       return 2;
     }
   }
@@ -85,22 +94,21 @@ int main(int argc, char** argv) {
   try {
     std::printf("GPU: %s, W%dA16 group 128, median of %d runs after 10 warm-up runs\n\n",
                 qgru::cuda::device_name().c_str(), bits, iters);
-    std::printf("| K x N | M | qgru us | cuBLAS fp16 us | cuBLAS/qgru | qgru weight GB/s |\n|---|---|---|---|---|---|\n");
+    std::printf("| K x N | M | split-K (blocks/SM target, 0: default) | qgru us | cuBLAS fp16 us | cuBLAS/qgru | qgru weight GB/s |\n"
+                "|---|---|---|---|---|---|---|\n");
     cublasHandle_t handle;
     QGRU_CUBLAS_CHECK(cublasCreate(&handle));
     std::mt19937 rng(42);
     const int64_t K = 4096;
     for (int64_t N : {int64_t{4096}, int64_t{11008}}) {
       const auto w = random_layer(K, N, bits, rng);
-      const qgru::cuda::QuantLinear layer(w);
+      qgru::cuda::QuantLinear layer(w);
       const DeviceBuffer w16 = DeviceBuffer::from(dequantize(w));
       for (int64_t M : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{256}}) {
         std::vector<uint16_t> a(static_cast<size_t>(M * K));
         for (auto& v : a) v = qgru::float_to_half_bits(static_cast<float>(rng() % 2001) / 1000.0f - 1.0f);
         const DeviceBuffer a_dev = DeviceBuffer::from(a);
         DeviceBuffer c_dev(static_cast<size_t>(M * N) * 2), c_ref(static_cast<size_t>(M * N) * 2);
-        DeviceBuffer workspace(static_cast<size_t>(layer.workspace_bytes(M)));
-        const double ours = median_us([&] { layer.run(a_dev.data(), M, c_dev.data(), workspace.data(), nullptr); }, 10, iters);
         // Row-major C[M,N] = A[M,K]·W[K,N] is column-major C^T[N,M] = W^T[N,K]·A^T[K,M]: no transposes.
         const float alpha = 1.0f, beta = 0.0f;
         const double cublas = median_us(
@@ -111,10 +119,16 @@ int main(int argc, char** argv) {
                                              CUDA_R_16F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             },
             10, iters);
-        const double weight_bytes = static_cast<double>(K) * static_cast<double>(N) * bits / 8.0;
-        std::printf("| %lldx%lld | %lld | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(K),
-                    static_cast<long long>(N), static_cast<long long>(M), ours, cublas, cublas / ours,
-                    weight_bytes / (ours * 1e3));
+        for (const int target : targets) {
+          layer.set_target_blocks_per_sm(target);
+          DeviceBuffer workspace(static_cast<size_t>(layer.workspace_bytes(M)));
+          const double ours =
+              median_us([&] { layer.run(a_dev.data(), M, c_dev.data(), workspace.data(), nullptr); }, 10, iters);
+          const double weight_bytes = static_cast<double>(K) * static_cast<double>(N) * bits / 8.0;
+          std::printf("| %lldx%lld | %lld | %lld (%d) | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(K),
+                      static_cast<long long>(N), static_cast<long long>(M), static_cast<long long>(layer.plan(M).grid_z),
+                      target, ours, cublas, cublas / ours, weight_bytes / (ours * 1e3));
+        }
       }
     }
     QGRU_CUBLAS_CHECK(cublasDestroy(handle));

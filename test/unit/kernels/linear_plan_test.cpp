@@ -25,8 +25,9 @@ TEST_CASE("split-K covers every k tile exactly once, with no empty split, for th
     for (int64_t N : {4096, 11008}) {
       for (int64_t M : {1, 16, 33, 64, 256}) {
         for (int sms : {1, 108, 132}) {
+         for (int target : {0, 1, 2, 8, 32}) {
           const dq::LinearProblem p{M, N, 4096, bits, 128};
-          const dq::LinearPlan plan = dq::plan_linear(p, sms);
+          const dq::LinearPlan plan = dq::plan_linear(p, sms, target);
           REQUIRE_MESSAGE(plan.supported, plan.reason);
           const auto& c = dq::kTileConfigs[plan.config_index];
           CHECK(c.bits == bits);
@@ -44,22 +45,39 @@ TEST_CASE("split-K covers every k tile exactly once, with no empty split, for th
           }
           for (int s : seen) REQUIRE(s == 1);
           CHECK(plan.workspace_bytes == (plan.grid_z > 1 ? 4 * M * N : 0));
+         }
         }
       }
     }
   }
 }
 
-TEST_CASE("batch 1 on a 132-SM GPU splits K so that the grid reaches about two waves") {
-  const dq::LinearPlan plan = dq::plan_linear({1, 4096, 4096, 4, 128}, 132);
+TEST_CASE("split-K targets: two blocks per SM when told, the small-batch tile's eight by default") {
+  const dq::LinearPlan plan = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 2);
   REQUIRE(plan.supported);
   CHECK(plan.grid_x == 32);
   CHECK(plan.grid_z == 9);  // ceil(264 / 32) = 9 splits of ceil(128 / 9) = 15 k tiles (the last 8)
   CHECK(plan.k_tiles_per_split == 15);
   CHECK(plan.workspace_bytes == 4 * 4096);
+  const dq::LinearPlan by_default = dq::plan_linear({1, 4096, 4096, 4, 128}, 132);
+  CHECK(by_default.grid_z == 32);  // target 8: ceil(1056 / 32) = 33 splits asked, 4 k tiles each, 32 splits
+  CHECK(by_default.k_tiles_per_split == 4);
   const dq::LinearPlan big = dq::plan_linear({256, 11008, 4096, 4, 128}, 132);
   CHECK(big.grid_z == 1);  // 86 x 4 = 344 blocks already
   CHECK(big.workspace_bytes == 0);
+}
+
+TEST_CASE("a larger split-K target splits batch 1 finer, up to one k tile per split") {
+  const dq::LinearPlan eight = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 8);
+  REQUIRE(eight.supported);
+  CHECK(eight.k_tiles_per_split == 4);  // ceil(1056 / 32) = 33 splits asked, ceil(128 / 33) = 4 k tiles each
+  CHECK(eight.grid_z == 32);            // and no empty split: 128 / 4
+  const dq::LinearPlan most = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 1000);
+  CHECK(most.grid_z == dq::kMaxSplitK);  // capped: 64 splits of 2 k tiles
+  CHECK(most.k_tiles_per_split == 2);
+  const dq::LinearPlan few_k = dq::plan_linear({1, 4096, 96, 4, 32}, 132, 1000);
+  CHECK(few_k.grid_z == 3);  // never more splits than k tiles
+  CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 132, -1).supported);
 }
 
 TEST_CASE("shapes without a kernel are refused with the shape in the message") {

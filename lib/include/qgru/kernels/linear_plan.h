@@ -30,7 +30,13 @@ inline constexpr TileConfig kTileConfigs[] = {
 };
 inline constexpr int kTileConfigCount = static_cast<int>(sizeof(kTileConfigs) / sizeof(kTileConfigs[0]));
 inline constexpr int64_t kSmallBatchMaxM = 32;  // M at or below this takes the m16 tile
-inline constexpr int64_t kMaxSplitK = 16;
+inline constexpr int64_t kMaxSplitK = 64;
+// Split-K aims at this many blocks per multiprocessor unless told another (plan_linear's target_blocks_per_sm,
+// QuantLinear::set_target_blocks_per_sm; a benchmark sweeps it). Measured on an H200 (docs/CUDA.md, 2026-11-25):
+// the small-batch tile, bound by weight bandwidth, ran 1.3 to 1.5x faster at 8 than at 2 (K=4096, N=4096 and
+// 11008, M=1 and 16); the large-batch tile ran fastest at 2 (M=64 and 256), where more splits only add atomics.
+inline constexpr int kTargetBlocksPerSmSmallBatch = 8;
+inline constexpr int kTargetBlocksPerSmLargeBatch = 2;
 
 struct LinearProblem {
   int64_t M = 0, N = 0, K = 0;
@@ -87,9 +93,9 @@ QGRU_HD KTileRange split_k_range(int64_t k_tiles, int64_t k_tiles_per_split, int
 }
 
 // Chooses the tile and the split for `problem` on a GPU with `sm_count` multiprocessors (> 0).
-// Split-K: enough blocks for about two waves, each split at least one k tile, at most kMaxSplitK splits,
-// and no empty split.
-inline LinearPlan plan_linear(const LinearProblem& p, int sm_count) {
+// Split-K: enough blocks for target_blocks_per_sm per multiprocessor (0: the tile's default above; else >= 1),
+// each split at least one k tile, at most kMaxSplitK splits, and no empty split.
+inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, int target_blocks_per_sm = 0) {
   LinearPlan plan;
   auto refuse = [&](const std::string& why) {
     plan.reason = "quantized linear not supported for " + describe(p) + ": " + why;
@@ -98,6 +104,7 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count) {
   if (p.bits != 4 && p.bits != 8) return refuse("only 4- and 8-bit weights have kernels");
   if (p.M < 1 || p.N < 1 || p.K < 1) return refuse("every dimension must be at least 1");
   if (sm_count < 1) return refuse("the device reports no multiprocessors");
+  if (target_blocks_per_sm < 0) return refuse("the split-K target must be at least one block per multiprocessor");
   const bool small = p.M <= kSmallBatchMaxM;
   for (int i = 0; i < kTileConfigCount; ++i) {
     if (kTileConfigs[i].bits == p.bits && (kTileConfigs[i].block_m == 16) == small) plan.config_index = i;
@@ -116,7 +123,8 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count) {
   plan.threads = 32 * c.warps_m * c.warps_n;
   plan.k_tiles = p.K / c.block_k;
   const int64_t tiles = plan.grid_x * plan.grid_y;
-  const int64_t target_blocks = 2LL * sm_count;
+  if (target_blocks_per_sm == 0) target_blocks_per_sm = small ? kTargetBlocksPerSmSmallBatch : kTargetBlocksPerSmLargeBatch;
+  const int64_t target_blocks = int64_t{target_blocks_per_sm} * sm_count;
   int64_t split = (target_blocks + tiles - 1) / tiles;
   if (split > kMaxSplitK) split = kMaxSplitK;
   if (split > plan.k_tiles) split = plan.k_tiles;
