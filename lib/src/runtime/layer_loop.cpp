@@ -41,19 +41,20 @@ QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int
   check_input_codes(model, q_x, T, N);
   check_sequence_lengths(lengths, T, N);
   runner.lengths = lengths;
-  const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
 
   QuantGruResult result;
   result.T = T;
   result.N = N;
   result.h_n_codes.resize(static_cast<size_t>(model.num_layers) * D * N * H);
-  std::vector<int32_t> layer_input(q_x, q_x + x_count);
+  // Layer 0 reads the caller's codes in place; layer l+1 reads layer l's output requantized into `requantized`.
+  const int32_t* layer_input = q_x;
+  std::vector<int32_t> requantized;
   std::vector<int32_t> layer_output(static_cast<size_t>(T) * N * D * H);
   for (int l = 0; l < model.num_layers; ++l) {
     for (int d = 0; d < D; ++d) {
       const size_t h_offset = (static_cast<size_t>(l) * D + d) * N * H;
       std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
-      runner.run_cell(l, d, layer_input.data(), T, N, q_h, layer_output.data(), D * H, d * H);
+      runner.run_cell(l, d, layer_input, T, N, q_h, layer_output.data(), D * H, d * H);
       if (q_h.size() != static_cast<size_t>(N) * H) {
         throw Error("run_quantized_gru: the cell runner returned " + std::to_string(q_h.size()) + " state codes for layer " +
                     std::to_string(l) + " direction " + std::to_string(d) + ", expected N·H = " + std::to_string(N * H));
@@ -62,11 +63,12 @@ QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int
     }
     if (l + 1 < model.num_layers) {
       // Requantize each direction's h codes into layer l+1's x space (shared by its directions).
-      layer_input.resize(layer_output.size());
+      requantized.resize(layer_output.size());
       for (size_t i = 0; i < layer_output.size(); ++i) {
         const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-        layer_input[i] = requantize_h_to_next_x(model, l, d, layer_output[i]);
+        requantized[i] = requantize_h_to_next_x(model, l, d, layer_output[i]);
       }
+      layer_input = requantized.data();
     }
   }
 
