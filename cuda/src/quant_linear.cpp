@@ -20,7 +20,7 @@ namespace qgru::cuda {
 struct QuantLinear::Impl {
   int64_t K = 0, N = 0, group_size = 0;
   int bits = 4, zero_adjust = 0, sm_count = 0;
-  int target_blocks_per_sm = 0;  // 0: the tile configuration's default (kernels::plan_linear)
+  kernels::LinearTuning tuning;  // the plan's defaults unless set_tuning
   bool act_order = false;
   std::vector<DeviceBuffer> arrays;  // the uploads below live here
   kernels::GptqLayerUpload device;   // qweight, qzeros, scales, perm (null without act-order) on the device
@@ -87,16 +87,10 @@ bool QuantLinear::act_order() const { return impl_->act_order; }
 
 kernels::LinearPlan QuantLinear::plan(int64_t M) const {
   const Impl& d = *impl_;
-  return kernels::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count, d.target_blocks_per_sm);
+  return kernels::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count, d.tuning);
 }
 
-void QuantLinear::set_target_blocks_per_sm(int blocks) {
-  if (blocks < 0) {
-    throw Error("quant linear: the split-K target must be 0 (the default) or a number of blocks per multiprocessor, got " +
-                std::to_string(blocks));
-  }
-  impl_->target_blocks_per_sm = blocks;
-}
+void QuantLinear::set_tuning(const kernels::LinearTuning& tuning) { impl_->tuning = tuning; }
 
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
   const kernels::LinearPlan p = plan(M);

@@ -166,12 +166,14 @@ void launch_quant_linear(const QuantLinearArgs& args, const kernels::LinearPlan&
                   static_cast<unsigned>(plan.grid_z));
   const dim3 block(static_cast<unsigned>(plan.threads));
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
-  static_assert(kernels::kTileConfigCount == 4, "add the new configuration to the dispatch list");
+  static_assert(kernels::kTileConfigCount == 6, "add the new configuration to the dispatch list");
   switch (plan.config_index) {
     QGRU_QUANT_LINEAR_CASE(0, 4, 16, 128, 32, 1, 4)
     QGRU_QUANT_LINEAR_CASE(1, 4, 64, 128, 32, 2, 4)
     QGRU_QUANT_LINEAR_CASE(2, 8, 16, 128, 32, 1, 4)
     QGRU_QUANT_LINEAR_CASE(3, 8, 64, 128, 32, 2, 4)
+    QGRU_QUANT_LINEAR_CASE(4, 4, 16, 128, 64, 1, 4)
+    QGRU_QUANT_LINEAR_CASE(5, 8, 16, 128, 64, 1, 4)
     default:
       throw NotSupported("quant linear tile configuration " + std::to_string(plan.config_index) + " has no kernel");
   }

@@ -2,9 +2,11 @@
 // dequantized weight, for K = 4096 and N in {4096, 11008}, M in {1, 16, 64, 256}. CUDA events, warm-up,
 // median of the timed runs; a markdown table with the ratio cuBLAS / ours (> 1: ours is faster).
 // Without a GPU it prints "no usable GPU: <reason>" and exits 1.
-// Usage: bench_cuda_linear [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]]
-//   --blocks-per-sm: the split-K targets to time (QuantLinear::set_target_blocks_per_sm), one row each;
-//   0 is the library's default (the tile's own), the only one timed unless told otherwise.
+// Usage: bench_cuda_linear [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]] [--configs NAME[,NAME...]]
+//   --blocks-per-sm: the split-K targets to time (kernels::LinearTuning), one row each; 0 is the library's
+//   default (the tile's own), the only one timed unless told otherwise.
+//   --configs: tile configurations to time (kTileConfigs names of the same bit width; "default": the plan's
+//   choice, the only one unless told otherwise), one row each per target.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -72,6 +74,7 @@ std::vector<uint16_t> dequantize(const qgru::cuda::GptqLinearWeights& w) {  // [
 int main(int argc, char** argv) {
   int bits = 4, iters = 50;
   std::vector<int> targets = {0};
+  std::vector<std::string> configs = {"default"};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
       bits = std::atoi(argv[++i]);
@@ -81,8 +84,13 @@ int main(int argc, char** argv) {
       targets.clear();
       std::stringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) targets.push_back(std::max(0, std::atoi(item.c_str())));
+    } else if (std::strcmp(argv[i], "--configs") == 0 && i + 1 < argc) {
+      configs.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) configs.push_back(item);
     } else {
-      std::fprintf(stderr, "usage: %s [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--bits 4|8] [--iters N] [--blocks-per-sm B[,B...]] [--configs NAME[,NAME...]]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -94,8 +102,20 @@ int main(int argc, char** argv) {
   try {
     std::printf("GPU: %s, W%dA16 group 128, median of %d runs after 10 warm-up runs\n\n",
                 qgru::cuda::device_name().c_str(), bits, iters);
-    std::printf("| K x N | M | split-K (blocks/SM target, 0: default) | qgru us | cuBLAS fp16 us | cuBLAS/qgru | qgru weight GB/s |\n"
-                "|---|---|---|---|---|---|---|\n");
+    std::vector<int> config_indices;  // -1: the plan's choice
+    for (const std::string& name : configs) {
+      int index = -1;
+      for (int c = 0; c < qgru::kernels::kTileConfigCount; ++c) {
+        if (name == qgru::kernels::kTileConfigs[c].name) index = c;
+      }
+      if (name != "default" && (index < 0 || qgru::kernels::kTileConfigs[index].bits != bits)) {
+        std::printf("FAILED: --configs: '%s' is not a %d-bit tile configuration\n", name.c_str(), bits);
+        return 2;
+      }
+      config_indices.push_back(index);
+    }
+    std::printf("| K x N | M | tile | split-K (blocks/SM target, 0: default) | qgru us | cuBLAS fp16 us | cuBLAS/qgru | qgru weight GB/s |\n"
+                "|---|---|---|---|---|---|---|---|\n");
     cublasHandle_t handle;
     QGRU_CUBLAS_CHECK(cublasCreate(&handle));
     std::mt19937 rng(42);
@@ -119,15 +139,19 @@ int main(int argc, char** argv) {
                                              CUDA_R_16F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             },
             10, iters);
-        for (const int target : targets) {
-          layer.set_target_blocks_per_sm(target);
-          DeviceBuffer workspace(static_cast<size_t>(layer.workspace_bytes(M)));
-          const double ours =
-              median_us([&] { layer.run(a_dev.data(), M, c_dev.data(), workspace.data(), nullptr); }, 10, iters);
-          const double weight_bytes = static_cast<double>(K) * static_cast<double>(N) * bits / 8.0;
-          std::printf("| %lldx%lld | %lld | %lld (%d) | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(K),
-                      static_cast<long long>(N), static_cast<long long>(M), static_cast<long long>(layer.plan(M).grid_z),
-                      target, ours, cublas, cublas / ours, weight_bytes / (ours * 1e3));
+        for (const int config_index : config_indices) {
+          for (const int target : targets) {
+            layer.set_tuning({target, config_index});
+            const qgru::kernels::LinearPlan plan = layer.plan(M);
+            DeviceBuffer workspace(static_cast<size_t>(layer.workspace_bytes(M)));
+            const double ours =
+                median_us([&] { layer.run(a_dev.data(), M, c_dev.data(), workspace.data(), nullptr); }, 10, iters);
+            const double weight_bytes = static_cast<double>(K) * static_cast<double>(N) * bits / 8.0;
+            std::printf("| %lldx%lld | %lld | %s | %lld (%d) | %.1f | %.1f | %.2f | %.0f |\n", static_cast<long long>(K),
+                        static_cast<long long>(N), static_cast<long long>(M),
+                        qgru::kernels::kTileConfigs[plan.config_index].name, static_cast<long long>(plan.grid_z), target,
+                        ours, cublas, cublas / ours, weight_bytes / (ours * 1e3));
+          }
         }
       }
     }

@@ -31,7 +31,8 @@ void put_field(std::vector<int32_t>& words, int64_t word_index, int slot, int bi
   w = static_cast<int32_t>(static_cast<uint32_t>(w) | (value << (bits * slot)));
 }
 
-int run_case(const Shape& s, uint32_t seed) {
+// config_index: the tile configuration to force (kernels::LinearTuning), -1 for the plan's own choice.
+int run_case(const Shape& s, uint32_t seed, int config_index) {
   std::mt19937 rng(seed);
   const int per_word = 32 / s.bits;
   const uint32_t maxq = (1u << s.bits) - 1u;
@@ -65,7 +66,8 @@ int run_case(const Shape& s, uint32_t seed) {
   std::vector<uint16_t> a(static_cast<size_t>(s.M * s.K));
   for (auto& v : a) v = qgru::float_to_half_bits(act_dist(rng));
 
-  const cuda::QuantLinear layer(w);
+  cuda::QuantLinear layer(w);
+  layer.set_tuning({0, config_index});
   const std::vector<uint16_t> c = layer.run_host(a, s.M);
   const kernels::LinearPlan plan = layer.plan(s.M);
 
@@ -116,7 +118,15 @@ int check_quant_linear() {
   };
   int failures = 0;
   uint32_t seed = 1;
-  for (const Shape& s : shapes) failures += run_case(s, seed++);
+  for (const Shape& s : shapes) failures += run_case(s, seed++, -1);
+  // Every configuration that is not the plan's choice for these shapes, forced, on the shapes its k tile divides.
+  for (const Shape& s : shapes) {
+    const int chosen = kernels::plan_linear({s.M, s.N, s.K, s.bits, s.group}, 132).config_index;
+    for (int i = 0; i < kernels::kTileConfigCount; ++i) {
+      if (i == chosen || kernels::kTileConfigs[i].bits != s.bits || s.K % kernels::kTileConfigs[i].block_k != 0) continue;
+      failures += run_case(s, seed++, i);
+    }
+  }
   return failures;
 }
 

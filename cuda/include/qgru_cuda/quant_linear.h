@@ -40,9 +40,10 @@ class QuantLinear {
 
   // Launch plan for M rows on this device (plan.supported false with the reason when no kernel fits).
   kernels::LinearPlan plan(int64_t M) const;
-  // How many blocks per multiprocessor split-K aims at (0, the default: the tile's own, qgru/kernels/linear_plan.h;
-  // a benchmark sweeps it). Changes plan() and workspace_bytes() from the next call on.
-  void set_target_blocks_per_sm(int blocks);
+  // The split-K target and the tile configuration plan() chooses (qgru/kernels/linear_plan.h; the default
+  // tuning leaves both to the plan; a benchmark sweeps them). Changes plan() and workspace_bytes() from the
+  // next call on.
+  void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
   // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N]; workspace: device, >= workspace_bytes(M)

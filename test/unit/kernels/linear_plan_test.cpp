@@ -27,7 +27,7 @@ TEST_CASE("split-K covers every k tile exactly once, with no empty split, for th
         for (int sms : {1, 108, 132}) {
          for (int target : {0, 1, 2, 8, 32}) {
           const dq::LinearProblem p{M, N, 4096, bits, 128};
-          const dq::LinearPlan plan = dq::plan_linear(p, sms, target);
+          const dq::LinearPlan plan = dq::plan_linear(p, sms, {target, -1});
           REQUIRE_MESSAGE(plan.supported, plan.reason);
           const auto& c = dq::kTileConfigs[plan.config_index];
           CHECK(c.bits == bits);
@@ -53,31 +53,59 @@ TEST_CASE("split-K covers every k tile exactly once, with no empty split, for th
 }
 
 TEST_CASE("split-K targets: two blocks per SM when told, the small-batch tile's eight by default") {
-  const dq::LinearPlan plan = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 2);
+  const dq::LinearPlan plan = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {2, 0});  // the k32 small tile
   REQUIRE(plan.supported);
   CHECK(plan.grid_x == 32);
   CHECK(plan.grid_z == 9);  // ceil(264 / 32) = 9 splits of ceil(128 / 9) = 15 k tiles (the last 8)
   CHECK(plan.k_tiles_per_split == 15);
   CHECK(plan.workspace_bytes == 4 * 4096);
   const dq::LinearPlan by_default = dq::plan_linear({1, 4096, 4096, 4, 128}, 132);
-  CHECK(by_default.grid_z == 32);  // target 8: ceil(1056 / 32) = 33 splits asked, 4 k tiles each, 32 splits
-  CHECK(by_default.k_tiles_per_split == 4);
+  CHECK(std::string(dq::kTileConfigs[by_default.config_index].name) == "w4a16_m16n128k64");
+  CHECK(by_default.grid_z == 32);  // target 8: ceil(1056 / 32) = 33 splits asked of 64 k tiles, 2 each, 32 splits
+  CHECK(by_default.k_tiles_per_split == 2);
   const dq::LinearPlan big = dq::plan_linear({256, 11008, 4096, 4, 128}, 132);
   CHECK(big.grid_z == 1);  // 86 x 4 = 344 blocks already
   CHECK(big.workspace_bytes == 0);
 }
 
 TEST_CASE("a larger split-K target splits batch 1 finer, up to one k tile per split") {
-  const dq::LinearPlan eight = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 8);
+  const dq::LinearPlan eight = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {8, 0});
   REQUIRE(eight.supported);
   CHECK(eight.k_tiles_per_split == 4);  // ceil(1056 / 32) = 33 splits asked, ceil(128 / 33) = 4 k tiles each
   CHECK(eight.grid_z == 32);            // and no empty split: 128 / 4
-  const dq::LinearPlan most = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, 1000);
+  const dq::LinearPlan most = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {1000, 0});
   CHECK(most.grid_z == dq::kMaxSplitK);  // capped: 64 splits of 2 k tiles
   CHECK(most.k_tiles_per_split == 2);
-  const dq::LinearPlan few_k = dq::plan_linear({1, 4096, 96, 4, 32}, 132, 1000);
+  const dq::LinearPlan few_k = dq::plan_linear({1, 4096, 96, 4, 32}, 132, {1000, -1});
   CHECK(few_k.grid_z == 3);  // never more splits than k tiles
-  CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 132, -1).supported);
+  CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {-1, -1}).supported);
+}
+
+TEST_CASE("a tuning names any configuration of the weights' bit width, and only those") {
+  const dq::LinearPlan deep = dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {0, 4});
+  REQUIRE(deep.supported);
+  CHECK(std::string(dq::kTileConfigs[deep.config_index].name) == "w4a16_m16n128k64");
+  CHECK(deep.k_tiles == 64);
+  CHECK(deep.grid_z == 32);  // the small tile's target: 33 splits asked of 64 k tiles, 2 each
+  const dq::LinearPlan small_tile_big_m = dq::plan_linear({256, 4096, 4096, 8, 128}, 132, {0, 2});
+  REQUIRE(small_tile_big_m.supported);
+  CHECK(small_tile_big_m.grid_y == 16);
+  CHECK(dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {0, 2}).reason.find("not one for 4-bit") != std::string::npos);
+  CHECK(!dq::plan_linear({1, 4096, 4096, 4, 128}, 132, {0, dq::kTileConfigCount}).supported);
+  CHECK(dq::plan_linear({1, 4096, 4064, 4, 32}, 132, {0, 4}).reason.find("multiple of the tile's block_k = 64") !=
+        std::string::npos);
+  // By default: the k64 tile for small batches when 64 divides K, else the k32 one; k32 for large batches.
+  for (int bits : {4, 8}) {
+    for (int64_t M : {1, 32, 33, 256}) {
+      CAPTURE(M);
+      const dq::TileConfig& deep_k = dq::kTileConfigs[dq::plan_linear({M, 4096, 4096, bits, 128}, 132).config_index];
+      CHECK(deep_k.block_k == (M <= dq::kSmallBatchMaxM ? 64 : 32));
+      const dq::LinearPlan k32_only = dq::plan_linear({M, 4096, 4064, bits, 32}, 132);
+      REQUIRE(k32_only.supported);
+      CHECK(dq::kTileConfigs[k32_only.config_index].block_k == 32);
+      CHECK(dq::kTileConfigs[k32_only.config_index].block_m == (M <= dq::kSmallBatchMaxM ? 16 : 64));
+    }
+  }
 }
 
 TEST_CASE("shapes without a kernel are refused with the shape in the message") {
@@ -106,6 +134,8 @@ TEST_CASE("shared memory layout: two stages and the W tile do not overlap, start
     }
     CHECK(l.epilogue_bytes == 4LL * c.warps_m * c.warps_n * 16 * dq::kFragmentLd);
     CHECK(l.epilogue_bytes <= l.total_bytes);
-    CHECK(l.total_bytes < 33792);  // below the single-stage kernel's 33.8 KB fp32 C staging area
+    // The k32 tiles stay below the single-stage kernel's 33.8 KB fp32 C staging area; the k64 tiles spend more
+    // shared memory on fewer barriers per byte (within 48 KiB: the first test case).
+    if (c.block_k == 32) CHECK(l.total_bytes < 33792);
   }
 }

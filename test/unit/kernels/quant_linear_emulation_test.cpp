@@ -67,8 +67,10 @@ Layer make_layer(const Problem& p, std::mt19937& rng) {
 
 // The kernel's block loop on the host. Returns C [M, N] in double (before the final fp16 rounding).
 template <int Bits>
-std::vector<double> emulate_kernel(const Problem& p, const Layer& l, const std::vector<uint16_t>& a) {
-  const dq::LinearPlan plan = dq::plan_linear({p.M, p.N, p.K, p.bits, p.group}, 132);
+std::vector<double> emulate_kernel(const Problem& p, const Layer& l, const std::vector<uint16_t>& a, int config_index) {
+  dq::LinearTuning tuning;
+  tuning.config_index = config_index;
+  const dq::LinearPlan plan = dq::plan_linear({p.M, p.N, p.K, p.bits, p.group}, 132, tuning);
   REQUIRE_MESSAGE(plan.supported, plan.reason);
   const dq::TileConfig& cfg = dq::kTileConfigs[plan.config_index];
   REQUIRE(cfg.bits == Bits);
@@ -146,12 +148,14 @@ std::vector<double> emulate_kernel(const Problem& p, const Layer& l, const std::
   return c;
 }
 
-void check_problem(const Problem& p, uint32_t seed) {
+void check_problem(const Problem& p, uint32_t seed, int config_index = -1) {
+  CAPTURE(config_index);
   std::mt19937 rng(seed);
   const Layer l = make_layer(p, rng);
   std::vector<uint16_t> a(static_cast<size_t>(p.M * p.K));
   for (auto& v : a) v = qgru::float_to_half_bits(static_cast<float>(static_cast<uint32_t>(rng()) % 2001) / 1000.0f - 1.0f);
-  const std::vector<double> got = p.bits == 4 ? emulate_kernel<4>(p, l, a) : emulate_kernel<8>(p, l, a);
+  const std::vector<double> got =
+      p.bits == 4 ? emulate_kernel<4>(p, l, a, config_index) : emulate_kernel<8>(p, l, a, config_index);
   double norm = 0;
   for (int64_t m = 0; m < p.M; ++m) {
     for (int64_t n = 0; n < p.N; ++n) {
@@ -189,4 +193,21 @@ TEST_CASE("kernel block loop (emulated) matches the reference: partial tiles, sp
   };
   uint32_t seed = 100;
   for (const Problem& p : problems) check_problem(p, seed++);
+}
+
+TEST_CASE("every tile configuration's block loop (emulated) matches the reference where its k tile divides K") {
+  const Problem problems[] = {
+      {1, 136, 256, 64, 4, 0, false},  {2, 128, 128, 8, 4, 0, false},  {3, 136, 192, 4, 8, 1, false},
+      {33, 128, 128, 64, 4, 0, true},  {40, 128, 128, 32, 8, 0, true}, {17, 264, 256, 128, 8, 1, false},
+  };
+  uint32_t seed = 200;
+  int runs = 0;
+  for (const Problem& p : problems) {
+    for (int i = 0; i < dq::kTileConfigCount; ++i) {
+      if (dq::kTileConfigs[i].bits != p.bits || p.K % dq::kTileConfigs[i].block_k != 0) continue;
+      check_problem(p, seed++, i);
+      ++runs;
+    }
+  }
+  CHECK(runs == 18);  // three configurations per bit width, every problem
 }

@@ -21,12 +21,17 @@ struct TileConfig {
 };
 
 // Every configuration a kernel is instantiated for (cuda/src/quant_linear_kernels.cu dispatches on the
-// index, in this order). Anything else is "not supported".
+// index, in this order). Anything else is "not supported". plan_linear takes, among those whose bits match and
+// whose block_m is 16 for small batches (64 otherwise), the deepest k tile that divides K (measured on an H200,
+// docs/benchmarks/cuda.md: the k64 small-batch tiles ran 5-13% faster than the k32 ones at M = 1 and 16);
+// LinearTuning::config_index picks any of them.
 inline constexpr TileConfig kTileConfigs[] = {
     {"w4a16_m16n128k32", 4, 16, 128, 32, 1, 4},   // small batch (M <= 32): 4 warps of 16x32
     {"w4a16_m64n128k32", 4, 64, 128, 32, 2, 4},   // large batch: 8 warps of 32x32
     {"w8a16_m16n128k32", 8, 16, 128, 32, 1, 4},
     {"w8a16_m64n128k32", 8, 64, 128, 32, 2, 4},
+    {"w4a16_m16n128k64", 4, 16, 128, 64, 1, 4},   // small batch, k tiles twice as deep (half the barriers per byte)
+    {"w8a16_m16n128k64", 8, 16, 128, 64, 1, 4},
 };
 inline constexpr int kTileConfigCount = static_cast<int>(sizeof(kTileConfigs) / sizeof(kTileConfigs[0]));
 inline constexpr int64_t kSmallBatchMaxM = 32;  // M at or below this takes the m16 tile
@@ -37,6 +42,12 @@ inline constexpr int64_t kMaxSplitK = 64;
 // 11008, M=1 and 16); the large-batch tile ran fastest at 2 (M=64 and 256), where more splits only add atomics.
 inline constexpr int kTargetBlocksPerSmSmallBatch = 8;
 inline constexpr int kTargetBlocksPerSmLargeBatch = 2;
+
+// What a benchmark may change in plan_linear's choice (the defaults: none).
+struct LinearTuning {
+  int target_blocks_per_sm = 0;  // 0: the tile's default above; else >= 1
+  int config_index = -1;         // -1: by bits and batch size; else an index into kTileConfigs with the same bits
+};
 
 struct LinearProblem {
   int64_t M = 0, N = 0, K = 0;
@@ -93,9 +104,9 @@ QGRU_HD KTileRange split_k_range(int64_t k_tiles, int64_t k_tiles_per_split, int
 }
 
 // Chooses the tile and the split for `problem` on a GPU with `sm_count` multiprocessors (> 0).
-// Split-K: enough blocks for target_blocks_per_sm per multiprocessor (0: the tile's default above; else >= 1),
-// each split at least one k tile, at most kMaxSplitK splits, and no empty split.
-inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, int target_blocks_per_sm = 0) {
+// Split-K: enough blocks for tuning.target_blocks_per_sm per multiprocessor, each split at least one k tile, at
+// most kMaxSplitK splits, and no empty split.
+inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, const LinearTuning& tuning = {}) {
   LinearPlan plan;
   auto refuse = [&](const std::string& why) {
     plan.reason = "quantized linear not supported for " + describe(p) + ": " + why;
@@ -104,10 +115,22 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, int target_b
   if (p.bits != 4 && p.bits != 8) return refuse("only 4- and 8-bit weights have kernels");
   if (p.M < 1 || p.N < 1 || p.K < 1) return refuse("every dimension must be at least 1");
   if (sm_count < 1) return refuse("the device reports no multiprocessors");
+  int target_blocks_per_sm = tuning.target_blocks_per_sm;
   if (target_blocks_per_sm < 0) return refuse("the split-K target must be at least one block per multiprocessor");
   const bool small = p.M <= kSmallBatchMaxM;
-  for (int i = 0; i < kTileConfigCount; ++i) {
-    if (kTileConfigs[i].bits == p.bits && (kTileConfigs[i].block_m == 16) == small) plan.config_index = i;
+  if (tuning.config_index >= 0) {
+    if (tuning.config_index >= kTileConfigCount || kTileConfigs[tuning.config_index].bits != p.bits) {
+      return refuse("tile configuration " + std::to_string(tuning.config_index) + " is not one for " +
+                    std::to_string(p.bits) + "-bit weights");
+    }
+    plan.config_index = tuning.config_index;
+  } else {
+    for (int i = 0; i < kTileConfigCount; ++i) {
+      const TileConfig& t = kTileConfigs[i];
+      if (t.bits != p.bits || (t.block_m == 16) != small) continue;
+      const bool divides = p.K % t.block_k == 0;
+      if (plan.config_index < 0 || (divides && t.block_k > kTileConfigs[plan.config_index].block_k)) plan.config_index = i;
+    }
   }
   const TileConfig& c = kTileConfigs[plan.config_index];
   if (p.K % c.block_k != 0) return refuse("K must be a multiple of the tile's block_k = " + std::to_string(c.block_k));
@@ -123,7 +146,9 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, int target_b
   plan.threads = 32 * c.warps_m * c.warps_n;
   plan.k_tiles = p.K / c.block_k;
   const int64_t tiles = plan.grid_x * plan.grid_y;
-  if (target_blocks_per_sm == 0) target_blocks_per_sm = small ? kTargetBlocksPerSmSmallBatch : kTargetBlocksPerSmLargeBatch;
+  if (target_blocks_per_sm == 0) {
+    target_blocks_per_sm = c.block_m == 16 ? kTargetBlocksPerSmSmallBatch : kTargetBlocksPerSmLargeBatch;
+  }
   const int64_t target_blocks = int64_t{target_blocks_per_sm} * sm_count;
   int64_t split = (target_blocks + tiles - 1) / tiles;
   if (split > kMaxSplitK) split = kMaxSplitK;
