@@ -36,8 +36,8 @@ inline constexpr TileConfig kTileConfigs[] = {
 inline constexpr int kTileConfigCount = static_cast<int>(sizeof(kTileConfigs) / sizeof(kTileConfigs[0]));
 inline constexpr int64_t kSmallBatchMaxM = 32;  // M at or below this takes the m16 tile
 inline constexpr int64_t kMaxSplitK = 64;
-// Split-K aims at this many blocks per multiprocessor unless told another (plan_linear's target_blocks_per_sm,
-// QuantLinear::set_target_blocks_per_sm; a benchmark sweeps it). Measured on an H200 (docs/CUDA.md, 2026-11-25):
+// Split-K aims at this many blocks per multiprocessor unless told another (LinearTuning below,
+// QuantLinear::set_tuning; a benchmark sweeps it). Measured on an H200 (docs/benchmarks/cuda.md, 2026-11-25):
 // the small-batch tile, bound by weight bandwidth, ran 1.3 to 1.5x faster at 8 than at 2 (K=4096, N=4096 and
 // 11008, M=1 and 16); the large-batch tile ran fastest at 2 (M=64 and 256), where more splits only add atomics.
 inline constexpr int kTargetBlocksPerSmSmallBatch = 8;
