@@ -19,7 +19,9 @@
 //   BM_madd_fma_mix                         vpmaddwd and vfmadd231ps chains interleaved: multiply instructions
 //                                          per second (do the two kinds issue side by side?).
 //   BM_vnni_gemm/<M>/<rows>/<K>             the avx512-vnni level's GEMM alone (weights and operands hot).
-//   BM_cell_i32/<H>                         the avx512-vnni level's int32 cell step alone (one row, hot).
+//   BM_cell_i32/<H>/<x_terms>               the avx512-vnni level's int32 cell step alone (one row, hot), from
+//                                          the GEMM sums (x_terms 0: the batched loop's cell) or from the x
+//                                          terms (1: the batch-1 loop's).
 //   BM_avx2_gemm/<M>/<rows>/<K>/<s8>        the avx2 level's GEMM alone (s8 0: fast::gemm_avx2_packed on int16
 //                                          codes; 1: gemm_avx2_packed_s8_part for 8-bit codes; M = 1: the
 //                                          8-bit GEMV gemv_avx2_packed_s8), weights and operands hot.
@@ -278,15 +280,21 @@ void BM_cell_i32(benchmark::State& state) {
   std::vector<int16_t> h_old(static_cast<size_t>(H)), h_new(static_cast<size_t>(H));
   for (auto& a : h_old) a = static_cast<int16_t>(static_cast<int>(rng() % 256) - 128);
   std::vector<uint8_t> hu8(static_cast<size_t>(H));
+  const bool x_terms = state.range(1) != 0;
   for (auto _ : state) {
-    qgru::fast::cell_rows_avx512_i32(s->v, s->bytes, s->plan, gx.data(), gh.data(), h_old.data(), 0, H, h_new.data(), hu8.data(), 128,
-                                     dst.data());
+    if (x_terms) {
+      qgru::fast::cell_rows_avx512_i32_xterms(s->v, s->bytes, s->plan, gx.data(), gh.data(), h_old.data(), 0, H, h_new.data(),
+                                              hu8.data(), 128, dst.data());
+    } else {
+      qgru::fast::cell_rows_avx512_i32(s->v, s->bytes, s->plan, gx.data(), gh.data(), h_old.data(), 0, H, h_new.data(), hu8.data(),
+                                       128, dst.data());
+    }
     benchmark::DoNotOptimize(dst.data());
   }
   state.counters["ns_per_16_units"] = benchmark::Counter(static_cast<double>(H) / 16.0, benchmark::Counter::kIsIterationInvariantRate |
                                                                                        benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_cell_i32)->Arg(256)->ArgName("H")->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_cell_i32)->Args({256, 0})->Args({256, 1})->ArgNames({"H", "x_terms"})->MeasureProcessCPUTime()->UseRealTime();
 
 void BM_vnni_gemm(benchmark::State& state) {
   if (!qgru::cpu_has_avx512_vnni()) {

@@ -604,11 +604,15 @@ QGRU_AVX512 inline CellTables32 cell_tables32(const GruCellParamsView& p, const 
 // a 32-bit gather.
 QGRU_AVX512 inline __m512i table_read32(const CellTables32& t, int g, __m512i index) {
   if (!t.is_bytes[g]) return _mm512_i32gather_epi32(index, t.table[g], 4);
-  const __m512i idx8 = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(index));
-  const __m512i from_lo = _mm512_permutex2var_epi8(t.bytes[g][0], idx8, t.bytes[g][1]);
-  const __m512i from_hi = _mm512_permutex2var_epi8(t.bytes[g][2], idx8, t.bytes[g][3]);
-  const __m128i b = _mm512_castsi512_si128(_mm512_mask_blend_epi8(_mm512_movepi8_mask(idx8), from_lo, from_hi));
-  return t.is_signed[g] ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+  // index in [0, 255]: byte 0 of each int32 lane is the index, bytes 1 .. 3 are zero. vpermt2b reads every
+  // byte as an index (its low 7 bits) into the 128 table bytes of two registers: byte 0 of each lane gets entry
+  // index & 127 of the low half (entries 0 .. 127) and of the high half (128 .. 255); bit 7 of the index byte
+  // picks the half. The other bytes get entry 0, dropped below when byte 0 is extended to 32 bits.
+  const __m512i from_lo = _mm512_permutex2var_epi8(t.bytes[g][0], index, t.bytes[g][1]);
+  const __m512i from_hi = _mm512_permutex2var_epi8(t.bytes[g][2], index, t.bytes[g][3]);
+  const __m512i entry = _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), from_lo, from_hi);
+  return t.is_signed[g] ? _mm512_srai_epi32(_mm512_slli_epi32(entry, 24), 24)    // the byte as int8
+                        : _mm512_and_si512(entry, _mm512_set1_epi32(0xFF));      // the byte as uint8
 }
 
 // The x side of C-1 .. C-3 for gate g: the weight_ih_linear code minus its zero point, rounded into the gate
@@ -629,76 +633,130 @@ QGRU_AVX512 inline __m512i gate_index32(__m512i sum, const Cell32Lanes& L, int g
   return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(sum, lanes(L.gate_lo[g])), lanes(L.gate_hi[g])), lanes(L.gate_add[g]));
 }
 
-// C-1 .. C-4 on sixteen units: the gates' x terms (each in its gate input's space), the weight_hh_linear codes
-// minus their zero point, and the old h codes give the new h codes (gru_cell_gates' operations, int32 lanes,
-// every intermediate within ±2^30 by cell_fits_int32).
+// C-1 .. C-4 on U blocks of sixteen units: the gates' x terms (each in its gate input's space), the
+// weight_hh_linear codes minus their zero point, and the old h codes give the new h codes (gru_cell_gates'
+// operations, int32 lanes, every intermediate within ±2^30 by cell_fits_int32). The U blocks are independent;
+// each stage runs for all of them before the next, so that the core overlaps their dependency chains (one
+// block's chain, GEMM sum to new code through three table reads and three products, is some 70 cycles long
+// against about 45 cycles of its operations' throughput).
+template <int U>
+QGRU_AVX512 __attribute__((always_inline)) inline void cell_blocks32(const Cell32Lanes& L, const CellTables32& tables, const __m512i (&x_term)[U][3],
+                                      const __m512i (&hh_diff)[U][3], const __m512i (&q_h_old)[U], __m512i (&q_h_new)[U]) {
+  __m512i q_update_gate_output[U], q_reset_gate_output[U], q_new_gate_output[U];
+  // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const __m512i z_sum = _mm512_add_epi32(x_term[u][0], rshift_round_u32(hh_diff[u][0], L, Cell32Lanes::HhZ));
+    q_update_gate_output[u] = table_read32(tables, 0, gate_index32(z_sum, L, 0));
+    const __m512i r_sum = _mm512_add_epi32(x_term[u][1], rshift_round_u32(hh_diff[u][1], L, Cell32Lanes::HhR));
+    q_reset_gate_output[u] = table_read32(tables, 1, gate_index32(r_sum, L, 1));
+  }
+  // C-3
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output[u], lanes(L.zp_reset_gate_output)), hh_diff[u][2]);  // S_r·S_hh
+    const __m512i n_sum = _mm512_add_epi32(x_term[u][2], rshift_round_u32(product, L, Cell32Lanes::RhN));
+    q_new_gate_output[u] = table_read32(tables, 2, gate_index32(n_sum, L, 2));
+  }
+  // C-4
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const __m512i n_diff_aligned =
+        rshift_round_u32(_mm512_sub_epi32(q_new_gate_output[u], lanes(L.zp_new_gate_output)), L, Cell32Lanes::NToH);  // aligned - zp_h
+    const __m512i q_old_contribution_mul = _mm512_mullo_epi32(_mm512_sub_epi32(q_update_gate_output[u], lanes(L.zp_update_gate_output)),
+                                                              _mm512_sub_epi32(q_h_old[u], lanes(L.h_zp)));  // S_u·S_h
+    const __m512i q_new_contribution_mul =
+        _mm512_mullo_epi32(_mm512_sub_epi32(lanes(L.one_in_update_gate_scale), q_update_gate_output[u]), n_diff_aligned);
+    const __m512i q_combined = _mm512_add_epi32(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
+    q_h_new[u] = _mm512_min_epi32(
+        _mm512_max_epi32(_mm512_add_epi32(rshift_round_u32(q_combined, L, Cell32Lanes::U), lanes(L.h_zp)), lanes(L.h_min)),
+        lanes(L.h_max));
+  }
+}
+// One block of sixteen units (cell_blocks32 with U = 1).
 QGRU_AVX512 inline __m512i cell_block32(const Cell32Lanes& L, const CellTables32& tables, const __m512i x_term[3],
                                         const __m512i hh_diff[3], __m512i q_h_old) {
-  // C-1, C-2: the two shifted terms (|sum| + |zp| <= 2^30, proved), saturated and clamped into the table at once
-  const __m512i z_sum = _mm512_add_epi32(x_term[0], rshift_round_u32(hh_diff[0], L, Cell32Lanes::HhZ));
-  const __m512i q_update_gate_output =
-      table_read32(tables, 0, gate_index32(z_sum, L, 0));
-  const __m512i r_sum = _mm512_add_epi32(x_term[1], rshift_round_u32(hh_diff[1], L, Cell32Lanes::HhR));
-  const __m512i q_reset_gate_output =
-      table_read32(tables, 1, gate_index32(r_sum, L, 1));
-  // C-3
-  const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, lanes(L.zp_reset_gate_output)), hh_diff[2]);  // S_r·S_hh
-  const __m512i n_sum = _mm512_add_epi32(x_term[2], rshift_round_u32(product, L, Cell32Lanes::RhN));
-  const __m512i q_new_gate_output =
-      table_read32(tables, 2, gate_index32(n_sum, L, 2));
-  // C-4
-  const __m512i n_diff_aligned =
-      rshift_round_u32(_mm512_sub_epi32(q_new_gate_output, lanes(L.zp_new_gate_output)), L, Cell32Lanes::NToH);  // aligned - zp_h
-  const __m512i q_old_contribution_mul = _mm512_mullo_epi32(_mm512_sub_epi32(q_update_gate_output, lanes(L.zp_update_gate_output)),
-                                                            _mm512_sub_epi32(q_h_old, lanes(L.h_zp)));  // S_u·S_h
-  const __m512i q_new_contribution_mul =
-      _mm512_mullo_epi32(_mm512_sub_epi32(lanes(L.one_in_update_gate_scale), q_update_gate_output), n_diff_aligned);
-  const __m512i q_combined = _mm512_add_epi32(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
-  return _mm512_min_epi32(
-      _mm512_max_epi32(_mm512_add_epi32(rshift_round_u32(q_combined, L, Cell32Lanes::U), lanes(L.h_zp)), lanes(L.h_min)),
-      lanes(L.h_max));
+  const __m512i x1[1][3] = {{x_term[0], x_term[1], x_term[2]}};
+  const __m512i h1[1][3] = {{hh_diff[0], hh_diff[1], hh_diff[2]}};
+  const __m512i old1[1] = {q_h_old};
+  __m512i new1[1];
+  cell_blocks32<1>(L, tables, x1, h1, old1, new1);
+  return new1[0];
 }
 
-// XTerms: gx holds x_terms_avx512_i32's output (each gate's x term already in its gate input's space)
-// instead of the raw B-1 accumulators. Every uniform constant is read from plan.lanes where it is used.
-template <bool XTerms>
-QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
-                             const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
-                             uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  const int H = p.hidden_size;
-  const Cell32Lanes& L = plan.lanes;
-  const CellTables32 tables = cell_tables32(p, byte_tables);
+// One row's operands of the cell step: its B-1 and B-2 sums (or x terms) [3H], its h codes before the step, and
+// where its new codes go (h_new_u8 may be null), as cell_rows_avx512_i32 takes them.
+struct CellRowIo {
+  const int32_t* g_x;
+  const int32_t* g_h;
+  const int16_t* h_old;
+  int16_t* h_new16;
+  uint8_t* h_new_u8;
+  int32_t* dst;
+};
 
-  for (int j = j0; j < j1; j += 16) {
-    const int left = j1 - j;
-    const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-    __m512i x_term[3], hh_diff[3];  // x_term: S_*_gate_input (gate g's x side); hh_diff: S_weight_hh_linear
+// U blocks of sixteen units, block u at units [j[u], j[u] + 16) of the row io[u] (masked by k[u]): the cell step
+// from that row's GEMM sums, written to that row's outputs. XTerms: g_x holds x_terms_avx512_i32's output (each
+// gate's x term already in its gate input's space) instead of the raw B-1 accumulators.
+template <bool XTerms, int U>
+QGRU_AVX512 __attribute__((always_inline)) inline void cell_blocks_io32(const GruCellParamsView& p, const Cell32Plan& plan,
+                                                                       const CellTables32& tables, const CellRowIo* const (&io)[U],
+                                                                       const int (&j)[U], const __mmask16 (&k)[U], int32_t h_bias) {
+  const int H = p.hidden_size;
+  __m512i x_term[U][3], hh_diff[U][3], q_h_old[U], q_h_new[U];  // x_term: S_*_gate_input; hh_diff: S_weight_hh_linear
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+#pragma GCC unroll 3
     for (int g = 0; g < 3; ++g) {
-      const size_t c = static_cast<size_t>(g) * H + j;
+      const size_t c = static_cast<size_t>(g) * H + j[u];
       if constexpr (XTerms) {
-        x_term[g] = _mm512_maskz_loadu_epi32(k, gx + c);
+        x_term[u][g] = _mm512_maskz_loadu_epi32(k[u], io[u]->g_x + c);
       } else {
-        x_term[g] = x_term32(plan, gx + c, c, k, g);
+        x_term[u][g] = x_term32(plan, io[u]->g_x + c, c, k[u], g);
       }
-      hh_diff[g] = hh_diff32(plan, gh + c, c, k);
+      hh_diff[u][g] = hh_diff32(plan, io[u]->g_h + c, c, k[u]);
     }
-    const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
-    const __m512i q_h_new = cell_block32(L, tables, x_term, hh_diff, q_h_old);
-    if (k == 0xFFFF) {
+    q_h_old[u] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k[u], io[u]->h_old + j[u]));
+  }
+  cell_blocks32<U>(plan.lanes, tables, x_term, hh_diff, q_h_old, q_h_new);
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const int ju = j[u];
+    const CellRowIo& o = *io[u];
+    if (k[u] == 0xFFFF) {
       // Whole vectors by plain stores: the next step's GEMV reads the u8 codes four at a time, which store
       // forwarding serves from a plain store but not from a masked narrowing one.
-      _mm512_storeu_si512(dst + j, q_h_new);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(h_new16 + j), _mm512_cvtepi32_epi16(q_h_new));
-      if (h_new_u8) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(h_new_u8 + j), _mm512_cvtepi32_epi8(_mm512_add_epi32(q_h_new, _mm512_set1_epi32(h_bias))));
+      _mm512_storeu_si512(o.dst + ju, q_h_new[u]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.h_new16 + ju), _mm512_cvtepi32_epi16(q_h_new[u]));
+      if (o.h_new_u8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o.h_new_u8 + ju),
+                         _mm512_cvtepi32_epi8(_mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias))));
       }
     } else {
-      _mm512_mask_storeu_epi32(dst + j, k, q_h_new);
-      _mm512_mask_cvtepi32_storeu_epi16(h_new16 + j, k, q_h_new);
-      if (h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(h_new_u8 + j, k, _mm512_add_epi32(q_h_new, _mm512_set1_epi32(h_bias)));
+      _mm512_mask_storeu_epi32(o.dst + ju, k[u], q_h_new[u]);
+      _mm512_mask_cvtepi32_storeu_epi16(o.h_new16 + ju, k[u], q_h_new[u]);
+      if (o.h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(o.h_new_u8 + ju, k[u], _mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias)));
     }
   }
 }
+
+inline __mmask16 units_mask(int left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// The units [j0, j1) of one row: two blocks at a time (their chains overlap: cell_blocks32), then the last one,
+// masked when partial.
+template <bool XTerms>
+QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                             const CellRowIo& io, int j0, int j1, int32_t h_bias) {
+  const CellTables32 tables = cell_tables32(p, byte_tables);
+  int j = j0;
+  for (; j + 32 <= j1; j += 32) {
+    cell_blocks_io32<XTerms, 2>(p, plan, tables, {&io, &io}, {j, j + 16}, {0xFFFF, 0xFFFF}, h_bias);
+  }
+  for (; j < j1; j += 16) cell_blocks_io32<XTerms, 1>(p, plan, tables, {&io}, {j}, {units_mask(j1 - j)}, h_bias);
+}
+
 
 // recurrence_small_avx512_i32 for H = 16·NH (fast_kernels.h): per step the GEMV over R's 3·NH blocks of 16
 // channels (K = H: K4 = 4·NH dwords of u8 codes, each broadcast from the h register), the accumulators minus
@@ -922,14 +980,14 @@ QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTabl
 QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                                       const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
                                       int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  cell_impl32<false>(p, byte_tables, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  cell_impl32<false>(p, byte_tables, plan, CellRowIo{gx, gh, h_old, h_new16, h_new_u8, dst}, j0, j1, h_bias);
 }
 
 QGRU_AVX512 void cell_rows_avx512_i32_xterms(const GruCellParamsView& p, const CellByteTables& byte_tables,
                                              const Cell32Plan& plan, const int32_t* x_terms, const int32_t* gh,
                                              const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
                                              int32_t h_bias, int32_t* dst) {
-  cell_impl32<true>(p, byte_tables, plan, x_terms, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  cell_impl32<true>(p, byte_tables, plan, CellRowIo{x_terms, gh, h_old, h_new16, h_new_u8, dst}, j0, j1, h_bias);
 }
 
 QGRU_AVX512 void recurrence_small_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables,
