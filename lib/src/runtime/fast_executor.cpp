@@ -1020,19 +1020,14 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
   if (T > 0 && N > 0 && layer0_reads_u8_rows()) {
     // Layer 0's operand rows straight from the codes, checked in the same pass (one pass where the int16 codes
     // and then the bytes take two); a code out of range gets the reference's message.
-    const PackedMatrix& W = packed_->cells[0].W;
-    const TensorQuant& xq = model_.input_quant();
-    LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
-    if (!fast::codes_to_u8_rows_checked(q_x, static_cast<size_t>(T) * N, model_.input_size, W.Kp, xq.qmin(), xq.qmax(),
-                                        W.a_bias, x_u8.data())) {
-      check_input_codes(model_, q_x, T, N);
-    }
-    return run_prepared(nullptr, x_u8.data(), T, N, q_h0, lengths);
+    Layer0Operands from_codes;
+    from_codes.q_x = q_x;
+    return run_prepared(q_x, &from_codes, T, N, q_h0, lengths);
   }
   return run_prepared(q_x, nullptr, T, N, q_h0, lengths);
 }
 
-QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const Layer0Operands* u8_rows, int T, int N, const int32_t* q_h0,
                                           const int32_t* lengths) const {
   if (T < 0 || N < 0) throw Error("run_quantized_gru: negative shape T=" + std::to_string(T) + " N=" + std::to_string(N));
   const QuantizedGru& model = model_;
@@ -1049,25 +1044,56 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const uint8_t* x_u
   int Kx = pad16(C);
   // check_input_codes's test fused with the conversion (one AVX2 pass; check_input_codes then throws its
   // message). Every element of x16 is written (codes, then zero padding): no zero fill first. Not needed when
-  // run() made layer 0's operand rows itself (x_u8).
+  // layer 0 reads the u8 operand rows (made below).
   LineArray<int16_t> x16;
-  if (!x_u8) {
+  if (!u8_rows) {
     x16 = LineArray<int16_t>(rows * Kx);
     const TensorQuant& xq = model.input_quant();
     if (!fast::codes_to_int16_checked(q_x, rows, C, Kx, xq.qmin(), xq.qmax(), x16.data())) check_input_codes(model, q_x, T, N);
   }
-  check_sequence_lengths(lengths, T, N);
-  std::vector<int32_t> layer_output(rows * D * H);
-  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_result_fast's float
-  // arithmetic is exact.
-  const bool float_output = float_dequantize_exact(model);
-  if (float_output) result.output.resize(layer_output.size());
   Parallel parallel;
   std::unique_lock<std::mutex> team_lock(packed_->team_mutex, std::defer_lock);
   if (options_.threads > 1 && team_lock.try_lock()) {
     if (!packed_->team) packed_->team = std::make_unique<fast::WorkerTeam>(options_.threads - 1);
     parallel.team = packed_->team.get();
   }
+  // The last layer's float output is written by its time loop (FloatOutput) where dequantize_result_fast's float
+  // arithmetic is exact.
+  const bool float_output = float_dequantize_exact(model);
+  const size_t output_count = rows * D * H;
+  std::vector<int32_t> layer_output;
+  // Layer 0's operand rows (u8_rows) and the sizing of the output vectors (their zero fill: 2 x 6.5 MB at
+  // H = 256, T = 100, N = 64), the serial part of a run before its time loop: at a batch of at least the thread
+  // count, split over the team (each thread its share of the rows; one vector each).
+  LineArray<uint8_t> x_u8_owner;
+  const uint8_t* x_u8 = nullptr;
+  {
+    const int prep_parts = u8_rows && parallel.team && N >= options_.threads ? options_.threads : 1;
+    std::vector<char> codes_ok(static_cast<size_t>(prep_parts), 1);
+    if (u8_rows) x_u8_owner = LineArray<uint8_t>(rows * packed_->cells[0].W.Kp);  // every byte written (codes, then padding)
+    auto prepare = [&](int part) {
+      if (u8_rows) {
+        const PackedMatrix& W = packed_->cells[0].W;
+        const TensorQuant& xq = model.input_quant();
+        const size_t r0 = rows * static_cast<size_t>(part) / static_cast<size_t>(prep_parts);
+        const size_t r1 = rows * static_cast<size_t>(part + 1) / static_cast<size_t>(prep_parts);
+        uint8_t* dst = x_u8_owner.data() + r0 * W.Kp;
+        if (u8_rows->x) {
+          fast::quantize_f32_to_u8_rows_avx2(u8_rows->x + r0 * C, r1 - r0, C, W.Kp, xq.shift, xq.zp, xq.qmin(), xq.qmax(),
+                                             W.a_bias, dst);
+        } else {
+          codes_ok[static_cast<size_t>(part)] = fast::codes_to_u8_rows_checked(u8_rows->q_x + r0 * C, r1 - r0, C, W.Kp, xq.qmin(),
+                                                                              xq.qmax(), W.a_bias, dst);
+        }
+      }
+      if (part == 0) layer_output.resize(output_count);
+      if (part + 1 == prep_parts && float_output) result.output.resize(output_count);
+    };
+    parallel(prep_parts, prepare);
+    if (std::find(codes_ok.begin(), codes_ok.end(), 0) != codes_ok.end()) check_input_codes(model, u8_rows->q_x, T, N);
+    if (u8_rows) x_u8 = x_u8_owner.data();
+  }
+  check_sequence_lengths(lengths, T, N);
   // Batch 1 (N below the thread count) on the team: the recurrence on one thread alone, on one thread with
   // B-1 pipelined on another, or split over units, as this object's earlier runs measured (schedule_choice.h).
   int min_units_per_thread = options_.min_units_per_thread;
@@ -1182,12 +1208,10 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   // int32 codes -> int16 -> u8; the codes are in x's range by construction).
   const bool vectorized = xq.power_of_two() && xq.shift >= -60 && xq.shift <= 60 && T >= 0 && N >= 0;  // a real scale: the reference's quantize
   if (vectorized && layer0_reads_u8_rows()) {
-    const PackedMatrix& W = packed_->cells[0].W;
-    LineArray<uint8_t> x_u8(static_cast<size_t>(T) * N * W.Kp);  // every byte written (codes, then padding)
-    fast::quantize_f32_to_u8_rows_avx2(x, static_cast<size_t>(T) * N, model.input_size, W.Kp, xq.shift, xq.zp, xq.qmin(),
-                                       xq.qmax(), W.a_bias, x_u8.data());
     const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
-    return run_prepared(nullptr, x_u8.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
+    Layer0Operands from_floats;
+    from_floats.x = x;
+    return run_prepared(nullptr, &from_floats, T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
   }
   LineArray<int32_t> q_vec;  // every element written by the quantization
   std::vector<int32_t> q_ref;

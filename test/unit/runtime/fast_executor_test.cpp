@@ -424,5 +424,38 @@ TEST_CASE("an input code outside x's range is refused by the fast path too") {
   CHECK_THROWS(fast.run_codes(q_x.data(), 2, 1, nullptr));
 }
 
+// At a batch of at least the thread count, layer 0's operand rows are made by every thread of the run, each its
+// share of the rows: a code out of range in any share is refused with the reference's message, and the floats
+// give the reference's codes (the quantization split the same way).
+TEST_CASE("layer 0's operands made by two threads: every share is checked, floats quantized as the reference") {
+  const BitwidthConfig config = load_bitwidth_config("int8");
+  const int C = 5, H = 16, T = 3, N = 4;
+  test::CalibratedCase c = test::calibrated_case(C, H, 1, 1, T, N, config, 9u);
+  FastQuantGru fast(c.quantized, opts(2, 1 << 20));
+  const size_t count = static_cast<size_t>(T) * N * C;
+  for (size_t bad_at : {size_t{1}, count / 2 + 1, count - 1}) {  // the first thread's share, the second's, the last element
+    CAPTURE(bad_at);
+    std::vector<int32_t> q_x(count, 0);
+    q_x[bad_at] = c.quantized.input_quant().qmin() - 1;
+    std::string want, got;
+    try {
+      run_quantized_gru_codes(c.quantized, q_x.data(), T, N, nullptr);
+    } catch (const std::exception& e) {
+      want = e.what();
+    }
+    try {
+      fast.run_codes(q_x.data(), T, N, nullptr);
+    } catch (const std::exception& e) {
+      got = e.what();
+    }
+    REQUIRE_FALSE(want.empty());
+    CHECK(got == want);
+  }
+  const QuantGruResult ref = run_quantized_gru(c.quantized, c.x.data(), T, N, nullptr);
+  const QuantGruResult out = fast.run(c.x.data(), T, N, nullptr);
+  CHECK(first_mismatch(ref, out, H, 1).empty());
+  CHECK(out.output == ref.output);
+}
+
 }  // namespace
 }  // namespace qgru

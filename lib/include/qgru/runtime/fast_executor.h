@@ -152,9 +152,16 @@ class FastQuantGru {
 
  private:
   struct Packed;
-  // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when x_u8 is not
-  // null, as the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias, made by run()).
-  QuantGruResult run_prepared(const int32_t* q_x, const uint8_t* x_u8, int T, int N, const int32_t* q_h0,
+  // Layer 0's x for the VNNI operand rows every layer-0 cell reads ([T·N, Kp] codes + a_bias), made by
+  // run_prepared: from floats x (run(): quantized with x's power-of-two scale) or from int32 codes q_x
+  // (run_codes(): range-checked, the reference's message for a code out of range).
+  struct Layer0Operands {
+    const float* x = nullptr;
+    const int32_t* q_x = nullptr;
+  };
+  // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when u8_rows is
+  // not null, as the VNNI operand rows made from it (layer0_reads_u8_rows()).
+  QuantGruResult run_prepared(const int32_t* q_x, const Layer0Operands* u8_rows, int T, int N, const int32_t* q_h0,
                               const int32_t* lengths) const;
   // Whether every layer-0 cell reads x as the same VNNI operand rows (so run() and run_codes() may make them in
   // one pass and hand them to run_prepared).
