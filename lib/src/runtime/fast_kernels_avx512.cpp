@@ -697,53 +697,57 @@ struct CellRowIo {
   int32_t* dst;
 };
 
-// U blocks of sixteen units, block u at units [j[u], j[u] + 16) of the row io[u] (masked by k[u]): the cell step
-// from that row's GEMM sums, written to that row's outputs. XTerms: g_x holds x_terms_avx512_i32's output (each
-// gate's x term already in its gate input's space) instead of the raw B-1 accumulators.
+// The lanes of a block of 16 units with `left` units left in the range: all 16, or the first `left`.
+inline __mmask16 units_mask(int left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// U consecutive blocks of sixteen units of the row io from unit j, block u at units [j + 16u, j + 16u + 16), the
+// last one masked by k_last (the others whole): the cell step from the row's GEMM sums, written to its outputs.
+// XTerms: g_x holds x_terms_avx512_i32's output (each gate's x term already in its gate input's space) instead of
+// the raw B-1 accumulators.
 template <bool XTerms, int U>
 QGRU_AVX512 __attribute__((always_inline)) inline void cell_blocks_io32(const GruCellParamsView& p, const Cell32Plan& plan,
-                                                                       const CellTables32& tables, const CellRowIo* const (&io)[U],
-                                                                       const int (&j)[U], const __mmask16 (&k)[U], int32_t h_bias) {
+                                                                       const CellTables32& tables, const CellRowIo& io, int j,
+                                                                       __mmask16 k_last, int32_t h_bias) {
   const int H = p.hidden_size;
   __m512i x_term[U][3], hh_diff[U][3], q_h_old[U], q_h_new[U];  // x_term: S_*_gate_input; hh_diff: S_weight_hh_linear
 #pragma GCC unroll 4
   for (int u = 0; u < U; ++u) {
+    const int ju = j + 16 * u;
+    const __mmask16 k = u + 1 == U ? k_last : static_cast<__mmask16>(0xFFFF);
 #pragma GCC unroll 3
     for (int g = 0; g < 3; ++g) {
-      const size_t c = static_cast<size_t>(g) * H + j[u];
+      const size_t c = static_cast<size_t>(g) * H + ju;
       if constexpr (XTerms) {
-        x_term[u][g] = _mm512_maskz_loadu_epi32(k[u], io[u]->g_x + c);
+        x_term[u][g] = _mm512_maskz_loadu_epi32(k, io.g_x + c);
       } else {
-        x_term[u][g] = x_term32(plan, io[u]->g_x + c, c, k[u], g);
+        x_term[u][g] = x_term32(plan, io.g_x + c, c, k, g);
       }
-      hh_diff[u][g] = hh_diff32(plan, io[u]->g_h + c, c, k[u]);
+      hh_diff[u][g] = hh_diff32(plan, io.g_h + c, c, k);
     }
-    q_h_old[u] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k[u], io[u]->h_old + j[u]));
+    q_h_old[u] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, io.h_old + ju));
   }
   cell_blocks32<U>(plan.lanes, tables, x_term, hh_diff, q_h_old, q_h_new);
 #pragma GCC unroll 4
   for (int u = 0; u < U; ++u) {
-    const int ju = j[u];
-    const CellRowIo& o = *io[u];
-    if (k[u] == 0xFFFF) {
+    const int ju = j + 16 * u;
+    const __mmask16 k = u + 1 == U ? k_last : static_cast<__mmask16>(0xFFFF);
+    if (k == 0xFFFF) {
       // Whole vectors by plain stores: the next step's GEMV reads the u8 codes four at a time, which store
       // forwarding serves from a plain store but not from a masked narrowing one.
-      _mm512_storeu_si512(o.dst + ju, q_h_new[u]);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.h_new16 + ju), _mm512_cvtepi32_epi16(q_h_new[u]));
-      if (o.h_new_u8) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o.h_new_u8 + ju),
+      _mm512_storeu_si512(io.dst + ju, q_h_new[u]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(io.h_new16 + ju), _mm512_cvtepi32_epi16(q_h_new[u]));
+      if (io.h_new_u8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(io.h_new_u8 + ju),
                          _mm512_cvtepi32_epi8(_mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias))));
       }
     } else {
-      _mm512_mask_storeu_epi32(o.dst + ju, k[u], q_h_new[u]);
-      _mm512_mask_cvtepi32_storeu_epi16(o.h_new16 + ju, k[u], q_h_new[u]);
-      if (o.h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(o.h_new_u8 + ju, k[u], _mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias)));
+      _mm512_mask_storeu_epi32(io.dst + ju, k, q_h_new[u]);
+      _mm512_mask_cvtepi32_storeu_epi16(io.h_new16 + ju, k, q_h_new[u]);
+      if (io.h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(io.h_new_u8 + ju, k, _mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias)));
     }
   }
-}
-
-inline __mmask16 units_mask(int left) {
-  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
 // The units [j0, j1) of one row: two blocks at a time (their chains overlap: cell_blocks32), then the last one,
@@ -753,12 +757,9 @@ QGRU_AVX512 void cell_impl32(const GruCellParamsView& p, const CellByteTables& b
                              const CellRowIo& io, int j0, int j1, int32_t h_bias) {
   const CellTables32 tables = cell_tables32(p, byte_tables);
   int j = j0;
-  for (; j + 32 <= j1; j += 32) {
-    cell_blocks_io32<XTerms, 2>(p, plan, tables, {&io, &io}, {j, j + 16}, {0xFFFF, 0xFFFF}, h_bias);
-  }
-  for (; j < j1; j += 16) cell_blocks_io32<XTerms, 1>(p, plan, tables, {&io}, {j}, {units_mask(j1 - j)}, h_bias);
+  for (; j + 32 <= j1; j += 32) cell_blocks_io32<XTerms, 2>(p, plan, tables, io, j, static_cast<__mmask16>(0xFFFF), h_bias);
+  for (; j < j1; j += 16) cell_blocks_io32<XTerms, 1>(p, plan, tables, io, j, units_mask(j1 - j), h_bias);
 }
-
 
 // recurrence_small_avx512_i32 for H = 16·NH (fast_kernels.h): per step the GEMV over R's 3·NH blocks of 16
 // channels (K = H: K4 = 4·NH dwords of u8 codes, each broadcast from the h register), the accumulators minus
@@ -1013,8 +1014,7 @@ QGRU_AVX512 void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan
     int32_t* row = gx + static_cast<size_t>(r) * ldg;
     for (int g = 0; g < 3; ++g) {
       for (int j = j0; j < j1; j += 16) {
-        const int left = j1 - j;
-        const __mmask16 k = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        const __mmask16 k = units_mask(j1 - j);
         const size_t c = static_cast<size_t>(g) * H + j;
         _mm512_mask_storeu_epi32(row + c, k, x_term32(plan, row + c, c, k, g));
       }
