@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "qgru/base/error.h"
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
 #include "qgru/kernels/wide_gemm.h"
 #include "qgru/kernels/workspace.h"
 #include "qgru/fixed/gru_cell.h"
+#include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
@@ -163,10 +165,13 @@ struct GruCellCuda::Impl {
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
-  void run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
-                const int32_t* lengths) const;
-  void run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse, int32_t* out,
-                const int32_t* lengths) const;
+  // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
+  const int32_t* run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
+                          const int32_t* lengths) const;
+  const int32_t* run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
+                          const int32_t* lengths) const;
+  const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                            const int32_t* lengths) const;
   kernels::WorkspaceCarve workspace_carve(int64_t N, int64_t T) const {
     return kernels::gru_cell_workspace(plan.path, H, C, N, T, reset_before_linear);
   }
@@ -174,12 +179,13 @@ struct GruCellCuda::Impl {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
   }
-  // The output codes [T, N, H] from the device region `out` to the host through pinned memory; synchronizes.
-  void copy_out(const int32_t* out, int64_t bytes, int32_t* out_host) const {
+  // The output codes [T, N, H] from the device region `out` into pinned host memory; synchronizes. The caller
+  // copies them from there straight to where they belong (no pageable staging array between).
+  const int32_t* copy_out(const int32_t* out, int64_t bytes) const {
     void* pinned = out_pinned.reserve(static_cast<size_t>(bytes));
     QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned, out, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
     QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::memcpy(out_host, pinned, static_cast<size_t>(bytes));
+    return static_cast<const int32_t*>(pinned);
   }
 };
 
@@ -244,8 +250,8 @@ int64_t GruCellCuda::workspace_bytes(int T, int N) const {
   return impl_->workspace_carve(N, T).total_bytes;
 }
 
-void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host, const int32_t* lengths) const {
+const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
+                                           bool reverse, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
@@ -288,11 +294,11 @@ void GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
     }
   });
-  copy_out(out, l.output_bytes, out_host);
+  return copy_out(out, l.output_bytes);
 }
 
-void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                 int32_t* out_host, const int32_t* lengths) const {
+const int32_t* GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
+                                           bool reverse, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
@@ -336,31 +342,45 @@ void GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
     }
   });
-  copy_out(out, l.output_bytes, out_host);
+  return copy_out(out, l.output_bytes);
 }
 
-std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
-                                      const int32_t* lengths) const {
-  const Impl& d = *impl_;
-  std::vector<int32_t> h0(static_cast<size_t>(int64_t{N} * d.H), d.h_space.zp);
-  if (q_h0 != nullptr) h0.assign(q_h0, q_h0 + int64_t{N} * d.H);
-  std::vector<int32_t> out(static_cast<size_t>(int64_t{T} * N * d.H));
-  if (T == 0 || N == 0) return out;
+const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                                             const int32_t* lengths) const {
+  std::vector<int32_t> h0(static_cast<size_t>(int64_t{N} * H), h_space.zp);
+  if (q_h0 != nullptr) h0.assign(q_h0, q_h0 + int64_t{N} * H);
   // The lengths on the device, in a buffer kept between runs (the captured step graph holds its address); the
   // host array outlives the copy (the run synchronizes before it returns).
   const int32_t* device_lengths = nullptr;
   if (lengths != nullptr) {
     const size_t bytes = static_cast<size_t>(N) * sizeof(int32_t);
-    if (d.lengths_buffer.bytes() < bytes) d.lengths_buffer = DeviceBuffer(bytes);
-    copy_to_device(d.lengths_buffer.data(), lengths, bytes, d.stream);
-    device_lengths = static_cast<const int32_t*>(d.lengths_buffer.data());
+    if (lengths_buffer.bytes() < bytes) lengths_buffer = DeviceBuffer(bytes);
+    copy_to_device(lengths_buffer.data(), lengths, bytes, stream);
+    device_lengths = static_cast<const int32_t*>(lengths_buffer.data());
   }
-  if (d.wide()) {
-    d.run_wide(q_x, T, N, h0, reverse, out.data(), device_lengths);
-  } else {
-    d.run_int8(q_x, T, N, h0, reverse, out.data(), device_lengths);
-  }
+  return wide() ? run_wide(q_x, T, N, h0, reverse, device_lengths) : run_int8(q_x, T, N, h0, reverse, device_lengths);
+}
+
+std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
+                                      const int32_t* lengths) const {
+  std::vector<int32_t> out(static_cast<size_t>(int64_t{T} * N * impl_->H));
+  if (T == 0 || N == 0) return out;
+  const int32_t* codes = impl_->run_pinned(q_x, T, N, q_h0, reverse, lengths);
+  std::memcpy(out.data(), codes, out.size() * sizeof(int32_t));
   return out;
+}
+
+void GruCellCuda::run_into(const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, bool reverse, int32_t* out,
+                           int out_stride, int out_offset, const int32_t* lengths) const {
+  const Impl& d = *impl_;
+  const size_t count = static_cast<size_t>(int64_t{T} * N * d.H);
+  if (q_h.size() != static_cast<size_t>(int64_t{N} * d.H)) {
+    throw Error("GruCellCuda::run_into: " + std::to_string(q_h.size()) + " starting state codes, expected N·H = " +
+                std::to_string(int64_t{N} * d.H));
+  }
+  if (T == 0 || N == 0) return;
+  const int32_t* codes = d.run_pinned(q_x, T, N, q_h.data(), reverse, lengths);
+  store_cell_codes(codes, count, T, N, static_cast<int>(d.H), reverse ? 1 : 0, q_h, out, out_stride, out_offset, lengths);
 }
 
 }  // namespace qgru::cuda

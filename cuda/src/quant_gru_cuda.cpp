@@ -17,18 +17,16 @@ namespace {
 
 class CudaCellRunner : public GruCellRunner {
  public:
-  CudaCellRunner(const std::vector<GruCellCuda>& cells, int num_directions, int hidden_size)
-      : cells_(cells), D_(num_directions), H_(hidden_size) {}
+  CudaCellRunner(const std::vector<GruCellCuda>& cells, int num_directions) : cells_(cells), D_(num_directions) {}
   void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
                 int out_stride, int out_offset) override {
     const GruCellCuda& cell = cells_.at(static_cast<size_t>(layer * D_ + direction));
-    const std::vector<int32_t> codes = cell.run(q_x, T, N, q_h.data(), direction == 1, lengths);
-    store_cell_codes(codes, T, N, H_, direction, q_h, out, out_stride, out_offset, lengths);
+    cell.run_into(q_x, T, N, q_h, direction == 1, out, out_stride, out_offset, lengths);
   }
 
  private:
   const std::vector<GruCellCuda>& cells_;
-  int D_, H_;
+  int D_;
 };
 
 }  // namespace
@@ -73,7 +71,7 @@ QuantGruCuda& QuantGruCuda::operator=(QuantGruCuda&&) noexcept = default;
 
 QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths) const {
   const Impl& d = *impl_;
-  CudaCellRunner runner(d.cells, d.model.num_directions, d.model.hidden_size);
+  CudaCellRunner runner(d.cells, d.model.num_directions);
   return run_layer_loop(d.model, q_x, T, N, q_h0, runner, lengths);
 }
 

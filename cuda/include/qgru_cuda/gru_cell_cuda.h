@@ -48,6 +48,12 @@ class GruCellCuda {
   // output zp_h).
   std::vector<int32_t> run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                            const int32_t* lengths = nullptr) const;
+  // As run(), with the codes written straight from the pinned copy-back buffer into out's columns
+  // [out_offset, out_offset + H) of rows of out_stride codes, [T, N, out_stride] by input time (the layer loop's
+  // output, store_cell_codes in qgru/runtime/layer_loop.h), with no [T, N, H] array between. q_h: [N, H] the
+  // starting codes on entry, the state after each row's last valid step on return.
+  void run_into(const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, bool reverse, int32_t* out, int out_stride,
+                int out_offset, const int32_t* lengths = nullptr) const;
 
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
   const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not

@@ -8,25 +8,29 @@
 
 namespace qgru {
 
-void store_cell_codes(const std::vector<int32_t>& cell_codes, int T, int N, int H, int direction,
+void store_cell_codes(const int32_t* cell_codes, size_t cell_codes_count, int T, int N, int H, int direction,
                       std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset, const int32_t* lengths) {
   const size_t NH = static_cast<size_t>(N) * H;
-  if (cell_codes.size() != static_cast<size_t>(T) * NH) {
-    throw Error("GRU cell runner: " + std::to_string(cell_codes.size()) + " output codes, expected T·N·H = " +
+  if (cell_codes_count != static_cast<size_t>(T) * NH) {
+    throw Error("GRU cell runner: " + std::to_string(cell_codes_count) + " output codes, expected T·N·H = " +
                 std::to_string(static_cast<size_t>(T) * NH));
   }
   for (size_t tn = 0; tn < static_cast<size_t>(T) * N; ++tn) {
-    std::copy_n(cell_codes.begin() + static_cast<std::ptrdiff_t>(tn * H), H,
-                out + tn * static_cast<size_t>(out_stride) + out_offset);
+    std::copy_n(cell_codes + tn * H, H, out + tn * static_cast<size_t>(out_stride) + out_offset);
   }
   if (T == 0) return;
   for (int n = 0; n < N; ++n) {
     const int steps = lengths != nullptr ? lengths[n] : T;
     if (steps == 0) continue;  // never stepped: the starting state
     const size_t last_t = direction == 0 ? static_cast<size_t>(steps) - 1 : 0;
-    std::copy_n(cell_codes.begin() + static_cast<std::ptrdiff_t>(last_t * NH + static_cast<size_t>(n) * H), H,
+    std::copy_n(cell_codes + last_t * NH + static_cast<size_t>(n) * H, H,
                 q_h.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(n) * H));
   }
+}
+
+void store_cell_codes(const std::vector<int32_t>& cell_codes, int T, int N, int H, int direction,
+                      std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset, const int32_t* lengths) {
+  store_cell_codes(cell_codes.data(), cell_codes.size(), T, N, H, direction, q_h, out, out_stride, out_offset, lengths);
 }
 
 QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,

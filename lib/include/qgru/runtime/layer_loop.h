@@ -6,6 +6,7 @@
 // CPU cell loop (quant_executor.cpp), the CUDA executor (cuda/, qgru_cuda/quant_gru_cuda.h) runs cuBLAS
 // GEMMs and the shared elementwise kernel. Both therefore chain layers, start from h0 and requantize with
 // the same code (the helpers of qgru/runtime/quant_executor.h), and only the cell can differ.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,10 @@ class GruCellRunner {
 // the state after the last visited step (t = T-1 forward, t = 0 for direction 1; unchanged when T = 0).
 // With lengths ([N] or null), row n's final state is its codes at its last valid step (t = lengths[n] - 1
 // forward, t = 0 reverse), unchanged for a row of length 0.
+// cell_codes_count: the number of codes at cell_codes (must be T·N·H; qgru::Error otherwise).
+void store_cell_codes(const int32_t* cell_codes, size_t cell_codes_count, int T, int N, int H, int direction,
+                      std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset,
+                      const int32_t* lengths = nullptr);
 void store_cell_codes(const std::vector<int32_t>& cell_codes, int T, int N, int H, int direction,
                       std::vector<int32_t>& q_h, int32_t* out, int out_stride, int out_offset,
                       const int32_t* lengths = nullptr);
