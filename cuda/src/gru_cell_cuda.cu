@@ -163,6 +163,7 @@ struct GruCellCuda::Impl {
   mutable DeviceBuffer lengths_buffer;  // a run's sequence lengths [N] (one address, so the step graph stays valid)
   mutable StepGraph steps;           // the time loop, captured once per shape
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
+  mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
@@ -178,6 +179,19 @@ struct GruCellCuda::Impl {
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
     if (workspace.bytes() < static_cast<size_t>(carve.total_bytes)) workspace = DeviceBuffer(static_cast<size_t>(carve.total_bytes));
     return carve;
+  }
+  // x [T, N, C] and h0 [N, H] packed into the padded layout (operand offsets, zero padding; row (t, n) at
+  // t·N_p + n) straight into pinned memory, then copied to x_dev and h_dev on the stream. The staging memory is
+  // reused by the next run only after this one synchronized (copy_out).
+  template <class Stored>
+  void upload_operands(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
+                       const kernels::GruGemmLayout& l, Stored* x_dev, Stored* h_dev) const {
+    const int64_t x_count = T * l.N_p * l.C_p, h_count = l.N_p * l.H_p;
+    auto* staging = static_cast<Stored*>(in_pinned.reserve(static_cast<size_t>(x_count + h_count) * sizeof(Stored)));
+    kernels::pack_signed_steps_into<Stored>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x", staging);
+    kernels::pack_signed_steps_into<Stored>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0", staging + x_count);
+    copy_to_device(x_dev, staging, static_cast<size_t>(x_count) * sizeof(Stored), stream);
+    copy_to_device(h_dev, staging + x_count, static_cast<size_t>(h_count) * sizeof(Stored), stream);
   }
   // The output codes [T, N, H] from the device region `out` into pinned host memory; synchronizes. The caller
   // copies them from there straight to where they belong (no pageable staging array between).
@@ -262,12 +276,8 @@ const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_
   int32_t* out = region<int32_t>(workspace, w, 5);
   int8_t* rh8 = reset_before_linear ? region<int8_t>(workspace, w, 6) : nullptr;       // q_reset_hidden, stored like h
   int32_t* gemm_rh = reset_before_linear ? region<int32_t>(workspace, w, 7) : nullptr;  // R_n against it
-  // Inputs: x for all steps and the initial state, packed with their offsets into the padded layout (row (t, n)
-  // at t·N_p + n; padded rows and columns 0, every run); the host vectors live until the copy-back synchronizes.
-  const std::vector<int8_t> x_host = kernels::pack_signed_steps<int8_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int8_t> h_host = kernels::pack_signed_steps<int8_t>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0");
-  copy_to_device(x8, x_host.data(), x_host.size(), stream);
-  copy_to_device(h8, h_host.data(), h_host.size(), stream);
+  // Inputs: x for all steps and the initial state (padded rows and columns 0, every run)
+  upload_operands<int8_t>(q_x, T, N, h0, l, x8, h8);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
   // q_reset_hidden's padding (columns j >= H, rows n >= N) stays 0 from here on, as h8's does
   if (rh8 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh8, 0, static_cast<size_t>(l.rh_bytes), stream));
@@ -309,10 +319,7 @@ const int32_t* GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_
   int32_t* out = region<int32_t>(workspace, w, 5);
   int16_t* rh16 = reset_before_linear ? region<int16_t>(workspace, w, 6) : nullptr;
   int64_t* gemm_rh = reset_before_linear ? region<int64_t>(workspace, w, 7) : nullptr;
-  const std::vector<int16_t> x_host = kernels::pack_signed_steps<int16_t>(q_x, T, N, C, l.N_p, l.C_p, plan.x_offset, "q_x");
-  const std::vector<int16_t> h_host = kernels::pack_signed_steps<int16_t>(h0.data(), 1, N, H, l.N_p, l.H_p, plan.h_offset, "q_h0");
-  copy_to_device(x16, x_host.data(), x_host.size() * sizeof(int16_t), stream);
-  copy_to_device(h16, h_host.data(), h_host.size() * sizeof(int16_t), stream);
+  upload_operands<int16_t>(q_x, T, N, h0, l, x16, h16);
   copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
   if (rh16 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh16, 0, static_cast<size_t>(l.rh_bytes), stream));
 

@@ -251,8 +251,13 @@ std::vector<int32_t> quantize_initial_state(const QuantizedGru& model, const flo
 void check_input_codes(const QuantizedGru& model, const int32_t* q_x, int T, int N) {
   const TensorQuant& x0 = model.input_quant();
   const size_t x_count = static_cast<size_t>(T) * N * model.input_size;
+  // One branch-free pass the compiler vectorizes; the offending index is looked up only when it fails.
+  const int32_t qmin = x0.qmin(), qmax = x0.qmax();
+  int outside = 0;
+  for (size_t i = 0; i < x_count; ++i) outside |= static_cast<int>(q_x[i] < qmin) | static_cast<int>(q_x[i] > qmax);
+  if (outside == 0) return;
   for (size_t i = 0; i < x_count; ++i) {
-    if (q_x[i] < x0.qmin() || q_x[i] > x0.qmax()) {
+    if (q_x[i] < qmin || q_x[i] > qmax) {
       throw Error("input code " + std::to_string(q_x[i]) + " at flat index " + std::to_string(i) +
                   " is outside x's code range [" + std::to_string(x0.qmin()) + ", " + std::to_string(x0.qmax()) + "]");
     }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,6 +67,42 @@ TEST_CASE("per-step packing puts row (t, n) at t*N_p + n and zeros every padded 
   const std::vector<int32_t> bad = {0, 0, 0, 0, 0, 300};
   CHECK_THROWS_WITH_AS(dq::pack_signed_steps<int8_t>(bad.data(), 2, 1, 3, 16, 16, 0, "q_x"),
                        doctest::Contains("q_x[1, 2] = 300"), qgru::Error);
+  // into memory that held anything before (pinned staging): the same bytes, padding zeroed
+  std::vector<int8_t> staging(packed.size(), int8_t{0x55});
+  dq::pack_signed_steps_into<int8_t>(codes.data(), T, N, cols, N_p, cols_p, 128, "q_x", staging.data());
+  CHECK(staging == packed);
+}
+
+TEST_CASE("per-step packing refuses each code just outside the stored type after the offset, and int32's extremes") {
+  // Every code from far below to far above the window [lo + offset, hi + offset] of int8 and int16, one at a
+  // time at each position of a row: accepted exactly inside the window (stored = q - offset), refused outside
+  // it naming the position; INT32_MIN / INT32_MAX with offsets of either sign are refused (no overflow).
+  auto window_check = [](auto stored_tag, int32_t offset) {
+    using Stored = decltype(stored_tag);
+    const int64_t lo = std::numeric_limits<Stored>::min(), hi = std::numeric_limits<Stored>::max();
+    const int64_t cols = 5, cols_p = 16;
+    for (int64_t q : {lo + offset - 1, lo + offset, int64_t{offset}, hi + offset, hi + offset + 1,
+                      int64_t{INT32_MIN}, int64_t{INT32_MAX}}) {
+      if (q < INT32_MIN || q > INT32_MAX) continue;
+      for (int64_t at = 0; at < cols; ++at) {
+        std::vector<int32_t> codes(static_cast<size_t>(cols), offset);
+        codes[static_cast<size_t>(at)] = static_cast<int32_t>(q);
+        const bool fits = q - offset >= lo && q - offset <= hi;
+        if (fits) {
+          const auto packed = dq::pack_signed_steps<Stored>(codes.data(), 1, 1, cols, 16, cols_p, offset, "q_x");
+          REQUIRE(packed[static_cast<size_t>(at)] == q - offset);
+        } else {
+          const std::string message = "q_x[0, " + std::to_string(at) + "] = " + std::to_string(q);
+          REQUIRE_THROWS_WITH_AS(dq::pack_signed_steps<Stored>(codes.data(), 1, 1, cols, 16, cols_p, offset, "q_x"),
+                                 doctest::Contains(message.c_str()), qgru::Error);
+        }
+      }
+    }
+  };
+  for (int32_t offset : {0, 128, -128, 32768, -32768, INT32_MAX, INT32_MIN}) {
+    window_check(int8_t{}, offset);
+    window_check(int16_t{}, offset);
+  }
 }
 
 TEST_CASE("pack_int8_rows then unpack_int8_rows is exact, padding is zero, out-of-range codes are refused") {

@@ -23,6 +23,7 @@
 //   that plus 128 · W_sum[c] (raw_gemm_accumulator). Signed codes in [-128, 127] are stored as they are.
 //   Weights must be signed codes in [-128, 127] (symmetric weights of at most 8 bits).
 // Overflow: |stored| <= 128 for both operands, so |Σ| <= k · 2^14 < 2^31 for k < 2^17 (plan refuses more).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -146,20 +147,34 @@ inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
 
 // codes [rows, cols] (row-major int32) -> Stored rows of `out` with leading dimension cols_p, stored = q - offset
 // (padding columns untouched). Throws qgru::Error (naming `what`, the row first_row + r and the column) for a
-// code that does not fit Stored after the offset.
+// code that does not fit Stored after the offset; the row that holds it may then be partly written.
+// Each row is checked and stored in one branch-free pass that the compiler vectorizes: the check compares the
+// code itself with [lo + offset, hi + offset] (int64, clamped to int32's range: no overflow for any code), and
+// the store subtracts in uint32 (wrapping, defined), which equals q - offset for every code that passed; the
+// first offending column is looked up only when the row fails.
 template <class Stored>
 inline void pack_signed_rows_into(const int32_t* codes, int64_t rows, int64_t cols, int64_t cols_p, int32_t offset,
                                   const std::string& what, int64_t first_row, Stored* out) {
-  constexpr int32_t lo = std::numeric_limits<Stored>::min(), hi = std::numeric_limits<Stored>::max();
+  constexpr int64_t lo = std::numeric_limits<Stored>::min(), hi = std::numeric_limits<Stored>::max();
+  const int32_t code_min = static_cast<int32_t>(std::max<int64_t>(INT32_MIN, lo + offset));
+  const int32_t code_max = static_cast<int32_t>(std::min<int64_t>(INT32_MAX, hi + offset));
+  const uint32_t offset_bits = static_cast<uint32_t>(offset);
   for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* row = codes + r * cols;
+    Stored* dst = out + r * cols_p;
+    int outside = 0;
     for (int64_t c = 0; c < cols; ++c) {
-      const int32_t stored = codes[r * cols + c] - offset;
-      if (stored < lo || stored > hi) {
+      const int32_t q = row[c];
+      outside |= static_cast<int>(q < code_min) | static_cast<int>(q > code_max);
+      dst[c] = static_cast<Stored>(static_cast<uint32_t>(q) - offset_bits);  // = q - offset when q passed
+    }
+    if (outside == 0) continue;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (row[c] < code_min || row[c] > code_max) {
         throw Error(what + "[" + std::to_string(first_row + r) + ", " + std::to_string(c) + "] = " +
-                    std::to_string(codes[r * cols + c]) + " does not fit int" + std::to_string(8 * sizeof(Stored)) +
+                    std::to_string(row[c]) + " does not fit int" + std::to_string(8 * sizeof(Stored)) +
                     " after the offset " + std::to_string(offset));
       }
-      out[r * cols_p + c] = static_cast<Stored>(stored);
     }
   }
 }
@@ -175,13 +190,22 @@ inline std::vector<Stored> pack_signed_rows(const int32_t* codes, int64_t rows, 
 
 // Per-step activations: codes [T, N, cols] -> Stored [T, N_p, cols_p], row (t, n) at t·N_p + n, padding rows
 // and columns 0 (the layout of x and h in GruGemmLayout).
+// pack_signed_steps_into writes the same into `out` [T·N_p·cols_p] (e.g. pinned memory), padding included.
+template <class Stored>
+inline void pack_signed_steps_into(const int32_t* codes, int64_t T, int64_t N, int64_t cols, int64_t N_p, int64_t cols_p,
+                                   int32_t offset, const std::string& what, Stored* out) {
+  for (int64_t t = 0; t < T; ++t) {
+    Stored* step = out + t * N_p * cols_p;
+    pack_signed_rows_into(codes + t * N * cols, N, cols, cols_p, offset, what, t * N, step);
+    for (int64_t n = 0; n < N; ++n) std::fill(step + n * cols_p + cols, step + (n + 1) * cols_p, Stored{0});
+    std::fill(step + N * cols_p, step + N_p * cols_p, Stored{0});
+  }
+}
 template <class Stored>
 inline std::vector<Stored> pack_signed_steps(const int32_t* codes, int64_t T, int64_t N, int64_t cols, int64_t N_p,
                                              int64_t cols_p, int32_t offset, const std::string& what) {
-  std::vector<Stored> out(static_cast<size_t>(T * N_p * cols_p), 0);
-  for (int64_t t = 0; t < T; ++t) {
-    pack_signed_rows_into(codes + t * N * cols, N, cols, cols_p, offset, what, t * N, out.data() + t * N_p * cols_p);
-  }
+  std::vector<Stored> out(static_cast<size_t>(T * N_p * cols_p));
+  pack_signed_steps_into(codes, T, N, cols, N_p, cols_p, offset, what, out.data());
   return out;
 }
 
