@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "qgru/runtime/fast_executor.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -77,8 +78,11 @@ QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const i
 
 QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
   const QuantizedGru& model = impl_->model;
-  const std::vector<int32_t> q_x =
-      quantize_values(model.input_quant(), x, static_cast<size_t>(T) * N * model.input_size);
+  // x's codes by the vectorized quantization (qgru/runtime/fast_executor.h: TensorQuant::quantize's codes, exactly).
+  // The scalar quantize_values took 15 ms for the 1.6 M values of (256, 100, 64) on the development VM, 0.45 ms
+  // this way: five times the GPU's whole run_codes (3.3 ms on an H200).
+  std::vector<int32_t> q_x(static_cast<size_t>(T) * N * model.input_size);
+  quantize_fast(model.input_quant(), x, q_x.size(), q_x.data());
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
   return run_codes(q_x.data(), T, N, q_h0.empty() ? nullptr : q_h0.data(), lengths);
 }
