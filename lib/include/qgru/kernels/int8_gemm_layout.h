@@ -150,8 +150,9 @@ inline GruGemmLayout plan_gru_gemm(int64_t H, int64_t C, int64_t N, int64_t T) {
 // code that does not fit Stored after the offset; the row that holds it may then be partly written.
 // Each row is checked and stored in one branch-free pass that the compiler vectorizes: the check compares the
 // code itself with [lo + offset, hi + offset] (int64, clamped to int32's range: no overflow for any code), and
-// the store subtracts in uint32 (wrapping, defined), which equals q - offset for every code that passed; the
-// first offending column is looked up only when the row fails.
+// the store subtracts in uint32 (wrapping: defined for any code) and keeps the low bits of the difference in
+// Stored (the conversion GCC and Clang define, and C++20 requires), which is q - offset for every code that
+// passed; the first offending column is looked up only when the row fails.
 template <class Stored>
 inline void pack_signed_rows_into(const int32_t* codes, int64_t rows, int64_t cols, int64_t cols_p, int32_t offset,
                                   const std::string& what, int64_t first_row, Stored* out) {
