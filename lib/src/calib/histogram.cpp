@@ -50,16 +50,10 @@ void Pow2Histogram::grow_to(int new_exponent) {
   set_exponent(new_exponent);
 }
 
-void Pow2Histogram::add(double value) {
-  if (!(value >= -limit_ && value < limit_)) {
-    int needed = exponent_;
-    while (!fits(value, needed)) ++needed;
-    grow_to(needed);
-  }
-  // Signed bin index floor(value * 2^(16 - exponent)); the scaling by a power of two is exact in double for
-  // every finite float value.
-  const int64_t index = static_cast<int64_t>(std::floor(value * scale_)) + kBinsPerSide;
-  bins_[static_cast<size_t>(index)] += 1;
+void Pow2Histogram::grow_for(double value) {
+  int needed = exponent_;
+  while (!fits(value, needed)) ++needed;
+  grow_to(needed);
 }
 
 void Pow2Histogram::merge(const Pow2Histogram& other) {

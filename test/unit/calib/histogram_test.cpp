@@ -51,6 +51,45 @@ TEST_CASE("histogram bin edges are floor(v / w) with w = 2^(exponent - 16)") {
   CHECK(histogram.bin_width() == std::ldexp(1.0, 1 - 16));
 }
 
+TEST_CASE("each value lands in bin floor(v / w) + 2^16, against std::floor, at every exponent the data gives") {
+  // Random floats of many scales, each bin edge of a few bins exactly, the values just below and above an edge,
+  // and negative non-integers of the scaled value (where truncation and floor differ), one value per histogram
+  // so that its exponent is the value's own: the bin holding it must be std::floor(v · 2^(16 - exponent)).
+  std::vector<double> values = mixed_values(3, 2000, 1.0);
+  for (double scale : {1e-6, 1e-3, 3.0, 1e4, 1e30}) {
+    const std::vector<double> more = mixed_values(4, 200, scale);
+    values.insert(values.end(), more.begin(), more.end());
+  }
+  for (int k : {-65536, -65535, -32769, -2, -1, 1, 2, 32767, 65535}) {
+    const double edge = std::ldexp(static_cast<double>(k), -16);
+    for (double v : {edge, std::nextafter(edge, -1.0), std::nextafter(edge, 1.0), edge - 0.5 * std::ldexp(1.0, -16)}) {
+      values.push_back(v);
+    }
+  }
+  for (double value : values) {
+    if (value == 0.0) continue;  // the caller skips exact zeros
+    Pow2Histogram histogram;
+    histogram.add(value);
+    const double scaled = std::ldexp(value, Pow2Histogram::kLog2BinsPerSide - histogram.exponent());
+    const auto expected = static_cast<int64_t>(std::floor(scaled)) + Pow2Histogram::kBinsPerSide;
+    REQUIRE_MESSAGE(expected >= 0, value);
+    REQUIRE_MESSAGE(expected < Pow2Histogram::kBins, value);
+    REQUIRE_MESSAGE(histogram.bins()[static_cast<size_t>(expected)] == 1, "value " << value << " expected bin " << expected);
+  }
+  // At a fixed exponent too: every value below in [-1, 1) after one value that sets exponent 0.
+  Pow2Histogram fixed;
+  fixed.add(-1.0);
+  std::vector<uint64_t> counted(Pow2Histogram::kBins, 0);
+  counted[0] = 1;
+  for (double value : values) {
+    if (value == 0.0 || !(value >= -1.0 && value < 1.0)) continue;
+    fixed.add(value);
+    ++counted[static_cast<size_t>(static_cast<int64_t>(std::floor(std::ldexp(value, 16))) + Pow2Histogram::kBinsPerSide)];
+  }
+  CHECK(fixed.exponent() == 0);
+  CHECK(fixed.bins() == counted);
+}
+
 TEST_CASE("histogram growth loses nothing: insertion order does not change the bins") {
   std::vector<double> values = mixed_values(1, 5000, 3.0);
   const Pow2Histogram forward = histogram_of(values);

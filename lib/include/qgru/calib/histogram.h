@@ -11,6 +11,7 @@
 // 2^(exponent-1)), which keeps re-binning within the KL search's tolerance (2^14 per side was not: see
 // docs/CALIBRATION.md). Memory: 1 MiB per tensor.
 // Exact zeros are not stored here (TensorStats counts them apart, so methods may include or exclude them).
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,8 +27,17 @@ class Pow2Histogram {
 
   Pow2Histogram() : bins_(kBins, 0) { set_exponent(kMinExponent); }
 
-  // Adds one finite value (the caller rejects NaN/Inf and skips exact zeros).
-  void add(double value);
+  // Adds one finite value (the caller rejects NaN/Inf and skips exact zeros). Inline: it runs once per observed
+  // value. The signed bin index is floor(value·2^(16 - exponent)): the scaling by a power of two is exact in
+  // double for every finite float value and lands in [-2^16, 2^16), where the truncation to int64 is exact and
+  // stepping down by one where it rounded up (negative non-integers) gives the floor.
+  void add(double value) {
+    if (!(value >= -limit_ && value < limit_)) grow_for(value);
+    const double scaled = value * scale_;
+    int64_t index = static_cast<int64_t>(scaled);
+    index -= static_cast<int64_t>(scaled < static_cast<double>(index));
+    bins_[static_cast<size_t>(index + kBinsPerSide)] += 1;
+  }
   // Adds every value of `other` (exact; the result does not depend on the order of merges).
   void merge(const Pow2Histogram& other);
   // Raises the exponent to `new_exponent` (>= exponent()), merging bins pairwise.
@@ -48,6 +58,7 @@ class Pow2Histogram {
 
  private:
   void set_exponent(int exponent);
+  void grow_for(double value);  // the smallest exponent whose range holds `value`
   int exponent_ = kMinExponent;
   double limit_ = 0;  // 2^exponent: values in [-limit_, limit_) fit
   double scale_ = 0;  // 2^(16 - exponent): value * scale_ is exact (a power of two)
