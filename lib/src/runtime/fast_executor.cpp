@@ -1022,7 +1022,7 @@ QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const i
     // and then the bytes take two); a code out of range gets the reference's message.
     Layer0Operands from_codes;
     from_codes.q_x = q_x;
-    return run_prepared(q_x, &from_codes, T, N, q_h0, lengths);
+    return run_prepared(nullptr, &from_codes, T, N, q_h0, lengths);
   }
   return run_prepared(q_x, nullptr, T, N, q_h0, lengths);
 }

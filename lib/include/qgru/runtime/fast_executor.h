@@ -160,7 +160,7 @@ class FastQuantGru {
     const int32_t* q_x = nullptr;
   };
   // run_codes after the contract's checks, from layer 0's x as int32 codes q_x ([T, N, C]) or, when u8_rows is
-  // not null, as the VNNI operand rows made from it (layer0_reads_u8_rows()).
+  // not null, as the VNNI operand rows made from what u8_rows holds (layer0_reads_u8_rows(); q_x is then null).
   QuantGruResult run_prepared(const int32_t* q_x, const Layer0Operands* u8_rows, int T, int N, const int32_t* q_h0,
                               const int32_t* lengths) const;
   // Whether every layer-0 cell reads x as the same VNNI operand rows (so run() and run_codes() may make them in
