@@ -997,6 +997,23 @@ FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions&
       // Not in the product form, or multiplier rescales (the vector kernels shift only): cell_row's element by
       // element branch, gru_cell_gates itself (docs/BENCHMARKS.md has its cost).
       if (v.reset_before_linear || v.multiplier_scales) pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
+      // The avx512-vnni int32 cell's per-channel additions (the offset, and in the floor form half) folded into
+      // the u8 VNNI GEMMs' bias row sums, so that each linear of the cell does two operations and a load fewer
+      // (Cell32Plan::sums_folded_x, _h). Only where nothing else reads those sums: not for the
+      // linear_before_reset = 0 cell, whose C-2 reads B-2's raw sums (reset_before_step).
+      if (pc.cell32 && pc.vector_cell && model.cells[i].linear_before_reset) {
+        auto fold = [&](PackedMatrix& M, bool x_side) {
+          if (!M.vnni) return false;
+          for (size_t c = 0; c < static_cast<size_t>(M.rows); ++c) {
+            // bias' = bias - fold in u32 (the GEMM's lanes wrap as well; the sum it ends with fits int32)
+            const uint32_t folded = static_cast<uint32_t>(M.bias_rowsum[c]) - static_cast<uint32_t>(fast::cell32_sum_fold(pc.plan32, x_side, c));
+            M.bias_rowsum[c] = static_cast<int32_t>(folded);  // the low 32 bits (GCC, Clang; C++20 requires it)
+          }
+          return true;
+        };
+        pc.plan32.sums_folded_x = fold(pc.W, true);
+        pc.plan32.sums_folded_h = fold(pc.R, false);
+      }
     }
   }
 }

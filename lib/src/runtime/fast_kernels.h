@@ -155,9 +155,22 @@ struct Cell32Plan {
   // of 7). Derivation: for v >= 0 both are floor((v + half) / 2^s); for v < 0, -floor((-v + half) / 2^s) =
   // floor((v - half + 2^s - 1) / 2^s) = floor((v + half - 1) / 2^s), as 2^s - half = half.
   bool floor_x = false, floor_h = false;
+  // True when the sums the avx512-vnni kernels read for that side already hold the per-channel addition of
+  // cell32_sum_fold (the offset, and in the floor form half as well), folded by the executor into the VNNI
+  // GEMM's bias row sums, so that the cell adds nothing: in the floor form a = v + half, and since v < 0
+  // exactly when a < half, rshift_round(v, s) = (a - [a < half]) >> s (three operations and two loads where
+  // the add, the floor form's four and three loads take five). Only the avx512-vnni kernels read these flags
+  // (cell_rows_avx512_i32, its _xterms form, x_terms_avx512_i32, recurrence_small_avx512_i32); the avx2
+  // level's GEMMs have no bias to fold into and its plans keep both false.
+  bool sums_folded_x = false, sums_folded_h = false;
   Cell32Lanes lanes{};
 };
 void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out);
+// What channel c's sum of side x (B-1) or h (B-2) holds beyond Σ x·w when that side is folded: the offset, plus
+// half in the floor form; as int32 bits (u32 wrap: the GEMM's int32 lanes wrap too, and the sum they end with,
+// |v| + half <= 2^30 + 2^29, fits int32, so it is exact). The executor subtracts it from the bias row sums
+// (bias'[c] = bias[c] - fold, the same wrap); a test adds it to raw sums.
+int32_t cell32_sum_fold(const Cell32Plan& plan, bool x_side, size_t c);
 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                           const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                           uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);

@@ -120,6 +120,15 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
   return true;
 }
 
+int32_t cell32_sum_fold(const Cell32Plan& plan, bool x_side, size_t c) {
+  const std::vector<int32_t>& offset = x_side ? plan.offset_x : plan.offset_h;
+  const bool floor = x_side ? plan.floor_x : plan.floor_h;
+  const uint32_t half = floor ? static_cast<uint32_t>((x_side ? plan.half_x : plan.half_h)[c]) : 0u;  // 2^(s-1) <= 2^29
+  // |offset| + half <= 2^30 + 2^29: fits int32 without wrapping; the narrowing keeps the low 32 bits (GCC and
+  // Clang define it so, C++20 requires it)
+  return static_cast<int32_t>(static_cast<uint32_t>(offset[c]) + half);
+}
+
 void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, Cell32Plan* out) {
   const size_t G = 3 * static_cast<size_t>(p.hidden_size);
   auto split = [G](const int32_t* shift, const int64_t* offset, std::vector<int32_t>& off, std::vector<int32_t>& right,
@@ -561,20 +570,27 @@ QGRU_AVX512 inline __m512i rshift_round_split32(__m512i v, __m512i right, __m512
 }
 
 // A linear's code minus its zero point: min(max(rshift_round(acc + offset, s), q_min - zp), q_max - zp); with
-// `floor` (every shift of the side in [1, 30]: Cell32Plan::floor_x, floor_h) by rshift_round_floor32.
+// `floor` (every shift of the side in [1, 30]: Cell32Plan::floor_x, floor_h) by rshift_round_floor32. `folded`
+// (Cell32Plan::sums_folded_x, _h): a is the sum already, plus half in the floor form (cell32_sum_fold).
 QGRU_AVX512 inline __m512i linear_diff32_v(__m512i a, const int32_t* offset, const int32_t* right, const int32_t* left,
-                                           const int32_t* half, __mmask16 k, __m512i lo, __m512i hi, bool floor) {
-  const __m512i sum = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
-  const __m512i shifted =
-      floor ? rshift_round_floor32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, half))
-            : rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
-                                   _mm512_maskz_loadu_epi32(k, half));
+                                           const int32_t* half, __mmask16 k, __m512i lo, __m512i hi, bool floor, bool folded) {
+  __m512i shifted;
+  if (folded && floor) {
+    // a = v + half with |v| <= 2^30: v < 0 exactly when a < half, so (v + half + (v >> 31)) >> s = (a - [a < half]) >> s
+    const __mmask16 negative = _mm512_cmplt_epi32_mask(a, _mm512_maskz_loadu_epi32(k, half));
+    shifted = _mm512_srav_epi32(_mm512_mask_sub_epi32(a, negative, a, _mm512_set1_epi32(1)), _mm512_maskz_loadu_epi32(k, right));
+  } else {
+    const __m512i sum = folded ? a : _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, offset));  // |.| <= 2^30
+    shifted = floor ? rshift_round_floor32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, half))
+                    : rshift_round_split32(sum, _mm512_maskz_loadu_epi32(k, right), _mm512_maskz_loadu_epi32(k, left),
+                                           _mm512_maskz_loadu_epi32(k, half));
+  }
   return _mm512_min_epi32(_mm512_max_epi32(shifted, lo), hi);
 }
 // The h side of one gate's 16 channels from c (the weight_hh_linear code minus its zero point) from the B-2 sums gh.
 QGRU_AVX512 inline __m512i hh_diff32_v(const Cell32Plan& plan, __m512i gh, size_t c, __mmask16 k) {
   return linear_diff32_v(gh, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c, plan.half_h.data() + c,
-                         k, lanes(plan.lanes.hh_lo), lanes(plan.lanes.hh_hi), plan.floor_h);
+                         k, lanes(plan.lanes.hh_lo), lanes(plan.lanes.hh_hi), plan.floor_h, plan.sums_folded_h);
 }
 QGRU_AVX512 inline __m512i hh_diff32(const Cell32Plan& plan, const int32_t* gh, size_t c, __mmask16 k) {
   const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(gh) : _mm512_maskz_loadu_epi32(k, gh);  // plain: store forwarding
@@ -621,7 +637,8 @@ QGRU_AVX512 inline __m512i x_term32_v(const Cell32Plan& plan, __m512i gx, size_t
   const Cell32Lanes& L = plan.lanes;
   const int shift = g == 0 ? Cell32Lanes::IhZ : g == 1 ? Cell32Lanes::IhR : Cell32Lanes::IhN;
   return rshift_round_u32(linear_diff32_v(gx, plan.offset_x.data() + c, plan.right_x.data() + c, plan.left_x.data() + c,
-                                          plan.half_x.data() + c, k, lanes(L.ih_lo), lanes(L.ih_hi), plan.floor_x), L, shift);
+                                          plan.half_x.data() + c, k, lanes(L.ih_lo), lanes(L.ih_hi), plan.floor_x,
+                                          plan.sums_folded_x), L, shift);
 }
 QGRU_AVX512 inline __m512i x_term32(const Cell32Plan& plan, const int32_t* gx, size_t c, __mmask16 k, int g) {
   const __m512i a = k == 0xFFFF ? _mm512_loadu_si512(gx) : _mm512_maskz_loadu_epi32(k, gx);  // plain: store forwarding
@@ -812,7 +829,8 @@ QGRU_AVX512 void small_recurrence(const GruCellParamsView& p, const CellByteTabl
       for (int g = 0; g < 3; ++g) {
         const size_t c = static_cast<size_t>(g) * H + 16 * u;
         x_term[g] = _mm512_loadu_si512(xt + c);
-        // Σ (h + a_bias)·w - a_bias·Σ w = Σ h·w, int32 (gemv_vnni_u8s8's contract)
+        // Σ (h + a_bias)·w - a_bias·Σ w = Σ h·w, int32 (gemv_vnni_u8s8's contract), plus cell32_sum_fold when
+        // plan.sums_folded_h (the executor folded it into R_bias_rowsum)
         const __m512i gh = _mm512_sub_epi32(acc[g * NH + u], _mm512_loadu_si512(R_bias_rowsum + c));
         hh_diff[g] = hh_diff32_v(plan, gh, c, static_cast<__mmask16>(0xFFFF));
       }

@@ -108,6 +108,33 @@ std::string cell_mismatch(const GruCellParamsView& spec, const GruCellParamsView
                                           h_bias, dst_x.data());
       }
       if (dst_x != dst || h16_x != h16 || hu8_x != hu8) return "int32 kernel with precomputed x terms differs from the direct one";
+      // The avx512-vnni level as the executor runs it: the per-channel additions folded into the sums (the GEMMs'
+      // bias row sums; here added to the raw sums with cell32_sum_fold's wrap), in both rounding forms, read by
+      // the direct kernel and by the x-terms pair: the same codes.
+      if (!avx2) {
+        for (const fast::Cell32Plan* base : {&plan, &general}) {
+          fast::Cell32Plan folded = *base;
+          folded.sums_folded_x = folded.sums_folded_h = true;
+          std::vector<int32_t> gx_f(gx.size()), gh_f(gh.size());
+          for (size_t c = 0; c < gx.size(); ++c) {
+            gx_f[c] = static_cast<int32_t>(static_cast<uint32_t>(gx[c]) + static_cast<uint32_t>(fast::cell32_sum_fold(folded, true, c)));
+            gh_f[c] = static_cast<int32_t>(static_cast<uint32_t>(gh[c]) + static_cast<uint32_t>(fast::cell32_sum_fold(folded, false, c)));
+          }
+          std::vector<int32_t> dst_f(static_cast<size_t>(H), kSentinel);
+          std::vector<int16_t> h16_f(static_cast<size_t>(H), int16_t{0x5A5A});
+          std::vector<uint8_t> hu8_f(static_cast<size_t>(H), uint8_t{0x5A});
+          fast::cell_rows_avx512_i32(tab, bytes, folded, gx_f.data(), gh_f.data(), h_old.data(), j0, j1, h16_f.data(),
+                                     h_bias >= 0 ? hu8_f.data() : nullptr, h_bias, dst_f.data());
+          if (dst_f != dst || h16_f != h16 || hu8_f != hu8) return "the int32 cell on folded sums differs from the unfolded one";
+          std::fill(dst_f.begin(), dst_f.end(), kSentinel);
+          std::fill(h16_f.begin(), h16_f.end(), int16_t{0x5A5A});
+          std::fill(hu8_f.begin(), hu8_f.end(), uint8_t{0x5A});
+          fast::x_terms_avx512_i32(tab, folded, gx_f.data(), gx_f.size(), 1, j0, j1);
+          fast::cell_rows_avx512_i32_xterms(tab, bytes, folded, gx_f.data(), gh_f.data(), h_old.data(), j0, j1, h16_f.data(),
+                                            h_bias >= 0 ? hu8_f.data() : nullptr, h_bias, dst_f.data());
+          if (dst_f != dst || h16_f != h16 || hu8_f != hu8) return "the x-terms int32 cell on folded sums differs from the unfolded one";
+        }
+      }
     }
   }
   if (ran_int32) *ran_int32 = int32_kernel;
