@@ -427,22 +427,26 @@ struct PackedCell {
   ResetBeforeForm reset_form;
 };
 
-// The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
-// (PackedCell): gx is B-1's accumulator row, or with x_terms the x terms x_terms_*_i32 made of it (int32
-// cells only); gh is B-2's row; hc the row's h codes before the step. Writes the new codes to hn and dst
-// ([j0, j1)), and as codes + R.a_bias to hn_u8 when it is not null.
+// The last layer's float output, written by the time loop row by row while the codes are in cache, with
+// dequantize_result_fast's arithmetic (exact: quant_executor.cpp): y[row·stride + offset + j] = float(code - zp)·scale.
+struct FloatOutput {
+  float* y = nullptr;  // null: dequantize_result_fast writes the output after the run
+  float scale = 0.0f;
+  int32_t zp = 0;
+  void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
+    for (int j = j0; j < j1; ++j) dst[j] = static_cast<float>(codes[j] - zp) * scale;
+  }
+};
+
+// cell_row's other kernels (codes only).
 template <class GX, class GH>
-void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
-              int16_t* hn, uint8_t* hn_u8, int32_t* dst) {
+void cell_row_codes(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
+                    int16_t* hn, uint8_t* hn_u8, int32_t* dst) {
   const GruCellParamsView& view = pc.view;
   const int32_t a_bias = pc.R.a_bias;
   if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
     if (x_terms && pc.avx2) return fast::cell_rows_avx2_i32_xterms(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
     if (pc.cell32 && pc.avx2) return fast::cell_rows_avx2_i32(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-    if (x_terms) {
-      return fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-    }
-    if (pc.cell32) return fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
   }
   const int64_t* offset_x = pc.folded.x.data();
   const int64_t* offset_h = pc.folded.h.data();
@@ -458,16 +462,29 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
   }
 }
 
-// The last layer's float output, written by the time loop row by row while the codes are in cache, with
-// dequantize_result_fast's arithmetic (exact: quant_executor.cpp): y[row·stride + offset + j] = float(code - zp)·scale.
-struct FloatOutput {
-  float* y = nullptr;  // null: dequantize_result_fast writes the output after the run
-  float scale = 0.0f;
-  int32_t zp = 0;
-  void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
-    for (int j = j0; j < j1; ++j) dst[j] = static_cast<float>(codes[j] - zp) * scale;
+// The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
+// (PackedCell): gx is B-1's accumulator row, or with x_terms the x terms x_terms_*_i32 made of it (int32
+// cells only); gh is B-2's row; hc the row's h codes before the step. Writes the new codes to hn and dst
+// ([j0, j1)), and as codes + R.a_bias to hn_u8 when it is not null. y (may be null): the row's float output at unit
+// 0, FloatOutput's values of the new codes, written by the avx512-vnni int32 kernels beside the codes (FloatCopy:
+// the same arithmetic), else from dst after the step.
+template <class GX, class GH>
+void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
+              int16_t* hn, uint8_t* hn_u8, int32_t* dst, const FloatOutput& out_f = FloatOutput{}, float* y = nullptr) {
+  if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
+    const GruCellParamsView& view = pc.view;
+    const int32_t a_bias = pc.R.a_bias;
+    const fast::FloatCopy copy{y, out_f.scale, out_f.zp};
+    if (x_terms && !pc.avx2) {
+      return fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst, copy);
+    }
+    if (pc.cell32 && !pc.avx2) {
+      return fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst, copy);
+    }
   }
-};
+  cell_row_codes(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+  if (y) out_f.rows_of(dst, y, j0, j1);
+}
 
 // ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
 // Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
@@ -918,10 +935,11 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
             dst[j] = view.h.zp;
             if (hn_u8) hn_u8[j] = static_cast<uint8_t>(hc[j] + R.a_bias);
           }
+          if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
         } else {
-          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
+          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst, out_f,
+                   out_f.y ? out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset : nullptr);
         }
-        if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
       }
       cur ^= 1;
       if (sync) counters[static_cast<size_t>(part)].steps_done.store(step + 1, std::memory_order_release);

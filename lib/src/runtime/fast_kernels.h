@@ -171,9 +171,18 @@ void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, co
 // |v| + half <= 2^30 + 2^29, fits int32, so it is exact). The executor subtracts it from the bias row sums
 // (bias'[c] = bias[c] - fold, the same wrap); a test adds it to raw sums.
 int32_t cell32_sum_fold(const Cell32Plan& plan, bool x_side, size_t c);
+// The dequantized copy of the new h codes an int32 cell kernel writes beside them when y is not null:
+// y[j] = float(code - zp)·scale, the executor's FloatOutput arithmetic (code - zp in int32, converted, then one
+// float product: exact while |code - zp| < 2^24 and scale is a power of two the product neither overflows nor
+// takes below float's normal range, which float_dequantize_exact checks before the executor asks for it).
+struct FloatCopy {
+  float* y = nullptr;  // at unit 0 of the row, like dst
+  float scale = 0.0f;
+  int32_t zp = 0;
+};
 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                           const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
-                          uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+                          uint8_t* h_new_u8, int32_t h_bias, int32_t* dst, const FloatCopy& y = FloatCopy{});
 // The x side of the int32 cell moved out of the time loop: x_terms_avx512_i32 replaces, in place, the raw
 // B-1 accumulators of `rows` rows (stride ldg) for the units [j0, j1) of each gate (channels g·H + j) by that
 // gate's x term in its gate input's space: rshift_round(weight_ih_linear code - zp, shift_weight_ih_linear_to_
@@ -183,7 +192,8 @@ void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte
 void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_t* gx, size_t ldg, int rows, int j0, int j1);
 void cell_rows_avx512_i32_xterms(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                                  const int32_t* x_terms, const int32_t* gh, const int16_t* h_old, int j0, int j1,
-                                 int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+                                 int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst,
+                                 const FloatCopy& y = FloatCopy{});
 
 // The whole time loop of one cell at batch 1 on one thread, for H in {16, 32, 48, 64} with the int32 cell and
 // R in the VNNI layout with K = H (small_recurrence_applies): h (u8 codes + a_bias in one register, int32 codes

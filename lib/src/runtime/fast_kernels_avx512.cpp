@@ -704,7 +704,7 @@ QGRU_AVX512 inline __m512i cell_block32(const Cell32Lanes& L, const CellTables32
 }
 
 // One row's operands of the cell step: its B-1 and B-2 sums (or x terms) [3H], its h codes before the step, and
-// where its new codes go (h_new_u8 may be null), as cell_rows_avx512_i32 takes them.
+// where its new codes go (h_new_u8 and y.y may be null), as cell_rows_avx512_i32 takes them.
 struct CellRowIo {
   const int32_t* g_x;
   const int32_t* g_h;
@@ -712,7 +712,13 @@ struct CellRowIo {
   int16_t* h_new16;
   uint8_t* h_new_u8;
   int32_t* dst;
+  FloatCopy y;
 };
+
+// FloatCopy's value of sixteen codes: float(code - zp)·scale (int32 difference, exact conversion, one product).
+QGRU_AVX512 inline __m512 float_copy_v(__m512i q, const FloatCopy& y) {
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(y.zp))), _mm512_set1_ps(y.scale));
+}
 
 // The lanes of a block of 16 units with `left` units left in the range: all 16, or the first `left`.
 inline __mmask16 units_mask(int left) {
@@ -759,10 +765,12 @@ QGRU_AVX512 __attribute__((always_inline)) inline void cell_blocks_io32(const Gr
         _mm_storeu_si128(reinterpret_cast<__m128i*>(io.h_new_u8 + ju),
                          _mm512_cvtepi32_epi8(_mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias))));
       }
+      if (io.y.y) _mm512_storeu_ps(io.y.y + ju, float_copy_v(q_h_new[u], io.y));
     } else {
       _mm512_mask_storeu_epi32(io.dst + ju, k, q_h_new[u]);
       _mm512_mask_cvtepi32_storeu_epi16(io.h_new16 + ju, k, q_h_new[u]);
       if (io.h_new_u8) _mm512_mask_cvtepi32_storeu_epi8(io.h_new_u8 + ju, k, _mm512_add_epi32(q_h_new[u], _mm512_set1_epi32(h_bias)));
+      if (io.y.y) _mm512_mask_storeu_ps(io.y.y + ju, k, float_copy_v(q_h_new[u], io.y));
     }
   }
 }
@@ -1000,15 +1008,15 @@ QGRU_AVX512 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTabl
 
 QGRU_AVX512 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                                       const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
-                                      int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {
-  cell_impl32<false>(p, byte_tables, plan, CellRowIo{gx, gh, h_old, h_new16, h_new_u8, dst}, j0, j1, h_bias);
+                                      int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst, const FloatCopy& y) {
+  cell_impl32<false>(p, byte_tables, plan, CellRowIo{gx, gh, h_old, h_new16, h_new_u8, dst, y}, j0, j1, h_bias);
 }
 
 QGRU_AVX512 void cell_rows_avx512_i32_xterms(const GruCellParamsView& p, const CellByteTables& byte_tables,
                                              const Cell32Plan& plan, const int32_t* x_terms, const int32_t* gh,
                                              const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
-                                             int32_t h_bias, int32_t* dst) {
-  cell_impl32<true>(p, byte_tables, plan, CellRowIo{x_terms, gh, h_old, h_new16, h_new_u8, dst}, j0, j1, h_bias);
+                                             int32_t h_bias, int32_t* dst, const FloatCopy& y) {
+  cell_impl32<true>(p, byte_tables, plan, CellRowIo{x_terms, gh, h_old, h_new16, h_new_u8, dst, y}, j0, j1, h_bias);
 }
 
 QGRU_AVX512 void recurrence_small_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables,
@@ -1043,9 +1051,11 @@ QGRU_AVX512 void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan
 #else  // not x86-64: the fast executor never calls these (avx512_kernels_built() is false)
 
 void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
-                          const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) { std::abort(); }
+                          const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*, const FloatCopy&) {
+  std::abort();
+}
 void cell_rows_avx512_i32_xterms(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
-                                 const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) {
+                                 const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*, const FloatCopy&) {
   std::abort();
 }
 void x_terms_avx512_i32(const GruCellParamsView&, const Cell32Plan&, int32_t*, size_t, int, int, int) { std::abort(); }
