@@ -158,10 +158,10 @@ struct Cell32Plan {
   // True when the sums the avx512-vnni kernels read for that side already hold the per-channel addition of
   // cell32_sum_fold (the offset, and in the floor form half as well), folded by the executor into the VNNI
   // GEMM's bias row sums, so that the cell adds nothing: in the floor form a = v + half, and since v < 0
-  // exactly when a < half, rshift_round(v, s) = (a - [a < half]) >> s (three operations and two loads where
-  // the add, the floor form's four and three loads take five). Only the avx512-vnni kernels read these flags
-  // (cell_rows_avx512_i32, its _xterms form, x_terms_avx512_i32, recurrence_small_avx512_i32); the avx2
-  // level's GEMMs have no bias to fold into and its plans keep both false.
+  // exactly when a < half, rshift_round(v, s) = (a - [a < half]) >> s: three operations and two loads, where
+  // adding the offset and then the floor form take five operations and three loads. Only the avx512-vnni
+  // kernels read these flags (cell_rows_avx512_i32, its _xterms form, x_terms_avx512_i32,
+  // recurrence_small_avx512_i32); the avx2 level's GEMMs have no bias to fold into and its plans keep both false.
   bool sums_folded_x = false, sums_folded_h = false;
   Cell32Lanes lanes{};
 };
