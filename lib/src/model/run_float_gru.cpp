@@ -61,6 +61,11 @@ void linear_block(const float* in_row, const float* Mt_g0, size_t G, size_t K, d
 #endif
 }
 
+// One block's outputs from its double sums: out_row[g0 + i] = float(sum[i] + bias[g0 + i]) (one rounding to float).
+void store_block(const double* sum, const std::vector<float>& bias, size_t g0, float* out_row) {
+  for (size_t i = 0; i < kBlock; ++i) out_row[g0 + i] = static_cast<float>(sum[i] + static_cast<double>(bias[g0 + i]));
+}
+
 // The outputs g in [G_begin, G) of one row (those after the last whole block), one sum at a time.
 void linear_tail(const float* in_row, const std::vector<float>& Mt, const std::vector<float>& bias, size_t K,
                  size_t G_begin, float* out_row) {
@@ -115,11 +120,7 @@ void linear_rows(const float* in, size_t rows, const std::vector<float>& Mt, con
       double sum[4][kBlock];
       for (size_t g0 = 0; g0 < G_blocked; g0 += kBlock) {
         linear_block4_avx2(in + row * K, K, Mt.data() + g0, G, sum);
-        for (size_t r = 0; r < 4; ++r) {
-          for (size_t i = 0; i < kBlock; ++i) {
-            out[(row + r) * G + g0 + i] = static_cast<float>(sum[r][i] + static_cast<double>(bias[g0 + i]));
-          }
-        }
+        for (size_t r = 0; r < 4; ++r) store_block(sum[r], bias, g0, out + (row + r) * G);
       }
       for (size_t r = 0; r < 4; ++r) linear_tail(in + (row + r) * K, Mt, bias, K, G_blocked, out + (row + r) * G);
     }
@@ -131,7 +132,7 @@ void linear_rows(const float* in, size_t rows, const std::vector<float>& Mt, con
     double sum[kBlock];
     for (size_t g0 = 0; g0 < G_blocked; g0 += kBlock) {
       linear_block(in_row, Mt.data() + g0, G, K, sum);
-      for (size_t i = 0; i < kBlock; ++i) out_row[g0 + i] = static_cast<float>(sum[i] + static_cast<double>(bias[g0 + i]));
+      store_block(sum, bias, g0, out_row);
     }
     linear_tail(in_row, Mt, bias, K, G_blocked, out_row);
   }

@@ -927,7 +927,9 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         const GH* gh = gemm_h.data() + static_cast<size_t>(n) * G;
         const int16_t* hc = h_cur + static_cast<size_t>(n) * Kh;
         int16_t* hn = h_next + static_cast<size_t>(n) * Kh;
-        int32_t* dst = out + (static_cast<size_t>(t) * N + n) * out_stride + out_offset;
+        const size_t at = (static_cast<size_t>(t) * N + n) * out_stride + out_offset;  // the row's output, codes and floats
+        int32_t* dst = out + at;
+        float* y = out_f.y ? out_f.y + at : nullptr;
         uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         if (!row_is_valid(lengths, t, n)) {  // padding: the state stays, the output is zp_h (the code of 0.0)
           for (int j = j0; j < j1; ++j) {
@@ -935,10 +937,9 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
             dst[j] = view.h.zp;
             if (hn_u8) hn_u8[j] = static_cast<uint8_t>(hc[j] + R.a_bias);
           }
-          if (out_f.y) out_f.rows_of(dst, out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset, j0, j1);
+          if (y) out_f.rows_of(dst, y, j0, j1);
         } else {
-          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst, out_f,
-                   out_f.y ? out_f.y + (static_cast<size_t>(t) * N + n) * out_stride + out_offset : nullptr);
+          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst, out_f, y);
         }
       }
       cur ^= 1;
