@@ -114,8 +114,13 @@ std::function<int()> setup_gptq(CLI::App& command) {
       }
       job.layers = qgru::gptq::read_manifest(cli->manifest);
     } else {
-      if (cli->activations.empty() == cli->hessian.empty()) {
-        throw qgru::Error("gptq: give --activations (one or more) or --hessian for '" + cli->tensor + "'");
+      // Both, or neither, is a usage error: the Hessian is made from the activations, so one of them says it.
+      if (!cli->activations.empty() && !cli->hessian.empty()) {
+        throw qgru::UsageError("gptq: give --activations (one or more) or --hessian for '" + cli->tensor +
+                               "', not both");
+      }
+      if (cli->activations.empty() && cli->hessian.empty()) {
+        throw qgru::UsageError("gptq: give --activations (one or more) or --hessian for '" + cli->tensor + "'");
       }
       job.layers.push_back({cli->tensor, cli->activations, cli->hessian});
     }
