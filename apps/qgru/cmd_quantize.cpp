@@ -222,16 +222,16 @@ std::function<int()> setup_quantize(CLI::App& command) {
                    "search: the data files (--data, or those the statistics record) are [N, T, C]");
   command.add_option("--search-sequences", cli->search.max_sequences,
                      "search: score on the first N calibration sequences (the held-in subset)")
-      ->check(CLI::PositiveNumber)
+      ->check(qgru::cli::positive_number())
       ->capture_default_str();
   command.add_option("--search-evaluations", cli->search.max_evaluations,
                      "search: at most this many model evaluations (the deterministic budget)")
-      ->check(CLI::PositiveNumber)
+      ->check(qgru::cli::positive_number())
       ->capture_default_str();
   command.add_option("--search-seconds", cli->search.max_seconds,
                      "search: stop after this many seconds (0: no time limit; a time limit makes the result depend "
                      "on the machine's speed)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(qgru::cli::non_negative_number())
       ->capture_default_str();
   command.add_flag("!--no-widening", cli->search.suggest_widening,
                    "search: do not score each activation tensor widened to 16 bits");
