@@ -274,7 +274,6 @@ std::function<int()> setup_quantize(CLI::App& command) {
       "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
       "(exit 1), or only warned about with --allow-model-mismatch.\n"
       "Examples:\n"
-      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --config int8 --scales multiplier -o model.qgru.json\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"
       "      --search-evaluations 1000 --html calibration.html -o model.qgru.json");
