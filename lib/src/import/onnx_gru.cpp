@@ -734,7 +734,8 @@ std::string describe_onnx_grus(const OnnxGraphGrus& grus) {
             (n.layout == 1 ? ", batch-first" : "") + (n.has_bias ? "" : ", no bias") +
             (n.sequence_lens.empty() ? "" : ", sequence_lens " + in_quotes(n.sequence_lens)) +
             (n.initial_h.empty() ? "" : ", initial_h " + in_quotes(n.initial_h)) + "; stack " + std::to_string(n.stack) +
-            " layer " + std::to_string(n.layer) + (n.problem.empty() ? "" : "; NOT READABLE: " + n.problem) + "\n";
+            " layer " + std::to_string(n.layer) + (n.problem.empty() ? "" : "; NOT READABLE: " + n.problem) +
+            (n.link_problem.empty() ? "" : "; not chained: " + n.link_problem) + "\n";
   }
   if (grus.nodes.empty()) text = "no GRU node\n";
   return text;

@@ -126,6 +126,11 @@ TEST_CASE("a graph of unknown T and N: a constant Reshape binds them, and a wron
           "m.onnx: the graph holds 2 GRU stacks: 'g0' (1 layer(s), C = 3, H = 5, bidirectional); 'g1' (1 layer(s), "
           "C = 10, H = 5, bidirectional); 'g0' feeds GRU 'g1' (through Transpose 't', Reshape 'r'), but the layer's "
           "output arrives as [T, N, H·D], not X = [T, N, D·H] (D = 2, H = 5); pick one with --node NAME");
+    // qgru inspect says it on the node's line.
+    const std::string bytes = b.bytes();
+    const qgru::OnnxGraphGrus grus =
+        qgru::inspect_onnx_gru_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "m.onnx", "");
+    CHECK(qgru::describe_onnx_grus(grus).find("stack 0 layer 0; not chained: 'g0' feeds GRU 'g1'") != std::string::npos);
   }
   {
     GraphBuilder b;

@@ -68,7 +68,8 @@ FloatGruModel load_onnx_gru(const std::string& path, const std::string& node);
 // that is not an ONNX model or does not parse: its reader reports that.
 std::vector<std::string> onnx_external_data_files(const std::string& path);
 
-// One line per GRU node for people: name, C, H, direction, linear_before_reset, activations, stack.
+// One line per GRU node for people: name, C, H, direction, linear_before_reset, activations, stack, and why
+// its output does not chain into the GRU it reaches, when it does not.
 std::string describe_onnx_grus(const OnnxGraphGrus& grus);
 
 }  // namespace qgru
