@@ -133,14 +133,15 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                          ->check(qgru::cli::finite_number())
                          ->check(CLI::Validator(
                              [](const std::string& text) {
-                               // The percentile method takes (0, 100]: 0 would be refused later, as bad input.
+                               // The percentile method takes (50, 100] (range_selection.h): anything else would
+                               // be refused later, as bad input.
                                double value = 0.0;
-                               if (!CLI::detail::lexical_cast(text, value) || !(value > 0.0 && value <= 100.0)) {
-                                 return "expected a number in (0, 100], got '" + text + "'";
+                               if (!CLI::detail::lexical_cast(text, value) || !(value > 50.0 && value <= 100.0)) {
+                                 return "expected a number in (50, 100], got '" + text + "'";
                                }
                                return std::string();
                              },
-                             "(0, 100]"))
+                             "(50, 100]"))
                          ->capture_default_str();
   auto* max_samples = command.add_option("--max-samples", options.max_samples,
                                          "Use at most this many sequences in all (0: all)")

@@ -27,21 +27,26 @@ mkdir ckpt
 
 # The base command of each subcommand; the option and value of a row are appended, with -o into a fresh folder.
 declare -A base
-base[calibrate]="calibrate --model $digits/gru.safetensors --data $digits/calib.npy --method percentile -o OUT/stats.json"
-base[quantize]="quantize --model $digits/gru.safetensors --stats stats.json --range-method search --data $digits/calib.npy --no-widening -o OUT/m.qgru.json"
+base[calibrate]="calibrate --model $digits/gru.safetensors --data $digits/calib.npy -o OUT/stats.json"
+base[quantize]="quantize --model $digits/gru.safetensors --stats stats.json -o OUT/m.qgru.json"
 base[verify]="verify --model $digits/gru.safetensors --artifact model.qgru.json --input $digits/test.npy"
 base[export]="export --onnx --model model.qgru.json -o OUT/m.onnx"
 base[gptq]="gptq --weights $gptq_data/model.safetensors --tensor fc2.weight --activations $gptq_data/x_fc2.npy -o OUT/q.safetensors"
 
 big_int=9223372036854775807   # INT64_MAX
 past_int=99999999999999999999 # past int64
-# subcommand  option  value  expected exit (0 runs, 1 refused as bad input, 2 refused as usage)
+# subcommand  option  value  expected exit (0 runs, 1 refused as bad input, 2 refused as usage). Numbers inside
+# a value count too (percentile:P).
 cases="
 calibrate --percentile 1e300 2
 calibrate --percentile 1e309 2
 calibrate --percentile -1 2
 calibrate --percentile 0 2
 calibrate --percentile 100 0
+calibrate --percentile 10 2
+calibrate --method percentile:1e-300 1
+quantize --range-method percentile:1e300 1
+quantize --range-method percentile:10 1
 calibrate --max-samples $big_int 0
 calibrate --max-samples $past_int 2
 calibrate --max-samples -1 2
@@ -91,8 +96,11 @@ while read -r command option value expected; do
   out=$scratch/case$count
   mkdir -p "$out"
   read -r -a argv <<<"${base[$command]//OUT/$out} $option $value"
-  # The search's budget stays small, but for the option under test.
-  if [ "$command" = quantize ]; then
+  # calibrate's --percentile is the percentile method's; quantize's --search-* options are the range search's,
+  # whose budget stays small but for the option under test.
+  [ "$command/$option" = calibrate/--percentile ] && argv+=(--method percentile)
+  if [ "$command" = quantize ] && [ "$option" != --range-method ]; then
+    argv+=(--range-method search --data "$digits/calib.npy" --no-widening)
     [ "$option" = --search-sequences ] || argv+=(--search-sequences 64)
     [ "$option" = --search-evaluations ] || argv+=(--search-evaluations 40)
   fi
@@ -110,8 +118,10 @@ while read -r command option value expected; do
   if [ "$rc" -ne 0 ]; then
     [ "$(wc -l <"$out.stderr")" -eq 1 ] || fail "$what: stderr is not one line: $(head -c 600 "$out.stderr")"
     grep -q "^qgru: error: " "$out.stderr" || fail "$what: stderr does not start 'qgru: error: ': $(cat "$out.stderr")"
-    # The message names the option (CLI11 names it with or without its dashes; damp's own check says "--damp").
-    grep -qE -- "${option#--}|$option" "$out.stderr" || fail "$what: the message does not name $option: $(cat "$out.stderr")"
+    # The message names the option (CLI11 names it with its dashes; damp's own check says "--damp"), or the value
+    # for a number inside one ('percentile:10').
+    grep -qF -- "$option" "$out.stderr" || grep -qF -- "'$value'" "$out.stderr" ||
+      fail "$what: the message names neither $option nor '$value': $(cat "$out.stderr")"
     [ -z "$(ls -A "$out")" ] || fail "$what: refused, but wrote $(ls -A "$out")"
   fi
   echo "$what: exit $rc in $((SECONDS - started)) s"
