@@ -5,7 +5,8 @@ integer model under each bit-width config and range method, on the 597 held-out 
     example_figures.py RUN [RUN ...] [--diff A,B ...] [--qgru qgru]
 
 RUN is CONFIG (a preset or config file, with its own range methods: int8, int16-activations, int16) or
-CONFIG/METHOD (`quantize --range-method METHOD` with CONFIG's widths: int8/minmax, int8/ema+pow2, int8/search).
+CONFIG/METHOD (`quantize --range-method METHOD` with CONFIG's widths: int8/minmax, int8/ema+pow2, int8/search);
+CONFIG@SCALES adds `quantize --scales SCALES` (int8@multiplier, int8@multiplier/ema).
 Statistics come from `qgru calibrate` on examples/digits/calib.npy (default method); `search` scores on the same
 file (`--data`). Prints one line per figure, the form docs-check blocks print (docs/README.md):
 
@@ -64,8 +65,11 @@ def main():
         print(f"float.accuracy = {accuracy_percent(float_output)!r}")
         for index, run in enumerate(args.runs):
             config, _, method = run.partition("/")
+            config, _, scales = config.partition("@")
             artifact = os.path.join(work, f"run{index}.qgru.json")
             command = ["quantize", "--model", MODEL, "--stats", stats, "--config", config, "-o", artifact]
+            if scales:
+                command += ["--scales", scales]
             if method:
                 command += ["--range-method", method]
             if method == "search":

@@ -16,7 +16,10 @@ Usage: /usr/bin/python3 scripts/make_corpus.py --qgru build/apps/qgru/qgru [--ou
    file     path relative to the corpus folder; its base name must appear in the error line
    keyword  extended regular expression (case-insensitive) the error line must match
    args     qgru arguments; {C} is the corpus folder, {OUT} an empty scratch folder per case
-The generator is deterministic (fixed seeds); rerun it when a format changes and commit the result.
+The generator is deterministic (fixed seeds, no timestamps: zip entries dated 1980, the tool run inside the corpus
+folder so that the paths it records are relative); rerun it when a format or the tool version changes and commit
+the result. `--check` writes the corpus into a scratch folder instead and compares it with --out byte for byte
+(ctest cli_corpus_reproducible): exit 1 naming the files that differ.
 """
 import argparse
 import io
@@ -26,6 +29,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zipfile
 import zlib
 
@@ -138,8 +142,10 @@ class Corpus:
         self.rows.append((name, expect, file, keyword, args))
 
     def run(self, *args):
-        cmd = [self.qgru, "-q"] + [a.replace("{C}", self.root) for a in args]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        # Run inside the corpus folder with paths relative to it: the statistics and artifacts record the paths
+        # they were made from, and an absolute one (where the corpus was written) would differ on every checkout.
+        cmd = [self.qgru, "-q"] + [a.replace("{C}/", "").replace("{C}", ".") for a in args]
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.root)
         if r.returncode != 0:
             sys.exit("make_corpus: baseline command failed: %s\n%s" % (" ".join(cmd), r.stderr))
 
@@ -702,15 +708,49 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--qgru", required=True, help="the qgru binary (makes the valid baselines)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "corpus"))
+    ap.add_argument("--check", action="store_true",
+                    help="make the corpus in a scratch folder and compare it with --out; write nothing there")
     args = ap.parse_args()
-    out = os.path.abspath(args.out)
+    if args.check:
+        with tempfile.TemporaryDirectory(prefix="qgru-corpus-") as scratch:
+            made = os.path.join(scratch, "corpus")
+            generate(made, args.qgru)
+            sys.exit(compare_trees(os.path.abspath(args.out), made))
+    generate(os.path.abspath(args.out), args.qgru)
+
+
+def tree_files(root):
+    """Every file below root, as paths relative to it."""
+    return {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs}
+
+
+def compare_trees(committed, made):
+    """0 when both trees hold the same files with the same bytes; else 1, the differences on stderr."""
+    want, got = tree_files(committed), tree_files(made)
+    problems = ["only in %s: %s" % (committed, rel) for rel in sorted(want - got)]
+    problems += ["not in %s: %s (the script makes it)" % (committed, rel) for rel in sorted(got - want)]
+    for rel in sorted(want & got):
+        with open(os.path.join(committed, rel), "rb") as a, open(os.path.join(made, rel), "rb") as b:
+            if a.read() != b.read():
+                problems.append("differs: %s" % rel)
+    if problems:
+        print("make_corpus --check: the script does not reproduce %s (%d difference(s); rerun it without --check "
+              "and commit the result if the change is meant):" % (committed, len(problems)), file=sys.stderr)
+        for line in problems[:40]:
+            print("  " + line, file=sys.stderr)
+        return 1
+    print("make_corpus --check: %d files reproduced byte for byte" % len(want))
+    return 0
+
+
+def generate(out, qgru):
     for sub in ("base", "safetensors", "npy", "npz", "stats", "config", "artifact", "gptq", "onnx"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     for entry in os.listdir(out) if os.path.isdir(out) else []:
         if entry.startswith("gptq_"):
             shutil.rmtree(os.path.join(out, entry))
     os.makedirs(out, exist_ok=True)
-    c = Corpus(out, os.path.abspath(args.qgru))
+    c = Corpus(out, os.path.abspath(qgru))
     build(c)
     c.save_manifest()
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)

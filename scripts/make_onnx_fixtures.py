@@ -59,8 +59,12 @@ def build(case, spec, out_dir):
             attrs["linear_before_reset"] = lbr
         nodes.append(helper.make_node("GRU", inputs, [f"Y{l}", f"Y_h{l}"], name=f"/rnn/GRU_{l}", **attrs))
         outputs.append(helper.make_tensor_value_info(f"Y_h{l}", TensorProto.FLOAT, [D, N, H]))
-        # Layer output [T, D, N, H] -> [T, N, D*H], as PyTorch's exporter writes it.
-        if D == 1:
+        # Layer output [T, D, N, H] -> [T, N, D*H], as PyTorch's exporter writes it, or another spelling.
+        if l + 1 < L and spec.get("link"):
+            link_nodes, link_inits = LINKS[spec["link"]](l, T, N, D, H)
+            nodes += link_nodes
+            inits += [numpy_helper.from_array(np.array(v, dtype=np.int64), name) for name, v in link_inits]
+        elif D == 1:
             if opset >= 13:
                 inits.append(numpy_helper.from_array(np.array([1], dtype=np.int64), f"axes{l}"))
                 nodes.append(helper.make_node("Squeeze", [f"Y{l}", f"axes{l}"], [f"out{l}"], name=f"/rnn/Squeeze_{l}"))
@@ -100,6 +104,44 @@ def build(case, spec, out_dir):
     print(f"{case}: C={C} H={H} L={L} D={D} T={T} N={N} linear_before_reset={lbr} -> {folder}")
 
 
+def _node(op, inputs, output, name, **attrs):
+    from onnx import helper
+    return helper.make_node(op, inputs, [output], name=name, **attrs)
+
+
+# Other spellings of the link between layers l and l + 1 (Y{l} [T, D, N, H] -> out{l} [T, N, D*H]), each one
+# onnxruntime runs as the plain stacked GRU: (nodes, [(initializer name, int64 values)]).
+LINKS = {
+    # One direction, Transpose + Reshape to a constant [T, N, H] (the bidirectional idiom with D = 1).
+    "transpose_reshape_constant": lambda l, T, N, D, H: (
+        [_node("Transpose", [f"Y{l}"], f"tr{l}", f"/link/Transpose_{l}", perm=[0, 2, 1, 3]),
+         _node("Reshape", [f"tr{l}", f"shape{l}"], f"out{l}", f"/link/Reshape_{l}")],
+        [(f"shape{l}", [T, N, D * H])]),
+    # One Reshape with a -1 for N: [T, 1, N, H] -> [0, -1, H].
+    "reshape_minus_one": lambda l, T, N, D, H: (
+        [_node("Reshape", [f"Y{l}", f"shape{l}"], f"out{l}", f"/link/Reshape_{l}")],
+        [(f"shape{l}", [0, -1, D * H])]),
+    # Squeeze, Identity, Unsqueeze at the front, Squeeze it again (opset 13 axes inputs).
+    "squeeze_identity_unsqueeze": lambda l, T, N, D, H: (
+        [_node("Squeeze", [f"Y{l}", f"axes1_{l}"], f"sq{l}", f"/link/Squeeze_{l}"),
+         _node("Identity", [f"sq{l}"], f"id{l}", f"/link/Identity_{l}"),
+         _node("Unsqueeze", [f"id{l}", f"axes0_{l}"], f"un{l}", f"/link/Unsqueeze_{l}"),
+         _node("Squeeze", [f"un{l}", f"axes0_{l}"], f"out{l}", f"/link/Squeeze2_{l}")],
+        [(f"axes1_{l}", [1]), (f"axes0_{l}", [0])]),
+    # Two directions: Transpose, Flatten to [T*N, 2H], Reshape to a constant N with T from -1.
+    "bidir_flatten_reshape": lambda l, T, N, D, H: (
+        [_node("Transpose", [f"Y{l}"], f"tr{l}", f"/link/Transpose_{l}", perm=[0, 2, 1, 3]),
+         _node("Flatten", [f"tr{l}"], f"fl{l}", f"/link/Flatten_{l}", axis=2),
+         _node("Reshape", [f"fl{l}", f"shape{l}"], f"out{l}", f"/link/Reshape_{l}")],
+        [(f"shape{l}", [-1, N, D * H])]),
+    # Two directions: Transpose to [N, T, D, H], Reshape to [N, T, D*H] with 0s, Transpose back to time-major.
+    "bidir_batch_major_detour": lambda l, T, N, D, H: (
+        [_node("Transpose", [f"Y{l}"], f"tr{l}", f"/link/Transpose_{l}", perm=[2, 0, 1, 3]),
+         _node("Reshape", [f"tr{l}", f"shape{l}"], f"rs{l}", f"/link/Reshape_{l}"),
+         _node("Transpose", [f"rs{l}"], f"out{l}", f"/link/Transpose2_{l}", perm=[1, 0, 2])],
+        [(f"shape{l}", [0, 0, -1])]),
+}
+
 CASES = {
     # PyTorch nn.GRU(5, 7, num_layers=2) as exported: linear_before_reset = 1, Squeeze between layers (opset 14).
     "pytorch_l2": dict(seed=1, C=5, H=7, L=2, D=1, T=6, N=4, lbr=1),
@@ -112,6 +154,15 @@ CASES = {
     "lbr0_bidir_lengths": dict(seed=4, C=3, H=5, L=1, D=2, T=7, N=4, lbr=0, lengths=[7, 3, 1, 5]),
     # linear_before_reset = 1, two layers, unequal lengths.
     "pytorch_l2_bidir_lengths": dict(seed=5, C=3, H=4, L=2, D=2, T=6, N=3, lbr=1, lengths=[2, 6, 4]),
+    # Other spellings of the link between layers (LINKS), each a plain stacked GRU in onnxruntime.
+    "link_transpose_reshape_constant": dict(seed=6, C=4, H=5, L=2, D=1, T=6, N=3, lbr=1,
+                                            link="transpose_reshape_constant"),
+    "link_reshape_minus_one": dict(seed=7, C=4, H=5, L=3, D=1, T=5, N=2, lbr=0, link="reshape_minus_one"),
+    "link_squeeze_identity_unsqueeze": dict(seed=8, C=3, H=4, L=2, D=1, T=4, N=3, lbr=1,
+                                            link="squeeze_identity_unsqueeze"),
+    "link_bidir_flatten_reshape": dict(seed=9, C=3, H=4, L=2, D=2, T=5, N=2, lbr=1, link="bidir_flatten_reshape"),
+    "link_bidir_batch_major_detour": dict(seed=10, C=3, H=4, L=2, D=2, T=4, N=3, lbr=0,
+                                          link="bidir_batch_major_detour"),
 }
 
 
@@ -119,10 +170,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "test", "data", "onnx"))
     parser.add_argument("--python-venv", default=VENV)
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="only these cases (repeatable)")
     args = parser.parse_args()
     run_with_onnx(args.python_venv)
     for case, spec in CASES.items():
-        build(case, spec, args.out)
+        if not args.case or case in args.case:
+            build(case, spec, args.out)
 
 
 if __name__ == "__main__":

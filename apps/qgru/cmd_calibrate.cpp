@@ -130,10 +130,23 @@ std::function<int()> setup_calibrate(CLI::App& command) {
                                     "quantize --range-method over both; quantize logs the methods it uses")
                      ->capture_default_str();
   auto* percentile = command.add_option("--percentile", cli->percentile, "Percentile for --method percentile")
-                         ->check(qgru::cli::finite_number())->check(CLI::Range(0.0, 100.0))->capture_default_str();
+                         ->check(qgru::cli::finite_number())
+                         ->check(CLI::Validator(
+                             [](const std::string& text) {
+                               // The percentile method takes (50, 100] (range_selection.h): anything else would
+                               // be refused later, as bad input.
+                               double value = 0.0;
+                               if (!CLI::detail::lexical_cast(text, value) || !(value > 50.0 && value <= 100.0)) {
+                                 return "expected a number in (50, 100], got '" + text + "'";
+                               }
+                               return std::string();
+                             },
+                             "(50, 100]"))
+                         ->capture_default_str();
   auto* max_samples = command.add_option("--max-samples", options.max_samples,
                                          "Use at most this many sequences in all (0: all)")
-                          ->check(CLI::NonNegativeNumber);
+                          ->check(qgru::cli::int64_number())
+                          ->check(qgru::cli::non_negative_number());
   auto* batch_first = command.add_flag("--batch-first", options.batch_first, "Data files are [N, T, C]");
   auto* layout = command.add_option("--layout", cli->layout, "Weight layout of --model")
                      ->check(CLI::IsMember({"auto", "pytorch", "haste"}))->capture_default_str();

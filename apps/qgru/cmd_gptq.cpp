@@ -80,7 +80,18 @@ std::function<int()> setup_gptq(CLI::App& command) {
       ->check(CLI::ExistingFile);
   command.add_option("--save-hessian", cli->job.save_hessian_path, "Also write H (.npy float64 [K, K])");
   command.add_option("--bits", gptq.bits, "Bits per weight")->check(CLI::IsMember({2, 3, 4, 8}))->capture_default_str();
-  command.add_option("--group-size", gptq.group_size, "Columns per group (-1: one group per row)")->capture_default_str();
+  command.add_option("--group-size", gptq.group_size, "Columns per group (-1: one group per row; K or more: one group)")
+      ->check(qgru::cli::int64_number())
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            int64_t value = 0;  // checks see the text: parsed as the option parses it
+            if (!CLI::detail::lexical_cast(text, value) || (value != -1 && value <= 0)) {
+              return "expected -1 or a positive whole number, got '" + text + "'";
+            }
+            return std::string();
+          },
+          "-1 or POSITIVE"))
+      ->capture_default_str();
   auto* order = command.add_option("--order", cli->order,
                                     "Column order: group-aware (act-order inside each group, groups by their largest "
                                     "diag(H); g_idx stays k / group size), act-order (descending diag(H) over all "
@@ -90,7 +101,10 @@ std::function<int()> setup_gptq(CLI::App& command) {
   command.add_flag("--static-groups", gptq.static_groups, "Group parameters from the original W");
   command.add_flag("--sym", gptq.sym, "Symmetric quantization (zero = 2^(bits-1))");
   command.add_option("--damp", gptq.damp, "Damping, relative to mean(diag H); in (0, 1)")->capture_default_str();
-  command.add_option("--block-size", gptq.block_size, "Columns per lazy-update block")->capture_default_str();
+  command.add_option("--block-size", gptq.block_size, "Columns per lazy-update block (K or more: one block)")
+      ->check(qgru::cli::int64_number())
+      ->check(qgru::cli::positive_number())
+      ->capture_default_str();
   command.add_option("--format", cli->format, "Checkpoint format: gptq (v1, zeros stored minus one) or gptq_v2")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}))->capture_default_str();
   command.add_flag("--keep-other-tensors", cli->job.keep_other_tensors,
@@ -114,8 +128,13 @@ std::function<int()> setup_gptq(CLI::App& command) {
       }
       job.layers = qgru::gptq::read_manifest(cli->manifest);
     } else {
-      if (cli->activations.empty() == cli->hessian.empty()) {
-        throw qgru::Error("gptq: give --activations (one or more) or --hessian for '" + cli->tensor + "'");
+      // Both, or neither, is a usage error: the Hessian is made from the activations, so one of them says it.
+      if (!cli->activations.empty() && !cli->hessian.empty()) {
+        throw qgru::UsageError("gptq: give --activations (one or more) or --hessian for '" + cli->tensor +
+                               "', not both");
+      }
+      if (cli->activations.empty() && cli->hessian.empty()) {
+        throw qgru::UsageError("gptq: give --activations (one or more) or --hessian for '" + cli->tensor + "'");
       }
       job.layers.push_back({cli->tensor, cli->activations, cli->hessian});
     }

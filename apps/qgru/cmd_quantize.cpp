@@ -23,6 +23,7 @@
 #include "qgru/runtime/overflow_check.h"
 #include "qgru/quant/quantize_gru.h"
 #include "qgru/quant/quantize_with_stats.h"
+#include "qgru/quant/scale_choice.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/artifact_write.h"
@@ -45,6 +46,7 @@ struct QuantizeCli {
   std::string layout = "auto";
   std::string prefix, node;  // which GRU of the model file
   std::string range_method;  // empty: per tensor from the config, else the statistics
+  std::string scales;        // empty: the config's; pow2 or multiplier (qgru/quant/scale_choice.h)
   bool allow_model_mismatch = false;
   // The range search (range method "search"): its data, budget and outputs.
   std::vector<std::string> data;  // empty: the statistics' own data files
@@ -131,7 +133,13 @@ int run_quantize(const QuantizeCli& cli) {
   qgru::add_model_input(inputs, "--model", cli.model);
   for (const std::string& path : cli.data) inputs.push_back({"--data", qgru::array_file_path(path)});
   qgru::check_command_files(inputs, quantize_outputs(cli));
-  const qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
+  qgru::BitwidthConfig config = qgru::load_bitwidth_config(cli.config);
+  if (!cli.scales.empty()) {
+    const bool preset = qgru::bitwidth_config_file(cli.config).empty();
+    const std::string note =
+        qgru::apply_scale_choice(config, qgru::parse_scale_choice(cli.scales, "--scales"), preset);
+    if (!note.empty()) qgru::log()->info("quantize: {}", note);
+  }
   const qgru::FloatGruModel model = qgru::load_float_gru(
       qgru::FloatModelSource{cli.model, qgru::parse_weight_layout(cli.layout), cli.prefix, cli.node});
   const qgru::CalibrationStats stats = qgru::read_calibration_stats(cli.stats);
@@ -206,6 +214,13 @@ std::function<int()> setup_quantize(CLI::App& command) {
   command.add_option("--config", cli->config,
                      "Bit-width config: a preset (int8, int16-activations, int16) or a JSON file")
       ->capture_default_str();
+  command.add_option("--scales", cli->scales,
+                     "Scale kind of every tensor: pow2 (powers of two: every rescale a shift, for shift-only integer "
+                     "hardware) or multiplier (exact scales: every rescale a 32-bit multiplier and a shift, for CPUs and "
+                     "GPUs); default: the config's (the presets: pow2). With multiplier, tensors whose range method "
+                     "nobody named (a preset's, the statistics') get ranges that fit exact scales: percentile:99.9 up "
+                     "to 8 bits, minmax wider (the EMA ranges the int8 preset names clip, which powers of two hide)")
+      ->check(CLI::IsMember({"pow2", "multiplier"}));
   command.add_option("--range-method", cli->range_method,
                      "Range method for every observed tensor, overriding the config's (minmax, ema, kl, "
                      "percentile[:P], mse, bounds, each optionally +pow2, or search); default: the config's method per "
@@ -222,16 +237,16 @@ std::function<int()> setup_quantize(CLI::App& command) {
                    "search: the data files (--data, or those the statistics record) are [N, T, C]");
   command.add_option("--search-sequences", cli->search.max_sequences,
                      "search: score on the first N calibration sequences (the held-in subset)")
-      ->check(CLI::PositiveNumber)
+      ->check(qgru::cli::positive_number())
       ->capture_default_str();
   command.add_option("--search-evaluations", cli->search.max_evaluations,
                      "search: at most this many model evaluations (the deterministic budget)")
-      ->check(CLI::PositiveNumber)
+      ->check(qgru::cli::positive_number())
       ->capture_default_str();
   command.add_option("--search-seconds", cli->search.max_seconds,
                      "search: stop after this many seconds (0: no time limit; a time limit makes the result depend "
                      "on the machine's speed)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(qgru::cli::non_negative_number())
       ->capture_default_str();
   command.add_flag("!--no-widening", cli->search.suggest_widening,
                    "search: do not score each activation tensor widened to 16 bits");
@@ -259,7 +274,7 @@ std::function<int()> setup_quantize(CLI::App& command) {
       "The statistics record the sha256 of the float weights they were calibrated on: another --model is refused "
       "(exit 1), or only warned about with --allow-model-mismatch.\n"
       "Examples:\n"
-      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 -o model.qgru.json\n"
+      "  qgru quantize --model gru.safetensors --stats stats.json --config int8 --scales multiplier -o model.qgru.json\n"
       "  qgru quantize --model gru.safetensors --stats stats.json --range-method search --data calib.npy \\\n"
       "      --search-evaluations 1000 --html calibration.html -o model.qgru.json");
   return [cli]() { return run_quantize(*cli); };

@@ -139,8 +139,8 @@ int run_verify(const VerifyCliOptions& cli) {
   if (!device_passed) throw qgru::Error("--device cuda: the CUDA executor differs from the CPU: " + device_failure);
   const double sqnr = report.output.sqnr_db();
   if (!std::isnan(cli.fail_below_sqnr) && !(sqnr >= cli.fail_below_sqnr)) {
-    throw qgru::Error("output SQNR " + std::to_string(sqnr) + " dB is below --fail-below-sqnr " +
-                      std::to_string(cli.fail_below_sqnr) + " dB");
+    // %g: a threshold of 1e300 is written as such, not as its 301 digits.
+    throw qgru::Error(fmt::format("output SQNR {:.6f} dB is below --fail-below-sqnr {:g} dB", sqnr, cli.fail_below_sqnr));
   }
   return qgru::kExitOk;
 }

@@ -9,6 +9,7 @@
 #include "qgru/base/message_text.h"
 #include "qgru/version.h"
 #include "subcommand.h"
+#include "subcommand_name.h"
 
 #ifdef QGRU_WITH_CUDA
 #include "qgru_cuda/device.h"
@@ -67,6 +68,16 @@ int main(int argc, char** argv) {
     command->callback([&runner, run] { runner = run; });
   }
 
+  // CLI11 would say only "A subcommand is required" for a word that names none (a typo).
+  if (const auto word = qgru::cli::subcommand_word(argc, argv)) {
+    std::vector<std::string> names;
+    for (const auto& entry : entries) names.push_back(entry.name);
+    const std::string message = qgru::cli::unknown_subcommand_message(*word, names);
+    if (!message.empty()) {
+      std::cerr << "qgru: error: " << qgru::printable(message) << " (see --help)" << std::endl;
+      return qgru::kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,6 +1,8 @@
 #include "shared_checks.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 
 #include "qgru/base/sha256.h"
 #include "qgru/base/weights_provenance.h"
@@ -16,6 +18,47 @@ const CLI::Validator& finite_number() {
         return {};
       },
       "FINITE");
+  return validator;
+}
+
+const CLI::Validator& int64_number() {
+  static const CLI::Validator validator(
+      [](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || end == nullptr || *end != '\0') return "expected a whole number, got '" + text + "'";
+        if (errno == ERANGE) return "'" + text + "' is outside the 64-bit integer range";
+        return {};
+      },
+      "INT64");
+  return validator;
+}
+
+namespace {
+
+// A number (as CLI11 reads it) that `accept` takes; else "expected `wanted`, got 'TEXT'".
+CLI::Validator number_check(bool (*accept)(double), const std::string& wanted, const std::string& name) {
+  return CLI::Validator(
+      [accept, wanted](std::string& text) -> std::string {
+        double value = 0.0;
+        if (!CLI::detail::lexical_cast(text, value) || !accept(value)) return "expected " + wanted + ", got '" + text + "'";
+        return {};
+      },
+      name);
+}
+
+}  // namespace
+
+const CLI::Validator& positive_number() {
+  static const CLI::Validator validator =
+      number_check([](double v) { return v > 0.0 && std::isfinite(v); }, "a finite number above 0", "POSITIVE");
+  return validator;
+}
+
+const CLI::Validator& non_negative_number() {
+  static const CLI::Validator validator =
+      number_check([](double v) { return v >= 0.0 && std::isfinite(v); }, "a finite number, 0 or above", "NONNEGATIVE");
   return validator;
 }
 

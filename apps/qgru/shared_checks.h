@@ -14,6 +14,15 @@ namespace qgru::cli {
 // through, so this validator goes first.
 const CLI::Validator& finite_number();
 
+// A 64-bit integer option's text: a whole number int64 holds. CLI11 reads a number past int64 as its largest
+// value, silently (99999999999999999999 as 2^63 - 1); this validator goes first and refuses it (exit 2).
+const CLI::Validator& int64_number();
+
+// A finite number above 0 / at or above 0 (CLI11's PositiveNumber and NonNegativeNumber name their bound as
+// the 309-digit largest double, and let an infinity through).
+const CLI::Validator& positive_number();
+const CLI::Validator& non_negative_number();
+
 // --allow-model-mismatch, with one help text wherever it appears.
 CLI::Option* add_allow_model_mismatch(CLI::App& command, bool& allow, const std::string& what);
 

@@ -11,22 +11,24 @@ import qgru
 from conftest import read_bytes, run_cli
 
 
-@pytest.mark.parametrize("config, method", [("int8", None), ("int16", "kl")])
-def test_calibrate_and_quantize_write_the_cli_bytes(cli, digits, tmp_path, config, method):
+@pytest.mark.parametrize("config, method, scales", [("int8", None, None), ("int16", "kl", None),
+                                                    ("int8", None, "multiplier")])
+def test_calibrate_and_quantize_write_the_cli_bytes(cli, digits, tmp_path, config, method, scales):
     method_args = [] if method is None else ["--method", method]
+    scales_args = [] if scales is None else ["--scales", scales]
     run_cli(cli, "calibrate", "--model", digits["model"], "--data", digits["calib"], *method_args,
             "-o", tmp_path / "cli_stats.json")
     (tmp_path / "cli").mkdir()
     (tmp_path / "py").mkdir()
     run_cli(cli, "quantize", "--model", digits["model"], "--stats", tmp_path / "cli_stats.json", "--config", config,
-            "-o", tmp_path / "cli" / "model.qgru.json")
+            *scales_args, "-o", tmp_path / "cli" / "model.qgru.json")
 
     stats = qgru.calibrate(digits["model"], digits["calib"], method=method)
     stats.save(tmp_path / "py_stats.json")
     assert read_bytes(tmp_path / "py_stats.json") == read_bytes(tmp_path / "cli_stats.json")
 
     # The artifact records the statistics' path: give the CLI's file, as `--stats` does.
-    artifact = qgru.quantize(digits["model"], os.fspath(tmp_path / "cli_stats.json"), config=config)
+    artifact = qgru.quantize(digits["model"], os.fspath(tmp_path / "cli_stats.json"), config=config, scales=scales)
     artifact.save(tmp_path / "py" / "model.qgru.json")
     for name in ("model.qgru.json", "model.qgru.safetensors"):
         assert read_bytes(tmp_path / "py" / name) == read_bytes(tmp_path / "cli" / name), name

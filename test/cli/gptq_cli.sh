@@ -145,7 +145,6 @@ expect_error missing_tensor "'nope.weight' not found" "${W[@]}" --tensor nope.we
 expect_error odd_k "'odd.weight' is \[16, 20\].*multiples of 8" "${W[@]}" --tensor odd.weight --activations "$DATA/x1.npy"
 expect_error hessian_shape "h.npy: Hessian has shape \[128, 128\], expected \[64, 64\]" "${W[@]}" --tensor fc2.weight \
   --hessian a/h.npy
-expect_error no_inputs "give --activations" "${W[@]}" --tensor fc1.weight
 expect_error kmajor_mismatch "expected \[K, M\] with K = 128" "${W[@]}" --tensor fc1.weight --activations "$DATA/x1.npy" \
   --activations-kmajor
 expect_error not_npy "x" "${W[@]}" --tensor fc1.weight --activations "$DATA/model.safetensors"

@@ -31,8 +31,8 @@ double quantile(const std::vector<double>& counts, double origin, double width, 
 
 MethodRange percentile_range(const TensorStats& stats, const TensorQuant& spec, double percentile,
                              bool include_zeros) {
-  if (!(percentile > 0 && percentile <= 100)) {
-    throw Error("percentile " + std::to_string(percentile) + " outside (0, 100]");
+  if (!(percentile > 50 && percentile <= 100)) {  // below 50 the two-sided range would be inverted
+    throw Error("percentile " + std::to_string(percentile) + " outside (50, 100]");
   }
   const auto& fine = stats.histogram.bins();
   const double width = stats.histogram.bin_width();

@@ -44,8 +44,10 @@ RangeMethod parse_range_method(const std::string& method) {
     const std::string number = rest.substr(colon + 1);
     char* end = nullptr;
     parsed.percentile = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !(parsed.percentile > 0 && parsed.percentile <= 100)) {
-      throw Error("method '" + method + "': percentile '" + number + "' is not a number in (0, 100]");
+    if (number.empty() || end != number.c_str() + number.size() || !(parsed.percentile > 50 && parsed.percentile <= 100)) {
+      // P% of the values are kept below the upper bound and above the lower one: at 50 or below the lower bound
+      // would reach the upper (an empty or inverted range).
+      throw Error("method '" + method + "': percentile '" + number + "' is not a number in (50, 100]");
     }
   } else if (colon != std::string::npos) {
     throw Error("method '" + method + "' is not one of " + kMethodList);

@@ -129,7 +129,8 @@ std::string column_order_name(const GptqOptions& options) {
 }
 
 int64_t group_count(int64_t K, int64_t group_size) {
-  return group_size == -1 ? 1 : (K + group_size - 1) / group_size;
+  // A group of K columns or more is one group: so written, K + group_size - 1 cannot overflow for any size.
+  return group_size == -1 || group_size >= K ? 1 : (K + group_size - 1) / group_size;
 }
 
 GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, std::vector<double> H,
@@ -146,7 +147,9 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
   auto start = std::chrono::steady_clock::now();
   const int64_t maxq = max_code(options.bits);
   const bool grouped = options.group_size != -1;
-  const int64_t gs = grouped ? options.group_size : K;
+  // A group wider than K is K wide for the parameters (one group, g_idx all 0): clamped so that g·gs and
+  // col + gs stay in range.
+  const int64_t gs = grouped ? std::min(options.group_size, K) : K;
 
   GptqResult result;
   result.N = N;
@@ -181,7 +184,9 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
 
   // 4. Act-order (descending diag(H) over all columns) or group-aware act-order (within each storage group,
   // groups by their largest diag(H)); ties kept in column order.
-  std::vector<int64_t> perm = column_order(H, K, grouped ? gs : K, options);
+  // The group size as asked: a group wider than K is a shorter last group, which group-aware order keeps in
+  // column order (with gs clamped to K it would be one full group, sorted).
+  std::vector<int64_t> perm = column_order(H, K, grouped ? options.group_size : K, options);
   if (options.act_order || options.group_aware) {
     std::vector<double> Wp(W.size()), Hp(H.size());
     for (int64_t n = 0; n < N; ++n) {
@@ -223,7 +228,9 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
 
   // 6. Blocks with lazy batch updates. Rows are independent inside a block: the group parameters come from
   // W (updated by earlier blocks only), so they are found at block start and each row then runs alone.
-  const int64_t B = options.block_size;
+  // A block wider than K is K wide (one block: the same arithmetic), so the block buffers below hold at most
+  // the N·K values the weight itself has, whatever --block-size asks for.
+  const int64_t B = std::min(options.block_size, K);
   std::vector<double> W1(static_cast<size_t>(N * B)), Err1(static_cast<size_t>(N * B));
   std::vector<int32_t> codes_perm(static_cast<size_t>(N * K));
   std::vector<const RowParams*> params_of(static_cast<size_t>(B));
@@ -307,7 +314,7 @@ GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, cons
   check_options(options);
   check_shapes(W, N, K);
   const int64_t maxq = max_code(options.bits);
-  const int64_t gs = options.group_size == -1 ? K : options.group_size;
+  const int64_t gs = options.group_size == -1 ? K : std::min(options.group_size, K);  // as gptq_quantize
   GptqResult result;
   result.N = N;
   result.K = K;

@@ -69,9 +69,21 @@ uint64_t physical_memory_bytes() {
   return bytes;
 }
 
-std::string gib(uint64_t bytes) {
+// bytes in the largest binary unit that leaves at least 1 of it (a 64×64 Hessian's 128 KiB is not "0.0 GiB").
+std::string memory_text(uint64_t bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024.0;
+    ++unit;
+  }
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
+  if (unit == 0) {
+    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  }
   return text;
 }
 
@@ -192,8 +204,8 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     if (needed > memory_bound) {
       throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
                   ": GPTQ needs its K×K float64 Hessian and work copies (" +
-                  (needed == UINT64_MAX ? std::string("more than 2^64 bytes") : gib(needed)) + " for K = " +
-                  std::to_string(weight.shape[1]) + "), more than the " + gib(memory_bound) +
+                  (needed == UINT64_MAX ? std::string("more than 2^64 bytes") : memory_text(needed)) + " for K = " +
+                  std::to_string(weight.shape[1]) + "), more than the " + memory_text(memory_bound) +
                   (options.max_hessian_bytes != 0 ? " allowed" : " of memory this machine has"));
     }
     if (job.activations.empty() && !options.activation_arrays.count(job.tensor) && job.hessian.empty()) {
@@ -265,7 +277,7 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     } catch (const std::bad_alloc&) {
       throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
                   ": out of memory for its K×K Hessian and work copies (about " +
-                  gib(hessian_bytes_needed(report.K, !options.save_hessian_path.empty())) + ")");
+                  memory_text(hessian_bytes_needed(report.K, !options.save_hessian_path.empty())) + ")");
     }
     report.seconds = seconds_since(start);
     report.damp_used = result.damp_used;

@@ -19,6 +19,7 @@
 #include "qgru/base/tensor.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/import/model_file_kind.h"
+#include "qgru/import/onnx_layer_link.h"
 
 namespace qgru {
 namespace {
@@ -330,33 +331,127 @@ const std::string& first_output(const NodeProto& node) {
   return node.output_size() > 0 ? node.output(0) : none;
 }
 
-// The GRU node whose X is fed by node `from`'s Y through the exporters' reshaping (or -1):
-//   one direction:  Y [T, 1, N, H] -> Squeeze(axes = [1]) -> X [T, N, H]
-//   two directions: Y [T, 2, N, H] -> Transpose(perm = [0, 2, 1, 3]) -> Reshape([T or 0, N or 0, 2H or -1]) -> X
-int next_gru(const Graph& g, int from, int directions, int hidden_size) {
-  const NodeProto& gru = g.node(from);
-  int at = g.single_consumer(gru.output(0));
-  if (at < 0) return -1;
-  if (directions == 1) {
-    const NodeProto& squeeze = g.node(at);
-    if (squeeze.op_type() != "Squeeze") return -1;
-    std::vector<int64_t> axes = ints_attribute(squeeze, "axes");  // opset < 13
-    if (axes.empty() && squeeze.input_size() > 1) constant_int(g, squeeze.input(1), axes);
-    if (axes != std::vector<int64_t>{1}) return -1;
-    at = g.single_consumer(first_output(squeeze));
-  } else {
-    const NodeProto& transpose = g.node(at);
-    if (transpose.op_type() != "Transpose" || ints_attribute(transpose, "perm") != std::vector<int64_t>{0, 2, 1, 3}) return -1;
-    at = g.single_consumer(first_output(transpose));
-    if (at < 0) return -1;
-    const NodeProto& reshape = g.node(at);
-    std::vector<int64_t> shape;
-    if (reshape.op_type() != "Reshape" || reshape.input_size() < 2 || constant_int(g, reshape.input(1), shape) != 3) return -1;
-    if (shape[0] < 0 || shape[1] < 0 || (shape[2] != -1 && shape[2] != 2 * int64_t{hidden_size})) return -1;
-    at = g.single_consumer(first_output(reshape));
+// The static dimensions the graph declares for `value` (its inputs, value_info and outputs), -1 where a
+// dimension is symbolic or absent; empty when the graph declares no shape for it.
+std::vector<int64_t> declared_dims(const Graph& g, const std::string& value) {
+  for (const auto* list : {&g.proto->input(), &g.proto->value_info(), &g.proto->output()}) {
+    for (const onnx::ValueInfoProto& info : *list) {
+      if (info.name() != value || !info.has_type() || !info.type().has_tensor_type() ||
+          !info.type().tensor_type().has_shape()) {
+        continue;
+      }
+      std::vector<int64_t> dims;
+      for (const auto& dim : info.type().tensor_type().shape().dim()) dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      return dims;
+    }
   }
-  if (at < 0 || g.node(at).op_type() != "GRU") return -1;
-  return at;
+  return {};
+}
+
+// The layout op `node` as onnx_link follows it; "" or why its arguments cannot be read.
+std::string layout_op_of(const Graph& g, const NodeProto& node, const std::string& name, onnx_link::LayoutOp& op) {
+  op.op_type = node.op_type();
+  op.name = name;
+  const std::string& type = node.op_type();
+  const char* attribute_name = type == "Transpose" ? "perm" : (type == "Squeeze" || type == "Unsqueeze") ? "axes" : nullptr;
+  if (attribute_name != nullptr && attribute(node, attribute_name) != nullptr) {
+    op.ints = ints_attribute(node, attribute_name);
+    op.has_ints = true;
+  }
+  if (type == "Flatten" && attribute(node, "axis") != nullptr) {
+    op.ints = {int_attribute(node, "axis", 1)};
+    op.has_ints = true;
+  }
+  if (type == "Reshape") op.allowzero = int_attribute(node, "allowzero", 0) != 0;
+  // Squeeze/Unsqueeze from opset 13 and Reshape take theirs as a second input, which must be a constant.
+  if ((type == "Squeeze" || type == "Unsqueeze" || type == "Reshape") && node.input_size() > 1 && !node.input(1).empty()) {
+    if (constant_int(g, node.input(1), op.ints) < 0) {
+      return type + " " + in_quotes(name) + ": its " + (type == "Reshape" ? "shape" : "axes") + " " +
+             in_quotes(node.input(1)) + " is not a constant (export with constant folding)";
+    }
+    op.has_ints = true;
+  }
+  return "";
+}
+
+// True when some GRU node consumes `value` or anything computed from it.
+bool feeds_a_gru(const Graph& g, const std::string& value) {
+  std::vector<std::string> pending = {value};
+  std::set<std::string> seen = {value};
+  while (!pending.empty()) {
+    const std::string current = pending.back();
+    pending.pop_back();
+    const auto it = g.consumers.find(current);
+    if (it == g.consumers.end()) continue;
+    for (int at : it->second) {
+      if (g.node(at).op_type() == "GRU") return true;
+      for (const std::string& out : g.node(at).output()) {
+        if (seen.insert(out).second) pending.push_back(out);
+      }
+    }
+  }
+  return false;
+}
+
+// The GRU node whose X is fed by node `from`'s Y through layout ops whose composed effect makes Y [T, D, N, H]
+// the next layer's X [T, N, D·H] (qgru/import/onnx_layer_link.h), or -1. When Y goes on into a GRU node or a
+// layout op but not as a next layer, `problem` says which op breaks the chain and how.
+int next_gru(const Graph& g, int from, int directions, int hidden_size, const std::string& gru_name, std::string& problem) {
+  const NodeProto& gru = g.node(from);
+  if (!feeds_a_gru(g, gru.output(0))) return -1;  // the last layer: nothing to explain
+  onnx_link::AxisSizes sizes;
+  sizes.D = directions;
+  sizes.H = hidden_size;
+  const std::vector<int64_t> x_dims = declared_dims(g, gru.input(0));  // [T, N, C]
+  const std::vector<int64_t> y_dims = declared_dims(g, gru.output(0));  // [T, D, N, H]
+  if (x_dims.size() == 3) {
+    sizes.T = x_dims[0];
+    sizes.N = x_dims[1];
+  } else if (y_dims.size() == 4) {
+    sizes.T = y_dims[0];
+    sizes.N = y_dims[2];
+  }
+  std::vector<onnx_link::Hypothesis> tensor = onnx_link::gru_output(sizes);
+  std::string value = gru.output(0);
+  std::string path;  // the ops followed so far, for messages
+  // A chain longer than the graph is a cycle (a malformed graph).
+  for (int steps = 0; steps <= g.proto->node_size(); ++steps) {
+    const int at = g.single_consumer(value);
+    if (at < 0) return -1;  // the end of the graph, or Y used twice: no layer stack
+    const NodeProto& node = g.node(at);
+    const std::string name = node.name().empty() ? node.op_type() + "#" + std::to_string(at) : node.name();
+    const bool onnx_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const std::string through = path.empty() ? "" : " (through " + path + ")";
+    if (node.op_type() == "GRU" && onnx_domain) {
+      if (node.input(0) != value) return -1;  // Y feeds another input than X (a state): no layer stack
+      problem = onnx_link::next_layer_input_problem(tensor);
+      if (!problem.empty()) {
+        problem = in_quotes(gru_name) + " feeds GRU " + in_quotes(name) + through + ", but " + problem;
+        return -1;
+      }
+      return at;
+    }
+    if (!onnx_domain || !onnx_link::is_layout_op(node.op_type())) {
+      problem = in_quotes(gru_name) + "'s output" + through + " goes on into " + node.op_type() + " " + in_quotes(name) +
+                ", which is not a layout op";
+      return -1;
+    }
+    if (node.input_size() < 1 || node.input(0) != value) {
+      problem = in_quotes(gru_name) + "'s output" + through + " enters " + node.op_type() + " " + in_quotes(name) +
+                " as another input than its data";
+      return -1;
+    }
+    onnx_link::LayoutOp op;
+    problem = layout_op_of(g, node, name, op);
+    if (problem.empty()) problem = onnx_link::apply_layout_op(op, tensor);
+    if (!problem.empty()) {
+      problem = in_quotes(gru_name) + "'s output" + through + ": " + problem;
+      return -1;
+    }
+    path += (path.empty() ? "" : ", ") + node.op_type() + " " + in_quotes(name);
+    value = first_output(node);
+  }
+  return -1;
 }
 
 Graph index_graph(const onnx::ModelProto& model, const std::string& source, const std::string& model_dir) {
@@ -416,15 +511,23 @@ OnnxGraphGrus inspect_graph(const Graph& g) {
     const OnnxGruNodeInfo& a = result.nodes[k];
     if (!a.problem.empty()) continue;
     const int D = a.direction == "bidirectional" ? 2 : 1;
-    const int to = a.layout == 0 ? next_gru(g, graph_node[k], D, a.hidden_size) : -1;
+    const int to = a.layout == 0 ? next_gru(g, graph_node[k], D, a.hidden_size, a.name, result.nodes[k].link_problem) : -1;
     // (a GRU of another domain than ONNX's is not one of the nodes described above: no chain to it)
     const auto b_info = node_of_info.find(to);
     if (to < 0 || b_info == node_of_info.end()) continue;
     const int b_index = b_info->second;
     const OnnxGruNodeInfo& b = result.nodes[static_cast<size_t>(b_index)];
-    if (!b.problem.empty() || b.direction != a.direction || b.hidden_size != a.hidden_size ||
-        b.linear_before_reset != a.linear_before_reset || b.layout != 0 || b.input_size != D * a.hidden_size ||
-        g.node(to).input(0) == g.node(graph_node[k]).output(0)) {
+    if (!b.problem.empty() || g.node(to).input(0) == g.node(graph_node[k]).output(0)) continue;
+    std::string differs;
+    if (b.direction != a.direction) differs = "direction " + b.direction + ", not " + a.direction;
+    if (b.hidden_size != a.hidden_size) differs = "H = " + std::to_string(b.hidden_size) + ", not " + std::to_string(a.hidden_size);
+    if (b.linear_before_reset != a.linear_before_reset) differs = "another linear_before_reset";
+    if (b.layout != 0) differs = "layout 1";
+    if (b.input_size != D * a.hidden_size) {
+      differs = "C = " + std::to_string(b.input_size) + ", not D·H = " + std::to_string(D * a.hidden_size);
+    }
+    if (!differs.empty()) {
+      result.nodes[k].link_problem = in_quotes(a.name) + " feeds GRU " + in_quotes(b.name) + " as its X, but that has " + differs;
       continue;
     }
     next[k] = b_index;
@@ -543,7 +646,12 @@ FloatGruModel onnx_gru_from_bytes(const uint8_t* data, size_t size, const std::s
   } else {
     std::string list;
     for (const auto& s : grus.stacks) list += (list.empty() ? "" : "; ") + stack_text(grus, s);
-    throw Error(source + ": the graph holds " + std::to_string(grus.stacks.size()) + " GRU stacks: " + list +
+    // Why a GRU's output that goes on into another GRU does not make one stack of them: the op that breaks it.
+    std::string breaks;
+    for (const OnnxGruNodeInfo& n : grus.nodes) {
+      if (!n.link_problem.empty()) breaks += "; " + n.link_problem;
+    }
+    throw Error(source + ": the graph holds " + std::to_string(grus.stacks.size()) + " GRU stacks: " + list + breaks +
                 "; pick one with --node NAME");
   }
   const OnnxGruNodeInfo& first = grus.nodes[static_cast<size_t>(stack->front())];
@@ -626,7 +734,8 @@ std::string describe_onnx_grus(const OnnxGraphGrus& grus) {
             (n.layout == 1 ? ", batch-first" : "") + (n.has_bias ? "" : ", no bias") +
             (n.sequence_lens.empty() ? "" : ", sequence_lens " + in_quotes(n.sequence_lens)) +
             (n.initial_h.empty() ? "" : ", initial_h " + in_quotes(n.initial_h)) + "; stack " + std::to_string(n.stack) +
-            " layer " + std::to_string(n.layer) + (n.problem.empty() ? "" : "; NOT READABLE: " + n.problem) + "\n";
+            " layer " + std::to_string(n.layer) + (n.problem.empty() ? "" : "; NOT READABLE: " + n.problem) +
+            (n.link_problem.empty() ? "" : "; not chained: " + n.link_problem) + "\n";
   }
   if (grus.nodes.empty()) text = "no GRU node\n";
   return text;

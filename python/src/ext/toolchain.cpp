@@ -31,6 +31,7 @@
 #include "qgru/quant/bitwidth_presets.h"
 #include "qgru/quant/quantize_gru.h"
 #include "qgru/quant/quantize_with_stats.h"
+#include "qgru/quant/scale_choice.h"
 #include "qgru/runtime/artifact.h"
 #include "qgru/search/range_search.h"
 #include "qgru/verify/calibration_report.h"
@@ -181,8 +182,13 @@ void write_calibration_html(const Statistics& stats, const std::string& path, co
 // files, [T, N, C] or batch-first), as `qgru quantize --data` gives it.
 std::unique_ptr<Artifact> quantize(const FloatModel& model, const Statistics& stats, const std::string& config_source,
                                    const std::string& range_method, const std::vector<Source>& data, bool batch_first,
-                                   const RangeSearchOptions& search_options) {
-  const BitwidthConfig config = load_bitwidth_config(config_source);
+                                   const RangeSearchOptions& search_options, const std::string& scales) {
+  BitwidthConfig config = load_bitwidth_config(config_source);
+  if (!scales.empty()) {  // as `qgru quantize --scales` (qgru/quant/scale_choice.h)
+    const std::string note = apply_scale_choice(config, parse_scale_choice(scales, "scales"),
+                                                bitwidth_config_file(config_source).empty());
+    if (!note.empty()) log()->info("quantize: {}", note);
+  }
   const QuantizeSources sources{model.path,    model.sha256, stats.path, stats.sha256,
                                 config_source, model.source, stats.source};
   check_quantize_inputs(model.gru, stats.stats, config, range_method, sources, false);
@@ -411,7 +417,7 @@ void bind_toolchain(nb::module_& m) {
       .def_rw("suggest_widening", &RangeSearchOptions::suggest_widening)
       .def_rw("threads", &RangeSearchOptions::threads);
   m.def("quantize", &quantize, nb::arg("model"), nb::arg("stats"), nb::arg("config"), nb::arg("range_method"),
-        nb::arg("data"), nb::arg("batch_first"), nb::arg("search_options"));
+        nb::arg("data"), nb::arg("batch_first"), nb::arg("search_options"), nb::arg("scales") = "");
   m.def("load_artifact", &load_artifact, nb::arg("path"));
   m.def("artifact_tensor_path", &artifact_tensor_path, nb::arg("json_path"));
   m.def("preset_names", &bitwidth_preset_names);

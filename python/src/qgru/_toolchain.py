@@ -135,7 +135,8 @@ def calibrate(model, data, method=None, *, percentile=None, exclude_zeros=False,
 
 
 def quantize(model, stats, config="int8", *, range_method=None, data=None, batch_first=None, search_sequences=None,
-             search_evaluations=None, search_seconds=None, widening=True, layout="auto", prefix=None, node=None):
+             search_evaluations=None, search_seconds=None, widening=True, layout="auto", prefix=None, node=None,
+             scales=None):
     """Quantize a float GRU with its calibration statistics and a bit-width config.
 
     ``qgru quantize`` as a function: power-of-two shifts and zero points from the statistics' ranges, the
@@ -156,6 +157,10 @@ def quantize(model, stats, config="int8", *, range_method=None, data=None, batch
             2000), ``search_seconds`` (default none), ``widening`` (also score each activation tensor at 16
             bits; the result is in the artifact's provenance).
         layout, prefix, node: as for ``calibrate``.
+        scales: ``"pow2"`` or ``"multiplier"``, as ``qgru quantize --scales``: every tensor's scale kind; with
+            ``"multiplier"`` (exact scales, every rescale a 32-bit multiplier: for CPUs and GPUs), tensors whose
+            range method nobody named get ranges that fit exact scales (the int8 preset's EMA ranges clip, which
+            powers of two hide; README "qgru quantize"). Default: the config's (the presets: powers of two).
 
     Returns:
         Artifact: run it (``run``, ``stream``), check it (``qgru.verify``), ``save`` it. Given the same
@@ -183,7 +188,7 @@ def quantize(model, stats, config="int8", *, range_method=None, data=None, batch
             setattr(options, name, value)
     options.suggest_widening = bool(widening)
     return Artifact(_qgru.quantize(float_model, stats._impl, os.fspath(config), range_method or "", items,
-                                   bool(batch_first), options))
+                                   bool(batch_first), options, scales or ""))
 
 
 def load(path):

@@ -54,6 +54,11 @@ TEST_CASE("method names parse, with percentile values and the +pow2 suffix") {
   CHECK_THROWS_WITH(qgru::parse_range_method("entropy"),
                     "method 'entropy' is not one of minmax, ema, kl, percentile[:P], mse, bounds (each optionally +pow2)");
   CHECK_THROWS_AS(qgru::parse_range_method("percentile:120"), qgru::Error);
+  // Two-sided: P% kept below the upper bound and above the lower one, so at 50 or below the range inverts.
+  CHECK_THROWS_WITH(qgru::parse_range_method("percentile:10"),
+                    "method 'percentile:10': percentile '10' is not a number in (50, 100]");
+  CHECK_THROWS_AS(qgru::parse_range_method("percentile:50"), qgru::Error);
+  CHECK(qgru::parse_range_method("percentile:50.5").percentile == 50.5);
   CHECK_THROWS_AS(qgru::parse_range_method("kl:3"), qgru::Error);
 }
 

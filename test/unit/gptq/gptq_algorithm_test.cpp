@@ -230,6 +230,35 @@ TEST_CASE("gptq_codes_match_plain_float64_reference_small_case") {
   check_against_plain(6, 24, 4, 16, 8, natural, false);   // K not a multiple of the group size: last group of 8
 }
 
+// --block-size and --group-size past K once allocated N·block_size doubles (a block of 10^8 columns on a
+// [16, 64] layer asked for 12.8 GB) and overflowed g·group_size: a block or group wider than K is K wide.
+TEST_CASE("gptq_block_or_group_wider_than_k_allocates_nothing_more_and_matches_one_block") {
+  const Order natural = Order::kNatural, act = Order::kActOrder, aware = Order::kGroupAware;
+  const int64_t huge = int64_t{1} << 40;
+  check_against_plain(16, 64, 4, -1, huge, natural, false);
+  check_against_plain(16, 64, 4, -1, INT64_MAX, act, false);
+  check_against_plain(16, 64, 4, huge, 16, aware, false);  // one group of K
+  check_against_plain(16, 64, 3, huge, huge, natural, true);
+  const auto W = normal_values(16 * 64, 5, 0.1);
+  const auto H = hessian_plain(activations_kmajor(64, 64, 4, 11), 64, 64);
+  qgru::gptq::GptqOptions options;
+  options.group_size = INT64_MAX;
+  options.block_size = INT64_MAX;
+  const auto one_group = qgru::gptq::gptq_quantize(W, 16, 64, H, options);
+  CHECK(one_group.G == 1);
+  CHECK(one_group.g_idx == std::vector<int32_t>(64, 0));
+  CHECK(qgru::gptq::rtn_quantize(W, 16, 64, options).G == 1);
+  // Groups inside one block take their parameters from W as the block found it (the reference's rule), so a
+  // block of 2^63 - 1 columns is exactly a block of K = 64.
+  options.group_size = 32;
+  const auto huge_block = qgru::gptq::gptq_quantize(W, 16, 64, H, options);
+  options.block_size = 64;
+  const auto k_block = qgru::gptq::gptq_quantize(W, 16, 64, H, options);
+  CHECK(huge_block.codes == k_block.codes);
+  CHECK(huge_block.scales == k_block.scales);
+  CHECK(huge_block.zeros == k_block.zeros);
+}
+
 TEST_CASE("gptq_group_aware_order_matches_plain_reference_and_keeps_storage_groups") {
   const Order aware = Order::kGroupAware;
   check_against_plain(4, 32, 4, 8, 8, aware, false);    // 4 groups reordered, each sorted inside

@@ -77,7 +77,7 @@ TEST_CASE("a layer over the memory bound is refused naming the tensor, before an
   options.max_hessian_bytes = uint64_t{64} << 20;
   const std::string error = error_of(options);
   CHECK(error.find(weights + ": tensor 'layer.weight' is [8, 4096]: GPTQ needs") == 0);
-  CHECK(error.find("(0.5 GiB for K = 4096), more than the 0.1 GiB allowed") != std::string::npos);
+  CHECK(error.find("(512.0 MiB for K = 4096), more than the 64.0 MiB allowed") != std::string::npos);
   CHECK(!std::filesystem::exists(options.output_path));
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("K that no machine could hold is refused under the default bound (phys
   const gptq::JobOptions options = job_for(weights, scratch.path("absent.npy"), scratch);
   const std::string error = error_of(options);
   CHECK(error.find(weights + ": tensor 'layer.weight' is [8, 262144]: GPTQ needs") == 0);
-  CHECK(error.find("(2048.0 GiB for K = 262144)") != std::string::npos);
+  CHECK(error.find("(2.0 TiB for K = 262144)") != std::string::npos);
   CHECK(error.find("of memory this machine has") != std::string::npos);
 }
 
@@ -105,6 +105,8 @@ TEST_CASE("the memory bound is inclusive: a layer needing exactly the bound runs
   gptq::JobOptions options = job_for(weights, activations, scratch);
   options.max_hessian_bytes = gptq::hessian_bytes_needed(K, false) - 1;
   CHECK(error_of(options).find("tensor 'layer.weight' is [8, 64]: GPTQ needs") != std::string::npos);
+  // A small layer's size in a unit that shows it (4·64·64·8 bytes), not "0.0 GiB".
+  CHECK(error_of(options).find("(128.0 KiB for K = 64), more than the 128.0 KiB allowed") != std::string::npos);
   CHECK(!std::filesystem::exists(options.output_path));
   options.max_hessian_bytes = gptq::hessian_bytes_needed(K, false);
   const auto reports = gptq::run_job(options);

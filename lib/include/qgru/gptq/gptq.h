@@ -27,13 +27,13 @@ namespace qgru::gptq {
 // documents as its own; `qgru gptq` starts from recommended_options().
 struct GptqOptions {
   int bits = 4;                 // 2, 3, 4 or 8
-  int64_t group_size = 128;     // -1: one group per row (no groups)
+  int64_t group_size = 128;     // -1: one group per row (no groups); a group wider than K is K wide
   bool act_order = false;       // desc_act; takes precedence over group_aware
   bool group_aware = false;     // group-aware act-order (act_group_aware); ignored when act_order
   bool static_groups = false;   // group parameters from the original W
   bool sym = false;
   double damp = 0.01;           // damp_percent
-  int64_t block_size = 128;     // lazy-batch block
+  int64_t block_size = 128;     // lazy-batch block; a block wider than K is K wide (buffers stay N·K)
   int max_damp_retries = 4;     // damping × 10 each time H is not positive definite
 };
 

@@ -6,9 +6,11 @@
 // Constant nodes, stored inline or in external data files beside the model; the ONNX gate order z, r, h is
 // qgru's z, r, n (qgru/gru_tensors.h), so rows are taken as they are; direction forward or bidirectional;
 // hidden_size; linear_before_reset (1: PyTorch's cell, 0: the ONNX default and Keras reset_after=False, see
-// FloatGruModel::linear_before_reset). A layer stack is a chain of GRU nodes as exporters write it: layer
-// l's Y [T, D, N, H] feeds layer l+1's X through Squeeze(axis 1) (one direction) or Transpose(0, 2, 1, 3) +
-// Reshape([T, N, 2H]) (two directions).
+// FloatGruModel::linear_before_reset). A layer stack is a chain of GRU nodes: layer l's Y [T, D, N, H] feeds
+// layer l+1's X through layout ops (Identity, Squeeze, Unsqueeze, Transpose, Reshape, Flatten) whose composed
+// effect is X = [T, N, D·H], directions concatenated (qgru/import/onnx_layer_link.h): exporters write
+// Squeeze(axis 1) for one direction and Transpose(0, 2, 1, 3) + Reshape([T, N, 2H]) for two, and any other
+// spelling with that effect is the same stack.
 // What is refused, with the node's name: clip, activations other than Sigmoid, Tanh, direction "reverse"
 // alone, a weight computed by other nodes (export with constant folding), a constant non-zero initial_h
 // (qgru's h0 comes from --h0), external data outside the model's folder, sizes that disagree.
@@ -36,6 +38,8 @@ struct OnnxGruNodeInfo {
   std::string sequence_lens;    // the value's name, empty when not connected
   std::string initial_h;
   std::string problem;          // why qgru cannot import this node; empty when it can
+  std::string link_problem;     // why its output, going on into layout ops or a GRU, is no next layer's X
+                                // (the op that breaks the chain); empty when it is, or the output ends there
   int stack = -1;               // index into OnnxGraphGrus::stacks
   int layer = 0;                // position in its stack
 };
@@ -64,7 +68,8 @@ FloatGruModel load_onnx_gru(const std::string& path, const std::string& node);
 // that is not an ONNX model or does not parse: its reader reports that.
 std::vector<std::string> onnx_external_data_files(const std::string& path);
 
-// One line per GRU node for people: name, C, H, direction, linear_before_reset, activations, stack.
+// One line per GRU node for people: name, C, H, direction, linear_before_reset, activations, stack, and why
+// its output does not chain into the GRU it reaches, when it does not.
 std::string describe_onnx_grus(const OnnxGraphGrus& grus);
 
 }  // namespace qgru

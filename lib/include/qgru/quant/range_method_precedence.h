@@ -2,7 +2,9 @@
 // Which range method quantize uses for each observed tensor, and a one-line account of it when the config's
 // methods (or --range-method) override the statistics' default (`qgru calibrate --method`). Precedence:
 // quantize --range-method > the config's per-tensor range_method > the config's top-level range_method >
-// the statistics' method.
+// the statistics' method. `quantize --scales multiplier` fills in, before this, the per-tensor methods that
+// nobody named (a preset's, or none in a config file, so the statistics') with ones that fit exact scales
+// (qgru/quant/scale_choice.h): below --range-method and a config file's own methods, above the rest.
 #include <string>
 
 #include "qgru/gru_tensors.h"
