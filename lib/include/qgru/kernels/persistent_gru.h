@@ -1,0 +1,269 @@
+#pragma once
+// The persistent GRU recurrence (cuda/src/persistent_gru.cu): ONE launch runs all T steps of one cell (one layer,
+// one direction) of the int8 path. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
+// qgru/kernels/persistent_gru_emulation.h runs the same functions block by block on the host.
+//
+// Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch); block b owns the
+// hidden units [b·U, min(H, (b+1)·U)) and all three gate rows (z, r, n) of R for them, loaded once into shared memory.
+// Each step it computes R·h for its rows (dp4a, int32 accumulation), then the shared cell (gru_cell_element,
+// qgru/fixed/gru_cell.h) on its own units, and writes the new h codes of its units into a global exchange buffer.
+// W·x of every step stays one GEMM up front (cuBLAS, the B-1 path of gru_cell_cuda.cu).
+//
+// Exchange and synchronization (one grid-wide arrival counter, monotonic over the launch, zeroed before it):
+//   linear_before_reset = 1 (one phase per step): at step s a block waits until B·s arrivals (every block has
+//     published step s-1), stages h_s from exchange buffer parity(s) into shared memory, computes, writes h_{s+1}
+//     of its units into buffer parity(s+1), then publishes (one arrival). Double buffering makes one wait per step
+//     enough: the buffer a block writes at step s was last read at step s-1, and every block finished step s-1
+//     (its reads precede its arrival) before any block passes the wait of step s.
+//   linear_before_reset = 0 (two phases per step, docs/FIXED_POINT.md §3a): the n gate needs R_n·(r ⊙ h) over ALL
+//     units, so a step exchanges twice: phase A stages h_s, computes the z and r rows, writes q_reset_hidden of its
+//     units into the (single) reset buffer and publishes; phase B waits for every block's phase A, stages the reset
+//     buffer, computes the n rows, runs the cell and writes h_{s+1} into buffer parity(s+1), and publishes. The
+//     reset buffer is written at phase A of step s after every block finished phase B of step s-1 (its last reader).
+// A block's own h codes as int32 (h_state) are read and written by the same thread of the same block only.
+// Waits spin with acquire loads, publishes are release reductions after a __syncthreads (cuda/src/persistent_gru.cu);
+// a wait longer than kPersistentSpinLimitNs sets the launch's error word, every waiting block gives up and the host
+// throws instead of hanging.
+//
+// Exactness: the dot products run dp4a on int8 operands (R's codes and h's stored codes, both in [-128, 127]), so
+// each product has |a·b| <= 2^14 and any partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for
+// H_p < 2^17 (plan_gru_gemm refuses longer reductions; this plan's shared memory limit is far below): int32 holds
+// every intermediate exactly, so the order of the lanes' partial sums does not matter. The cell's arithmetic is
+// gru_cell_element's, code for code.
+//
+// The 16-bit operand path (Wide16) has no persistent kernel: it stays on the per-step path (plan refuses it).
+#include <cstdint>
+#include <string>
+
+#include "qgru/fixed/gru_cell.h"
+#include "qgru/hd.h"
+#include "qgru/kernels/gru_step.h"
+#include "qgru/kernels/int8_gemm_layout.h"
+
+namespace qgru::kernels {
+
+inline constexpr int kPersistentThreads = 256;  // 8 warps
+inline constexpr int kPersistentLanes = 32;     // lanes that split one dot product (a warp)
+inline constexpr int kPersistentWarps = kPersistentThreads / kPersistentLanes;
+// The units-per-block configurations the kernel may run (the table plan_persistent_gru picks from).
+inline constexpr int kPersistentUnitChoices[] = {8, 16, 32, 64, 128, 256};
+// The smallest slice the plan takes by default: below it the per-step barrier dominates a block's work.
+// Not measured yet (no GPU has run the kernel): the benchmark sweeps PersistentGruTuning::units_per_block.
+inline constexpr int kPersistentDefaultMinUnits = 16;
+// A wait longer than this (globaltimer nanoseconds) is a failure, reported instead of spinning forever.
+inline constexpr int64_t kPersistentSpinLimitNs = 2'000'000'000;
+
+// What the device offers (cuda/src/persistent_gru.cu asks cudaDeviceGetAttribute).
+struct PersistentDevice {
+  int sm_count = 0;
+  int64_t smem_optin_bytes = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
+  bool cooperative_launch = false;
+};
+
+struct PersistentGruTuning {
+  int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
+};
+
+// Shared memory of one block, in bytes from the dynamic shared memory's start (each region 16-byte aligned):
+//   R slice [3·U, H_p] int8, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
+//   staging [N, H_p] int8: h_s (or q_reset_hidden) of every unit, stored codes (q - h_offset);
+//   acc [N, 3·U] int32: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell).
+struct PersistentSmemLayout {
+  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, total_bytes = 0;
+};
+
+QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t N) {
+  PersistentSmemLayout s;
+  s.r_bytes = 3 * units_per_block * H_p;
+  s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
+  s.stage_bytes = N * H_p;
+  s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
+  s.acc_bytes = 4 * N * 3 * units_per_block;
+  s.total_bytes = persistent_align16(s.acc_offset + s.acc_bytes);
+  return s;
+}
+
+struct PersistentGruPlan {
+  bool persistent = false;
+  std::string reason;  // why the cell takes the per-step path (empty when persistent)
+  int64_t H = 0, H_p = 0, N = 0, N_p = 0;
+  int64_t units_per_block = 0, blocks = 0;
+  int threads = kPersistentThreads;
+  int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
+  PersistentSmemLayout smem;
+  // "persistent (B blocks x U units, smem S)" or "per-step: <reason>"
+  std::string describe() const {
+    if (!persistent) return "per-step: " + reason;
+    return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units, smem " +
+           std::to_string(smem.total_bytes) + ")";
+  }
+};
+
+// The plan for a cell of hidden size H at batch N on `device`: persistent when the operands take the int8 path, the
+// device launches cooperatively, ceil(H / U) blocks fit one per multiprocessor and one block's shared memory fits;
+// else the per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
+// kPersistentDefaultMinUnits whose block count fits the multiprocessors. The occupancy check of the compiled
+// kernel at the plan's shared memory comes after (persistent_occupancy_refusal).
+inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
+  PersistentGruPlan plan;
+  plan.H = H;
+  plan.N = N;
+  plan.H_p = pad_to_multiple(H, kInt8GemmMultiple);
+  plan.N_p = pad_to_multiple(N, kInt8GemmMultiple);
+  plan.phases_per_step = reset_before_linear ? 2 : 1;
+  const std::string shape = " (H=" + std::to_string(H) + " N=" + std::to_string(N) + ")";
+  auto refuse = [&](const std::string& why) {
+    plan.persistent = false;
+    plan.reason = why + shape;
+    return plan;
+  };
+  if (path != GruGemmPath::Int8) return refuse("16-bit operands have no persistent kernel");
+  if (H < 1 || N < 1) return refuse("every size must be at least 1");
+  if (plan.H_p > kInt8GemmMaxK) return refuse("a reduction this long could overflow dp4a's int32 accumulation");
+  if (!device.cooperative_launch) return refuse("the device does not support cooperative launches");
+  if (device.sm_count < 1) return refuse("the device reports no multiprocessors");
+  if (tuning.units_per_block != 0) {
+    bool listed = false;
+    for (int u : kPersistentUnitChoices) listed = listed || u == tuning.units_per_block;
+    if (!listed) return refuse("units per block " + std::to_string(tuning.units_per_block) + " is not a configuration");
+    plan.units_per_block = tuning.units_per_block;
+  } else {
+    for (int u : kPersistentUnitChoices) {
+      if (u < kPersistentDefaultMinUnits || (H + u - 1) / u > device.sm_count) continue;
+      plan.units_per_block = u;
+      break;
+    }
+    if (plan.units_per_block == 0) return refuse("H needs more blocks than the device has multiprocessors");
+  }
+  plan.blocks = (H + plan.units_per_block - 1) / plan.units_per_block;
+  if (plan.blocks > device.sm_count) {
+    return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
+  }
+  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, N);
+  if (plan.smem.total_bytes > device.smem_optin_bytes) {
+    return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
+                  "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
+  }
+  plan.persistent = true;
+  return plan;
+}
+
+// The refusal when the compiled kernel, at the plan's shared memory, cannot keep every block resident (a spinning
+// barrier with a block that never starts would deadlock); "" when blocks_per_sm · sm_count >= blocks.
+inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, int blocks_per_sm, int sm_count) {
+  if (int64_t{blocks_per_sm} * sm_count >= plan.blocks) return "";
+  return "occupancy: " + std::to_string(blocks_per_sm) + " resident block(s) per multiprocessor x " +
+         std::to_string(sm_count) + " < " + std::to_string(plan.blocks) + " blocks at " +
+         std::to_string(plan.smem.total_bytes) + " bytes of shared memory";
+}
+
+// ---- the slice a block owns and the smem rows it loads ----
+
+struct PersistentSlice {
+  int64_t j0 = 0;     // first unit
+  int64_t units = 0;  // owned units (the last block may own fewer than U)
+};
+QGRU_HD PersistentSlice persistent_block_slice(int64_t H, int64_t units_per_block, int64_t block) {
+  const int64_t j0 = block * units_per_block;
+  const int64_t end = j0 + units_per_block < H ? j0 + units_per_block : H;
+  return {j0, end > j0 ? end - j0 : 0};
+}
+// R's packed row (int8 [rows_p, H_p], row c = g·H + j) that slice row g·U + u holds; -1 for a unit past H (zeros).
+QGRU_HD int64_t persistent_r_source_row(int64_t H, int64_t units_per_block, const PersistentSlice& slice, int64_t slice_row) {
+  const int64_t g = slice_row / units_per_block, u = slice_row % units_per_block;
+  return u < slice.units ? g * H + slice.j0 + u : -1;
+}
+
+// ---- the step protocol ----
+
+// The exchange buffer (0 or 1) that holds h_s, read at step s; step s writes h_{s+1} into parity(s + 1).
+QGRU_HD int persistent_h_parity(int64_t step) { return static_cast<int>(step & 1); }
+// The phase index of part `part` (0: A / the only one, 1: B) of step s; phases run 0, 1, 2, ... in order.
+QGRU_HD int64_t persistent_phase(int64_t step, int part, int phases_per_step) { return step * phases_per_step + part; }
+// Arrivals on the counter before phase k may start: every block published phases 0 .. k-1.
+QGRU_HD uint64_t persistent_arrivals_before(int64_t phase, int64_t blocks) {
+  return static_cast<uint64_t>(phase) * static_cast<uint64_t>(blocks);
+}
+// The error word's codes (cuda/src/persistent_gru.cu): 0 none; kPersistentTimeout a wait ran past the limit.
+inline constexpr int kPersistentTimeout = 1;
+
+// ---- the arithmetic ----
+
+// dp4a: c + Σ_{i<4} a.byte_i · b.byte_i, bytes signed. |each product| <= 2^14; see the header's overflow note.
+QGRU_HD int32_t persistent_dp4a(int32_t a, int32_t b, int32_t c) {
+#if defined(__CUDA_ARCH__)
+  return __dp4a(a, b, c);
+#else
+  for (int i = 0; i < 4; ++i) {
+    const int32_t ai = static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i) & 0xFFu);
+    const int32_t bi = static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i) & 0xFFu);
+    c += ai * bi;
+  }
+  return c;
+#endif
+}
+
+// One lane's share of the dot product of two int8 rows of `words` 4-byte words (H_p / 4): words lane, lane + lanes, ...
+// The warp sums the lanes' shares (the kernel with shuffles, the emulation in a loop); exact in int32 (see above).
+QGRU_HD int32_t persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
+  int32_t acc = 0;
+  for (int64_t w = lane; w < words; w += lanes) acc = persistent_dp4a(a_words[w], b_words[w], acc);
+  return acc;
+}
+
+// Dot product p of a phase's rows_in_phase·N products: slice row first_row + p % rows_in_phase against staged row
+// p / rows_in_phase; its accumulator lands at acc[n·3U + slice row].
+struct PersistentDotIndex {
+  int64_t slice_row, n;
+};
+QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, int64_t rows_in_phase) {
+  return {first_row + p % rows_in_phase, p / rows_in_phase};
+}
+
+// The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
+// of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's acc
+// ([N, 3U] int32, gate g of unit u at n·3U + g·U + u), gru_cell_element, and the new state in all three places:
+// h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
+// old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
+QGRU_HD void persistent_step_element(const GruCellParamsView& view, const int32_t* gemm_x_t, int64_t ldc, const int32_t* acc,
+                                     int64_t units_per_block, int32_t x_offset, int32_t h_offset, int32_t* h_state,
+                                     int8_t* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
+                                     const int32_t* lengths, int64_t t) {
+  const int64_t H = view.hidden_size;
+  const bool padding = lengths != nullptr && t >= lengths[n];
+  int32_t q_h = h_state[n * H + j];
+  if (!padding) {
+    GruCellAccumulators a;
+    for (int g = 0; g < 3; ++g) {
+      const int64_t c = g * H + j;
+      a.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
+      // the n rows of the linear_before_reset = 0 cell hold R_n·(r ⊙ h), q_reset_hidden stored like h
+      a.gemm_h[g] = raw_gemm_accumulator(acc[n * 3 * units_per_block + g * units_per_block + u], h_offset, view.R_sum[c]);
+    }
+    q_h = gru_cell_element(view, j, a, q_h, nullptr);
+    h_state[n * H + j] = q_h;
+  }
+  // Fits int8: h's code range passed int8_operand_offset with this offset (the int8 path's plan).
+  h_next[n * H_p + j] = static_cast<int8_t>(q_h - h_offset);
+  out_t[n * H + j] = padding ? view.h.zp : q_h;
+}
+
+// Phase A of the linear_before_reset = 0 cell for unit j: q_reset_hidden from the r channel's accumulators and the old
+// state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
+QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const int32_t* gemm_x_t, int64_t ldc,
+                                             const int32_t* acc, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
+                                             const int32_t* h_state, int8_t* reset_out, int64_t H_p, int64_t n, int64_t u,
+                                             int32_t j) {
+  const int64_t c = view.hidden_size + j;
+  const int32_t q_reset_hidden = gru_cell_reset_hidden(
+      view, j, raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]),
+      raw_gemm_accumulator(acc[n * 3 * units_per_block + units_per_block + u], h_offset, view.R_sum[c]),
+      h_state[n * view.hidden_size + j]);
+  // Fits int8: q_reset_hidden lies in h's code range.
+  reset_out[n * H_p + j] = static_cast<int8_t>(q_reset_hidden - h_offset);
+}
+
+}  // namespace qgru::kernels
