@@ -1,12 +1,16 @@
 // GruCellCuda: the GEMMs (cuBLAS int8, or the wide 16-bit kernel) + one elementwise kernel per step calling
 // gru_cell_element (the linear_before_reset = 0 cell: two GEMMs and two elementwise kernels per step). The flow is
 // kernels::emulate_gru_cell (qgru/kernels/gru_step.h) with the device doing the GEMMs; every kernel body is
-// QGRU_HD code the CPU tests run.
+// QGRU_HD code the CPU tests run. Where the persistent plan takes an int8 cell (GruRecurrence::Persistent), B-1 and
+// then ONE launch of the persistent kernel (cuda/src/persistent_gru.cu; its host emulation is
+// kernels::emulate_persistent_gru_cell).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/persistent_gru.h"
 #include "qgru/kernels/wide_gemm.h"
 #include "qgru/kernels/workspace.h"
 #include "qgru/fixed/gru_cell.h"
@@ -24,6 +29,7 @@
 #include "qgru_cuda/gru_cell_cuda.h"
 #include "blas_handle.h"
 #include "cuda_uploader.h"
+#include "persistent_gru_launch.h"
 #include "pinned_buffer.h"
 #include "step_graph.h"
 
@@ -145,6 +151,13 @@ std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const k
 
 }  // namespace
 
+GruRecurrence recurrence_from_environment() {
+  const char* value = std::getenv("QGRU_CUDA_GRU_PATH");
+  if (value == nullptr || std::string(value).empty() || std::string(value) == "step") return GruRecurrence::Step;
+  if (std::string(value) == "persistent") return GruRecurrence::Persistent;
+  throw Error("QGRU_CUDA_GRU_PATH=" + std::string(value) + ": expected persistent or step");
+}
+
 struct GruCellCuda::Impl {
   int64_t H = 0, C = 0;
   kernels::GruOperandPlan plan;
@@ -164,6 +177,10 @@ struct GruCellCuda::Impl {
   mutable StepGraph steps;           // the time loop, captured once per shape
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
   mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
+  GruRecurrence recurrence = GruRecurrence::Step;  // resolved: Step or Persistent
+  kernels::PersistentDevice device;                 // what the persistent plan may use (int8 cells)
+  mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
+  mutable int64_t last_N = 1;                      // describe_path()'s batch size
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
@@ -173,7 +190,34 @@ struct GruCellCuda::Impl {
                           const int32_t* lengths) const;
   const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                             const int32_t* lengths) const;
+  const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T, int64_t N,
+                                const std::vector<int32_t>& h0, bool reverse, const int32_t* lengths) const;
+  // The persistent plan at batch N (refused with the reason on the Step recurrence, the wide path, a shape that does
+  // not fit or an occupancy the device cannot give), computed once per N.
+  const kernels::PersistentGruPlan& persistent_plan(int64_t N) const {
+    auto found = persistent_plans.find(N);
+    if (found != persistent_plans.end()) return found->second;
+    kernels::PersistentGruPlan p;
+    if (recurrence != GruRecurrence::Persistent) {
+      p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent) until a GPU self-test has passed";
+    } else if (wide() && !fallback.empty()) {
+      p.reason = "16-bit operands have no persistent kernel (the int8 GEMM was refused: " + fallback + ")";
+    } else {
+      p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device);
+      if (p.persistent) {
+        const std::string refused = persistent_occupancy(p);
+        if (!refused.empty()) {
+          p.persistent = false;
+          p.reason = refused;
+        }
+      }
+    }
+    return persistent_plans.emplace(N, p).first->second;
+  }
   kernels::WorkspaceCarve workspace_carve(int64_t N, int64_t T) const {
+    if (!wide() && persistent_plan(N).persistent) {
+      return kernels::persistent_gru_workspace(kernels::plan_gru_gemm(H, C, N, T), reset_before_linear);
+    }
     return kernels::gru_cell_workspace(plan.path, H, C, N, T, reset_before_linear);
   }
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
@@ -204,9 +248,10 @@ struct GruCellCuda::Impl {
 };
 
 GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const int32_t* q_R, int input_size,
-                         const CodeSpace& x_space, void* stream, void* blas_handle)
+                         const CodeSpace& x_space, void* stream, void* blas_handle, GruRecurrence recurrence)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
+  d.recurrence = recurrence == GruRecurrence::FromEnvironment ? recurrence_from_environment() : recurrence;
   d.H = v.hidden_size;
   d.C = input_size;
   d.reset_before_linear = v.reset_before_linear;
@@ -228,6 +273,7 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
 
   require_device();
   if (!d.wide()) {
+    d.device = persistent_device();
     if (blas_handle == nullptr) {
       d.own_handle = BlasHandle(d.stream);
       d.handle = d.own_handle.get();
@@ -262,6 +308,50 @@ const std::string& GruCellCuda::fallback_reason() const { return impl_->fallback
 
 int64_t GruCellCuda::workspace_bytes(int T, int N) const {
   return impl_->workspace_carve(N, T).total_bytes;
+}
+
+std::string GruCellCuda::describe_path(int N) const { return impl_->persistent_plan(N).describe(); }
+
+std::string GruCellCuda::describe_path() const { return describe_path(static_cast<int>(impl_->last_N)); }
+
+// B-1 for every step (cuBLAS), then one cooperative launch of the persistent kernel for all T steps.
+const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T,
+                                                 int64_t N, const std::vector<int32_t>& h0, bool reverse,
+                                                 const int32_t* lengths) const {
+  const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
+  const kernels::WorkspaceCarve w = reserve(kernels::persistent_gru_workspace(l, reset_before_linear));
+  PersistentGruArgs a;
+  int8_t* x8 = region<int8_t>(workspace, w, 0);
+  a.h_exchange = region<int8_t>(workspace, w, 1);
+  auto* gemm_x = region<int32_t>(workspace, w, 2);
+  a.gemm_x = gemm_x;
+  a.h_state = region<int32_t>(workspace, w, 3);
+  a.out = region<int32_t>(workspace, w, 4);
+  a.reset_exchange = reset_before_linear ? region<int8_t>(workspace, w, 5) : nullptr;
+  a.arrivals = region<unsigned long long>(workspace, w, 6);
+  a.error = reinterpret_cast<int*>(a.arrivals + 1);
+  a.R8 = static_cast<const int8_t*>(R);
+  a.lengths = lengths;
+  a.T = T;
+  a.N_p = l.N_p;
+  a.rows_p = l.rows_p;
+  a.x_offset = plan.x_offset;
+  a.h_offset = plan.h_offset;
+  a.reverse = reverse;
+  // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
+  upload_operands<int8_t>(q_x, T, N, h0, l, x8, a.h_exchange);
+  copy_to_device(a.h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  QGRU_CUDA_CHECK(cudaMemsetAsync(a.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
+  QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x8, gemm_x));
+  launch_persistent_gru(p, device_view, a, stream);
+  const int32_t* codes = copy_out(a.out, l.output_bytes);  // synchronizes
+  int error[3] = {0, 0, 0};
+  QGRU_CUDA_CHECK(cudaMemcpy(error, a.error, sizeof(error), cudaMemcpyDeviceToHost));
+  if (error[0] != 0) {
+    throw CudaFailure("persistent GRU kernel (" + p.describe() + "): block " + std::to_string(error[1]) + " waited more than " +
+                      std::to_string(kernels::kPersistentSpinLimitNs / 1000000) + " ms for phase " + std::to_string(error[2]));
+  }
+  return codes;
 }
 
 const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
@@ -365,7 +455,11 @@ const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, c
     copy_to_device(lengths_buffer.data(), lengths, bytes, stream);
     device_lengths = static_cast<const int32_t*>(lengths_buffer.data());
   }
-  return wide() ? run_wide(q_x, T, N, h0, reverse, device_lengths) : run_int8(q_x, T, N, h0, reverse, device_lengths);
+  last_N = N;
+  if (wide()) return run_wide(q_x, T, N, h0, reverse, device_lengths);
+  const kernels::PersistentGruPlan& p = persistent_plan(N);
+  if (p.persistent) return run_persistent(p, q_x, T, N, h0, reverse, device_lengths);
+  return run_int8(q_x, T, N, h0, reverse, device_lengths);
 }
 
 std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,

@@ -39,6 +39,7 @@
 #include "qgru/hd.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/workspace.h"
 
 namespace qgru::kernels {
 
@@ -67,9 +68,11 @@ struct PersistentGruTuning {
 // Shared memory of one block, in bytes from the dynamic shared memory's start (each region 16-byte aligned):
 //   R slice [3·U, H_p] int8, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
 //   staging [N, H_p] int8: h_s (or q_reset_hidden) of every unit, stored codes (q - h_offset);
-//   acc [N, 3·U] int32: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell).
+//   acc [N, 3·U] int32: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
+//   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
 struct PersistentSmemLayout {
-  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, total_bytes = 0;
+  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, flag_offset = 0,
+          total_bytes = 0;
 };
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -81,7 +84,8 @@ inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int6
   s.stage_bytes = N * H_p;
   s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
   s.acc_bytes = 4 * N * 3 * units_per_block;
-  s.total_bytes = persistent_align16(s.acc_offset + s.acc_bytes);
+  s.flag_offset = persistent_align16(s.acc_offset + s.acc_bytes);
+  s.total_bytes = s.flag_offset + 16;
   return s;
 }
 
@@ -158,6 +162,16 @@ inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, i
   return "occupancy: " + std::to_string(blocks_per_sm) + " resident block(s) per multiprocessor x " +
          std::to_string(sm_count) + " < " + std::to_string(plan.blocks) + " blocks at " +
          std::to_string(plan.smem.total_bytes) + " bytes of shared memory";
+}
+
+// The device workspace of one persistent run (GruCellCuda), regions in this order: x for every step [T·N_p, C_p] int8,
+// the two h exchange buffers [2][N_p, H_p] int8 (buffer 0 takes the packed h0), gemm_x [T·N_p, rows_p] int32, the
+// state [N, H] int32, the output [T, N, H] int32, the reset exchange buffer [N_p, H_p] int8 (the linear_before_reset
+// = 0 cell; 0 bytes otherwise), and the synchronization words (the u64 arrival counter, then three int32 error words).
+inline constexpr int64_t kPersistentSyncBytes = 32;
+inline WorkspaceCarve persistent_gru_workspace(const GruGemmLayout& l, bool reset_before_linear) {
+  return carve_workspace({l.x_bytes, 2 * l.h_bytes, l.gemm_x_bytes, l.state_bytes, l.output_bytes,
+                          reset_before_linear ? l.h_bytes : 0, kPersistentSyncBytes});
 }
 
 // ---- the slice a block owns and the smem rows it loads ----

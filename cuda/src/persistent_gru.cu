@@ -1,0 +1,219 @@
+// The persistent GRU recurrence: one cooperative launch per cell runs all T steps (design, protocol, exactness:
+// qgru/kernels/persistent_gru.h; the same QGRU_HD functions run block by block on the host in
+// qgru/kernels/persistent_gru_emulation.h, which test_kernels holds to the reference executor).
+// Synchronization: publish = __syncthreads, then thread 0 __threadfence + red.release.gpu on the arrival counter;
+// wait = thread 0 spins on ld.acquire.gpu of the counter (globaltimer-bounded, __nanosleep between polls), then
+// __syncthreads. Exchange buffers are read with ld.global.cg (L2, never a stale L1 line: a block reads the same
+// buffer again two steps later).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "qgru/kernels/persistent_gru.h"
+#include "qgru_cuda/check.h"
+#include "persistent_gru_launch.h"
+
+namespace qgru::cuda {
+
+namespace {
+
+// The plan's figures the kernel needs (by value: one launch parameter block).
+struct PersistentShape {
+  int64_t H_p, N, units_per_block, blocks;
+  int32_t phases_per_step;
+  int32_t r_offset, stage_offset, acc_offset, flag_offset;
+};
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* at) {
+  unsigned long long value;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(at) : "memory");
+  return value;
+}
+
+__device__ __forceinline__ int load_relaxed(const int* at) {
+  int value;
+  asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(at) : "memory");
+  return value;
+}
+
+__device__ __forceinline__ void add_release(unsigned long long* at, unsigned long long value) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(at), "l"(value) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Every thread of the block: true once `arrivals_needed` arrivals are visible (acquire), false when the wait ran past
+// kPersistentSpinLimitNs or another block reported an error (the block then returns; the host throws).
+__device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
+  if (threadIdx.x == 0) {
+    int failed = 0;
+    if (load_acquire(a.arrivals) < arrivals_needed) {
+      const unsigned long long start = global_ns();
+      while (load_acquire(a.arrivals) < arrivals_needed) {
+        if (load_relaxed(a.error) != 0) {
+          failed = 1;
+          break;
+        }
+        if (global_ns() - start > static_cast<unsigned long long>(kernels::kPersistentSpinLimitNs)) {
+          if (atomicCAS(a.error, 0, kernels::kPersistentTimeout) == 0) {
+            a.error[1] = static_cast<int>(blockIdx.x);
+            a.error[2] = static_cast<int>(phase);
+          }
+          failed = 1;
+          break;
+        }
+        __nanosleep(32);
+      }
+    }
+    *flag = failed;
+  }
+  __syncthreads();
+  return *flag == 0;
+}
+
+// After __syncthreads (every thread's writes of the phase done): one arrival, released.
+__device__ void publish(const PersistentGruArgs& a) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    add_release(a.arrivals, 1);
+  }
+}
+
+// N rows of H_p stored codes from an exchange buffer into the staging region, 16 bytes at a time through L2.
+__device__ void stage_rows(const int8_t* source, unsigned char* stage, int64_t bytes) {
+  const int4* from = reinterpret_cast<const int4*>(source);
+  int4* to = reinterpret_cast<int4*>(stage);
+  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
+}
+
+// rows·N dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each, into acc.
+__device__ void block_dots(const PersistentShape& s, unsigned char* smem, int64_t first_row, int64_t rows) {
+  const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
+  const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
+  int32_t* acc = reinterpret_cast<int32_t*>(smem + s.acc_offset);
+  const int64_t words = s.H_p / 4;
+  const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
+  const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
+  for (int64_t p = warp; p < rows * s.N; p += kernels::kPersistentWarps) {
+    const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
+    int32_t sum = kernels::persistent_dot_share(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
+                                                kernels::kPersistentLanes);
+    for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+    if (lane == 0) acc[d.n * 3 * s.units_per_block + d.slice_row] = sum;
+  }
+}
+
+__global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
+    persistent_gru_kernel(const GruCellParamsView view, const PersistentGruArgs a, const PersistentShape s) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int64_t H = view.hidden_size, U = s.units_per_block, P = s.phases_per_step;
+  const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, blockIdx.x);
+  int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
+  // R's slice, once: 3U rows of H_p bytes, 16 at a time (rows of units past H are zero).
+  {
+    const int64_t chunks_per_row = s.H_p / 16;
+    int4* to = reinterpret_cast<int4*>(smem + s.r_offset);
+    for (int64_t i = threadIdx.x; i < 3 * U * chunks_per_row; i += blockDim.x) {
+      const int64_t source = kernels::persistent_r_source_row(H, U, slice, i / chunks_per_row);
+      to[i] = source < 0 ? make_int4(0, 0, 0, 0)
+                         : __ldg(reinterpret_cast<const int4*>(a.R8 + source * s.H_p) + i % chunks_per_row);
+    }
+  }
+  const int32_t* acc = reinterpret_cast<const int32_t*>(smem + s.acc_offset);
+  const int64_t buffer_bytes = a.N_p * s.H_p, stage_bytes = s.N * s.H_p;
+  for (int64_t step = 0; step < a.T; ++step) {
+    const int64_t t = a.reverse ? a.T - 1 - step : step;
+    const int32_t* gemm_x_t = a.gemm_x + t * a.N_p * a.rows_p;
+    int8_t* h_next = a.h_exchange + kernels::persistent_h_parity(step + 1) * buffer_bytes;
+    // Phase A (the only phase of the linear_before_reset = 1 cell): h_step of every unit.
+    const int64_t phase_a = kernels::persistent_phase(step, 0, static_cast<int>(P));
+    if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_a, s.blocks), phase_a, flag)) return;
+    stage_rows(a.h_exchange + kernels::persistent_h_parity(step) * buffer_bytes, smem + s.stage_offset, stage_bytes);
+    __syncthreads();
+    block_dots(s, smem, 0, P == 1 ? 3 * U : 2 * U);
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
+      const int64_t u = i % slice.units, n = i / slice.units;
+      const auto j = static_cast<int32_t>(slice.j0 + u);
+      if (P == 1) {
+        kernels::persistent_step_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state, h_next,
+                                         s.H_p, a.out + t * s.N * H, n, u, j, a.lengths, t);
+      } else {
+        kernels::persistent_reset_hidden_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
+                                                 a.reset_exchange, s.H_p, n, u, j);
+      }
+    }
+    publish(a);
+    if (P == 1) continue;
+    // Phase B of the linear_before_reset = 0 cell: q_reset_hidden of every unit against R's n rows, then the cell.
+    const int64_t phase_b = kernels::persistent_phase(step, 1, 2);
+    if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_b, s.blocks), phase_b, flag)) return;
+    stage_rows(a.reset_exchange, smem + s.stage_offset, stage_bytes);
+    __syncthreads();
+    block_dots(s, smem, 2 * U, U);
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
+      const int64_t u = i % slice.units, n = i / slice.units;
+      kernels::persistent_step_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state, h_next, s.H_p,
+                                       a.out + t * s.N * H, n, u, static_cast<int32_t>(slice.j0 + u), a.lengths, t);
+    }
+    publish(a);
+  }
+}
+
+PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
+  return {plan.H_p,
+          plan.N,
+          plan.units_per_block,
+          plan.blocks,
+          plan.phases_per_step,
+          static_cast<int32_t>(plan.smem.r_offset),
+          static_cast<int32_t>(plan.smem.stage_offset),
+          static_cast<int32_t>(plan.smem.acc_offset),
+          static_cast<int32_t>(plan.smem.flag_offset)};
+}
+
+}  // namespace
+
+kernels::PersistentDevice persistent_device() {
+  int device = 0, sm_count = 0, smem_optin = 0, cooperative = 0;
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  kernels::PersistentDevice d;
+  d.sm_count = sm_count;
+  d.smem_optin_bytes = smem_optin;
+  d.cooperative_launch = cooperative != 0;
+  return d;
+}
+
+std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
+  QGRU_CUDA_CHECK(cudaFuncSetAttribute(persistent_gru_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(plan.smem.total_bytes)));
+  int blocks_per_sm = 0, device = 0, sm_count = 0;
+  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, persistent_gru_kernel, plan.threads,
+                                                                static_cast<size_t>(plan.smem.total_bytes)));
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  return kernels::persistent_occupancy_refusal(plan, blocks_per_sm, sm_count);
+}
+
+void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCellParamsView& device_view,
+                           const PersistentGruArgs& args, cudaStream_t stream) {
+  GruCellParamsView view = device_view;
+  PersistentGruArgs a = args;
+  PersistentShape shape = shape_of(plan);
+  void* params[] = {&view, &a, &shape};
+  // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
+  QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_gru_kernel),
+                                              dim3(static_cast<unsigned>(plan.blocks)), dim3(static_cast<unsigned>(plan.threads)),
+                                              params, static_cast<size_t>(plan.smem.total_bytes), stream));
+}
+
+}  // namespace qgru::cuda
