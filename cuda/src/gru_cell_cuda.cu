@@ -151,6 +151,21 @@ std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const k
 
 }  // namespace
 
+namespace {
+
+// The persistent kernel's wait limit: QGRU_CUDA_GRU_SPIN_LIMIT_MS (milliseconds, e.g. for a run under
+// compute-sanitizer, which slows every block), else kernels::kPersistentSpinLimitNs.
+int64_t persistent_spin_limit_ns() {
+  const char* value = std::getenv("QGRU_CUDA_GRU_SPIN_LIMIT_MS");
+  if (value == nullptr || *value == '\0') return kernels::kPersistentSpinLimitNs;
+  char* end = nullptr;
+  const long long ms = std::strtoll(value, &end, 10);
+  if (*end != '\0' || ms < 1) throw Error("QGRU_CUDA_GRU_SPIN_LIMIT_MS=" + std::string(value) + ": expected a positive number of milliseconds");
+  return static_cast<int64_t>(ms) * 1000000;
+}
+
+}  // namespace
+
 GruRecurrence recurrence_from_environment() {
   const char* value = std::getenv("QGRU_CUDA_GRU_PATH");
   if (value == nullptr || std::string(value).empty() || std::string(value) == "step") return GruRecurrence::Step;
@@ -338,6 +353,7 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
   a.x_offset = plan.x_offset;
   a.h_offset = plan.h_offset;
   a.reverse = reverse;
+  a.spin_limit_ns = persistent_spin_limit_ns();
   // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
   upload_operands<int8_t>(q_x, T, N, h0, l, x8, a.h_exchange);
   copy_to_device(a.h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
@@ -349,7 +365,7 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
   QGRU_CUDA_CHECK(cudaMemcpy(error, a.error, sizeof(error), cudaMemcpyDeviceToHost));
   if (error[0] != 0) {
     throw CudaFailure("persistent GRU kernel (" + p.describe() + "): block " + std::to_string(error[1]) + " waited more than " +
-                      std::to_string(kernels::kPersistentSpinLimitNs / 1000000) + " ms for phase " + std::to_string(error[2]));
+                      std::to_string(a.spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
   }
   return codes;
 }

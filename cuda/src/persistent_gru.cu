@@ -47,7 +47,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 
 // Every thread of the block: true once `arrivals_needed` arrivals are visible (acquire), false when the wait ran past
-// kPersistentSpinLimitNs or another block reported an error (the block then returns; the host throws).
+// a.spin_limit_ns or another block reported an error (the block then returns; the host throws).
 __device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
   if (threadIdx.x == 0) {
     int failed = 0;
@@ -58,7 +58,7 @@ __device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arr
           failed = 1;
           break;
         }
-        if (global_ns() - start > static_cast<unsigned long long>(kernels::kPersistentSpinLimitNs)) {
+        if (global_ns() - start > static_cast<unsigned long long>(a.spin_limit_ns)) {
           if (atomicCAS(a.error, 0, kernels::kPersistentTimeout) == 0) {
             a.error[1] = static_cast<int>(blockIdx.x);
             a.error[2] = static_cast<int>(phase);

@@ -23,6 +23,7 @@ struct PersistentGruArgs {
   unsigned long long* arrivals = nullptr;  // zeroed before the launch
   int* error = nullptr;                    // [3] zeroed before the launch: code, block, phase
   int64_t T = 0, N_p = 0, rows_p = 0;
+  int64_t spin_limit_ns = kernels::kPersistentSpinLimitNs;  // a longer wait is reported as a timeout
   int32_t x_offset = 0, h_offset = 0;
   bool reverse = false;
 };

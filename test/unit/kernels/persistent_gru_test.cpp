@@ -14,11 +14,10 @@
 #include "cell_reference_check.h"
 #include "hand_gru_cell.h"
 #include "qgru/kernels/persistent_gru.h"
+#include "gru_model_cases.h"
 #include "qgru/kernels/persistent_gru_emulation.h"
-#include "qgru/quant/bitwidth_presets.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru/runtime/quant_executor.h"
-#include "quant_test_support.h"
 
 namespace qgru {
 namespace {
@@ -52,7 +51,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(p.units_per_block == 16);
   CHECK(p.blocks == 64);
   CHECK(p.phases_per_step == 1);
-  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16);
+  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 16);
   CHECK(p.describe() == "persistent (64 blocks x 16 units, smem " + std::to_string(p.smem.total_bytes) + ")");
   p = plan_for(2200, 1, true);  // 2200 / 16 = 138 blocks > 132: 32 units
   REQUIRE(p.persistent);
@@ -71,18 +70,18 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
   CHECK(plan_for(65536, 1, false).reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
   CHECK(plan_for(4096, 1, false, 16).reason == "256 blocks exceed the 132 multiprocessors (H=4096 N=1)");
-  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (397696 bytes") == 0);
+  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (397712 bytes") == 0);
   const PersistentGruPlan big = plan_for(1024, 512, false);  // h staging 512 KiB
   CHECK_FALSE(big.persistent);
   CHECK(big.reason.find("exceeds the device's 232448") != std::string::npos);
-  // The largest N that fits at H = 1024: 48 KiB of R, N KiB of staging, 192·N bytes of accumulators.
+  // The largest N that fits at H = 1024: 48 KiB of R, N KiB of staging, 192·N bytes of accumulators, the flag.
   CHECK(plan_for(1024, 150, false).persistent);
   CHECK_FALSE(plan_for(1024, 151, false).persistent);
 
   // Occupancy: refused unless every block can be resident at once.
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 63) ==
-        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 50368 bytes of shared memory");
+        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 50384 bytes of shared memory");
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
 }
 
@@ -108,7 +107,9 @@ TEST_CASE("persistent slices cover every unit once; the shared memory regions ar
       CHECK(m.acc_offset % 16 == 0);
       CHECK(m.r_offset + m.r_bytes <= m.stage_offset);
       CHECK(m.stage_offset + m.stage_bytes <= m.acc_offset);
-      CHECK(m.acc_offset + m.acc_bytes <= m.total_bytes);
+      CHECK(m.acc_offset + m.acc_bytes <= m.flag_offset);
+      CHECK(m.flag_offset % 16 == 0);
+      CHECK(m.flag_offset + 16 == m.total_bytes);
       CHECK(m.acc_bytes == 4 * 3 * 3 * U);
     }
   }
@@ -266,20 +267,7 @@ class PersistentRunner : public GruCellRunner {
 }  // namespace
 
 TEST_CASE("persistent emulation through the layer loop equals the reference executor: presets, multipliers, lengths, layers") {
-  struct Case {
-    const char* preset;
-    bool multiplier;
-    int H, L, D, N, T;
-    bool with_h0, with_lengths, linear_before_reset;
-  };
-  const Case cases[] = {
-      {"int8", false, 33, 2, 2, 3, 6, true, false, true},    {"int8", false, 33, 2, 2, 3, 6, false, true, false},
-      {"int8", true, 31, 1, 1, 33, 4, true, true, true},     {"int8", true, 32, 3, 1, 1, 5, true, false, false},
-      {"int8", false, 257, 1, 2, 3, 3, false, true, true},   {"int8", false, 1, 3, 2, 3, 5, true, true, false},
-      {"int8", false, 33, 2, 2, 3, 1, true, false, true},    {"int16-activations", false, 33, 2, 2, 3, 4, true, true, true},
-      {"int16", true, 31, 1, 2, 3, 4, true, false, false},
-  };
-  for (const Case& k : cases) {
+  for (const test::GruModelCase& k : test::kPersistentModelCases) {
     const std::string preset = k.preset;
     CAPTURE(preset);
     CAPTURE(k.multiplier);
@@ -289,26 +277,11 @@ TEST_CASE("persistent emulation through the layer loop equals the reference exec
     CAPTURE(k.N);
     CAPTURE(k.T);
     CAPTURE(k.linear_before_reset);
-    BitwidthConfig config = load_bitwidth_config(k.preset);
-    for (TensorBitwidth& t : config.tensors) t.multiplier_scale = k.multiplier;
-    const int C = 5;
-    std::vector<float> h0;
-    if (k.with_h0) h0 = test::random_input(static_cast<size_t>(k.L * k.D * k.N * k.H), 77u + static_cast<uint32_t>(k.H), 0.5f);
-    test::CalibratedCase c = test::calibrated_case(C, k.H, k.L, k.D, k.T, k.N, config, 31u + static_cast<uint32_t>(k.H), h0,
-                                                   k.linear_before_reset);
-    std::vector<float> x = c.x;
-    for (float& v : x) v *= 3.0f;  // x saturates at both ends
-    const std::vector<int32_t> q_x = quantize_values(c.quantized.input_quant(), x.data(), x.size());
-    const std::vector<int32_t> q_h0 = quantize_initial_state(c.quantized, h0.empty() ? nullptr : h0.data(), k.N);
-    std::vector<int32_t> lengths;
-    if (k.with_lengths) {
-      for (int n = 0; n < k.N; ++n) lengths.push_back(n == 0 ? k.T : (n - 1) % (k.T + 1));  // T, 0, 1, ..., T
-    }
-    const int32_t* h0_data = q_h0.empty() ? nullptr : q_h0.data();
-    const int32_t* lengths_data = lengths.empty() ? nullptr : lengths.data();
-    const QuantGruResult want = run_quantized_gru_codes(c.quantized, q_x.data(), k.T, k.N, h0_data, nullptr, lengths_data);
-    PersistentRunner runner(c.quantized, 11u + static_cast<uint32_t>(k.H));
-    const QuantGruResult got = run_layer_loop(c.quantized, q_x.data(), k.T, k.N, h0_data, runner, lengths_data);
+    const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
+    const QuantGruResult want =
+        run_quantized_gru_codes(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
+    PersistentRunner runner(m.c.quantized, 11u + static_cast<uint32_t>(k.H));
+    const QuantGruResult got = run_layer_loop(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), runner, m.lengths_data());
     CHECK(got.output_codes == want.output_codes);
     CHECK(got.h_n_codes == want.h_n_codes);
     REQUIRE(runner.plans.size() == static_cast<size_t>(k.L * k.D));
