@@ -210,6 +210,9 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   PersistentGruArgs a = args;
   PersistentShape shape = shape_of(plan);
   void* params[] = {&view, &a, &shape};
+  // The limit set by persistent_occupancy may be another batch size's: set this plan's before every launch.
+  QGRU_CUDA_CHECK(cudaFuncSetAttribute(persistent_gru_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(plan.smem.total_bytes)));
   // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
   QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_gru_kernel),
                                               dim3(static_cast<unsigned>(plan.blocks)), dim3(static_cast<unsigned>(plan.threads)),
