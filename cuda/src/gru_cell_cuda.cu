@@ -205,18 +205,18 @@ struct GruCellCuda::Impl {
                           const int32_t* lengths) const;
   const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                             const int32_t* lengths) const;
+  // Stored / Acc: int8_t / int32_t (Int8 path), int16_t / int64_t (Wide16 path).
+  template <class Stored, class Acc>
   const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T, int64_t N,
                                 const std::vector<int32_t>& h0, bool reverse, const int32_t* lengths) const;
-  // The persistent plan at batch N (refused with the reason on the Step recurrence, the wide path, a shape that does
-  // not fit or an occupancy the device cannot give), computed once per N.
+  // The persistent plan at batch N (refused with the reason on the Step recurrence, a shape that does not fit or an
+  // occupancy the device cannot give), computed once per N.
   const kernels::PersistentGruPlan& persistent_plan(int64_t N) const {
     auto found = persistent_plans.find(N);
     if (found != persistent_plans.end()) return found->second;
     kernels::PersistentGruPlan p;
     if (recurrence != GruRecurrence::Persistent) {
       p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent) until a GPU self-test has passed";
-    } else if (wide() && !fallback.empty()) {
-      p.reason = "16-bit operands have no persistent kernel (the int8 GEMM was refused: " + fallback + ")";
     } else {
       p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device);
       if (p.persistent) {
@@ -230,8 +230,8 @@ struct GruCellCuda::Impl {
     return persistent_plans.emplace(N, p).first->second;
   }
   kernels::WorkspaceCarve workspace_carve(int64_t N, int64_t T) const {
-    if (!wide() && persistent_plan(N).persistent) {
-      return kernels::persistent_gru_workspace(kernels::plan_gru_gemm(H, C, N, T), reset_before_linear);
+    if (persistent_plan(N).persistent) {
+      return kernels::persistent_gru_workspace(kernels::persistent_gemm_layout(plan.path, H, C, N, T), reset_before_linear);
     }
     return kernels::gru_cell_workspace(plan.path, H, C, N, T, reset_before_linear);
   }
@@ -287,8 +287,8 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   }
 
   require_device();
+  d.device = persistent_device();
   if (!d.wide()) {
-    d.device = persistent_device();
     if (blas_handle == nullptr) {
       d.own_handle = BlasHandle(d.stream);
       d.handle = d.own_handle.get();
@@ -329,23 +329,26 @@ std::string GruCellCuda::describe_path(int N) const { return impl_->persistent_p
 
 std::string GruCellCuda::describe_path() const { return describe_path(static_cast<int>(impl_->last_N)); }
 
-// B-1 for every step (cuBLAS), then one cooperative launch of the persistent kernel for all T steps.
+// B-1 for every step (the path's GEMM: cuBLAS int8 or the wide kernel), then one cooperative launch of the persistent
+// kernel for all T steps.
+template <class Stored, class Acc>
 const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T,
                                                  int64_t N, const std::vector<int32_t>& h0, bool reverse,
                                                  const int32_t* lengths) const {
-  const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
+  const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(plan.path, H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::persistent_gru_workspace(l, reset_before_linear));
   PersistentGruArgs a;
-  int8_t* x8 = region<int8_t>(workspace, w, 0);
-  a.h_exchange = region<int8_t>(workspace, w, 1);
-  auto* gemm_x = region<int32_t>(workspace, w, 2);
+  Stored* x_stored = region<Stored>(workspace, w, 0);
+  auto* h_exchange = region<Stored>(workspace, w, 1);
+  a.h_exchange = h_exchange;
+  auto* gemm_x = region<Acc>(workspace, w, 2);
   a.gemm_x = gemm_x;
   a.h_state = region<int32_t>(workspace, w, 3);
   a.out = region<int32_t>(workspace, w, 4);
-  a.reset_exchange = reset_before_linear ? region<int8_t>(workspace, w, 5) : nullptr;
+  a.reset_exchange = reset_before_linear ? region<Stored>(workspace, w, 5) : nullptr;
   a.arrivals = region<unsigned long long>(workspace, w, 6);
   a.error = reinterpret_cast<int*>(a.arrivals + 1);
-  a.R8 = static_cast<const int8_t*>(R);
+  a.R = R;
   a.lengths = lengths;
   a.T = T;
   a.N_p = l.N_p;
@@ -355,10 +358,15 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
   a.reverse = reverse;
   a.spin_limit_ns = persistent_spin_limit_ns();
   // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
-  upload_operands<int8_t>(q_x, T, N, h0, l, x8, a.h_exchange);
+  upload_operands<Stored>(q_x, T, N, h0, l, x_stored, h_exchange);
   copy_to_device(a.h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
   QGRU_CUDA_CHECK(cudaMemsetAsync(a.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
-  QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x8, gemm_x));
+  if constexpr (sizeof(Stored) == 1) {
+    QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x_stored, gemm_x));
+  } else {
+    launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), static_cast<const int16_t*>(W), l.C_p, x_stored,
+                     l.C_p, gemm_x, l.rows_p, stream);
+  }
   launch_persistent_gru(p, device_view, a, stream);
   const int32_t* codes = copy_out(a.out, l.output_bytes);  // synchronizes
   int error[3] = {0, 0, 0};
@@ -472,10 +480,12 @@ const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, c
     device_lengths = static_cast<const int32_t*>(lengths_buffer.data());
   }
   last_N = N;
-  if (wide()) return run_wide(q_x, T, N, h0, reverse, device_lengths);
   const kernels::PersistentGruPlan& p = persistent_plan(N);
-  if (p.persistent) return run_persistent(p, q_x, T, N, h0, reverse, device_lengths);
-  return run_int8(q_x, T, N, h0, reverse, device_lengths);
+  if (p.persistent) {
+    return wide() ? run_persistent<int16_t, int64_t>(p, q_x, T, N, h0, reverse, device_lengths)
+                  : run_persistent<int8_t, int32_t>(p, q_x, T, N, h0, reverse, device_lengths);
+  }
+  return wide() ? run_wide(q_x, T, N, h0, reverse, device_lengths) : run_int8(q_x, T, N, h0, reverse, device_lengths);
 }
 
 std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,

@@ -69,6 +69,7 @@ __device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arr
         __nanosleep(32);
       }
     }
+    __threadfence();  // as cooperative groups' grid sync: the block's later reads ordered after the acquire
     *flag = failed;
   }
   __syncthreads();
@@ -85,67 +86,72 @@ __device__ void publish(const PersistentGruArgs& a) {
 }
 
 // N rows of H_p stored codes from an exchange buffer into the staging region, 16 bytes at a time through L2.
-__device__ void stage_rows(const int8_t* source, unsigned char* stage, int64_t bytes) {
+__device__ void stage_rows(const void* source, unsigned char* stage, int64_t bytes) {
   const int4* from = reinterpret_cast<const int4*>(source);
   int4* to = reinterpret_cast<int4*>(stage);
   for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
 }
 
 // rows·N dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each, into acc.
+template <class Stored, class Acc>
 __device__ void block_dots(const PersistentShape& s, unsigned char* smem, int64_t first_row, int64_t rows) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
-  int32_t* acc = reinterpret_cast<int32_t*>(smem + s.acc_offset);
-  const int64_t words = s.H_p / 4;
+  Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
+  const int64_t words = s.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
   const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
   const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
   for (int64_t p = warp; p < rows * s.N; p += kernels::kPersistentWarps) {
     const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
-    int32_t sum = kernels::persistent_dot_share(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
-                                                kernels::kPersistentLanes);
+    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words,
+                                                         lane, kernels::kPersistentLanes);
     for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
     if (lane == 0) acc[d.n * 3 * s.units_per_block + d.slice_row] = sum;
   }
 }
 
+template <class Stored, class Acc>
 __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     persistent_gru_kernel(const GruCellParamsView view, const PersistentGruArgs a, const PersistentShape s) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t H = view.hidden_size, U = s.units_per_block, P = s.phases_per_step;
   const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, blockIdx.x);
   int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
-  // R's slice, once: 3U rows of H_p bytes, 16 at a time (rows of units past H are zero).
+  // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero).
+  const auto* R = static_cast<const Stored*>(a.R);
   {
-    const int64_t chunks_per_row = s.H_p / 16;
+    const int64_t chunks_per_row = s.H_p * static_cast<int64_t>(sizeof(Stored)) / 16;
     int4* to = reinterpret_cast<int4*>(smem + s.r_offset);
     for (int64_t i = threadIdx.x; i < 3 * U * chunks_per_row; i += blockDim.x) {
       const int64_t source = kernels::persistent_r_source_row(H, U, slice, i / chunks_per_row);
       to[i] = source < 0 ? make_int4(0, 0, 0, 0)
-                         : __ldg(reinterpret_cast<const int4*>(a.R8 + source * s.H_p) + i % chunks_per_row);
+                         : __ldg(reinterpret_cast<const int4*>(R + source * s.H_p) + i % chunks_per_row);
     }
   }
-  const int32_t* acc = reinterpret_cast<const int32_t*>(smem + s.acc_offset);
-  const int64_t buffer_bytes = a.N_p * s.H_p, stage_bytes = s.N * s.H_p;
+  const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
+  auto* h_exchange = static_cast<Stored*>(a.h_exchange);
+  auto* reset_exchange = static_cast<Stored*>(a.reset_exchange);
+  const int64_t buffer_codes = a.N_p * s.H_p, stage_bytes = s.N * s.H_p * static_cast<int64_t>(sizeof(Stored));
   for (int64_t step = 0; step < a.T; ++step) {
     const int64_t t = a.reverse ? a.T - 1 - step : step;
-    const int32_t* gemm_x_t = a.gemm_x + t * a.N_p * a.rows_p;
-    int8_t* h_next = a.h_exchange + kernels::persistent_h_parity(step + 1) * buffer_bytes;
+    const Acc* gemm_x_t = static_cast<const Acc*>(a.gemm_x) + t * a.N_p * a.rows_p;
+    Stored* h_next = h_exchange + kernels::persistent_h_parity(step + 1) * buffer_codes;
     // Phase A (the only phase of the linear_before_reset = 1 cell): h_step of every unit.
     const int64_t phase_a = kernels::persistent_phase(step, 0, static_cast<int>(P));
     if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_a, s.blocks), phase_a, flag)) return;
-    stage_rows(a.h_exchange + kernels::persistent_h_parity(step) * buffer_bytes, smem + s.stage_offset, stage_bytes);
+    stage_rows(h_exchange + kernels::persistent_h_parity(step) * buffer_codes, smem + s.stage_offset, stage_bytes);
     __syncthreads();
-    block_dots(s, smem, 0, P == 1 ? 3 * U : 2 * U);
+    block_dots<Stored, Acc>(s, smem, 0, P == 1 ? 3 * U : 2 * U);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
       const int64_t u = i % slice.units, n = i / slice.units;
       const auto j = static_cast<int32_t>(slice.j0 + u);
       if (P == 1) {
-        kernels::persistent_step_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state, h_next,
-                                         s.H_p, a.out + t * s.N * H, n, u, j, a.lengths, t);
+        kernels::persistent_step_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
+                                                      h_next, s.H_p, a.out + t * s.N * H, n, u, j, a.lengths, t);
       } else {
-        kernels::persistent_reset_hidden_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
-                                                 a.reset_exchange, s.H_p, n, u, j);
+        kernels::persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset,
+                                                              a.h_state, reset_exchange, s.H_p, n, u, j);
       }
     }
     publish(a);
@@ -153,14 +159,15 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     // Phase B of the linear_before_reset = 0 cell: q_reset_hidden of every unit against R's n rows, then the cell.
     const int64_t phase_b = kernels::persistent_phase(step, 1, 2);
     if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_b, s.blocks), phase_b, flag)) return;
-    stage_rows(a.reset_exchange, smem + s.stage_offset, stage_bytes);
+    stage_rows(reset_exchange, smem + s.stage_offset, stage_bytes);
     __syncthreads();
-    block_dots(s, smem, 2 * U, U);
+    block_dots<Stored, Acc>(s, smem, 2 * U, U);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
       const int64_t u = i % slice.units, n = i / slice.units;
-      kernels::persistent_step_element(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state, h_next, s.H_p,
-                                       a.out + t * s.N * H, n, u, static_cast<int32_t>(slice.j0 + u), a.lengths, t);
+      kernels::persistent_step_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
+                                                    h_next, s.H_p, a.out + t * s.N * H, n, u,
+                                                    static_cast<int32_t>(slice.j0 + u), a.lengths, t);
     }
     publish(a);
   }
@@ -193,11 +200,25 @@ kernels::PersistentDevice persistent_device() {
   return d;
 }
 
-std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
-  QGRU_CUDA_CHECK(cudaFuncSetAttribute(persistent_gru_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+namespace {
+
+// The kernel instantiation of the plan's operand width.
+const void* kernel_of(const kernels::PersistentGruPlan& plan) {
+  return plan.path == kernels::GruGemmPath::Int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t>)
+                                                 : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t>);
+}
+
+void allow_smem(const kernels::PersistentGruPlan& plan) {
+  QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(plan.smem.total_bytes)));
+}
+
+}  // namespace
+
+std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
+  allow_smem(plan);
   int blocks_per_sm = 0, device = 0, sm_count = 0;
-  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, persistent_gru_kernel, plan.threads,
+  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel_of(plan), plan.threads,
                                                                 static_cast<size_t>(plan.smem.total_bytes)));
   QGRU_CUDA_CHECK(cudaGetDevice(&device));
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
@@ -211,12 +232,11 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   PersistentShape shape = shape_of(plan);
   void* params[] = {&view, &a, &shape};
   // The limit set by persistent_occupancy may be another batch size's: set this plan's before every launch.
-  QGRU_CUDA_CHECK(cudaFuncSetAttribute(persistent_gru_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(plan.smem.total_bytes)));
+  allow_smem(plan);
   // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
-  QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_gru_kernel),
-                                              dim3(static_cast<unsigned>(plan.blocks)), dim3(static_cast<unsigned>(plan.threads)),
-                                              params, static_cast<size_t>(plan.smem.total_bytes), stream));
+  QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(plan), dim3(static_cast<unsigned>(plan.blocks)),
+                                              dim3(static_cast<unsigned>(plan.threads)), params,
+                                              static_cast<size_t>(plan.smem.total_bytes), stream));
 }
 
 }  // namespace qgru::cuda

@@ -13,10 +13,11 @@ namespace qgru::cuda {
 
 // Device pointers and sizes of one launch (one cell over all T steps).
 struct PersistentGruArgs {
-  const int8_t* R8 = nullptr;        // packed R [rows_p, H_p], row c = g·H + j (int8_gemm_layout.h)
-  const int32_t* gemm_x = nullptr;   // B-1 for every step [T·N_p, rows_p] (row t·N_p + n)
-  int8_t* h_exchange = nullptr;      // [2][N_p, H_p] stored h codes; buffer 0 holds h0 on entry
-  int8_t* reset_exchange = nullptr;  // [N_p, H_p] q_reset_hidden (linear_before_reset = 0 cell only)
+  // Stored / Acc: int8_t / int32_t on the Int8 path, int16_t / int64_t on the Wide16 path (plan.path).
+  const void* R = nullptr;         // packed R [rows_p, H_p] Stored, row c = g·H + j (the path's layout)
+  const void* gemm_x = nullptr;    // B-1 for every step [T·N_p, rows_p] Acc (row t·N_p + n)
+  void* h_exchange = nullptr;      // [2][N_p, H_p] stored h codes; buffer 0 holds h0 on entry
+  void* reset_exchange = nullptr;  // [N_p, H_p] q_reset_hidden (linear_before_reset = 0 cell only)
   int32_t* h_state = nullptr;        // [N, H] h codes, h0 on entry, the state after the last step on return
   int32_t* out = nullptr;            // [T, N, H] codes by input time
   const int32_t* lengths = nullptr;  // [N] or null

@@ -4,8 +4,8 @@
 //   single cells: HandGruCell's direct int64 loop (test/unit/kernels/hand_gru_cell.h), both cells
 //   (linear_before_reset 1 and 0), H on edges (1, 31, 32, 33, 257) and the benchmark's widths, N 1 / 3 / 33 / 64,
 //   T 0 / 1 / 5, forward and reverse, with h0;
-//   whole models: QuantGruCuda against the reference executor (run_quantized_gru_codes): int8 and its multiplier-scale
-//   form (persistent), int16-activations and int16 (per-step, named), 1 to 3 layers, bidirectional, h0, sequence
+//   whole models: QuantGruCuda against the reference executor (run_quantized_gru_codes): int8 (the int8 kernel),
+//   int16-activations and int16 (the 16-bit kernel), multiplier scales, 1 to 3 layers, bidirectional, h0, sequence
 //   lengths with rows of length 0, 1 and T.
 // small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse; under a minute).
 #include <cstdint>
@@ -65,9 +65,10 @@ int check_model(const test::GruModelCase& k) {
   const QuantGruResult gpu = gpu_model.run_codes(m.q_x.data(), k.T, k.N, m.h0(), m.lengths_data());
   const CodeComparison cmp = compare_quant_codes(cpu, gpu, k.H, k.D);
   const std::string described = gpu_model.describe();
-  // The int8 preset's cells must take the persistent path; the 16-bit presets' must say why they do not.
-  const bool path_right = std::string(k.preset) == "int8" ? described.find("per-step") == std::string::npos
-                                                          : described.find("persistent (") == std::string::npos;
+  // Every cell must take the persistent path (the int8 preset's the int8 kernel, the 16-bit presets' the wide one).
+  const bool wide = std::string(k.preset) != "int8";
+  const bool path_right = described.find("per-step") == std::string::npos &&
+                          (described.find(", 16-bit)") != std::string::npos) == wide;
   const bool fails = !cmp.equal() || !path_right;
   std::printf("%s persistent quantized GRU %-17s mult=%d H=%d T=%d N=%d L=%d D=%d h0=%d lbr=%d lengths=%d [%s]: %zu codes, "
               "%zu differ%s%s%s\n",
@@ -88,6 +89,7 @@ int check_persistent_gru(bool small) {
     }
     failures += check_model({"int8", false, 33, 2, 2, 3, 4, true, true, true});
     failures += check_model({"int8", true, 31, 1, 2, 3, 4, false, true, false});
+    failures += check_model({"int16-activations", false, 33, 1, 2, 3, 4, true, true, false});
     return failures;
   }
   for (bool rbl : {false, true}) {
@@ -119,6 +121,8 @@ int check_persistent_gru(bool small) {
   // Wider and longer than the CPU emulation's list.
   failures += check_model({"int8", false, 130, 2, 2, 17, 9, true, true, true});
   failures += check_model({"int8", true, 64, 2, 2, 5, 20, true, true, false});
+  failures += check_model({"int16-activations", false, 130, 2, 2, 17, 9, true, true, false});
+  failures += check_model({"int16", false, 257, 1, 2, 33, 5, true, true, true});
   return failures;
 }
 

@@ -17,8 +17,8 @@
 // whole flow is kernels::emulate_gru_cell on the host. Host-only API without CUDA headers. Requires a
 // device (NoDevice otherwise).
 // The persistent recurrence (cuda/src/persistent_gru.cu, qgru/kernels/persistent_gru.h): with GruRecurrence::Persistent
-// an int8 cell whose plan fits the device (per batch size N) runs all T steps in ONE cooperative launch after the B-1
-// GEMM; elsewhere it stays on the per-step path, and describe_path(N) says why. Opt-in (QGRU_CUDA_GRU_PATH=persistent)
+// a cell whose plan fits the device (per batch size N; int8 or 16-bit operands) runs all T steps in ONE cooperative
+// launch after the B-1 GEMM; elsewhere it stays on the per-step path, and describe_path(N) says why. Opt-in (QGRU_CUDA_GRU_PATH=persistent)
 // until the GPU self-test has passed on a GPU (docs/CUDA.md "The GRU executor").
 #include <cstdint>
 #include <memory>

@@ -29,10 +29,11 @@ using kernels::PersistentGruTuning;
 
 constexpr PersistentDevice kH200{132, 232448, true};  // the figures an H200 reports (sm_90 opt-in shared memory)
 
-PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int units = 0) {
+PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
+                           GruGemmPath path = GruGemmPath::Int8) {
   PersistentGruTuning tuning;
   tuning.units_per_block = units;
-  return kernels::plan_persistent_gru(GruGemmPath::Int8, H, N, reset_before_linear, kH200, tuning);
+  return kernels::plan_persistent_gru(path, H, N, reset_before_linear, kH200, tuning);
 }
 
 std::vector<int32_t> random_codes(size_t count, uint32_t seed, int lo, int hi) {
@@ -63,8 +64,14 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(plan_for(33, 1, false, 8).blocks == 5);
 
   // Refusals, each naming why and the shape.
-  CHECK(kernels::plan_persistent_gru(GruGemmPath::Wide16, 64, 1, false, kH200).describe() ==
-        "per-step: 16-bit operands have no persistent kernel (H=64 N=1)");
+  // 16-bit operands: twice the bytes of R and staging, 8-byte accumulators, unpadded batch rows (the wide layout's).
+  const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);
+  REQUIRE(wide.persistent);
+  CHECK(wide.N_p == 3);
+  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 3 * 1024 + 8 * 3 * 3 * 16 + 16);
+  CHECK(wide.describe() == "persistent (64 blocks x 16 units, smem " + std::to_string(wide.smem.total_bytes) + ", 16-bit)");
+  CHECK(plan_for(1024, 55, false, 0, GruGemmPath::Wide16).persistent);  // 96 KiB of R + 2 KiB and 384 bytes per row
+  CHECK_FALSE(plan_for(1024, 56, false, 0, GruGemmPath::Wide16).persistent);
   CHECK(kernels::plan_persistent_gru(GruGemmPath::Int8, 64, 1, false, {132, 232448, false}).reason ==
         "the device does not support cooperative launches (H=64 N=1)");
   CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
@@ -149,17 +156,32 @@ TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, ex
   std::vector<int32_t> all_min(static_cast<size_t>(words), static_cast<int32_t>(0x80808080u));
   int64_t total = 0;
   for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
-    total += kernels::persistent_dot_share(all_min.data(), all_min.data(), words, lane, kernels::kPersistentLanes);
+    total += kernels::persistent_dot_share<int8_t, int32_t>(all_min.data(), all_min.data(), words, lane,
+                                                           kernels::kPersistentLanes);
   }
   CHECK(total == words * 4 * 16384);
   CHECK(total < (int64_t{1} << 31));
+  // The 16-bit shares: (-32768)·(-32768) = 2^30 per product, far past int32 in the sum, exact in int64; mixed signs.
+  const int64_t wide_words = 4096;
+  std::vector<int32_t> wide_min(static_cast<size_t>(wide_words), static_cast<int32_t>(0x80008000u));
+  std::vector<int32_t> mixed(static_cast<size_t>(wide_words), static_cast<int32_t>(0x7FFF8000u));  // hi 32767, lo -32768
+  int64_t wide_total = 0, mixed_total = 0;
+  for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
+    wide_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), wide_min.data(), wide_words, lane,
+                                                                  kernels::kPersistentLanes);
+    mixed_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), mixed.data(), wide_words, lane,
+                                                                   kernels::kPersistentLanes);
+  }
+  CHECK(wide_total == wide_words * 2 * (int64_t{1} << 30));
+  CHECK(mixed_total == wide_words * ((int64_t{1} << 30) - int64_t{32768} * 32767));
 }
 
-TEST_CASE("persistent emulation equals the direct cell loop: both cells, H on edges, N 1/3/33, T 0/1/5, h0, reverse, seeds") {
+TEST_CASE("persistent emulation equals the direct cell loop: both cells, both widths, H on edges, N 1/3/33, T 0/1/5, h0, reverse") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
   for (bool reset_before_linear : {false, true}) {
     for (int H : {1, 31, 32, 33, 257}) {
       for (int N : {1, 3, 33}) {
-        if (H == 257 && N == 33 && reset_before_linear) continue;  // the largest case once is enough
+        if (H == 257 && N == 33 && (reset_before_linear || path == GruGemmPath::Wide16)) continue;  // the largest once
         const int C = 5;
         const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 7 + N), reset_before_linear);
         for (int T : {0, 1, 5}) {
@@ -167,10 +189,12 @@ TEST_CASE("persistent emulation equals the direct cell loop: both cells, H on ed
           const auto q_h0 = random_codes(static_cast<size_t>(N * H), static_cast<uint32_t>(N + H), 0, 255);
           for (bool reverse : {false, true}) {
             const int U = H <= 33 ? 8 : 16;  // several blocks even for small H
-            const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, U);
+            const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, U, path);
             REQUIRE(plan.persistent);
             kernels::PersistentEmulationOptions options;
             options.seed = static_cast<uint32_t>(H * 1000 + N * 10 + T + (reverse ? 5 : 0));
+            const bool wide = path == GruGemmPath::Wide16;
+            CAPTURE(wide);
             CAPTURE(reset_before_linear);
             CAPTURE(H);
             CAPTURE(N);
@@ -191,18 +215,22 @@ TEST_CASE("persistent emulation equals the direct cell loop: both cells, H on ed
       }
     }
   }
+  }
 }
 
 TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or skipping a wait is caught") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
   for (bool reset_before_linear : {false, true}) {
     const int H = 33, C = 5, N = 3, T = 6;
     const qgru::test::HandGruCell cell(H, C, 99, reset_before_linear);
     const auto q_x = random_codes(static_cast<size_t>(T * N * C), 1, 0, 255);
     const auto q_h0 = random_codes(static_cast<size_t>(N * H), 2, 0, 255);
     const std::vector<int32_t> want = cell.reference(q_x, T, N, q_h0, false);
-    const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, 8);
+    const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, 8, path);
     REQUIRE(plan.blocks == 5);
     for (uint32_t seed = 1; seed <= 8; ++seed) {
+      const bool wide = path == GruGemmPath::Wide16;
+      CAPTURE(wide);
       CAPTURE(reset_before_linear);
       CAPTURE(seed);
       kernels::PersistentEmulationOptions options;
@@ -220,6 +248,7 @@ TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or sk
                                                  q_x.data(), T, q_h0.data(), false, nullptr, options)
                 .out != want);
     }
+  }
   }
 }
 
@@ -287,11 +316,9 @@ TEST_CASE("persistent emulation through the layer loop equals the reference exec
     REQUIRE(runner.plans.size() == static_cast<size_t>(k.L * k.D));
     for (const PersistentGruPlan& p : runner.plans) {
       CAPTURE(p.describe());
-      if (preset == "int8") {
-        CHECK(p.persistent);  // the int8 preset's operands take the int8 path, which the plan takes
-      } else {
-        CHECK(p.reason.find("16-bit operands") == 0);  // the wide presets stay on the per-step path, saying why
-      }
+      CHECK(p.persistent);
+      // the int8 preset's operands take the int8 path, the 16-bit presets' the wide one
+      CHECK(p.path == (preset == "int8" ? GruGemmPath::Int8 : GruGemmPath::Wide16));
     }
   }
 }

@@ -1,13 +1,13 @@
 #pragma once
 // The persistent GRU recurrence (cuda/src/persistent_gru.cu): ONE launch runs all T steps of one cell (one layer,
-// one direction) of the int8 path. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
+// one direction), int8 or 16-bit operands. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
 // qgru/kernels/persistent_gru_emulation.h runs the same functions block by block on the host.
 //
 // Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch); block b owns the
 // hidden units [b·U, min(H, (b+1)·U)) and all three gate rows (z, r, n) of R for them, loaded once into shared memory.
-// Each step it computes R·h for its rows (dp4a, int32 accumulation), then the shared cell (gru_cell_element,
+// Each step it computes R·h for its rows (exact integer dot products, below), then the shared cell (gru_cell_element,
 // qgru/fixed/gru_cell.h) on its own units, and writes the new h codes of its units into a global exchange buffer.
-// W·x of every step stays one GEMM up front (cuBLAS, the B-1 path of gru_cell_cuda.cu).
+// W·x of every step stays one GEMM up front (the B-1 GEMM of gru_cell_cuda.cu: cuBLAS int8 or the wide kernel).
 //
 // Exchange and synchronization (one grid-wide arrival counter, monotonic over the launch, zeroed before it):
 //   linear_before_reset = 1 (one phase per step): at step s a block waits until B·s arrivals (every block has
@@ -25,13 +25,14 @@
 // a wait longer than kPersistentSpinLimitNs sets the launch's error word, every waiting block gives up and the host
 // throws instead of hanging.
 //
-// Exactness: the dot products run dp4a on int8 operands (R's codes and h's stored codes, both in [-128, 127]), so
-// each product has |a·b| <= 2^14 and any partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for
-// H_p < 2^17 (plan_gru_gemm refuses longer reductions; this plan's shared memory limit is far below): int32 holds
-// every intermediate exactly, so the order of the lanes' partial sums does not matter. The cell's arithmetic is
-// gru_cell_element's, code for code.
-//
-// The 16-bit operand path (Wide16) has no persistent kernel: it stays on the per-step path (plan refuses it).
+// Two operand widths, as the per-step path's (plan_gru_operands, qgru/kernels/gru_step.h):
+//   Int8 (Stored int8_t, Acc int32_t): dp4a on R's codes and h's stored codes, both in [-128, 127], so each product
+//     has |a·b| <= 2^14 and any partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for H_p < 2^17
+//     (plan_gru_gemm refuses longer reductions; the shared memory limit is far below);
+//   Wide16 (Stored int16_t, Acc int64_t): both operands in [-32768, 32767], each product |a·b| <= 2^30 exact in int32,
+//     summed in int64: |Σ| <= H_p·2^30 < 2^63 for any H_p a block can hold.
+// Either way every intermediate is exact, so the order of the lanes' partial sums does not matter. B-1 comes from the
+// path's own GEMM (cuBLAS int8, the wide kernel). The cell's arithmetic is gru_cell_element's, code for code.
 #include <cstdint>
 #include <string>
 
@@ -39,6 +40,7 @@
 #include "qgru/hd.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/wide_gemm.h"
 #include "qgru/kernels/workspace.h"
 
 namespace qgru::kernels {
@@ -65,10 +67,18 @@ struct PersistentGruTuning {
   int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
 };
 
+// Operand and accumulator bytes of a path: 1 and 4 (Int8), 2 and 8 (Wide16).
+struct PersistentWidths {
+  int64_t operand_bytes, acc_bytes;
+};
+inline PersistentWidths persistent_widths(GruGemmPath path) {
+  return path == GruGemmPath::Int8 ? PersistentWidths{1, 4} : PersistentWidths{2, 8};
+}
+
 // Shared memory of one block, in bytes from the dynamic shared memory's start (each region 16-byte aligned):
-//   R slice [3·U, H_p] int8, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
-//   staging [N, H_p] int8: h_s (or q_reset_hidden) of every unit, stored codes (q - h_offset);
-//   acc [N, 3·U] int32: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
+//   R slice [3·U, H_p] Stored, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
+//   staging [N, H_p] Stored: h_s (or q_reset_hidden) of every unit, stored codes (q - h_offset);
+//   acc [N, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
 //   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
 struct PersistentSmemLayout {
   int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, flag_offset = 0,
@@ -77,13 +87,14 @@ struct PersistentSmemLayout {
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t N) {
+inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t N,
+                                                   const PersistentWidths& w = {1, 4}) {
   PersistentSmemLayout s;
-  s.r_bytes = 3 * units_per_block * H_p;
+  s.r_bytes = w.operand_bytes * 3 * units_per_block * H_p;
   s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
-  s.stage_bytes = N * H_p;
+  s.stage_bytes = w.operand_bytes * N * H_p;
   s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
-  s.acc_bytes = 4 * N * 3 * units_per_block;
+  s.acc_bytes = w.acc_bytes * N * 3 * units_per_block;
   s.flag_offset = persistent_align16(s.acc_offset + s.acc_bytes);
   s.total_bytes = s.flag_offset + 16;
   return s;
@@ -92,7 +103,8 @@ inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int6
 struct PersistentGruPlan {
   bool persistent = false;
   std::string reason;  // why the cell takes the per-step path (empty when persistent)
-  int64_t H = 0, H_p = 0, N = 0, N_p = 0;
+  GruGemmPath path = GruGemmPath::Int8;
+  int64_t H = 0, H_p = 0, N = 0, N_p = 0;  // H_p, N_p: the path's GEMM layout's (plan_gru_gemm, plan_gru_wide)
   int64_t units_per_block = 0, blocks = 0;
   int threads = kPersistentThreads;
   int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
@@ -101,11 +113,11 @@ struct PersistentGruPlan {
   std::string describe() const {
     if (!persistent) return "per-step: " + reason;
     return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units, smem " +
-           std::to_string(smem.total_bytes) + ")";
+           std::to_string(smem.total_bytes) + (path == GruGemmPath::Int8 ? "" : ", 16-bit") + ")";
   }
 };
 
-// The plan for a cell of hidden size H at batch N on `device`: persistent when the operands take the int8 path, the
+// The plan for a cell of hidden size H at batch N on `device` whose operands take `path`: persistent when the
 // device launches cooperatively, ceil(H / U) blocks fit one per multiprocessor and one block's shared memory fits;
 // else the per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
 // kPersistentDefaultMinUnits whose block count fits the multiprocessors. The occupancy check of the compiled
@@ -113,10 +125,11 @@ struct PersistentGruPlan {
 inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
                                              const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
   PersistentGruPlan plan;
+  plan.path = path;
   plan.H = H;
   plan.N = N;
-  plan.H_p = pad_to_multiple(H, kInt8GemmMultiple);
-  plan.N_p = pad_to_multiple(N, kInt8GemmMultiple);
+  plan.H_p = pad_to_multiple(H, path == GruGemmPath::Int8 ? kInt8GemmMultiple : kWideTile);
+  plan.N_p = path == GruGemmPath::Int8 ? pad_to_multiple(N, kInt8GemmMultiple) : N;
   plan.phases_per_step = reset_before_linear ? 2 : 1;
   const std::string shape = " (H=" + std::to_string(H) + " N=" + std::to_string(N) + ")";
   auto refuse = [&](const std::string& why) {
@@ -124,9 +137,10 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
     plan.reason = why + shape;
     return plan;
   };
-  if (path != GruGemmPath::Int8) return refuse("16-bit operands have no persistent kernel");
   if (H < 1 || N < 1) return refuse("every size must be at least 1");
-  if (plan.H_p > kInt8GemmMaxK) return refuse("a reduction this long could overflow dp4a's int32 accumulation");
+  if (path == GruGemmPath::Int8 && plan.H_p > kInt8GemmMaxK) {
+    return refuse("a reduction this long could overflow dp4a's int32 accumulation");
+  }
   if (!device.cooperative_launch) return refuse("the device does not support cooperative launches");
   if (device.sm_count < 1) return refuse("the device reports no multiprocessors");
   if (tuning.units_per_block != 0) {
@@ -146,7 +160,7 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
   if (plan.blocks > device.sm_count) {
     return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
   }
-  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, N);
+  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, N, persistent_widths(path));
   if (plan.smem.total_bytes > device.smem_optin_bytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
                   "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
@@ -164,14 +178,19 @@ inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, i
          std::to_string(plan.smem.total_bytes) + " bytes of shared memory";
 }
 
-// The device workspace of one persistent run (GruCellCuda), regions in this order: x for every step [T·N_p, C_p] int8,
-// the two h exchange buffers [2][N_p, H_p] int8 (buffer 0 takes the packed h0), gemm_x [T·N_p, rows_p] int32, the
-// state [N, H] int32, the output [T, N, H] int32, the reset exchange buffer [N_p, H_p] int8 (the linear_before_reset
-// = 0 cell; 0 bytes otherwise), and the synchronization words (the u64 arrival counter, then three int32 error words).
+// The device workspace of one persistent run (GruCellCuda), the layout of the path's GEMMs (plan_gru_gemm or
+// plan_gru_wide), regions in this order: x for every step [T·N_p, C_p] Stored, the two h exchange buffers
+// [2][N_p, H_p] Stored (buffer 0 takes the packed h0), gemm_x [T·N_p, rows_p] Acc, the state [N, H] int32, the output
+// [T, N, H] int32, the reset exchange buffer [N_p, H_p] Stored (the linear_before_reset = 0 cell; 0 bytes otherwise),
+// and the synchronization words (the u64 arrival counter, then three int32 error words).
 inline constexpr int64_t kPersistentSyncBytes = 32;
 inline WorkspaceCarve persistent_gru_workspace(const GruGemmLayout& l, bool reset_before_linear) {
   return carve_workspace({l.x_bytes, 2 * l.h_bytes, l.gemm_x_bytes, l.state_bytes, l.output_bytes,
                           reset_before_linear ? l.h_bytes : 0, kPersistentSyncBytes});
+}
+// The path's GEMM layout (plan_gru_gemm for Int8, plan_gru_wide for Wide16).
+inline GruGemmLayout persistent_gemm_layout(GruGemmPath path, int64_t H, int64_t C, int64_t N, int64_t T) {
+  return path == GruGemmPath::Int8 ? plan_gru_gemm(H, C, N, T) : plan_gru_wide(H, C, N, T);
 }
 
 // ---- the slice a block owns and the smem rows it loads ----
@@ -220,11 +239,23 @@ QGRU_HD int32_t persistent_dp4a(int32_t a, int32_t b, int32_t c) {
 #endif
 }
 
-// One lane's share of the dot product of two int8 rows of `words` 4-byte words (H_p / 4): words lane, lane + lanes, ...
-// The warp sums the lanes' shares (the kernel with shuffles, the emulation in a loop); exact in int32 (see above).
-QGRU_HD int32_t persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
-  int32_t acc = 0;
-  for (int64_t w = lane; w < words; w += lanes) acc = persistent_dp4a(a_words[w], b_words[w], acc);
+// One lane's share of the dot product of two rows of `words` 4-byte words (H_p·sizeof(Stored) / 4): words lane,
+// lane + lanes, ... The warp sums the lanes' shares (the kernel with shuffles, the emulation in a loop); exact in Acc
+// (see the header). Int8: four int8 products per word by dp4a; Wide16: two int16 products per word, each exact in
+// int32, summed in int64.
+template <class Stored, class Acc>
+QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
+  Acc acc = 0;
+  for (int64_t w = lane; w < words; w += lanes) {
+    if constexpr (sizeof(Stored) == 1) {
+      acc = persistent_dp4a(a_words[w], b_words[w], acc);
+    } else {
+      const auto a = static_cast<uint32_t>(a_words[w]), b = static_cast<uint32_t>(b_words[w]);
+      const int32_t lo = static_cast<int32_t>(static_cast<int16_t>(a & 0xFFFFu)) * static_cast<int16_t>(b & 0xFFFFu);
+      const int32_t hi = static_cast<int32_t>(static_cast<int16_t>(a >> 16)) * static_cast<int16_t>(b >> 16);
+      acc += static_cast<Acc>(lo) + static_cast<Acc>(hi);
+    }
+  }
   return acc;
 }
 
@@ -239,12 +270,13 @@ QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, in
 
 // The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
 // of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's acc
-// ([N, 3U] int32, gate g of unit u at n·3U + g·U + u), gru_cell_element, and the new state in all three places:
+// ([N, 3U] Acc, gate g of unit u at n·3U + g·U + u), gru_cell_element, and the new state in all three places:
 // h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
 // old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
-QGRU_HD void persistent_step_element(const GruCellParamsView& view, const int32_t* gemm_x_t, int64_t ldc, const int32_t* acc,
+template <class Stored, class Acc>
+QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc, const Acc* acc,
                                      int64_t units_per_block, int32_t x_offset, int32_t h_offset, int32_t* h_state,
-                                     int8_t* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
+                                     Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
                                      const int32_t* lengths, int64_t t) {
   const int64_t H = view.hidden_size;
   const bool padding = lengths != nullptr && t >= lengths[n];
@@ -260,24 +292,25 @@ QGRU_HD void persistent_step_element(const GruCellParamsView& view, const int32_
     q_h = gru_cell_element(view, j, a, q_h, nullptr);
     h_state[n * H + j] = q_h;
   }
-  // Fits int8: h's code range passed int8_operand_offset with this offset (the int8 path's plan).
-  h_next[n * H_p + j] = static_cast<int8_t>(q_h - h_offset);
+  // Fits Stored: h's code range passed the path's operand offset check with this offset (plan_gru_operands).
+  h_next[n * H_p + j] = static_cast<Stored>(q_h - h_offset);
   out_t[n * H + j] = padding ? view.h.zp : q_h;
 }
 
 // Phase A of the linear_before_reset = 0 cell for unit j: q_reset_hidden from the r channel's accumulators and the old
 // state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
-QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const int32_t* gemm_x_t, int64_t ldc,
-                                             const int32_t* acc, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
-                                             const int32_t* h_state, int8_t* reset_out, int64_t H_p, int64_t n, int64_t u,
+template <class Stored, class Acc>
+QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc,
+                                             const Acc* acc, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
+                                             const int32_t* h_state, Stored* reset_out, int64_t H_p, int64_t n, int64_t u,
                                              int32_t j) {
   const int64_t c = view.hidden_size + j;
   const int32_t q_reset_hidden = gru_cell_reset_hidden(
       view, j, raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]),
       raw_gemm_accumulator(acc[n * 3 * units_per_block + units_per_block + u], h_offset, view.R_sum[c]),
       h_state[n * view.hidden_size + j]);
-  // Fits int8: q_reset_hidden lies in h's code range.
-  reset_out[n * H_p + j] = static_cast<int8_t>(q_reset_hidden - h_offset);
+  // Fits Stored: q_reset_hidden lies in h's code range.
+  reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
 }
 
 }  // namespace qgru::kernels

@@ -10,6 +10,7 @@
 // of a buffer that was not yet published (a skipped wait) or of the wrong parity sees garbage, and the codes differ
 // from the reference. The fault switches break the protocol on purpose so the tests show they would catch it.
 // Throws qgru::Error on a deadlock (no block can move while some have phases left).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -35,41 +36,56 @@ struct PersistentEmulationResult {
   int64_t poisonings = 0;    // buffers overwritten with garbage
 };
 
-inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGruPlan& plan, const GruCellParamsView& view,
-                                                             const int32_t* q_W, const int32_t* q_R, int64_t C,
-                                                             const CodeSpace& x_space, const int32_t* q_x, int64_t T,
-                                                             const int32_t* q_h0, bool reverse, const int32_t* lengths,
-                                                             const PersistentEmulationOptions& options = {}) {
-  if (!plan.persistent) throw Error("persistent GRU emulation: the plan took the per-step path: " + plan.reason);
+// The emulation for one operand width: Stored int8_t / Acc int32_t (Int8) or int16_t / int64_t (Wide16).
+template <class Stored, class Acc>
+PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan& plan, const GruCellParamsView& view,
+                                                        const int32_t* q_W, const int32_t* q_R, int64_t C,
+                                                        const CodeSpace& x_space, const int32_t* q_x, int64_t T,
+                                                        const int32_t* q_h0, bool reverse, const int32_t* lengths,
+                                                        const PersistentEmulationOptions& options) {
   const int64_t H = view.hidden_size, N = plan.N, U = plan.units_per_block, B = plan.blocks, P = plan.phases_per_step;
-  if (plan.H != H) throw Error("persistent GRU emulation: plan for H=" + std::to_string(plan.H) + ", cell H=" + std::to_string(H));
   PersistentEmulationResult result;
   result.out.assign(static_cast<size_t>(T * N * H), 0);
   if (T == 0) return result;
-  const GruGemmLayout l = plan_gru_gemm(H, C, N, T);
+  constexpr bool int8_path = sizeof(Stored) == 1;
+  const GruGemmLayout l = persistent_gemm_layout(plan.path, H, C, N, T);
   int32_t x_offset = 0, h_offset = 0;
-  const std::string why = int8_operand_offset(x_space.q_min, x_space.q_max, x_offset) +
-                          int8_operand_offset(view.h.q_min, view.h.q_max, h_offset);
+  const std::string why = int8_path ? int8_operand_offset(x_space.q_min, x_space.q_max, x_offset) +
+                                          int8_operand_offset(view.h.q_min, view.h.q_max, h_offset)
+                                    : int16_operand_offset(x_space.q_min, x_space.q_max, x_offset) +
+                                          int16_operand_offset(view.h.q_min, view.h.q_max, h_offset);
   if (!why.empty()) throw Error("persistent GRU emulation: " + why);
-  // The device's global memory: packed operands, B-1 for every step, exchange buffers, the state, the output.
-  const auto W8 = pack_int8_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
-  const auto R8 = pack_int8_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
-  const auto x8 = pack_signed_steps<int8_t>(q_x, T, N, C, l.N_p, l.C_p, x_offset, "q_x");
-  std::vector<int32_t> gemm_x(static_cast<size_t>(T * l.N_p * l.rows_p));
-  gemm_int8_tn_reference(l.rows_p, T * l.N_p, l.C_p, W8.data(), l.C_p, x8.data(), l.C_p, gemm_x.data(), l.rows_p);
+  // The device's global memory: packed operands, B-1 for every step (the path's GEMM), exchange buffers, the state,
+  // the output.
+  std::vector<Stored> W, R;
+  if constexpr (int8_path) {
+    W = pack_int8_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
+    R = pack_int8_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
+  } else {
+    W = pack_int16_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
+    R = pack_int16_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
+  }
+  const auto x_stored = pack_signed_steps<Stored>(q_x, T, N, C, l.N_p, l.C_p, x_offset, "q_x");
+  std::vector<Acc> gemm_x(static_cast<size_t>(T * l.N_p * l.rows_p));
+  if constexpr (int8_path) {
+    gemm_int8_tn_reference(l.rows_p, T * l.N_p, l.C_p, W.data(), l.C_p, x_stored.data(), l.C_p, gemm_x.data(), l.rows_p);
+  } else {
+    emulate_wide_gemm_tiled(plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W.data(), l.C_p, x_stored.data(), l.C_p,
+                            gemm_x.data(), l.rows_p);
+  }
   std::vector<int32_t> h_state(static_cast<size_t>(N * H), view.h.zp);
   if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
   std::mt19937 rng(options.seed);
-  const int64_t buffer_bytes = l.N_p * l.H_p;
-  auto poison = [&](int8_t* at) {
-    for (int64_t i = 0; i < buffer_bytes; ++i) at[i] = static_cast<int8_t>(rng() & 0xFFu);
+  const int64_t buffer_codes = l.N_p * l.H_p;  // one exchange buffer, in Stored codes
+  auto poison = [&](Stored* at) {
+    for (int64_t i = 0; i < buffer_codes; ++i) at[i] = static_cast<Stored>(rng());
     ++result.poisonings;
   };
-  std::vector<int8_t> h_exchange(static_cast<size_t>(2 * buffer_bytes));
-  poison(h_exchange.data() + buffer_bytes);
-  const auto h0_packed = pack_signed_steps<int8_t>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
-  std::memcpy(h_exchange.data(), h0_packed.data(), static_cast<size_t>(buffer_bytes));
-  std::vector<int8_t> reset_exchange(static_cast<size_t>(buffer_bytes));
+  std::vector<Stored> h_exchange(static_cast<size_t>(2 * buffer_codes));
+  poison(h_exchange.data() + buffer_codes);
+  const auto h0_packed = pack_signed_steps<Stored>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
+  std::copy(h0_packed.begin(), h0_packed.end(), h_exchange.begin());
+  std::vector<Stored> reset_exchange(static_cast<size_t>(buffer_codes));
   poison(reset_exchange.data());
   uint64_t arrivals = 0;
 
@@ -85,11 +101,12 @@ inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGru
     k.slice = persistent_block_slice(H, U, b);
     k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
     auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
+    const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);
     for (int64_t row = 0; row < 3 * U; ++row) {  // R's slice, once
       const int64_t source = persistent_r_source_row(H, U, k.slice, row);
-      unsigned char* to = bytes + plan.smem.r_offset + row * l.H_p;
-      if (source < 0) std::memset(to, 0, static_cast<size_t>(l.H_p));
-      else std::memcpy(to, R8.data() + source * l.H_p, static_cast<size_t>(l.H_p));
+      unsigned char* to = bytes + plan.smem.r_offset + row * static_cast<int64_t>(row_bytes);
+      if (source < 0) std::memset(to, 0, row_bytes);
+      else std::memcpy(to, R.data() + source * l.H_p, row_bytes);
     }
   }
   const int64_t phases = T * P;
@@ -102,8 +119,9 @@ inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGru
     const int part = static_cast<int>(k.phase % P);
     int parity = persistent_h_parity(s);
     if (options.fault_wrong_parity) parity ^= 1;
-    const int8_t* source = part == 1 ? reset_exchange.data() : h_exchange.data() + parity * buffer_bytes;
-    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset, source, static_cast<size_t>(N * l.H_p));
+    const Stored* source = part == 1 ? reset_exchange.data() : h_exchange.data() + parity * buffer_codes;
+    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset, source,
+                static_cast<size_t>(N * l.H_p) * sizeof(Stored));
     k.staged = true;
   };
   // Move (2): the dot products, the units, the arrival.
@@ -113,28 +131,29 @@ inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGru
     const int64_t t = reverse ? T - 1 - s : s;
     const int32_t* r_words = k.smem.data() + plan.smem.r_offset / 4;
     const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
-    int32_t* acc = k.smem.data() + plan.smem.acc_offset / 4;
+    auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
     // rows: every gate (linear_before_reset = 1), z and r (phase A), n (phase B)
     const int64_t first_row = part == 1 ? 2 * U : 0, rows = P == 1 ? 3 * U : part == 0 ? 2 * U : U;
-    const int64_t words = l.H_p / 4;
+    const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
     for (int64_t p = 0; p < rows * N; ++p) {
       const PersistentDotIndex d = persistent_dot_index(p, first_row, rows);
-      int32_t sum = 0;  // the warp's shuffle sum, lane by lane (exact: int32 bounds in persistent_gru.h)
+      Acc sum = 0;  // the warp's shuffle sum, lane by lane (exact: the bounds in persistent_gru.h)
       for (int lane = 0; lane < kPersistentLanes; ++lane) {
-        sum += persistent_dot_share(r_words + d.slice_row * words, stage_words + d.n * words, words, lane, kPersistentLanes);
+        sum += persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
+                                                 kPersistentLanes);
       }
       acc[d.n * 3 * U + d.slice_row] = sum;
     }
-    const int32_t* gemm_x_t = gemm_x.data() + t * l.N_p * l.rows_p;
+    const Acc* gemm_x_t = gemm_x.data() + t * l.N_p * l.rows_p;
     for (int64_t i = 0; i < k.slice.units * N; ++i) {
       const int64_t u = i % k.slice.units, n = i / k.slice.units;
       const auto j = static_cast<int32_t>(k.slice.j0 + u);
       if (P == 2 && part == 0) {
-        persistent_reset_hidden_element(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
+        persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
                                         reset_exchange.data(), l.H_p, n, u, j);
       } else {
-        persistent_step_element(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
-                                h_exchange.data() + persistent_h_parity(s + 1) * buffer_bytes, l.H_p,
+        persistent_step_element<Stored, Acc>(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
+                                h_exchange.data() + persistent_h_parity(s + 1) * buffer_codes, l.H_p,
                                 result.out.data() + t * N * H, n, u, j, lengths, t);
       }
     }
@@ -146,13 +165,13 @@ inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGru
     const uint64_t done = arrivals / static_cast<uint64_t>(B) - 1;
     const uint64_t step = done / static_cast<uint64_t>(P);
     if (P == 1) {
-      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_bytes);  // h_step's buffer; h_{step+1} in the other
+      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);  // h_step's buffer; h_{step+1} in the other
     } else if (done % 2 == 0) {
       poison(h_exchange.data());  // phase A: every block staged h_step, h_{step+1} not yet written
-      poison(h_exchange.data() + buffer_bytes);
+      poison(h_exchange.data() + buffer_codes);
     } else {
       poison(reset_exchange.data());  // phase B: the reset codes consumed; h_{step+1} lives in buffer (step + 1) % 2
-      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_bytes);
+      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);
     }
   };
   std::vector<int64_t> unfinished;
@@ -177,6 +196,24 @@ inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGru
     }
   }
   return result;
+}
+
+// The persistent kernel's run of one cell on the host, the plan's operand width (Int8 / Wide16), [T, N, H] by input time.
+inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGruPlan& plan, const GruCellParamsView& view,
+                                                             const int32_t* q_W, const int32_t* q_R, int64_t C,
+                                                             const CodeSpace& x_space, const int32_t* q_x, int64_t T,
+                                                             const int32_t* q_h0, bool reverse, const int32_t* lengths,
+                                                             const PersistentEmulationOptions& options = {}) {
+  if (!plan.persistent) throw Error("persistent GRU emulation: the plan took the per-step path: " + plan.reason);
+  if (plan.H != view.hidden_size) {
+    throw Error("persistent GRU emulation: plan for H=" + std::to_string(plan.H) + ", cell H=" + std::to_string(view.hidden_size));
+  }
+  if (plan.path == GruGemmPath::Int8) {
+    return emulate_persistent_gru_cell_t<int8_t, int32_t>(plan, view, q_W, q_R, C, x_space, q_x, T, q_h0, reverse, lengths,
+                                                          options);
+  }
+  return emulate_persistent_gru_cell_t<int16_t, int64_t>(plan, view, q_W, q_R, C, x_space, q_x, T, q_h0, reverse, lengths,
+                                                         options);
 }
 
 }  // namespace qgru::kernels
