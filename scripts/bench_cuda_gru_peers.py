@@ -8,8 +8,8 @@ odd rounds, so that neither side always runs first on a warm or a cold card); ea
 Engines (one layer, one direction, C = H, batch-first no, every call end to end: input from host memory, output back
 to host memory, as qgru's calls are):
   qgru       build/test/bench_cuda_gru (test/cuda/bench_gru.cpp) with --json-lines: presets int8, int16-activations,
-             int16 and the float executor on the per-step recurrence, and int8 on the persistent kernel
-             (--recurrence persistent; the row's "path" says whether the plan took it).
+             int16 and the float executor on the per-step recurrence, and int8 and int16-activations on the
+             persistent kernel (--recurrence persistent; the row's "path" says whether the plan took it).
   cudnn-fp32 torch.nn.GRU in float32 on CUDA (cuDNN), torch imported only when this engine runs.
   cudnn-fp16 the same in float16.
 Shapes (H, T, N): (64,100,1), (256,100,1), (1024,50,1), (256,100,64), (512,50,32), (256,2000,1) unless --shape.
@@ -37,6 +37,7 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 DEFAULT_SHAPES = [(64, 100, 1), (256, 100, 1), (1024, 50, 1), (256, 100, 64), (512, 50, 32), (256, 2000, 1)]
 QGRU_STEP_PRESETS = ["int8", "int16-activations", "int16", "float"]
+QGRU_PERSISTENT_PRESETS = ["int8", "int16-activations"]
 PEERS = ["cudnn-fp32", "cudnn-fp16"]
 ROW_KEYS = ["H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"]
 DRY_RUN_CARD = "dry run: fabricated timings, no GPU"
@@ -81,7 +82,7 @@ def parse_args(argv):
 
 
 class QgruEngine:
-    """bench_cuda_gru in a subprocess: one visit = the per-step presets, then int8 on the persistent kernel."""
+    """bench_cuda_gru in a subprocess: one visit = the per-step presets, then the persistent kernel's."""
 
     def __init__(self, args):
         self.binary = os.path.join(args.build, "test", "bench_cuda_gru")
@@ -112,8 +113,9 @@ class QgruEngine:
         out = []
         for row in self._run(shape, ["--recurrence", "step"]):
             out.append((("qgru", row["preset"], "step"), row["us_per_step"], row["path"]))
-        for row in self._run(shape, ["--recurrence", "persistent", "--preset", "int8"]):
-            out.append((("qgru", "int8", "persistent"), row["us_per_step"], row["path"]))
+        for preset in QGRU_PERSISTENT_PRESETS:
+            for row in self._run(shape, ["--recurrence", "persistent", "--preset", preset]):
+                out.append((("qgru", preset, "persistent"), row["us_per_step"], row["path"]))
         return out
 
     def card(self):
@@ -184,7 +186,7 @@ class FakeEngine:
         base = 1000.0 + 0.5 * (self.calls % 3)
         if self.name == "qgru":
             return [(("qgru", p, "step"), base + i, "dry run") for i, p in enumerate(QGRU_STEP_PRESETS)] + [
-                (("qgru", "int8", "persistent"), base + 10, "dry run")]
+                (("qgru", p, "persistent"), base + 10 + i, "dry run") for i, p in enumerate(QGRU_PERSISTENT_PRESETS)]
         return [((self.name, "fp32" if self.name == "cudnn-fp32" else "fp16", "cudnn"),
                  base + (20 if self.name == "cudnn-fp32" else 21), "dry run")]
 
@@ -280,7 +282,7 @@ def self_test():
         rows = run(args)
         written = json.load(open(out))
         expect(written == rows, "the JSON file holds the rows")
-        expect(len(rows) == 2 * (len(QGRU_STEP_PRESETS) + 1 + len(PEERS)), f"{len(rows)} rows")
+        expect(len(rows) == 2 * (len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(PEERS)), f"{len(rows)} rows")
         for r in written:
             expect(all(k in r for k in ROW_KEYS), f"row keys {sorted(r)}")
             expect(r["card"] == DRY_RUN_CARD, "a dry-run row says so")

@@ -216,7 +216,7 @@ struct GruCellCuda::Impl {
     if (found != persistent_plans.end()) return found->second;
     kernels::PersistentGruPlan p;
     if (recurrence != GruRecurrence::Persistent) {
-      p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent) until a GPU self-test has passed";
+      p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
     } else {
       p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device);
       if (p.persistent) {
