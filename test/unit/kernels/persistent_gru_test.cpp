@@ -323,4 +323,24 @@ TEST_CASE("persistent emulation through the layer loop equals the reference exec
   }
 }
 
+TEST_CASE("persistent workspace: regions aligned, disjoint and sized by the path's layout") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+    for (bool reset_before_linear : {false, true}) {
+      const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(path, 33, 5, 3, 7);
+      const kernels::WorkspaceCarve w = kernels::persistent_gru_workspace(l, reset_before_linear);
+      const int64_t operand = path == GruGemmPath::Int8 ? 1 : 2, acc = path == GruGemmPath::Int8 ? 4 : 8;
+      CHECK(l.N_p == (path == GruGemmPath::Int8 ? 16 : 3));
+      const int64_t sizes[] = {operand * 7 * l.N_p * l.C_p, 2 * operand * l.N_p * l.H_p, acc * 7 * l.N_p * l.rows_p,
+                               4 * 3 * 33, 4 * 7 * 3 * 33, reset_before_linear ? operand * l.N_p * l.H_p : 0,
+                               kernels::kPersistentSyncBytes};
+      REQUIRE(w.offsets.size() == 7);
+      for (size_t i = 0; i < 7; ++i) {
+        CHECK(w.offsets[i] % kernels::kWorkspaceAlignment == 0);
+        const int64_t end = w.offsets[i] + sizes[i];
+        CHECK(end <= (i + 1 < 7 ? w.offsets[i + 1] : w.total_bytes));
+      }
+    }
+  }
+}
+
 }  // namespace qgru
