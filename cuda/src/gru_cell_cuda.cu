@@ -337,43 +337,36 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
                                                  const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(plan.path, H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::persistent_gru_workspace(l, reset_before_linear));
-  PersistentGruArgs a;
   Stored* x_stored = region<Stored>(workspace, w, 0);
   auto* h_exchange = region<Stored>(workspace, w, 1);
-  a.h_exchange = h_exchange;
   auto* gemm_x = region<Acc>(workspace, w, 2);
-  a.gemm_x = gemm_x;
-  a.h_state = region<int32_t>(workspace, w, 3);
-  a.out = region<int32_t>(workspace, w, 4);
-  a.reset_exchange = reset_before_linear ? region<Stored>(workspace, w, 5) : nullptr;
-  a.arrivals = region<unsigned long long>(workspace, w, 6);
-  a.error = reinterpret_cast<int*>(a.arrivals + 1);
-  a.R = R;
-  a.lengths = lengths;
-  a.T = T;
-  a.N_p = l.N_p;
-  a.rows_p = l.rows_p;
-  a.x_offset = plan.x_offset;
-  a.h_offset = plan.h_offset;
-  a.reverse = reverse;
-  a.spin_limit_ns = persistent_spin_limit_ns();
+  auto* h_state = region<int32_t>(workspace, w, 3);
+  auto* out = region<int32_t>(workspace, w, 4);
+  const kernels::PersistentBuffers<Stored, Acc> buffers = kernels::persistent_buffers<Stored, Acc>(
+      p, l, T, reverse, plan.x_offset, plan.h_offset, gemm_x, h_exchange,
+      reset_before_linear ? region<Stored>(workspace, w, 5) : nullptr, h_state, out, lengths);
+  PersistentLaunch launch;
+  launch.R = R;
+  launch.arrivals = region<unsigned long long>(workspace, w, 6);
+  launch.error = reinterpret_cast<int*>(launch.arrivals + 1);
+  launch.spin_limit_ns = persistent_spin_limit_ns();
   // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
   upload_operands<Stored>(q_x, T, N, h0, l, x_stored, h_exchange);
-  copy_to_device(a.h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
-  QGRU_CUDA_CHECK(cudaMemsetAsync(a.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
+  copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  QGRU_CUDA_CHECK(cudaMemsetAsync(launch.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
   if constexpr (sizeof(Stored) == 1) {
     QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x_stored, gemm_x));
   } else {
     launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), static_cast<const int16_t*>(W), l.C_p, x_stored,
                      l.C_p, gemm_x, l.rows_p, stream);
   }
-  launch_persistent_gru(p, device_view, a, stream);
-  const int32_t* codes = copy_out(a.out, l.output_bytes);  // synchronizes
+  launch_persistent_gru<Stored, Acc>(p, device_view, buffers, launch, stream);
+  const int32_t* codes = copy_out(out, l.output_bytes);  // synchronizes
   int error[3] = {0, 0, 0};
-  QGRU_CUDA_CHECK(cudaMemcpy(error, a.error, sizeof(error), cudaMemcpyDeviceToHost));
+  QGRU_CUDA_CHECK(cudaMemcpy(error, launch.error, sizeof(error), cudaMemcpyDeviceToHost));
   if (error[0] != 0) {
     throw CudaFailure("persistent GRU kernel (" + p.describe() + "): block " + std::to_string(error[1]) + " waited more than " +
-                      std::to_string(a.spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
+                      std::to_string(launch.spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
   }
   return codes;
 }

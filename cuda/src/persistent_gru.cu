@@ -17,10 +17,9 @@ namespace qgru::cuda {
 
 namespace {
 
-// The plan's figures the kernel needs (by value: one launch parameter block).
+// The plan's figures the kernel needs beyond its buffers' (by value: one launch parameter block).
 struct PersistentShape {
-  int64_t H_p, N, units_per_block, blocks;
-  int32_t phases_per_step;
+  int64_t blocks;
   int32_t r_offset, stage_offset, acc_offset, flag_offset;
 };
 
@@ -48,7 +47,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 
 // Every thread of the block: true once `arrivals_needed` arrivals are visible (acquire), false when the wait ran past
 // a.spin_limit_ns or another block reported an error (the block then returns; the host throws).
-__device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
+__device__ bool wait_arrivals(const PersistentLaunch& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
   if (threadIdx.x == 0) {
     int failed = 0;
     if (load_acquire(a.arrivals) < arrivals_needed) {
@@ -77,7 +76,7 @@ __device__ bool wait_arrivals(const PersistentGruArgs& a, unsigned long long arr
 }
 
 // After __syncthreads (every thread's writes of the phase done): one arrival, released.
-__device__ void publish(const PersistentGruArgs& a) {
+__device__ void publish(const PersistentLaunch& a) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -94,91 +93,59 @@ __device__ void stage_rows(const void* source, unsigned char* stage, int64_t byt
 
 // rows·N dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each, into acc.
 template <class Stored, class Acc>
-__device__ void block_dots(const PersistentShape& s, unsigned char* smem, int64_t first_row, int64_t rows) {
+__device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
+                           int64_t first_row, int64_t rows) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
-  const int64_t words = s.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
+  const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
   const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
   const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
-  for (int64_t p = warp; p < rows * s.N; p += kernels::kPersistentWarps) {
+  for (int64_t p = warp; p < rows * b.N; p += kernels::kPersistentWarps) {
     const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
     Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words,
                                                          lane, kernels::kPersistentLanes);
     for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
-    if (lane == 0) acc[d.n * 3 * s.units_per_block + d.slice_row] = sum;
+    if (lane == 0) acc[d.n * 3 * b.units_per_block + d.slice_row] = sum;
   }
 }
 
 template <class Stored, class Acc>
 __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
-    persistent_gru_kernel(const GruCellParamsView view, const PersistentGruArgs a, const PersistentShape s) {
+    persistent_gru_kernel(const GruCellParamsView view, const kernels::PersistentBuffers<Stored, Acc> b,
+                          const PersistentLaunch a, const PersistentShape s) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int64_t H = view.hidden_size, U = s.units_per_block, P = s.phases_per_step;
+  const int64_t H = view.hidden_size, U = b.units_per_block;
   const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, blockIdx.x);
   int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
   // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero).
   const auto* R = static_cast<const Stored*>(a.R);
   {
-    const int64_t chunks_per_row = s.H_p * static_cast<int64_t>(sizeof(Stored)) / 16;
+    const int64_t chunks_per_row = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 16;
     int4* to = reinterpret_cast<int4*>(smem + s.r_offset);
     for (int64_t i = threadIdx.x; i < 3 * U * chunks_per_row; i += blockDim.x) {
       const int64_t source = kernels::persistent_r_source_row(H, U, slice, i / chunks_per_row);
       to[i] = source < 0 ? make_int4(0, 0, 0, 0)
-                         : __ldg(reinterpret_cast<const int4*>(R + source * s.H_p) + i % chunks_per_row);
+                         : __ldg(reinterpret_cast<const int4*>(R + source * b.H_p) + i % chunks_per_row);
     }
   }
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
-  auto* h_exchange = static_cast<Stored*>(a.h_exchange);
-  auto* reset_exchange = static_cast<Stored*>(a.reset_exchange);
-  const int64_t buffer_codes = a.N_p * s.H_p, stage_bytes = s.N * s.H_p * static_cast<int64_t>(sizeof(Stored));
-  for (int64_t step = 0; step < a.T; ++step) {
-    const int64_t t = a.reverse ? a.T - 1 - step : step;
-    const Acc* gemm_x_t = static_cast<const Acc*>(a.gemm_x) + t * a.N_p * a.rows_p;
-    Stored* h_next = h_exchange + kernels::persistent_h_parity(step + 1) * buffer_codes;
-    // Phase A (the only phase of the linear_before_reset = 1 cell): h_step of every unit.
-    const int64_t phase_a = kernels::persistent_phase(step, 0, static_cast<int>(P));
-    if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_a, s.blocks), phase_a, flag)) return;
-    stage_rows(h_exchange + kernels::persistent_h_parity(step) * buffer_codes, smem + s.stage_offset, stage_bytes);
+  const int64_t stage_bytes = b.N * b.H_p * static_cast<int64_t>(sizeof(Stored));
+  // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
+  for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
+    const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
+    if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
+    stage_rows(kernels::persistent_stage_source(b, ph), smem + s.stage_offset, stage_bytes);
     __syncthreads();
-    block_dots<Stored, Acc>(s, smem, 0, P == 1 ? 3 * U : 2 * U);
+    block_dots<Stored, Acc>(b, s, smem, ph.first_row, ph.rows);
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
-      const int64_t u = i % slice.units, n = i / slice.units;
-      const auto j = static_cast<int32_t>(slice.j0 + u);
-      if (P == 1) {
-        kernels::persistent_step_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
-                                                      h_next, s.H_p, a.out + t * s.N * H, n, u, j, a.lengths, t);
-      } else {
-        kernels::persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset,
-                                                              a.h_state, reset_exchange, s.H_p, n, u, j);
-      }
-    }
-    publish(a);
-    if (P == 1) continue;
-    // Phase B of the linear_before_reset = 0 cell: q_reset_hidden of every unit against R's n rows, then the cell.
-    const int64_t phase_b = kernels::persistent_phase(step, 1, 2);
-    if (!wait_arrivals(a, kernels::persistent_arrivals_before(phase_b, s.blocks), phase_b, flag)) return;
-    stage_rows(reset_exchange, smem + s.stage_offset, stage_bytes);
-    __syncthreads();
-    block_dots<Stored, Acc>(s, smem, 2 * U, U);
-    __syncthreads();
-    for (int64_t i = threadIdx.x; i < slice.units * s.N; i += blockDim.x) {
-      const int64_t u = i % slice.units, n = i / slice.units;
-      kernels::persistent_step_element<Stored, Acc>(view, gemm_x_t, a.rows_p, acc, U, a.x_offset, a.h_offset, a.h_state,
-                                                    h_next, s.H_p, a.out + t * s.N * H, n, u,
-                                                    static_cast<int32_t>(slice.j0 + u), a.lengths, t);
-    }
+    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, threadIdx.x, blockDim.x);
     publish(a);
   }
 }
 
 PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
-  return {plan.H_p,
-          plan.N,
-          plan.units_per_block,
-          plan.blocks,
-          plan.phases_per_step,
+  return {plan.blocks,
           static_cast<int32_t>(plan.smem.r_offset),
           static_cast<int32_t>(plan.smem.stage_offset),
           static_cast<int32_t>(plan.smem.acc_offset),
@@ -225,12 +192,15 @@ std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
   return kernels::persistent_occupancy_refusal(plan, blocks_per_sm, sm_count);
 }
 
+template <class Stored, class Acc>
 void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCellParamsView& device_view,
-                           const PersistentGruArgs& args, cudaStream_t stream) {
+                           const kernels::PersistentBuffers<Stored, Acc>& buffers, const PersistentLaunch& launch,
+                           cudaStream_t stream) {
   GruCellParamsView view = device_view;
-  PersistentGruArgs a = args;
+  kernels::PersistentBuffers<Stored, Acc> b = buffers;
+  PersistentLaunch a = launch;
   PersistentShape shape = shape_of(plan);
-  void* params[] = {&view, &a, &shape};
+  void* params[] = {&view, &b, &a, &shape};
   // The limit set by persistent_occupancy may be another batch size's: set this plan's before every launch.
   allow_smem(plan);
   // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
@@ -238,5 +208,12 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
                                               dim3(static_cast<unsigned>(plan.threads)), params,
                                               static_cast<size_t>(plan.smem.total_bytes), stream));
 }
+
+template void launch_persistent_gru<int8_t, int32_t>(const kernels::PersistentGruPlan&, const GruCellParamsView&,
+                                                     const kernels::PersistentBuffers<int8_t, int32_t>&,
+                                                     const PersistentLaunch&, cudaStream_t);
+template void launch_persistent_gru<int16_t, int64_t>(const kernels::PersistentGruPlan&, const GruCellParamsView&,
+                                                      const kernels::PersistentBuffers<int16_t, int64_t>&,
+                                                      const PersistentLaunch&, cudaStream_t);
 
 }  // namespace qgru::cuda

@@ -126,9 +126,13 @@ TEST_CASE("persistent protocol: parity alternates, phases count up, arrivals bef
   CHECK(kernels::persistent_h_parity(0) == 0);
   CHECK(kernels::persistent_h_parity(1) == 1);
   CHECK(kernels::persistent_h_parity(6) == 0);
-  CHECK(kernels::persistent_phase(3, 0, 1) == 3);
-  CHECK(kernels::persistent_phase(3, 0, 2) == 6);
-  CHECK(kernels::persistent_phase(3, 1, 2) == 7);
+  // One phase per step: every gate's rows; two: z and r rows (A), then the n rows (B); reverse visits t = T-1 .. 0.
+  kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(3, 1, 10, false, 16);
+  CHECK((ph.step == 3 && ph.t == 3 && ph.part == 0 && ph.first_row == 0 && ph.rows == 48));
+  ph = kernels::persistent_phase_info(6, 2, 10, true, 16);
+  CHECK((ph.step == 3 && ph.t == 6 && ph.part == 0 && ph.first_row == 0 && ph.rows == 32));
+  ph = kernels::persistent_phase_info(7, 2, 10, true, 16);
+  CHECK((ph.step == 3 && ph.t == 6 && ph.part == 1 && ph.first_row == 32 && ph.rows == 16));
   CHECK(kernels::persistent_arrivals_before(0, 17) == 0);
   CHECK(kernels::persistent_arrivals_before(7, 17) == 119);
 }

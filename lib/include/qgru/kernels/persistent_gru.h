@@ -214,8 +214,22 @@ QGRU_HD int64_t persistent_r_source_row(int64_t H, int64_t units_per_block, cons
 
 // The exchange buffer (0 or 1) that holds h_s, read at step s; step s writes h_{s+1} into parity(s + 1).
 QGRU_HD int persistent_h_parity(int64_t step) { return static_cast<int>(step & 1); }
-// The phase index of part `part` (0: A / the only one, 1: B) of step s; phases run 0, 1, 2, ... in order.
-QGRU_HD int64_t persistent_phase(int64_t step, int part, int phases_per_step) { return step * phases_per_step + part; }
+// Phase k of a launch: its step, input time t and part (0: A / the only one, 1: B), and the slice rows it multiplies:
+// all 3U (linear_before_reset = 1), the z and r rows [0, 2U) (part A) or the n rows [2U, 3U) (part B). Phases run
+// 0, 1, 2, ... in order, phases_per_step of them per step.
+struct PersistentPhaseInfo {
+  int64_t step, t;
+  int part;
+  int64_t first_row, rows;
+};
+QGRU_HD PersistentPhaseInfo persistent_phase_info(int64_t phase, int phases_per_step, int64_t T, bool reverse,
+                                                  int64_t units_per_block) {
+  const int64_t step = phase / phases_per_step;
+  const int part = static_cast<int>(phase % phases_per_step);
+  const int64_t U = units_per_block;
+  const int64_t first_row = part == 1 ? 2 * U : 0, rows = phases_per_step == 1 ? 3 * U : part == 0 ? 2 * U : U;
+  return {step, reverse ? T - 1 - step : step, part, first_row, rows};
+}
 // Arrivals on the counter before phase k may start: every block published phases 0 .. k-1.
 QGRU_HD uint64_t persistent_arrivals_before(int64_t phase, int64_t blocks) {
   return static_cast<uint64_t>(phase) * static_cast<uint64_t>(blocks);
@@ -311,6 +325,80 @@ QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, cons
       h_state[n * view.hidden_size + j]);
   // Fits Stored: q_reset_hidden lies in h's code range.
   reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
+}
+
+// ---- one phase of one block: what the kernel and the emulation both run ----
+
+// The global memory of one launch (device pointers in the kernel, host vectors in the emulation) and its sizes.
+template <class Stored, class Acc>
+struct PersistentBuffers {
+  const Acc* gemm_x = nullptr;       // B-1 for every step [T·N_p, rows_p] (row t·N_p + n)
+  Stored* h_exchange = nullptr;      // [2][N_p, H_p] stored h codes, buffer 0 holding h0 at the start
+  Stored* reset_exchange = nullptr;  // [N_p, H_p] q_reset_hidden (linear_before_reset = 0 cell)
+  int32_t* h_state = nullptr;        // [N, H]
+  int32_t* out = nullptr;            // [T, N, H] by input time
+  const int32_t* lengths = nullptr;  // [N] or null
+  int64_t T = 0, N = 0, N_p = 0, H_p = 0, rows_p = 0, units_per_block = 0;
+  int32_t x_offset = 0, h_offset = 0;
+  int phases_per_step = 1;
+  bool reverse = false;
+};
+
+// The buffers of one launch of `plan` over T steps of the path's layout `l` (persistent_gemm_layout), from the
+// pointers the caller allocated (the device workspace, or the emulation's vectors).
+template <class Stored, class Acc>
+PersistentBuffers<Stored, Acc> persistent_buffers(const PersistentGruPlan& plan, const GruGemmLayout& l, int64_t T,
+                                                  bool reverse, int32_t x_offset, int32_t h_offset, const Acc* gemm_x,
+                                                  Stored* h_exchange, Stored* reset_exchange, int32_t* h_state,
+                                                  int32_t* out, const int32_t* lengths) {
+  PersistentBuffers<Stored, Acc> b;
+  b.gemm_x = gemm_x;
+  b.h_exchange = h_exchange;
+  b.reset_exchange = reset_exchange;
+  b.h_state = h_state;
+  b.out = out;
+  b.lengths = lengths;
+  b.T = T;
+  b.N = plan.N;
+  b.N_p = l.N_p;
+  b.H_p = l.H_p;
+  b.rows_p = l.rows_p;
+  b.units_per_block = plan.units_per_block;
+  b.x_offset = x_offset;
+  b.h_offset = h_offset;
+  b.phases_per_step = plan.phases_per_step;
+  b.reverse = reverse;
+  return b;
+}
+
+// The exchange buffer a phase stages: h_step (parity of the step) or the reset codes (part B).
+template <class Stored, class Acc>
+QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Acc>& b, const PersistentPhaseInfo& ph) {
+  return ph.part == 1 ? b.reset_exchange : b.h_exchange + persistent_h_parity(ph.step) * b.N_p * b.H_p;
+}
+
+// The units' work of a phase after the dot products (acc: the block's accumulators), elements first, first + stride,
+// ... of the slice's units·N (unit u = i mod units, row n = i / units): q_reset_hidden (part A of the
+// linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
+// parity(step + 1).
+template <class Stored, class Acc>
+QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
+                                       const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
+                                       int64_t first, int64_t stride) {
+  const int64_t H = view.hidden_size;
+  const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
+  Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
+  for (int64_t i = first; i < slice.units * b.N; i += stride) {
+    const int64_t u = i % slice.units, n = i / slice.units;
+    const auto j = static_cast<int32_t>(slice.j0 + u);
+    if (b.phases_per_step == 2 && ph.part == 0) {
+      persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc, b.units_per_block, b.x_offset,
+                                                   b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j);
+    } else {
+      persistent_step_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc, b.units_per_block, b.x_offset, b.h_offset,
+                                           b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u, j, b.lengths, ph.t);
+    }
+  }
 }
 
 }  // namespace qgru::kernels

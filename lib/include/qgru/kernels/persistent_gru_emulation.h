@@ -113,50 +113,34 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   auto ready = [&](const Block& k) {
     return options.fault_skip_wait || arrivals >= persistent_arrivals_before(k.phase, B);
   };
+  const PersistentBuffers<Stored, Acc> buffers =
+      persistent_buffers<Stored, Acc>(plan, l, T, reverse, x_offset, h_offset, gemm_x.data(), h_exchange.data(),
+                                      reset_exchange.data(), h_state.data(), result.out.data(), lengths);
   // Move (1): stage N rows of the buffer the phase reads.
   auto stage = [&](Block& k) {
-    const int64_t s = k.phase / P;
-    const int part = static_cast<int>(k.phase % P);
-    int parity = persistent_h_parity(s);
-    if (options.fault_wrong_parity) parity ^= 1;
-    const Stored* source = part == 1 ? reset_exchange.data() : h_exchange.data() + parity * buffer_codes;
-    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset, source,
-                static_cast<size_t>(N * l.H_p) * sizeof(Stored));
+    PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
+    if (options.fault_wrong_parity) ph.step ^= 1;  // the other h buffer (part A / the only part)
+    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset,
+                persistent_stage_source(buffers, ph), static_cast<size_t>(N * l.H_p) * sizeof(Stored));
     k.staged = true;
   };
-  // Move (2): the dot products, the units, the arrival.
+  // Move (2): the dot products (the warps' sums, lane by lane), the units, the arrival.
   auto compute = [&](Block& k) {
-    const int64_t s = k.phase / P;
-    const int part = static_cast<int>(k.phase % P);
-    const int64_t t = reverse ? T - 1 - s : s;
+    const PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
     const int32_t* r_words = k.smem.data() + plan.smem.r_offset / 4;
     const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
-    // rows: every gate (linear_before_reset = 1), z and r (phase A), n (phase B)
-    const int64_t first_row = part == 1 ? 2 * U : 0, rows = P == 1 ? 3 * U : part == 0 ? 2 * U : U;
     const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
-    for (int64_t p = 0; p < rows * N; ++p) {
-      const PersistentDotIndex d = persistent_dot_index(p, first_row, rows);
-      Acc sum = 0;  // the warp's shuffle sum, lane by lane (exact: the bounds in persistent_gru.h)
+    for (int64_t p = 0; p < ph.rows * N; ++p) {
+      const PersistentDotIndex d = persistent_dot_index(p, ph.first_row, ph.rows);
+      Acc sum = 0;  // exact: the bounds in persistent_gru.h
       for (int lane = 0; lane < kPersistentLanes; ++lane) {
         sum += persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
                                                  kPersistentLanes);
       }
       acc[d.n * 3 * U + d.slice_row] = sum;
     }
-    const Acc* gemm_x_t = gemm_x.data() + t * l.N_p * l.rows_p;
-    for (int64_t i = 0; i < k.slice.units * N; ++i) {
-      const int64_t u = i % k.slice.units, n = i / k.slice.units;
-      const auto j = static_cast<int32_t>(k.slice.j0 + u);
-      if (P == 2 && part == 0) {
-        persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
-                                        reset_exchange.data(), l.H_p, n, u, j);
-      } else {
-        persistent_step_element<Stored, Acc>(view, gemm_x_t, l.rows_p, acc, U, x_offset, h_offset, h_state.data(),
-                                h_exchange.data() + persistent_h_parity(s + 1) * buffer_codes, l.H_p,
-                                result.out.data() + t * N * H, n, u, j, lengths, t);
-      }
-    }
+    persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, 0, 1);
     ++arrivals;
     k.staged = false;
     ++k.phase;
