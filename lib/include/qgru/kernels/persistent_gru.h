@@ -351,24 +351,9 @@ PersistentBuffers<Stored, Acc> persistent_buffers(const PersistentGruPlan& plan,
                                                   bool reverse, int32_t x_offset, int32_t h_offset, const Acc* gemm_x,
                                                   Stored* h_exchange, Stored* reset_exchange, int32_t* h_state,
                                                   int32_t* out, const int32_t* lengths) {
-  PersistentBuffers<Stored, Acc> b;
-  b.gemm_x = gemm_x;
-  b.h_exchange = h_exchange;
-  b.reset_exchange = reset_exchange;
-  b.h_state = h_state;
-  b.out = out;
-  b.lengths = lengths;
-  b.T = T;
-  b.N = plan.N;
-  b.N_p = l.N_p;
-  b.H_p = l.H_p;
-  b.rows_p = l.rows_p;
-  b.units_per_block = plan.units_per_block;
-  b.x_offset = x_offset;
-  b.h_offset = h_offset;
-  b.phases_per_step = plan.phases_per_step;
-  b.reverse = reverse;
-  return b;
+  // In the order of PersistentBuffers' members.
+  return {gemm_x, h_exchange, reset_exchange, h_state, out, lengths, T, plan.N, l.N_p, l.H_p, l.rows_p,
+          plan.units_per_block, x_offset, h_offset, plan.phases_per_step, reverse};
 }
 
 // The exchange buffer a phase stages: h_step (parity of the step) or the reset codes (part B).
