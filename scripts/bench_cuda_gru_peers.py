@@ -20,6 +20,7 @@ plus "recurrence", "path", "ratio_to_fastest_peer", "rounds_us_per_step". The fi
 
 On the GPU machine, from the repository root (builds bench_cuda_gru first if it is missing):
   python3 scripts/bench_cuda_gru_peers.py --build-if-missing --json /tmp/peers.json
+QGRU_CUDA_GRU_UNITS (docs/CUDA.md) set in the environment fixes the persistent kernel's units per block for a sweep.
 Without a GPU or torch: --dry-run runs fabricated engines (the table and JSON machinery only; every row says
 "dry run" in its card); --self-test checks the argument parsing, the table and the JSON rows that way.
 """

@@ -164,6 +164,21 @@ int64_t persistent_spin_limit_ns() {
   return static_cast<int64_t>(ms) * 1000000;
 }
 
+// The persistent plan's units per block: QGRU_CUDA_GRU_UNITS (one of kernels::kPersistentUnitChoices, for a benchmark's
+// sweep; the plan refuses any other), else the plan's own choice.
+kernels::PersistentGruTuning persistent_tuning_from_environment() {
+  kernels::PersistentGruTuning tuning;
+  const char* value = std::getenv("QGRU_CUDA_GRU_UNITS");
+  if (value == nullptr || *value == '\0') return tuning;
+  char* end = nullptr;
+  const long units = std::strtol(value, &end, 10);
+  if (*end != '\0' || units < 1 || units > 4096) {
+    throw Error("QGRU_CUDA_GRU_UNITS=" + std::string(value) + ": expected a number of units per block");
+  }
+  tuning.units_per_block = static_cast<int>(units);
+  return tuning;
+}
+
 }  // namespace
 
 GruRecurrence recurrence_from_environment() {
@@ -193,7 +208,8 @@ struct GruCellCuda::Impl {
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
   mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
   GruRecurrence recurrence = GruRecurrence::Step;  // resolved: Step or Persistent
-  kernels::PersistentDevice device;                 // what the persistent plan may use (int8 cells)
+  kernels::PersistentDevice device;                 // what the persistent plan may use
+  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS, read at construction
   mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
   mutable int64_t last_N = 1;                      // describe_path()'s batch size
 
@@ -218,7 +234,7 @@ struct GruCellCuda::Impl {
     if (recurrence != GruRecurrence::Persistent) {
       p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
     } else {
-      p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device);
+      p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
       if (p.persistent) {
         const std::string refused = persistent_occupancy(p);
         if (!refused.empty()) {
@@ -288,6 +304,7 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
 
   require_device();
   d.device = persistent_device();
+  d.tuning = persistent_tuning_from_environment();
   if (!d.wide()) {
     if (blas_handle == nullptr) {
       d.own_handle = BlasHandle(d.stream);
