@@ -20,6 +20,8 @@ plus "recurrence", "path", "ratio_to_fastest_peer", "rounds_us_per_step". The fi
 
 On the GPU machine, from the repository root (builds bench_cuda_gru first if it is missing):
   python3 scripts/bench_cuda_gru_peers.py --build-if-missing --json /tmp/peers.json
+or with the carried binaries of scripts/gpu_pack.sh (scripts/gpu_session.sh bench does this):
+  python3 scripts/bench_cuda_gru_peers.py --bench .gpu/bin/bench_cuda_gru --json cuda-gru.json --markdown cuda-gru.md
 QGRU_CUDA_GRU_UNITS (docs/CUDA.md) set in the environment fixes the persistent kernel's units per block for a sweep.
 Without a GPU or torch: --dry-run runs fabricated engines (the table and JSON machinery only; every row says
 "dry run" in its card); --self-test checks the argument parsing, the table and the JSON rows that way.
@@ -57,6 +59,8 @@ def parse_shape(text):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the CMake build folder (default ./build)")
+    p.add_argument("--bench", help="the bench_cuda_gru binary (default: BUILD/test/bench_cuda_gru; scripts/gpu_pack.sh's "
+                                   "pack holds it in bin/)")
     p.add_argument("--build-if-missing", action="store_true",
                    help="configure and build bench_cuda_gru there when the binary is missing")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
@@ -68,6 +72,7 @@ def parse_args(argv):
     p.add_argument("--torch-device-io", action="store_true",
                    help="time torch with input and output resident on the GPU (default: host in, host out, as qgru)")
     p.add_argument("--json", help="write the rows to this file (a JSON array)")
+    p.add_argument("--markdown", help="also write the table to this file")
     p.add_argument("--dry-run", action="store_true", help="fabricated engines: no GPU, no torch, no binary")
     p.add_argument("--self-test", action="store_true", help="check this script with --dry-run, then exit")
     args = p.parse_args(argv)
@@ -86,10 +91,10 @@ class QgruEngine:
     """bench_cuda_gru in a subprocess: one visit = the per-step presets, then the persistent kernel's."""
 
     def __init__(self, args):
-        self.binary = os.path.join(args.build, "test", "bench_cuda_gru")
+        self.binary = args.bench or os.path.join(args.build, "test", "bench_cuda_gru")
         self.args = args
         if not os.path.exists(self.binary):
-            if not args.build_if_missing:
+            if args.bench or not args.build_if_missing:
                 sys.exit(f"bench_cuda_gru_peers: {self.binary} is missing (build the bench_cuda_gru target, or pass "
                          "--build-if-missing)")
             subprocess.run(["cmake", "-S", ROOT, "-B", args.build, "-DCMAKE_BUILD_TYPE=Release"], check=True)
@@ -264,9 +269,13 @@ def run(args):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     commit = commit_id()
     rows = build_rows(args, samples, paths, card, date, commit)
-    print(markdown(rows, args, card, date, commit))
+    table = markdown(rows, args, card, date, commit)
+    print(table)
     if args.json:
         write_json(args.json, rows)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table + "\n")
     return rows
 
 
@@ -279,9 +288,15 @@ def self_test():
 
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "rows.json")
-        args = parse_args(["--dry-run", "--rounds", "2", "--json", out, "--shape", "64,100,1", "--shape", "256,2000,1"])
-        rows = run(args)
+        table = os.path.join(scratch, "rows.md")
+        args = parse_args(["--dry-run", "--rounds", "2", "--json", out, "--markdown", table, "--shape", "64,100,1",
+                           "--shape", "256,2000,1"])
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            rows = run(args)
         written = json.load(open(out))
+        with open(table) as f:
+            expect(f.read() == printed.getvalue(), "the markdown file holds the printed table")
+        expect(printed.getvalue().count("\n| ") == len(rows) + 1, "one table line per row, and the header")
         expect(written == rows, "the JSON file holds the rows")
         expect(len(rows) == 2 * (len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(PEERS)), f"{len(rows)} rows")
         for r in written:

@@ -54,7 +54,8 @@ inline constexpr int kPersistentUnitChoices[] = {8, 16, 32, 64, 128, 256};
 // Not measured yet (no GPU has run the kernel): the benchmark sweeps PersistentGruTuning::units_per_block.
 inline constexpr int kPersistentDefaultMinUnits = 16;
 // A wait longer than this (globaltimer nanoseconds) is a failure, reported instead of spinning forever.
-inline constexpr int64_t kPersistentSpinLimitNs = 2'000'000'000;
+// Far above any step's work (the whole grid's step is microseconds to a millisecond), and below a test's patience.
+inline constexpr int64_t kPersistentSpinLimitNs = 10'000'000'000;
 
 // What the device offers (cuda/src/persistent_gru.cu asks cudaDeviceGetAttribute).
 struct PersistentDevice {
