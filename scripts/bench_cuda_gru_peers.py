@@ -22,7 +22,8 @@ On the GPU machine, from the repository root (builds bench_cuda_gru first if it 
   python3 scripts/bench_cuda_gru_peers.py --build-if-missing --json /tmp/peers.json
 or with the carried binaries of scripts/gpu_pack.sh (scripts/gpu_session.sh bench does this):
   python3 scripts/bench_cuda_gru_peers.py --bench .gpu/bin/bench_cuda_gru --json cuda-gru.json --markdown cuda-gru.md
-QGRU_CUDA_GRU_UNITS (docs/CUDA.md) set in the environment fixes the persistent kernel's units per block for a sweep.
+QGRU_CUDA_GRU_UNITS and QGRU_CUDA_GRU_ROWS (docs/CUDA.md) set in the environment fix the persistent kernel's units
+and batch rows per block for a sweep.
 Without a GPU or torch: --dry-run runs fabricated engines (the table and JSON machinery only; every row says
 "dry run" in its card); --self-test checks the argument parsing, the table and the JSON rows that way.
 """

@@ -164,18 +164,25 @@ int64_t persistent_spin_limit_ns() {
   return static_cast<int64_t>(ms) * 1000000;
 }
 
-// The persistent plan's units per block: QGRU_CUDA_GRU_UNITS (one of kernels::kPersistentUnitChoices, for a benchmark's
-// sweep; the plan refuses any other), else the plan's own choice.
+// A positive count from the environment variable `name`, 0 when unset or empty; qgru::Error naming it otherwise.
+int count_from_environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long count = std::strtol(value, &end, 10);
+  if (*end != '\0' || count < 1 || count > (1L << 20)) {
+    throw Error(std::string(name) + "=" + value + ": expected a positive count");
+  }
+  return static_cast<int>(count);
+}
+
+// The persistent plan's slices from the environment, for a benchmark's sweep (else the plan's own choice):
+// QGRU_CUDA_GRU_UNITS units per block (one of kernels::kPersistentUnitChoices; the plan refuses any other),
+// QGRU_CUDA_GRU_ROWS batch rows per block.
 kernels::PersistentGruTuning persistent_tuning_from_environment() {
   kernels::PersistentGruTuning tuning;
-  const char* value = std::getenv("QGRU_CUDA_GRU_UNITS");
-  if (value == nullptr || *value == '\0') return tuning;
-  char* end = nullptr;
-  const long units = std::strtol(value, &end, 10);
-  if (*end != '\0' || units < 1 || units > 4096) {
-    throw Error("QGRU_CUDA_GRU_UNITS=" + std::string(value) + ": expected a number of units per block");
-  }
-  tuning.units_per_block = static_cast<int>(units);
+  tuning.units_per_block = count_from_environment("QGRU_CUDA_GRU_UNITS");
+  tuning.rows_per_block = count_from_environment("QGRU_CUDA_GRU_ROWS");
   return tuning;
 }
 
@@ -209,7 +216,7 @@ struct GruCellCuda::Impl {
   mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
   GruRecurrence recurrence = GruRecurrence::Step;  // resolved: Step or Persistent
   kernels::PersistentDevice device;                 // what the persistent plan may use
-  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS, read at construction
+  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS / _ROWS, read at construction
   mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
   mutable int64_t last_N = 1;                      // describe_path()'s batch size
 

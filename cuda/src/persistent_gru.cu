@@ -19,7 +19,7 @@ namespace {
 
 // The plan's figures the kernel needs beyond its buffers' (by value: one launch parameter block).
 struct PersistentShape {
-  int64_t blocks;
+  int64_t blocks, rows_per_block;
   int32_t r_offset, stage_offset, acc_offset, flag_offset;
 };
 
@@ -91,17 +91,18 @@ __device__ void stage_rows(const void* source, unsigned char* stage, int64_t byt
   for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
 }
 
-// rows·N dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each, into acc.
+// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each,
+// into acc.
 template <class Stored, class Acc>
 __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
-                           int64_t first_row, int64_t rows) {
+                           int64_t first_row, int64_t rows, int64_t batch_rows) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
   const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
   const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
   const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
-  for (int64_t p = warp; p < rows * b.N; p += kernels::kPersistentWarps) {
+  for (int64_t p = warp; p < rows * batch_rows; p += kernels::kPersistentWarps) {
     const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
     Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words,
                                                          lane, kernels::kPersistentLanes);
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
                           const PersistentLaunch a, const PersistentShape s) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t H = view.hidden_size, U = b.units_per_block;
-  const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, blockIdx.x);
+  const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, b.N, s.rows_per_block, blockIdx.x);
   int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
   // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero).
   const auto* R = static_cast<const Stored*>(a.R);
@@ -130,14 +131,14 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     }
   }
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
-  const int64_t stage_bytes = b.N * b.H_p * static_cast<int64_t>(sizeof(Stored));
+  const int64_t stage_bytes = slice.rows * b.H_p * static_cast<int64_t>(sizeof(Stored));
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
     if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
-    stage_rows(kernels::persistent_stage_source(b, ph), smem + s.stage_offset, stage_bytes);
+    stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, stage_bytes);
     __syncthreads();
-    block_dots<Stored, Acc>(b, s, smem, ph.first_row, ph.rows);
+    block_dots<Stored, Acc>(b, s, smem, ph.first_row, ph.rows, slice.rows);
     __syncthreads();
     kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, threadIdx.x, blockDim.x);
     publish(a);
@@ -146,6 +147,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
 
 PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
   return {plan.blocks,
+          plan.rows_per_block,
           static_cast<int32_t>(plan.smem.r_offset),
           static_cast<int32_t>(plan.smem.stage_offset),
           static_cast<int32_t>(plan.smem.acc_offset),

@@ -30,9 +30,10 @@ using kernels::PersistentGruTuning;
 constexpr PersistentDevice kH200{132, 232448, true};  // the figures an H200 reports (sm_90 opt-in shared memory)
 
 PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
-                           GruGemmPath path = GruGemmPath::Int8) {
+                           GruGemmPath path = GruGemmPath::Int8, int rows = 0) {
   PersistentGruTuning tuning;
   tuning.units_per_block = units;
+  tuning.rows_per_block = rows;
   return kernels::plan_persistent_gru(path, H, N, reset_before_linear, kH200, tuning);
 }
 
@@ -53,7 +54,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(p.blocks == 64);
   CHECK(p.phases_per_step == 1);
   CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 16);
-  CHECK(p.describe() == "persistent (64 blocks x 16 units, smem " + std::to_string(p.smem.total_bytes) + ")");
+  CHECK(p.describe() == "persistent (64 blocks x 16 units x 1 rows, smem " + std::to_string(p.smem.total_bytes) + ")");
   p = plan_for(2200, 1, true);  // 2200 / 16 = 138 blocks > 132: 32 units
   REQUIRE(p.persistent);
   CHECK(p.units_per_block == 32);
@@ -62,28 +63,42 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(plan_for(1, 1, false).blocks == 1);
   CHECK(plan_for(257, 1, false).blocks == 17);
   CHECK(plan_for(33, 1, false, 8).blocks == 5);
+  // A batch spreads over the multiprocessors the unit slices leave: 16 unit slices leave room for 8 batch slices.
+  p = plan_for(256, 64, false);
+  REQUIRE(p.persistent);
+  CHECK((p.unit_blocks == 16 && p.rows_per_block == 8 && p.batch_blocks == 8 && p.blocks == 128));
+  CHECK(p.smem.stage_bytes == 8 * 256);
+  CHECK(p.smem.acc_bytes == 4 * 8 * 3 * 16);
+  p = plan_for(256, 33, false);  // 8 slices for 33 rows: 5 rows each, the last 3 rows; 7 batch slices
+  CHECK((p.rows_per_block == 5 && p.batch_blocks == 7 && p.blocks == 112));
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, 100).rows_per_block == 64);  // at most N
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, 5).reason == "208 blocks exceed the 132 multiprocessors (H=256 N=64)");
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, -1).reason == "rows per block -1 is negative (H=256 N=64)");
 
   // Refusals, each naming why and the shape.
   // 16-bit operands: twice the bytes of R and staging, 8-byte accumulators, unpadded batch rows (the wide layout's).
-  const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);
+  const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);  // 2 batch slices: 2 rows, 1 row
   REQUIRE(wide.persistent);
   CHECK(wide.N_p == 3);
-  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 3 * 1024 + 8 * 3 * 3 * 16 + 16);
-  CHECK(wide.describe() == "persistent (64 blocks x 16 units, smem " + std::to_string(wide.smem.total_bytes) + ", 16-bit)");
-  CHECK(plan_for(1024, 55, false, 0, GruGemmPath::Wide16).persistent);  // 96 KiB of R + 2 KiB and 384 bytes per row
-  CHECK_FALSE(plan_for(1024, 56, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 2 * 1024 + 8 * 2 * 3 * 16 + 16);
+  CHECK(wide.describe() == "persistent (128 blocks x 16 units x 2 rows, smem " + std::to_string(wide.smem.total_bytes) +
+                               ", 16-bit)");
+  // 96 KiB of R, 2 KiB and 384 bytes per row, 2 batch slices: at most 55 rows each
+  CHECK(plan_for(1024, 110, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK_FALSE(plan_for(1024, 111, false, 0, GruGemmPath::Wide16).persistent);
   CHECK(kernels::plan_persistent_gru(GruGemmPath::Int8, 64, 1, false, {132, 232448, false}).reason ==
         "the device does not support cooperative launches (H=64 N=1)");
   CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
   CHECK(plan_for(65536, 1, false).reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
   CHECK(plan_for(4096, 1, false, 16).reason == "256 blocks exceed the 132 multiprocessors (H=4096 N=1)");
   CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (397712 bytes") == 0);
-  const PersistentGruPlan big = plan_for(1024, 512, false);  // h staging 512 KiB
+  const PersistentGruPlan big = plan_for(1024, 512, false);  // 2 batch slices of 256 rows: 256 KiB of staging each
   CHECK_FALSE(big.persistent);
   CHECK(big.reason.find("exceeds the device's 232448") != std::string::npos);
-  // The largest N that fits at H = 1024: 48 KiB of R, N KiB of staging, 192·N bytes of accumulators, the flag.
-  CHECK(plan_for(1024, 150, false).persistent);
-  CHECK_FALSE(plan_for(1024, 151, false).persistent);
+  // The largest N that fits at H = 1024 (64 unit slices, 2 batch slices): 48 KiB of R, 1 KiB of staging and 192
+  // bytes of accumulators per row, the flag: 150 rows per block.
+  CHECK(plan_for(1024, 300, false).persistent);
+  CHECK_FALSE(plan_for(1024, 301, false).persistent);
 
   // Occupancy: refused unless every block can be resident at once.
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
@@ -92,16 +107,20 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
 }
 
-TEST_CASE("persistent slices cover every unit once; the shared memory regions are aligned and disjoint") {
+TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memory regions are aligned and disjoint") {
   for (int64_t H : {1, 31, 32, 33, 257, 1000}) {
     for (int U : kernels::kPersistentUnitChoices) {
-      const PersistentGruPlan p = plan_for(H, 3, false, U);
+      for (int64_t N : {1, 3, 33}) {
+      const PersistentGruPlan p = plan_for(H, N, false, U);
       if (!p.persistent) continue;
-      std::vector<int> owners(static_cast<size_t>(H), 0);
+      CHECK(p.blocks == p.unit_blocks * p.batch_blocks);
+      std::vector<int> owners(static_cast<size_t>(H * N), 0);
       for (int64_t b = 0; b < p.blocks; ++b) {
-        const kernels::PersistentSlice s = kernels::persistent_block_slice(H, U, b);
-        CHECK(s.units >= 1);  // no block without a unit
-        for (int64_t u = 0; u < s.units; ++u) ++owners[static_cast<size_t>(s.j0 + u)];
+        const kernels::PersistentSlice s = kernels::persistent_block_slice(H, U, N, p.rows_per_block, b);
+        CHECK(s.units >= 1);  // no block without a unit or a row
+        CHECK(s.rows >= 1);
+        for (int64_t n = 0; n < s.rows; ++n)
+          for (int64_t u = 0; u < s.units; ++u) ++owners[static_cast<size_t>((s.n0 + n) * H + s.j0 + u)];
         for (int64_t row = 0; row < 3 * U; ++row) {
           const int64_t src = kernels::persistent_r_source_row(H, U, s, row);
           const int64_t g = row / U, u = row % U;
@@ -117,7 +136,9 @@ TEST_CASE("persistent slices cover every unit once; the shared memory regions ar
       CHECK(m.acc_offset + m.acc_bytes <= m.flag_offset);
       CHECK(m.flag_offset % 16 == 0);
       CHECK(m.flag_offset + 16 == m.total_bytes);
-      CHECK(m.acc_bytes == 4 * 3 * 3 * U);
+      CHECK(m.acc_bytes == 4 * p.rows_per_block * 3 * U);
+      CHECK(m.stage_bytes == p.rows_per_block * p.H_p);
+      }
     }
   }
 }
@@ -231,7 +252,7 @@ TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or sk
     const auto q_h0 = random_codes(static_cast<size_t>(N * H), 2, 0, 255);
     const std::vector<int32_t> want = cell.reference(q_x, T, N, q_h0, false);
     const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, 8, path);
-    REQUIRE(plan.blocks == 5);
+    REQUIRE(plan.blocks == 15);  // 5 unit slices x 3 batch rows
     for (uint32_t seed = 1; seed <= 8; ++seed) {
       const bool wide = path == GruGemmPath::Wide16;
       CAPTURE(wide);

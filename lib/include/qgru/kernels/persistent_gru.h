@@ -3,9 +3,11 @@
 // one direction), int8 or 16-bit operands. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
 // qgru/kernels/persistent_gru_emulation.h runs the same functions block by block on the host.
 //
-// Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch); block b owns the
-// hidden units [b·U, min(H, (b+1)·U)) and all three gate rows (z, r, n) of R for them, loaded once into shared memory.
-// Each step it computes R·h for its rows (exact integer dot products, below), then the shared cell (gru_cell_element,
+// Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch). The units are cut
+// into ceil(H / U) slices of U, the batch rows into ceil(N / NB) slices of NB; block b owns unit slice b mod
+// (unit slices) and batch slice b / (unit slices): the hidden units [j0, j0 + U) of the batch rows [n0, n0 + NB), and
+// all three gate rows (z, r, n) of R for its units, loaded once into shared memory (blocks of the same units and other
+// rows hold the same R slice: a large batch spreads over more multiprocessors). Each step it computes R·h for its rows (exact integer dot products, below), then the shared cell (gru_cell_element,
 // qgru/fixed/gru_cell.h) on its own units, and writes the new h codes of its units into a global exchange buffer.
 // W·x of every step stays one GEMM up front (the B-1 GEMM of gru_cell_cuda.cu: cuBLAS int8 or the wide kernel).
 //
@@ -66,6 +68,7 @@ struct PersistentDevice {
 
 struct PersistentGruTuning {
   int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
+  int rows_per_block = 0;   // batch rows per block; 0: the plan's choice
 };
 
 // Operand and accumulator bytes of a path: 1 and 4 (Int8), 2 and 8 (Wide16).
@@ -78,8 +81,9 @@ inline PersistentWidths persistent_widths(GruGemmPath path) {
 
 // Shared memory of one block, in bytes from the dynamic shared memory's start (each region 16-byte aligned):
 //   R slice [3·U, H_p] Stored, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
-//   staging [N, H_p] Stored: h_s (or q_reset_hidden) of every unit, stored codes (q - h_offset);
-//   acc [N, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
+//   staging [NB, H_p] Stored: h_s (or q_reset_hidden) of every unit for the block's batch rows, stored codes
+//     (q - h_offset);
+//   acc [NB, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
 //   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
 struct PersistentSmemLayout {
   int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, flag_offset = 0,
@@ -88,14 +92,14 @@ struct PersistentSmemLayout {
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t N,
+inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t rows_per_block,
                                                    const PersistentWidths& w = {1, 4}) {
   PersistentSmemLayout s;
   s.r_bytes = w.operand_bytes * 3 * units_per_block * H_p;
   s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
-  s.stage_bytes = w.operand_bytes * N * H_p;
+  s.stage_bytes = w.operand_bytes * rows_per_block * H_p;
   s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
-  s.acc_bytes = w.acc_bytes * N * 3 * units_per_block;
+  s.acc_bytes = w.acc_bytes * rows_per_block * 3 * units_per_block;
   s.flag_offset = persistent_align16(s.acc_offset + s.acc_bytes);
   s.total_bytes = s.flag_offset + 16;
   return s;
@@ -106,23 +110,27 @@ struct PersistentGruPlan {
   std::string reason;  // why the cell takes the per-step path (empty when persistent)
   GruGemmPath path = GruGemmPath::Int8;
   int64_t H = 0, H_p = 0, N = 0, N_p = 0;  // H_p, N_p: the path's GEMM layout's (plan_gru_gemm, plan_gru_wide)
-  int64_t units_per_block = 0, blocks = 0;
+  int64_t units_per_block = 0, rows_per_block = 0;  // U, NB
+  int64_t unit_blocks = 0, batch_blocks = 0, blocks = 0;  // ceil(H / U), ceil(N / NB), their product
   int threads = kPersistentThreads;
   int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
   PersistentSmemLayout smem;
-  // "persistent (B blocks x U units, smem S)" or "per-step: <reason>"
+  // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path)
+  // or "per-step: <reason>"
   std::string describe() const {
     if (!persistent) return "per-step: " + reason;
-    return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units, smem " +
-           std::to_string(smem.total_bytes) + (path == GruGemmPath::Int8 ? "" : ", 16-bit") + ")";
+    return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units x " +
+           std::to_string(rows_per_block) + " rows, smem " + std::to_string(smem.total_bytes) +
+           (path == GruGemmPath::Int8 ? "" : ", 16-bit") + ")";
   }
 };
 
 // The plan for a cell of hidden size H at batch N on `device` whose operands take `path`: persistent when the
-// device launches cooperatively, ceil(H / U) blocks fit one per multiprocessor and one block's shared memory fits;
-// else the per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
-// kPersistentDefaultMinUnits whose block count fits the multiprocessors. The occupancy check of the compiled
-// kernel at the plan's shared memory comes after (persistent_occupancy_refusal).
+// device launches cooperatively, the blocks fit one per multiprocessor and one block's shared memory fits; else the
+// per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
+// kPersistentDefaultMinUnits whose unit slices fit the multiprocessors. NB: tuning's (at most N), or the fewest rows
+// that spread the batch over the multiprocessors the unit slices leave (NB = N when they leave none). The occupancy
+// check of the compiled kernel at the plan's shared memory comes after (persistent_occupancy_refusal).
 inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
                                              const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
   PersistentGruPlan plan;
@@ -157,11 +165,21 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
     }
     if (plan.units_per_block == 0) return refuse("H needs more blocks than the device has multiprocessors");
   }
-  plan.blocks = (H + plan.units_per_block - 1) / plan.units_per_block;
+  plan.unit_blocks = (H + plan.units_per_block - 1) / plan.units_per_block;
+  if (tuning.rows_per_block < 0) return refuse("rows per block " + std::to_string(tuning.rows_per_block) + " is negative");
+  if (tuning.rows_per_block != 0) {
+    plan.rows_per_block = tuning.rows_per_block < N ? tuning.rows_per_block : N;
+  } else {
+    const int64_t spare = device.sm_count / plan.unit_blocks;  // batch slices the multiprocessors leave room for
+    const int64_t slices = spare < 1 ? 1 : spare < N ? spare : N;
+    plan.rows_per_block = (N + slices - 1) / slices;
+  }
+  plan.batch_blocks = (N + plan.rows_per_block - 1) / plan.rows_per_block;
+  plan.blocks = plan.unit_blocks * plan.batch_blocks;
   if (plan.blocks > device.sm_count) {
     return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
   }
-  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, N, persistent_widths(path));
+  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path));
   if (plan.smem.total_bytes > device.smem_optin_bytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
                   "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
@@ -198,12 +216,17 @@ inline GruGemmLayout persistent_gemm_layout(GruGemmPath path, int64_t H, int64_t
 
 struct PersistentSlice {
   int64_t j0 = 0;     // first unit
-  int64_t units = 0;  // owned units (the last block may own fewer than U)
+  int64_t units = 0;  // owned units (the last unit slice may hold fewer than U)
+  int64_t n0 = 0;     // first batch row
+  int64_t rows = 0;   // owned batch rows (the last batch slice may hold fewer than NB)
 };
-QGRU_HD PersistentSlice persistent_block_slice(int64_t H, int64_t units_per_block, int64_t block) {
-  const int64_t j0 = block * units_per_block;
-  const int64_t end = j0 + units_per_block < H ? j0 + units_per_block : H;
-  return {j0, end > j0 ? end - j0 : 0};
+QGRU_HD PersistentSlice persistent_block_slice(int64_t H, int64_t units_per_block, int64_t N, int64_t rows_per_block,
+                                               int64_t block) {
+  const int64_t unit_blocks = (H + units_per_block - 1) / units_per_block;
+  const int64_t j0 = block % unit_blocks * units_per_block, n0 = block / unit_blocks * rows_per_block;
+  const int64_t j_end = j0 + units_per_block < H ? j0 + units_per_block : H;
+  const int64_t n_end = n0 + rows_per_block < N ? n0 + rows_per_block : N;
+  return {j0, j_end > j0 ? j_end - j0 : 0, n0, n_end > n0 ? n_end - n0 : 0};
 }
 // R's packed row (int8 [rows_p, H_p], row c = g·H + j) that slice row g·U + u holds; -1 for a unit past H (zeros).
 QGRU_HD int64_t persistent_r_source_row(int64_t H, int64_t units_per_block, const PersistentSlice& slice, int64_t slice_row) {
@@ -274,8 +297,8 @@ QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words,
   return acc;
 }
 
-// Dot product p of a phase's rows_in_phase·N products: slice row first_row + p % rows_in_phase against staged row
-// p / rows_in_phase; its accumulator lands at acc[n·3U + slice row].
+// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p % rows_in_phase against
+// staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
 struct PersistentDotIndex {
   int64_t slice_row, n;
 };
@@ -284,12 +307,13 @@ QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, in
 }
 
 // The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
-// of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's acc
-// ([N, 3U] Acc, gate g of unit u at n·3U + g·U + u), gru_cell_element, and the new state in all three places:
+// of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's
+// accumulators of row n (acc_n [3U] Acc, gate g of unit u at g·U + u), gru_cell_element, and the new state in all three
+// places:
 // h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
 // old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
 template <class Stored, class Acc>
-QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc, const Acc* acc,
+QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc, const Acc* acc_n,
                                      int64_t units_per_block, int32_t x_offset, int32_t h_offset, int32_t* h_state,
                                      Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
                                      const int32_t* lengths, int64_t t) {
@@ -302,7 +326,7 @@ QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* g
       const int64_t c = g * H + j;
       a.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
       // the n rows of the linear_before_reset = 0 cell hold R_n·(r ⊙ h), q_reset_hidden stored like h
-      a.gemm_h[g] = raw_gemm_accumulator(acc[n * 3 * units_per_block + g * units_per_block + u], h_offset, view.R_sum[c]);
+      a.gemm_h[g] = raw_gemm_accumulator(acc_n[g * units_per_block + u], h_offset, view.R_sum[c]);
     }
     q_h = gru_cell_element(view, j, a, q_h, nullptr);
     h_state[n * H + j] = q_h;
@@ -312,17 +336,17 @@ QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* g
   out_t[n * H + j] = padding ? view.h.zp : q_h;
 }
 
-// Phase A of the linear_before_reset = 0 cell for unit j: q_reset_hidden from the r channel's accumulators and the old
+// Phase A of the linear_before_reset = 0 cell for unit j (acc_n as above): q_reset_hidden from the r channel's accumulators and the old
 // state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
 template <class Stored, class Acc>
 QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc,
-                                             const Acc* acc, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
+                                             const Acc* acc_n, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
                                              const int32_t* h_state, Stored* reset_out, int64_t H_p, int64_t n, int64_t u,
                                              int32_t j) {
   const int64_t c = view.hidden_size + j;
   const int32_t q_reset_hidden = gru_cell_reset_hidden(
       view, j, raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]),
-      raw_gemm_accumulator(acc[n * 3 * units_per_block + units_per_block + u], h_offset, view.R_sum[c]),
+      raw_gemm_accumulator(acc_n[units_per_block + u], h_offset, view.R_sum[c]),
       h_state[n * view.hidden_size + j]);
   // Fits Stored: q_reset_hidden lies in h's code range.
   reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
@@ -357,14 +381,17 @@ PersistentBuffers<Stored, Acc> persistent_buffers(const PersistentGruPlan& plan,
           plan.units_per_block, x_offset, h_offset, plan.phases_per_step, reverse};
 }
 
-// The exchange buffer a phase stages: h_step (parity of the step) or the reset codes (part B).
+// Where a phase's staging starts: the block's first batch row of h_step (the step's parity) or of the reset codes
+// (part B); slice.rows rows of H_p codes follow.
 template <class Stored, class Acc>
-QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Acc>& b, const PersistentPhaseInfo& ph) {
-  return ph.part == 1 ? b.reset_exchange : b.h_exchange + persistent_h_parity(ph.step) * b.N_p * b.H_p;
+QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Acc>& b, const PersistentPhaseInfo& ph,
+                                              const PersistentSlice& slice) {
+  const Stored* buffer = ph.part == 1 ? b.reset_exchange : b.h_exchange + persistent_h_parity(ph.step) * b.N_p * b.H_p;
+  return buffer + slice.n0 * b.H_p;
 }
 
-// The units' work of a phase after the dot products (acc: the block's accumulators), elements first, first + stride,
-// ... of the slice's units·N (unit u = i mod units, row n = i / units): q_reset_hidden (part A of the
+// The units' work of a phase after the dot products (acc: the block's accumulators [NB, 3U]), elements first,
+// first + stride, ... of the slice's units·rows (unit u = i mod units, batch row n0 + i / units): q_reset_hidden (part A of the
 // linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
 // parity(step + 1).
 template <class Stored, class Acc>
@@ -374,14 +401,15 @@ QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const Pers
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
   Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
-  for (int64_t i = first; i < slice.units * b.N; i += stride) {
-    const int64_t u = i % slice.units, n = i / slice.units;
+  for (int64_t i = first; i < slice.units * slice.rows; i += stride) {
+    const int64_t u = i % slice.units, n_local = i / slice.units, n = slice.n0 + n_local;
     const auto j = static_cast<int32_t>(slice.j0 + u);
+    const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
     if (b.phases_per_step == 2 && ph.part == 0) {
-      persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc, b.units_per_block, b.x_offset,
+      persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset,
                                                    b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j);
     } else {
-      persistent_step_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc, b.units_per_block, b.x_offset, b.h_offset,
+      persistent_step_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset, b.h_offset,
                                            b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u, j, b.lengths, ph.t);
     }
   }

@@ -98,7 +98,7 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   std::vector<Block> blocks(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     Block& k = blocks[static_cast<size_t>(b)];
-    k.slice = persistent_block_slice(H, U, b);
+    k.slice = persistent_block_slice(H, U, N, plan.rows_per_block, b);
     k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
     auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
     const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);
@@ -116,12 +116,12 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   const PersistentBuffers<Stored, Acc> buffers =
       persistent_buffers<Stored, Acc>(plan, l, T, reverse, x_offset, h_offset, gemm_x.data(), h_exchange.data(),
                                       reset_exchange.data(), h_state.data(), result.out.data(), lengths);
-  // Move (1): stage N rows of the buffer the phase reads.
+  // Move (1): stage the block's batch rows of the buffer the phase reads.
   auto stage = [&](Block& k) {
     PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
     if (options.fault_wrong_parity) ph.step ^= 1;  // the other h buffer (part A / the only part)
     std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset,
-                persistent_stage_source(buffers, ph), static_cast<size_t>(N * l.H_p) * sizeof(Stored));
+                persistent_stage_source(buffers, ph, k.slice), static_cast<size_t>(k.slice.rows * l.H_p) * sizeof(Stored));
     k.staged = true;
   };
   // Move (2): the dot products (the warps' sums, lane by lane), the units, the arrival.
@@ -131,7 +131,7 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
     const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
-    for (int64_t p = 0; p < ph.rows * N; ++p) {
+    for (int64_t p = 0; p < ph.rows * k.slice.rows; ++p) {
       const PersistentDotIndex d = persistent_dot_index(p, ph.first_row, ph.rows);
       Acc sum = 0;  // exact: the bounds in persistent_gru.h
       for (int lane = 0; lane < kPersistentLanes; ++lane) {
