@@ -84,7 +84,7 @@ __device__ void publish(const PersistentLaunch& a) {
   }
 }
 
-// N rows of H_p stored codes from an exchange buffer into the staging region, 16 bytes at a time through L2.
+// The block's batch rows of an exchange buffer (bytes of them) into the staging region, 16 bytes at a time through L2.
 __device__ void stage_rows(const void* source, unsigned char* stage, int64_t bytes) {
   const int4* from = reinterpret_cast<const int4*>(source);
   int4* to = reinterpret_cast<int4*>(stage);

@@ -11,6 +11,7 @@
 // from the reference. The fault switches break the protocol on purpose so the tests show they would catch it.
 // Throws qgru::Error on a deadlock (no block can move while some have phases left).
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -45,7 +46,8 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
                                                         const PersistentEmulationOptions& options) {
   const int64_t H = view.hidden_size, N = plan.N, U = plan.units_per_block, B = plan.blocks, P = plan.phases_per_step;
   PersistentEmulationResult result;
-  result.out.assign(static_cast<size_t>(T * N * H), 0);
+  // No code is INT32_MIN: an output element no block wrote stays that and differs from the reference.
+  result.out.assign(static_cast<size_t>(T * N * H), INT32_MIN);
   if (T == 0) return result;
   constexpr bool int8_path = sizeof(Stored) == 1;
   const GruGemmLayout l = persistent_gemm_layout(plan.path, H, C, N, T);
