@@ -218,7 +218,7 @@ struct GruCellCuda::Impl {
   kernels::PersistentDevice device;                 // what the persistent plan may use
   kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS / _ROWS, read at construction
   mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
-  mutable int64_t last_N = 1;                      // describe_path()'s batch size
+  mutable int64_t last_N = 1;                      // describe()'s batch size
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
@@ -351,7 +351,7 @@ int64_t GruCellCuda::workspace_bytes(int T, int N) const {
 
 std::string GruCellCuda::describe_path(int N) const { return impl_->persistent_plan(N).describe(); }
 
-std::string GruCellCuda::describe_path() const { return describe_path(static_cast<int>(impl_->last_N)); }
+std::string GruCellCuda::describe() const { return describe_path(static_cast<int>(impl_->last_N)); }
 
 // B-1 for every step (the path's GEMM: cuBLAS int8 or the wide kernel), then one cooperative launch of the persistent
 // kernel for all T steps.

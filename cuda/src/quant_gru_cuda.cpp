@@ -97,7 +97,7 @@ std::string QuantGruCuda::describe() const {
     text += "l" + std::to_string(p.layer) + ".d" + std::to_string(p.direction) +
             (cell.wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
     if (!cell.fallback_reason().empty()) text += " (" + cell.fallback_reason() + ")";
-    text += "; " + cell.describe_path();
+    text += "; " + cell.describe();
   }
   return text;
 }

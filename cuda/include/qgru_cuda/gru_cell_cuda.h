@@ -73,8 +73,8 @@ class GruCellCuda {
   int64_t workspace_bytes(int T, int N) const;  // what run(T, N) allocates
   // The recurrence run(T, N) takes: "persistent (B blocks x U units, smem S)" or "per-step: <reason>".
   std::string describe_path(int N) const;
-  // The path of the last run (N = 1 before the first).
-  std::string describe_path() const;
+  // The recurrence of the last run (N = 1 before the first), as describe_path.
+  std::string describe() const;
 
  private:
   struct Impl;
