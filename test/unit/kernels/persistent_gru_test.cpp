@@ -368,4 +368,17 @@ TEST_CASE("persistent workspace: regions aligned, disjoint and sized by the path
   }
 }
 
+TEST_CASE("persistent emulation refuses a plan the kernel would not run, naming why") {
+  const qgru::test::HandGruCell cell(33, 5, 3);
+  const std::vector<int32_t> q_x(5, 0);
+  const PersistentGruPlan refused = plan_for(64, 1, false, 12);
+  CHECK_THROWS_WITH_AS(kernels::emulate_persistent_gru_cell(refused, cell.view, cell.q_W.data(), cell.q_R.data(), 5,
+                                                            cell.x_space, q_x.data(), 1, nullptr, false, nullptr),
+                       doctest::Contains("units per block 12 is not a configuration"), qgru::Error);
+  const PersistentGruPlan other_h = plan_for(32, 1, false);
+  CHECK_THROWS_WITH_AS(kernels::emulate_persistent_gru_cell(other_h, cell.view, cell.q_W.data(), cell.q_R.data(), 5,
+                                                            cell.x_space, q_x.data(), 1, nullptr, false, nullptr),
+                       doctest::Contains("plan for H=32, cell H=33"), qgru::Error);
+}
+
 }  // namespace qgru
