@@ -10,6 +10,7 @@
 // small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse; under a minute).
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,27 +36,39 @@ std::vector<int32_t> random_codes(size_t count, uint32_t seed) {
 
 bool is_persistent(const std::string& path) { return path.rfind("persistent", 0) == 0; }
 
-int check_cell(int H, int N, int T, bool reverse, bool reset_before_linear) {
+// One cell of hidden size H built once, run on every (N, T, direction) given; one line per run.
+int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batches, std::initializer_list<int> lengths,
+               std::initializer_list<bool> directions) {
   const int C = 5;
-  const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 3 + N), reset_before_linear);
+  const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 3 + 1), reset_before_linear);
   const cuda::GruCellCuda gpu_cell(cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, nullptr, nullptr,
                                    cuda::GruRecurrence::Persistent);
-  const auto q_x = random_codes(static_cast<size_t>(T * N * C), static_cast<uint32_t>(T + H));
-  const auto q_h0 = random_codes(static_cast<size_t>(N * H), static_cast<uint32_t>(N + H));
-  const std::vector<int32_t> gpu = gpu_cell.run(q_x.data(), T, N, q_h0.data(), reverse);
-  const std::vector<int32_t> ref = cell.reference(q_x, T, N, q_h0, reverse);
-  const std::string path = gpu_cell.describe_path(N);
-  int bad = gpu.size() == ref.size() ? 0 : 1;
-  for (size_t i = 0; bad == 0 && i < ref.size(); ++i) {
-    if (gpu[i] != ref[i]) {
-      bad = 1;
-      std::printf("  first mismatch at t=%zu n=%zu j=%zu: gpu %d cpu %d\n", i / (N * H), (i / H) % N, i % H, gpu[i], ref[i]);
+  int failures = 0;
+  for (int N : batches) {
+    for (int T : lengths) {
+      for (bool reverse : directions) {
+        const auto q_x = random_codes(static_cast<size_t>(T * N * C), static_cast<uint32_t>(T + H));
+        const auto q_h0 = random_codes(static_cast<size_t>(N * H), static_cast<uint32_t>(N + H));
+        const std::vector<int32_t> gpu = gpu_cell.run(q_x.data(), T, N, q_h0.data(), reverse);
+        const std::vector<int32_t> ref = cell.reference(q_x, T, N, q_h0, reverse);
+        const std::string path = gpu_cell.describe_path(N);
+        int bad = gpu.size() == ref.size() ? 0 : 1;
+        for (size_t i = 0; bad == 0 && i < ref.size(); ++i) {
+          if (gpu[i] != ref[i]) {
+            bad = 1;
+            std::printf("  first mismatch at t=%zu n=%zu j=%zu: gpu %d cpu %d\n", i / (N * H), (i / H) % N, i % H,
+                        gpu[i], ref[i]);
+          }
+        }
+        // T = 0 launches nothing: an empty result whatever the path
+        const bool fails = bad != 0 || (T > 0 && !is_persistent(path));
+        std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s\n", fails ? "FAIL" : "ok  ", H, C,
+                    T, N, reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "");
+        failures += fails ? 1 : 0;
+      }
     }
   }
-  const bool fails = bad != 0 || !is_persistent(path);
-  std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s\n", fails ? "FAIL" : "ok  ", H, C, T, N,
-              reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "");
-  return fails ? 1 : 0;
+  return failures;
 }
 
 int check_model(const test::GruModelCase& k) {
@@ -83,39 +96,19 @@ int check_model(const test::GruModelCase& k) {
 int check_persistent_gru(bool small) {
   int failures = 0;
   if (small) {
-    for (bool rbl : {false, true}) {
-      failures += check_cell(33, 3, 4, false, rbl);
-      failures += check_cell(33, 3, 4, true, rbl);
-    }
+    for (bool rbl : {false, true}) failures += check_cell(33, rbl, {3}, {4}, {false, true});
     failures += check_model({"int8", false, 33, 2, 2, 3, 4, true, true, true});
     failures += check_model({"int8", true, 31, 1, 2, 3, 4, false, true, false});
     failures += check_model({"int16-activations", false, 33, 1, 2, 3, 4, true, true, false});
     return failures;
   }
   for (bool rbl : {false, true}) {
-    for (int H : {1, 31, 32, 33, 257}) {
-      for (int N : {1, 3, 33}) {
-        for (int T : {0, 1, 5}) {
-          for (bool reverse : {false, true}) {
-            if (T == 0) {  // nothing to run: an empty result, no launch
-              const qgru::test::HandGruCell cell(H, 5, 1, rbl);
-              const cuda::GruCellCuda gpu_cell(cell.view, cell.q_W.data(), cell.q_R.data(), 5, cell.x_space, nullptr,
-                                               nullptr, cuda::GruRecurrence::Persistent);
-              const bool empty = gpu_cell.run(nullptr, 0, N, nullptr, reverse).empty();
-              std::printf("%s persistent GRU cell H=%d T=0 N=%d: empty result\n", empty ? "ok  " : "FAIL", H, N);
-              failures += empty ? 0 : 1;
-              continue;
-            }
-            failures += check_cell(H, N, T, reverse, rbl);
-          }
-        }
-      }
-    }
+    for (int H : {1, 31, 32, 33, 257}) failures += check_cell(H, rbl, {1, 3, 33}, {0, 1, 5}, {false, true});
     // The benchmark's widths and batches.
-    failures += check_cell(64, 1, 20, false, rbl);
-    failures += check_cell(256, 64, 10, true, rbl);
-    failures += check_cell(512, 32, 10, false, rbl);
-    failures += check_cell(1024, 1, 20, true, rbl);
+    failures += check_cell(64, rbl, {1}, {20}, {false});
+    failures += check_cell(256, rbl, {64}, {10}, {true});
+    failures += check_cell(512, rbl, {32}, {10}, {false});
+    failures += check_cell(1024, rbl, {1}, {20}, {true});
   }
   for (const test::GruModelCase& k : test::kPersistentModelCases) failures += check_model(k);
   // Wider and longer than the CPU emulation's list.
