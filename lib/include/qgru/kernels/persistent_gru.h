@@ -7,8 +7,9 @@
 // into ceil(H / U) slices of U, the batch rows into ceil(N / NB) slices of NB; block b owns unit slice b mod
 // (unit slices) and batch slice b / (unit slices): the hidden units [j0, j0 + U) of the batch rows [n0, n0 + NB), and
 // all three gate rows (z, r, n) of R for its units, loaded once into shared memory (blocks of the same units and other
-// rows hold the same R slice: a large batch spreads over more multiprocessors). Each step it computes R·h for its rows (exact integer dot products, below), then the shared cell (gru_cell_element,
-// qgru/fixed/gru_cell.h) on its own units, and writes the new h codes of its units into a global exchange buffer.
+// rows hold the same R slice: a large batch spreads over more multiprocessors). Each step it computes R·h for its rows
+// (exact integer dot products, below), then the shared cell (gru_cell_element, qgru/fixed/gru_cell.h) on its own
+// (unit, row) elements, and writes their new h codes into a global exchange buffer.
 // W·x of every step stays one GEMM up front (the B-1 GEMM of gru_cell_cuda.cu: cuBLAS int8 or the wide kernel).
 //
 // Exchange and synchronization (one grid-wide arrival counter, monotonic over the launch, zeroed before it):
