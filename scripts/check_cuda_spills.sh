@@ -7,19 +7,10 @@
 # PTX's ISA header set to QGRU_PTX_ISA (the newest that ptxas reads), then $QGRU_PTXAS -v.
 # Usage: scripts/check_cuda_spills.sh [source-root] [nvcc]
 set -euo pipefail
-root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
-nvcc="${2:-${NVCC:-}}"
-if [[ -z "$nvcc" ]]; then
-  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc); else nvcc=/usr/local/cuda/bin/nvcc; fi
-fi
-if [[ ! -x "$nvcc" ]]; then
-  echo "check_cuda_spills: nvcc not found (looked for \$NVCC, PATH and /usr/local/cuda/bin/nvcc)" >&2
-  exit 1
-fi
+source "$(dirname "$0")/cuda_check.bash"
+cuda_check_init "${1:-}" "${2:-}"
 demangle() { if command -v c++filt >/dev/null 2>&1; then c++filt; else cat; fi; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 shopt -s nullglob
 sources=("$root"/cuda/src/*.cu)
 if [[ ${#sources[@]} -eq 0 ]]; then

@@ -8,17 +8,8 @@
 #     lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2 arithmetic, no int->float cvt.
 # Usage: scripts/check_ptx_dequant.sh [source-root] [nvcc]
 set -euo pipefail
-root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
-nvcc="${2:-${NVCC:-}}"
-if [[ -z "$nvcc" ]]; then
-  if command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc); else nvcc=/usr/local/cuda/bin/nvcc; fi
-fi
-if [[ ! -x "$nvcc" ]]; then
-  echo "check_ptx_dequant: nvcc not found (looked for \$NVCC, PATH and /usr/local/cuda/bin/nvcc)" >&2
-  exit 1
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/cuda_check.bash"
+cuda_check_init "${1:-}" "${2:-}"
 compile_ptx() {  # source output
   "$nvcc" -ptx -arch=sm_80 -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
     -I"$root/cuda/src" -o "$2" "$1"

@@ -1,12 +1,16 @@
 // GruCellCuda: the GEMMs (cuBLAS int8, or the wide 16-bit kernel) + one elementwise kernel per step calling
 // gru_cell_element (the linear_before_reset = 0 cell: two GEMMs and two elementwise kernels per step). The flow is
 // kernels::emulate_gru_cell (qgru/kernels/gru_step.h) with the device doing the GEMMs; every kernel body is
-// QGRU_HD code the CPU tests run.
+// QGRU_HD code the CPU tests run. Where the persistent plan takes an int8 cell (GruRecurrence::Persistent), B-1 and
+// then ONE launch of the persistent kernel (cuda/src/persistent_gru.cu; its host emulation is
+// kernels::emulate_persistent_gru_cell).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/persistent_gru.h"
 #include "qgru/kernels/wide_gemm.h"
 #include "qgru/kernels/workspace.h"
 #include "qgru/fixed/gru_cell.h"
@@ -24,6 +29,7 @@
 #include "qgru_cuda/gru_cell_cuda.h"
 #include "blas_handle.h"
 #include "cuda_uploader.h"
+#include "persistent_gru_launch.h"
 #include "pinned_buffer.h"
 #include "step_graph.h"
 
@@ -145,6 +151,50 @@ std::string probe_int8_gemms(cublasHandle_t handle, cudaStream_t stream, const k
 
 }  // namespace
 
+namespace {
+
+// The persistent kernel's wait limit: QGRU_CUDA_GRU_SPIN_LIMIT_MS (milliseconds, e.g. for a run under
+// compute-sanitizer, which slows every block), else kernels::kPersistentSpinLimitNs.
+int64_t persistent_spin_limit_ns() {
+  const char* value = std::getenv("QGRU_CUDA_GRU_SPIN_LIMIT_MS");
+  if (value == nullptr || *value == '\0') return kernels::kPersistentSpinLimitNs;
+  char* end = nullptr;
+  const long long ms = std::strtoll(value, &end, 10);
+  if (*end != '\0' || ms < 1) throw Error("QGRU_CUDA_GRU_SPIN_LIMIT_MS=" + std::string(value) + ": expected a positive number of milliseconds");
+  return static_cast<int64_t>(ms) * 1000000;
+}
+
+// A positive count from the environment variable `name`, 0 when unset or empty; qgru::Error naming it otherwise.
+int count_from_environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long count = std::strtol(value, &end, 10);
+  if (*end != '\0' || count < 1 || count > (1L << 20)) {
+    throw Error(std::string(name) + "=" + value + ": expected a positive count");
+  }
+  return static_cast<int>(count);
+}
+
+// The persistent plan's slices from the environment, for a benchmark's sweep (else the plan's own choice):
+// QGRU_CUDA_GRU_UNITS units per block (one of kernels::kPersistentUnitChoices; the plan refuses any other),
+// QGRU_CUDA_GRU_ROWS batch rows per block.
+kernels::PersistentGruTuning persistent_tuning_from_environment() {
+  kernels::PersistentGruTuning tuning;
+  tuning.units_per_block = count_from_environment("QGRU_CUDA_GRU_UNITS");
+  tuning.rows_per_block = count_from_environment("QGRU_CUDA_GRU_ROWS");
+  return tuning;
+}
+
+}  // namespace
+
+GruRecurrence recurrence_from_environment() {
+  const char* value = std::getenv("QGRU_CUDA_GRU_PATH");
+  if (value == nullptr || std::string(value).empty() || std::string(value) == "step") return GruRecurrence::Step;
+  if (std::string(value) == "persistent") return GruRecurrence::Persistent;
+  throw Error("QGRU_CUDA_GRU_PATH=" + std::string(value) + ": expected persistent or step");
+}
+
 struct GruCellCuda::Impl {
   int64_t H = 0, C = 0;
   kernels::GruOperandPlan plan;
@@ -164,6 +214,11 @@ struct GruCellCuda::Impl {
   mutable StepGraph steps;           // the time loop, captured once per shape
   mutable PinnedBuffer out_pinned;   // the output codes on their way back
   mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
+  GruRecurrence recurrence = GruRecurrence::Step;  // resolved: Step or Persistent
+  kernels::PersistentDevice device;                 // what the persistent plan may use
+  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS / _ROWS, read at construction
+  mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
+  mutable int64_t last_N = 1;                      // describe()'s batch size
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
   // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
@@ -173,7 +228,34 @@ struct GruCellCuda::Impl {
                           const int32_t* lengths) const;
   const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                             const int32_t* lengths) const;
+  // Stored / Acc: int8_t / int32_t (Int8 path), int16_t / int64_t (Wide16 path).
+  template <class Stored, class Acc>
+  const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T, int64_t N,
+                                const std::vector<int32_t>& h0, bool reverse, const int32_t* lengths) const;
+  // The persistent plan at batch N (refused with the reason on the Step recurrence, a shape that does not fit or an
+  // occupancy the device cannot give), computed once per N.
+  const kernels::PersistentGruPlan& persistent_plan(int64_t N) const {
+    auto found = persistent_plans.find(N);
+    if (found != persistent_plans.end()) return found->second;
+    kernels::PersistentGruPlan p;
+    if (recurrence != GruRecurrence::Persistent) {
+      p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
+    } else {
+      p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
+      if (p.persistent) {
+        const std::string refused = persistent_occupancy(p);
+        if (!refused.empty()) {
+          p.persistent = false;
+          p.reason = refused;
+        }
+      }
+    }
+    return persistent_plans.emplace(N, p).first->second;
+  }
   kernels::WorkspaceCarve workspace_carve(int64_t N, int64_t T) const {
+    if (persistent_plan(N).persistent) {
+      return kernels::persistent_gru_workspace(kernels::persistent_gemm_layout(plan.path, H, C, N, T), reset_before_linear);
+    }
     return kernels::gru_cell_workspace(plan.path, H, C, N, T, reset_before_linear);
   }
   kernels::WorkspaceCarve reserve(kernels::WorkspaceCarve carve) const {
@@ -204,9 +286,10 @@ struct GruCellCuda::Impl {
 };
 
 GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const int32_t* q_R, int input_size,
-                         const CodeSpace& x_space, void* stream, void* blas_handle)
+                         const CodeSpace& x_space, void* stream, void* blas_handle, GruRecurrence recurrence)
     : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
+  d.recurrence = recurrence == GruRecurrence::FromEnvironment ? recurrence_from_environment() : recurrence;
   d.H = v.hidden_size;
   d.C = input_size;
   d.reset_before_linear = v.reset_before_linear;
@@ -227,6 +310,8 @@ GruCellCuda::GruCellCuda(const GruCellParamsView& v, const int32_t* q_W, const i
   }
 
   require_device();
+  d.device = persistent_device();
+  d.tuning = persistent_tuning_from_environment();
   if (!d.wide()) {
     if (blas_handle == nullptr) {
       d.own_handle = BlasHandle(d.stream);
@@ -262,6 +347,52 @@ const std::string& GruCellCuda::fallback_reason() const { return impl_->fallback
 
 int64_t GruCellCuda::workspace_bytes(int T, int N) const {
   return impl_->workspace_carve(N, T).total_bytes;
+}
+
+std::string GruCellCuda::describe_path(int N) const { return impl_->persistent_plan(N).describe(); }
+
+std::string GruCellCuda::describe() const { return describe_path(static_cast<int>(impl_->last_N)); }
+
+// B-1 for every step (the path's GEMM: cuBLAS int8 or the wide kernel), then one cooperative launch of the persistent
+// kernel for all T steps.
+template <class Stored, class Acc>
+const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T,
+                                                 int64_t N, const std::vector<int32_t>& h0, bool reverse,
+                                                 const int32_t* lengths) const {
+  const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(plan.path, H, C, N, T);
+  const kernels::WorkspaceCarve w = reserve(kernels::persistent_gru_workspace(l, reset_before_linear));
+  Stored* x_stored = region<Stored>(workspace, w, 0);
+  auto* h_exchange = region<Stored>(workspace, w, 1);
+  auto* gemm_x = region<Acc>(workspace, w, 2);
+  auto* h_state = region<int32_t>(workspace, w, 3);
+  auto* out = region<int32_t>(workspace, w, 4);
+  const kernels::PersistentBuffers<Stored, Acc> buffers = kernels::persistent_buffers<Stored, Acc>(
+      p, l, T, reverse, plan.x_offset, plan.h_offset, gemm_x, h_exchange,
+      reset_before_linear ? region<Stored>(workspace, w, 5) : nullptr, h_state, out, lengths);
+  PersistentLaunch launch;
+  launch.R = R;
+  launch.arrivals = region<unsigned long long>(workspace, w, 6);
+  launch.error = reinterpret_cast<int*>(launch.arrivals + 1);
+  launch.spin_limit_ns = persistent_spin_limit_ns();
+  // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
+  upload_operands<Stored>(q_x, T, N, h0, l, x_stored, h_exchange);
+  copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  QGRU_CUDA_CHECK(cudaMemsetAsync(launch.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
+  if constexpr (sizeof(Stored) == 1) {
+    QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x_stored, gemm_x));
+  } else {
+    launch_wide_gemm(kernels::plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), static_cast<const int16_t*>(W), l.C_p, x_stored,
+                     l.C_p, gemm_x, l.rows_p, stream);
+  }
+  launch_persistent_gru<Stored, Acc>(p, device_view, buffers, launch, stream);
+  const int32_t* codes = copy_out(out, l.output_bytes);  // synchronizes
+  int error[3] = {0, 0, 0};
+  QGRU_CUDA_CHECK(cudaMemcpy(error, launch.error, sizeof(error), cudaMemcpyDeviceToHost));
+  if (error[0] != 0) {
+    throw CudaFailure("persistent GRU kernel (" + p.describe() + "): block " + std::to_string(error[1]) + " waited more than " +
+                      std::to_string(launch.spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
+  }
+  return codes;
 }
 
 const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
@@ -364,6 +495,12 @@ const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, c
     if (lengths_buffer.bytes() < bytes) lengths_buffer = DeviceBuffer(bytes);
     copy_to_device(lengths_buffer.data(), lengths, bytes, stream);
     device_lengths = static_cast<const int32_t*>(lengths_buffer.data());
+  }
+  last_N = N;
+  const kernels::PersistentGruPlan& p = persistent_plan(N);
+  if (p.persistent) {
+    return wide() ? run_persistent<int16_t, int64_t>(p, q_x, T, N, h0, reverse, device_lengths)
+                  : run_persistent<int8_t, int32_t>(p, q_x, T, N, h0, reverse, device_lengths);
   }
   return wide() ? run_wide(q_x, T, N, h0, reverse, device_lengths) : run_int8(q_x, T, N, h0, reverse, device_lengths);
 }

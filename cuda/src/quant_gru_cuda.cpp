@@ -44,8 +44,9 @@ struct QuantGruCuda::Impl {
   }
 };
 
-QuantGruCuda::QuantGruCuda(const QuantizedGru& model) : impl_(std::make_unique<Impl>()) {
+QuantGruCuda::QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence) : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
+  if (recurrence == GruRecurrence::FromEnvironment) recurrence = recurrence_from_environment();
   d.model = model;
   if (model.cells.empty() || model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
     throw Error("CUDA executor: the model has " + std::to_string(model.cells.size()) + " cells, expected " +
@@ -58,7 +59,7 @@ QuantGruCuda::QuantGruCuda(const QuantizedGru& model) : impl_(std::make_unique<I
     const TensorQuant& xq = p.q(GruTensor::x);
     const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
     try {
-      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream, d.blas.get());
+      d.cells.emplace_back(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, x_space, d.stream, d.blas.get(), recurrence);
     } catch (const NotSupported& e) {
       throw NotSupported("layer " + std::to_string(p.layer) + " direction " + std::to_string(p.direction) + ": " +
                          e.what());
@@ -96,6 +97,7 @@ std::string QuantGruCuda::describe() const {
     text += "l" + std::to_string(p.layer) + ".d" + std::to_string(p.direction) +
             (cell.wide() ? " 16-bit wide kernel" : " int8 cuBLAS");
     if (!cell.fallback_reason().empty()) text += " (" + cell.fallback_reason() + ")";
+    text += "; " + cell.describe();
   }
   return text;
 }

@@ -5,7 +5,11 @@
 // the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
 // "no usable GPU: <reason>" and exits 77, with no table.
 // Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]
+//                       [--recurrence step|persistent] [--json-lines]
 //   --shape and --preset narrow the table to one shape and one executor (e.g. to profile it under ncu).
+//   --recurrence: the quantized cells' recurrence (qgru_cuda/gru_cell_cuda.h GruRecurrence; default
+//   QGRU_CUDA_GRU_PATH); --json-lines: also one line per row, "JSON {...}" with H, T, N, engine, preset, recurrence,
+//   path (the executor's describe()), median_ms, min_ms, us_per_step (scripts/bench_cuda_gru_peers.py reads them).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,9 +33,29 @@ struct Shape {
 };
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]\n",
+  std::fprintf(stderr,
+               "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float] "
+               "[--recurrence step|persistent] [--json-lines]\n",
                argv0);
   return 2;
+}
+
+std::string json_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// One machine-readable row (--json-lines).
+void print_json_line(const Shape& s, const char* engine, const char* preset, const char* recurrence, const std::string& path,
+                     const qgru::cuda::bench::CallTimes& t) {
+  std::printf("JSON {\"H\": %d, \"T\": %d, \"N\": %d, \"engine\": \"%s\", \"preset\": \"%s\", \"recurrence\": \"%s\", "
+              "\"path\": \"%s\", \"median_ms\": %.6f, \"min_ms\": %.6f, \"us_per_step\": %.4f}\n",
+              s.H, s.T, s.N, engine, preset, recurrence, json_escaped(path).c_str(), t.median_ms, t.min_ms,
+              1000.0 * t.median_ms / s.T);
 }
 
 }  // namespace
@@ -41,6 +65,8 @@ int main(int argc, char** argv) {
   bool small = false;
   Shape only{0, 0, 0};
   std::string only_preset;
+  bool json_lines = false;
+  qgru::cuda::GruRecurrence recurrence = qgru::cuda::GruRecurrence::FromEnvironment;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
@@ -59,6 +85,12 @@ int main(int argc, char** argv) {
       if (only_preset != "int8" && only_preset != "int16-activations" && only_preset != "int16" && only_preset != "float") {
         return usage(argv[0]);
       }
+    } else if (std::strcmp(argv[i], "--recurrence") == 0 && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "step" && v != "persistent") return usage(argv[0]);
+      recurrence = v == "step" ? qgru::cuda::GruRecurrence::Step : qgru::cuda::GruRecurrence::Persistent;
+    } else if (std::strcmp(argv[i], "--json-lines") == 0) {
+      json_lines = true;
     } else {
       return usage(argv[0]);
     }
@@ -90,11 +122,16 @@ int main(int argc, char** argv) {
           continue;
         }
         const std::vector<int32_t> q_x = qgru::quantize_values(c.quantized.input_quant(), c.x.data(), c.x.size());
-        const qgru::cuda::QuantGruCuda executor(c.quantized);
+        const qgru::cuda::QuantGruCuda executor(c.quantized, recurrence);
         // run_codes is synchronous: it returns after the results are back on the host.
         const auto t = time_calls([&] { executor.run_codes(q_x.data(), s.T, s.N, nullptr); }, warmup, runs);
-        std::printf("| %d | %d | %d | %s (%s) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, preset, executor.describe().c_str(),
+        const std::string path = executor.describe();  // after a run: the recurrence at this N
+        std::printf("| %d | %d | %d | %s (%s) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, preset, path.c_str(),
                     t.median_ms, t.min_ms, 1000.0 * t.median_ms / s.T);
+        if (json_lines) {
+          const bool persistent = path.find("persistent (") != std::string::npos;
+          print_json_line(s, "qgru", preset, persistent ? "persistent" : "step", path, t);
+        }
         std::fflush(stdout);
       }
       if (!wanted("float")) continue;
@@ -104,6 +141,7 @@ int main(int argc, char** argv) {
       const auto t = time_calls([&] { executor.run(x.data(), s.T, s.N, nullptr); }, warmup, runs);
       std::printf("| %d | %d | %d | float (cublasSgemm) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, t.median_ms, t.min_ms,
                   1000.0 * t.median_ms / s.T);
+      if (json_lines) print_json_line(s, "qgru", "float", "step", "cublasSgemm", t);
       std::fflush(stdout);
     }
     return 0;

@@ -25,4 +25,8 @@ int check_float_gru();
 // within fp16 rounding, plus the CUDA path's call-time statuses (capi_check.cpp).
 int check_capi_linear();
 
+// The persistent GRU kernel (GruRecurrence::Persistent) against the direct cell loop and the reference executor, code
+// for code, each line naming the path taken; small: the short list for compute-sanitizer (persistent_gru_check.cpp).
+int check_persistent_gru(bool small);
+
 }  // namespace qgru::cuda_test

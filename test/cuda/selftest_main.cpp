@@ -1,22 +1,48 @@
 // qgru CUDA self-test: device dequantization vs host emulation, the GPU quantized linear vs a CPU reference,
 // the GRU cell executor vs the CPU cell loop, whole quantized models (every preset) vs the CPU reference
 // executor code for code, the float GRU vs the CPU float executor within tolerance, and the C API's CUDA
-// linear vs its CPU path. Without a GPU it says so plainly and does NOT pass:
-//   exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
+// linear vs its CPU path, and the persistent GRU kernel vs the CPU references. Without a GPU it says so plainly and
+// does NOT pass: exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
+// --filter NAME runs only the check NAME (dequant, linear, gru_cell, quant_gru, float_gru, capi_linear, persistent;
+// persistent-small: the persistent kernel's short list, for compute-sanitizer, which no full run includes).
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "gpu_checks.h"
 #include "qgru_cuda/device.h"
 
 int main(int argc, char** argv) {
   bool require_gpu = false;
+  std::string filter;
+  struct Check {
+    const char* name;
+    int (*run)();
+  };
+  const Check checks[] = {
+      {"dequant", qgru::cuda_test::check_dequant_on_device},
+      {"linear", qgru::cuda_test::check_quant_linear},
+      {"gru_cell", qgru::cuda_test::check_gru_cell},
+      {"quant_gru", qgru::cuda_test::check_quant_gru},
+      {"float_gru", qgru::cuda_test::check_float_gru},
+      {"capi_linear", qgru::cuda_test::check_capi_linear},
+      {"persistent", [] { return qgru::cuda_test::check_persistent_gru(false); }},
+      {"persistent-small", [] { return qgru::cuda_test::check_persistent_gru(true); }},
+  };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0) {
       require_gpu = true;
+    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+      filter = argv[++i];
+      bool known = false;
+      for (const Check& c : checks) known = known || filter == c.name;
+      if (!known) {
+        std::fprintf(stderr, "%s: --filter %s: no such check\n", argv[0], filter.c_str());
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: %s [--require-gpu]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--require-gpu] [--filter NAME]\n", argv[0]);
       return 2;
     }
   }
@@ -28,12 +54,11 @@ int main(int argc, char** argv) {
   }
   try {
     std::printf("GPU: %s\n", qgru::cuda::device_name().c_str());
-    int failures = qgru::cuda_test::check_dequant_on_device();
-    failures += qgru::cuda_test::check_quant_linear();
-    failures += qgru::cuda_test::check_gru_cell();
-    failures += qgru::cuda_test::check_quant_gru();
-    failures += qgru::cuda_test::check_float_gru();
-    failures += qgru::cuda_test::check_capi_linear();
+    int failures = 0;
+    for (const Check& c : checks) {
+      const bool wanted = filter.empty() ? std::strcmp(c.name, "persistent-small") != 0 : filter == c.name;
+      if (wanted) failures += c.run();
+    }
     std::printf("%s: %d failing check(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
   } catch (const std::exception& e) {

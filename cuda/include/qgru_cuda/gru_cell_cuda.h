@@ -16,6 +16,10 @@
 // Layouts, padding, operand offsets, launch geometry and workspace are host code the CPU tests check; the
 // whole flow is kernels::emulate_gru_cell on the host. Host-only API without CUDA headers. Requires a
 // device (NoDevice otherwise).
+// The persistent recurrence (cuda/src/persistent_gru.cu, qgru/kernels/persistent_gru.h): with GruRecurrence::Persistent
+// a cell whose plan fits the device (per batch size N; int8 or 16-bit operands) runs all T steps in ONE cooperative
+// launch after the B-1 GEMM; elsewhere it stays on the per-step path, and describe_path(N) says why. Opt-in (QGRU_CUDA_GRU_PATH=persistent)
+// until the GPU self-test has passed on a GPU (docs/CUDA.md "The GRU executor").
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +28,13 @@
 #include "qgru/fixed/gru_cell.h"
 
 namespace qgru::cuda {
+
+// Which recurrence a cell runs: Step (the per-step path), Persistent (the persistent kernel where its plan takes the
+// cell, the per-step path elsewhere), or FromEnvironment: QGRU_CUDA_GRU_PATH=persistent or step, unset = step.
+enum class GruRecurrence { FromEnvironment, Step, Persistent };
+// QGRU_CUDA_GRU_PATH read: Step when unset or "step", Persistent for "persistent"; qgru::Error naming the variable
+// and the value otherwise.
+GruRecurrence recurrence_from_environment();
 
 class GruCellCuda {
  public:
@@ -34,8 +45,10 @@ class GruCellCuda {
   // of this cell is issued on (null: the default stream); not owned. blas_handle: a cublasHandle_t bound to
   // `stream` with a workspace of its own (one per executor, shared by its cells), or null for a handle of the
   // cell's own; not owned.
+  // recurrence: FromEnvironment is resolved here, once.
   GruCellCuda(const GruCellParamsView& host_view, const int32_t* q_W, const int32_t* q_R, int input_size,
-              const CodeSpace& x_space, void* stream = nullptr, void* blas_handle = nullptr);
+              const CodeSpace& x_space, void* stream = nullptr, void* blas_handle = nullptr,
+              GruRecurrence recurrence = GruRecurrence::FromEnvironment);
   ~GruCellCuda();
   GruCellCuda(GruCellCuda&&) noexcept;
   GruCellCuda& operator=(GruCellCuda&&) noexcept;
@@ -58,6 +71,10 @@ class GruCellCuda {
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
   const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not
   int64_t workspace_bytes(int T, int N) const;  // what run(T, N) allocates
+  // The recurrence run(T, N) takes: "persistent (B blocks x U units, smem S)" or "per-step: <reason>".
+  std::string describe_path(int N) const;
+  // The recurrence of the last run (N = 1 before the first), as describe_path.
+  std::string describe() const;
 
  private:
   struct Impl;

@@ -10,6 +10,7 @@
 
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/runtime/quantized_gru.h"
+#include "qgru_cuda/gru_cell_cuda.h"
 
 namespace qgru::cuda {
 
@@ -17,7 +18,8 @@ class QuantGruCuda {
  public:
   // Throws NotSupported (a cell whose operands are wider than 16 bits; the message names the cell), NoDevice,
   // or CudaFailure. Creates one CUDA stream and one cuBLAS handle every cell runs on.
-  explicit QuantGruCuda(const QuantizedGru& model);
+  // recurrence: every cell's (GruCellCuda; FromEnvironment reads QGRU_CUDA_GRU_PATH once).
+  explicit QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence = GruRecurrence::FromEnvironment);
   ~QuantGruCuda();
   QuantGruCuda(QuantGruCuda&&) noexcept;
   QuantGruCuda& operator=(QuantGruCuda&&) noexcept;
@@ -30,6 +32,8 @@ class QuantGruCuda {
 
   // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
   // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".
+  // Then the recurrence each cell took at the last run's batch size (N = 1 before the first run), after "; ":
+  // "l0.d0 int8 cuBLAS; persistent (4 blocks x 16 units, smem 12345)" or "...; per-step: <reason>".
   std::string describe() const;
 
  private:

@@ -1,0 +1,221 @@
+// The persistent GRU recurrence: one cooperative launch per cell runs all T steps (design, protocol, exactness:
+// qgru/kernels/persistent_gru.h; the same QGRU_HD functions run block by block on the host in
+// qgru/kernels/persistent_gru_emulation.h, which test_kernels holds to the reference executor).
+// Synchronization: publish = __syncthreads, then thread 0 __threadfence + red.release.gpu on the arrival counter;
+// wait = thread 0 spins on ld.acquire.gpu of the counter (globaltimer-bounded, __nanosleep between polls), then
+// __syncthreads. Exchange buffers are read with ld.global.cg (L2, never a stale L1 line: a block reads the same
+// buffer again two steps later).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "qgru/kernels/persistent_gru.h"
+#include "qgru_cuda/check.h"
+#include "persistent_gru_launch.h"
+
+namespace qgru::cuda {
+
+namespace {
+
+// The plan's figures the kernel needs beyond its buffers' (by value: one launch parameter block).
+struct PersistentShape {
+  int64_t blocks, rows_per_block;
+  int32_t r_offset, stage_offset, acc_offset, flag_offset;
+};
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* at) {
+  unsigned long long value;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(at) : "memory");
+  return value;
+}
+
+__device__ __forceinline__ int load_relaxed(const int* at) {
+  int value;
+  asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(at) : "memory");
+  return value;
+}
+
+__device__ __forceinline__ void add_release(unsigned long long* at, unsigned long long value) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(at), "l"(value) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Every thread of the block: true once `arrivals_needed` arrivals are visible (acquire), false when the wait ran past
+// a.spin_limit_ns or another block reported an error (the block then returns; the host throws).
+__device__ bool wait_arrivals(const PersistentLaunch& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
+  if (threadIdx.x == 0) {
+    int failed = 0;
+    if (load_acquire(a.arrivals) < arrivals_needed) {
+      const unsigned long long start = global_ns();
+      while (load_acquire(a.arrivals) < arrivals_needed) {
+        if (load_relaxed(a.error) != 0) {
+          failed = 1;
+          break;
+        }
+        if (global_ns() - start > static_cast<unsigned long long>(a.spin_limit_ns)) {
+          if (atomicCAS(a.error, 0, kernels::kPersistentTimeout) == 0) {
+            a.error[1] = static_cast<int>(blockIdx.x);
+            a.error[2] = static_cast<int>(phase);
+          }
+          failed = 1;
+          break;
+        }
+        __nanosleep(32);
+      }
+    }
+    __threadfence();  // as cooperative groups' grid sync: the block's later reads ordered after the acquire
+    *flag = failed;
+  }
+  __syncthreads();
+  return *flag == 0;
+}
+
+// After __syncthreads (every thread's writes of the phase done): one arrival, released.
+__device__ void publish(const PersistentLaunch& a) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    add_release(a.arrivals, 1);
+  }
+}
+
+// The block's batch rows of an exchange buffer (bytes of them) into the staging region, 16 bytes at a time through L2.
+__device__ void stage_rows(const void* source, unsigned char* stage, int64_t bytes) {
+  const int4* from = reinterpret_cast<const int4*>(source);
+  int4* to = reinterpret_cast<int4*>(stage);
+  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
+}
+
+// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each,
+// into acc.
+template <class Stored, class Acc>
+__device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
+                           int64_t first_row, int64_t rows, int64_t batch_rows) {
+  const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
+  const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
+  Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
+  const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
+  const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
+  const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
+  for (int64_t p = warp; p < rows * batch_rows; p += kernels::kPersistentWarps) {
+    const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
+    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words,
+                                                         lane, kernels::kPersistentLanes);
+    for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+    if (lane == 0) acc[d.n * 3 * b.units_per_block + d.slice_row] = sum;
+  }
+}
+
+template <class Stored, class Acc>
+__global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
+    persistent_gru_kernel(const GruCellParamsView view, const kernels::PersistentBuffers<Stored, Acc> b,
+                          const PersistentLaunch a, const PersistentShape s) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int64_t H = view.hidden_size, U = b.units_per_block;
+  const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, b.N, s.rows_per_block, blockIdx.x);
+  int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
+  // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero).
+  const auto* R = static_cast<const Stored*>(a.R);
+  {
+    const int64_t chunks_per_row = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 16;
+    int4* to = reinterpret_cast<int4*>(smem + s.r_offset);
+    for (int64_t i = threadIdx.x; i < 3 * U * chunks_per_row; i += blockDim.x) {
+      const int64_t source = kernels::persistent_r_source_row(H, U, slice, i / chunks_per_row);
+      to[i] = source < 0 ? make_int4(0, 0, 0, 0)
+                         : __ldg(reinterpret_cast<const int4*>(R + source * b.H_p) + i % chunks_per_row);
+    }
+  }
+  const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
+  const int64_t stage_bytes = slice.rows * b.H_p * static_cast<int64_t>(sizeof(Stored));
+  // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
+  for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
+    const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
+    if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
+    stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, stage_bytes);
+    __syncthreads();
+    block_dots<Stored, Acc>(b, s, smem, ph.first_row, ph.rows, slice.rows);
+    __syncthreads();
+    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, threadIdx.x, blockDim.x);
+    publish(a);
+  }
+}
+
+PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
+  return {plan.blocks,
+          plan.rows_per_block,
+          static_cast<int32_t>(plan.smem.r_offset),
+          static_cast<int32_t>(plan.smem.stage_offset),
+          static_cast<int32_t>(plan.smem.acc_offset),
+          static_cast<int32_t>(plan.smem.flag_offset)};
+}
+
+}  // namespace
+
+kernels::PersistentDevice persistent_device() {
+  int device = 0, sm_count = 0, smem_optin = 0, cooperative = 0;
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  kernels::PersistentDevice d;
+  d.sm_count = sm_count;
+  d.smem_optin_bytes = smem_optin;
+  d.cooperative_launch = cooperative != 0;
+  return d;
+}
+
+namespace {
+
+// The kernel instantiation of the plan's operand width.
+const void* kernel_of(const kernels::PersistentGruPlan& plan) {
+  return plan.path == kernels::GruGemmPath::Int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t>)
+                                                 : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t>);
+}
+
+void allow_smem(const kernels::PersistentGruPlan& plan) {
+  QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(plan.smem.total_bytes)));
+}
+
+}  // namespace
+
+std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
+  allow_smem(plan);
+  int blocks_per_sm = 0, device = 0, sm_count = 0;
+  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel_of(plan), plan.threads,
+                                                                static_cast<size_t>(plan.smem.total_bytes)));
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  return kernels::persistent_occupancy_refusal(plan, blocks_per_sm, sm_count);
+}
+
+template <class Stored, class Acc>
+void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCellParamsView& device_view,
+                           const kernels::PersistentBuffers<Stored, Acc>& buffers, const PersistentLaunch& launch,
+                           cudaStream_t stream) {
+  GruCellParamsView view = device_view;
+  kernels::PersistentBuffers<Stored, Acc> b = buffers;
+  PersistentLaunch a = launch;
+  PersistentShape shape = shape_of(plan);
+  void* params[] = {&view, &b, &a, &shape};
+  // The limit set by persistent_occupancy may be another batch size's: set this plan's before every launch.
+  allow_smem(plan);
+  // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
+  QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(plan), dim3(static_cast<unsigned>(plan.blocks)),
+                                              dim3(static_cast<unsigned>(plan.threads)), params,
+                                              static_cast<size_t>(plan.smem.total_bytes), stream));
+}
+
+template void launch_persistent_gru<int8_t, int32_t>(const kernels::PersistentGruPlan&, const GruCellParamsView&,
+                                                     const kernels::PersistentBuffers<int8_t, int32_t>&,
+                                                     const PersistentLaunch&, cudaStream_t);
+template void launch_persistent_gru<int16_t, int64_t>(const kernels::PersistentGruPlan&, const GruCellParamsView&,
+                                                      const kernels::PersistentBuffers<int16_t, int64_t>&,
+                                                      const PersistentLaunch&, cudaStream_t);
+
+}  // namespace qgru::cuda

@@ -1,0 +1,419 @@
+#pragma once
+// The persistent GRU recurrence (cuda/src/persistent_gru.cu): ONE launch runs all T steps of one cell (one layer,
+// one direction), int8 or 16-bit operands. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
+// qgru/kernels/persistent_gru_emulation.h runs the same functions block by block on the host.
+//
+// Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch). The units are cut
+// into ceil(H / U) slices of U, the batch rows into ceil(N / NB) slices of NB; block b owns unit slice b mod
+// (unit slices) and batch slice b / (unit slices): the hidden units [j0, j0 + U) of the batch rows [n0, n0 + NB), and
+// all three gate rows (z, r, n) of R for its units, loaded once into shared memory (blocks of the same units and other
+// rows hold the same R slice: a large batch spreads over more multiprocessors). Each step it computes R·h for its rows
+// (exact integer dot products, below), then the shared cell (gru_cell_element, qgru/fixed/gru_cell.h) on its own
+// (unit, row) elements, and writes their new h codes into a global exchange buffer.
+// W·x of every step stays one GEMM up front (the B-1 GEMM of gru_cell_cuda.cu: cuBLAS int8 or the wide kernel).
+//
+// Exchange and synchronization (one grid-wide arrival counter, monotonic over the launch, zeroed before it):
+//   linear_before_reset = 1 (one phase per step): at step s a block waits until B·s arrivals (every block has
+//     published step s-1), stages h_s from exchange buffer parity(s) into shared memory, computes, writes h_{s+1}
+//     of its units into buffer parity(s+1), then publishes (one arrival). Double buffering makes one wait per step
+//     enough: the buffer a block writes at step s was last read at step s-1, and every block finished step s-1
+//     (its reads precede its arrival) before any block passes the wait of step s.
+//   linear_before_reset = 0 (two phases per step, docs/FIXED_POINT.md §3a): the n gate needs R_n·(r ⊙ h) over ALL
+//     units, so a step exchanges twice: phase A stages h_s, computes the z and r rows, writes q_reset_hidden of its
+//     units into the (single) reset buffer and publishes; phase B waits for every block's phase A, stages the reset
+//     buffer, computes the n rows, runs the cell and writes h_{s+1} into buffer parity(s+1), and publishes. The
+//     reset buffer is written at phase A of step s after every block finished phase B of step s-1 (its last reader).
+// A block's own h codes as int32 (h_state) are read and written by the same thread of the same block only.
+// Waits spin with acquire loads, publishes are release reductions after a __syncthreads (cuda/src/persistent_gru.cu);
+// a wait longer than kPersistentSpinLimitNs sets the launch's error word, every waiting block gives up and the host
+// throws instead of hanging.
+//
+// Two operand widths, as the per-step path's (plan_gru_operands, qgru/kernels/gru_step.h):
+//   Int8 (Stored int8_t, Acc int32_t): dp4a on R's codes and h's stored codes, both in [-128, 127], so each product
+//     has |a·b| <= 2^14 and any partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for H_p < 2^17
+//     (plan_gru_gemm refuses longer reductions; the shared memory limit is far below);
+//   Wide16 (Stored int16_t, Acc int64_t): both operands in [-32768, 32767], each product |a·b| <= 2^30 exact in int32,
+//     summed in int64: |Σ| <= H_p·2^30 < 2^63 for any H_p a block can hold.
+// Either way every intermediate is exact, so the order of the lanes' partial sums does not matter. B-1 comes from the
+// path's own GEMM (cuBLAS int8, the wide kernel). The cell's arithmetic is gru_cell_element's, code for code.
+#include <cstdint>
+#include <string>
+
+#include "qgru/fixed/gru_cell.h"
+#include "qgru/hd.h"
+#include "qgru/kernels/gru_step.h"
+#include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/wide_gemm.h"
+#include "qgru/kernels/workspace.h"
+
+namespace qgru::kernels {
+
+inline constexpr int kPersistentThreads = 256;  // 8 warps
+inline constexpr int kPersistentLanes = 32;     // lanes that split one dot product (a warp)
+inline constexpr int kPersistentWarps = kPersistentThreads / kPersistentLanes;
+// The units-per-block configurations the kernel may run (the table plan_persistent_gru picks from).
+inline constexpr int kPersistentUnitChoices[] = {8, 16, 32, 64, 128, 256};
+// The smallest slice the plan takes by default: below it the per-step barrier dominates a block's work.
+// Not measured yet (no GPU has run the kernel): the benchmark sweeps PersistentGruTuning::units_per_block.
+inline constexpr int kPersistentDefaultMinUnits = 16;
+// A wait longer than this (globaltimer nanoseconds) is a failure, reported instead of spinning forever.
+// Far above any step's work (the whole grid's step is microseconds to a millisecond), and below a test's patience.
+inline constexpr int64_t kPersistentSpinLimitNs = 10'000'000'000;
+
+// What the device offers (cuda/src/persistent_gru.cu asks cudaDeviceGetAttribute).
+struct PersistentDevice {
+  int sm_count = 0;
+  int64_t smem_optin_bytes = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
+  bool cooperative_launch = false;
+};
+
+struct PersistentGruTuning {
+  int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
+  int rows_per_block = 0;   // batch rows per block; 0: the plan's choice
+};
+
+// Operand and accumulator bytes of a path: 1 and 4 (Int8), 2 and 8 (Wide16).
+struct PersistentWidths {
+  int64_t operand_bytes, acc_bytes;
+};
+inline PersistentWidths persistent_widths(GruGemmPath path) {
+  return path == GruGemmPath::Int8 ? PersistentWidths{1, 4} : PersistentWidths{2, 8};
+}
+
+// Shared memory of one block, in bytes from the dynamic shared memory's start (each region 16-byte aligned):
+//   R slice [3·U, H_p] Stored, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
+//   staging [NB, H_p] Stored: h_s (or q_reset_hidden) of every unit for the block's batch rows, stored codes
+//     (q - h_offset);
+//   acc [NB, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
+//   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
+struct PersistentSmemLayout {
+  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, flag_offset = 0,
+          total_bytes = 0;
+};
+
+QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t rows_per_block,
+                                                   const PersistentWidths& w = {1, 4}) {
+  PersistentSmemLayout s;
+  s.r_bytes = w.operand_bytes * 3 * units_per_block * H_p;
+  s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
+  s.stage_bytes = w.operand_bytes * rows_per_block * H_p;
+  s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
+  s.acc_bytes = w.acc_bytes * rows_per_block * 3 * units_per_block;
+  s.flag_offset = persistent_align16(s.acc_offset + s.acc_bytes);
+  s.total_bytes = s.flag_offset + 16;
+  return s;
+}
+
+struct PersistentGruPlan {
+  bool persistent = false;
+  std::string reason;  // why the cell takes the per-step path (empty when persistent)
+  GruGemmPath path = GruGemmPath::Int8;
+  int64_t H = 0, H_p = 0, N = 0, N_p = 0;  // H_p, N_p: the path's GEMM layout's (plan_gru_gemm, plan_gru_wide)
+  int64_t units_per_block = 0, rows_per_block = 0;  // U, NB
+  int64_t unit_blocks = 0, batch_blocks = 0, blocks = 0;  // ceil(H / U), ceil(N / NB), their product
+  int threads = kPersistentThreads;
+  int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
+  PersistentSmemLayout smem;
+  // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path)
+  // or "per-step: <reason>"
+  std::string describe() const {
+    if (!persistent) return "per-step: " + reason;
+    return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units x " +
+           std::to_string(rows_per_block) + " rows, smem " + std::to_string(smem.total_bytes) +
+           (path == GruGemmPath::Int8 ? "" : ", 16-bit") + ")";
+  }
+};
+
+// The plan for a cell of hidden size H at batch N on `device` whose operands take `path`: persistent when the
+// device launches cooperatively, the blocks fit one per multiprocessor and one block's shared memory fits; else the
+// per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
+// kPersistentDefaultMinUnits whose unit slices fit the multiprocessors. NB: tuning's (at most N), or the fewest rows
+// that spread the batch over the multiprocessors the unit slices leave (NB = N when they leave none). The occupancy
+// check of the compiled kernel at the plan's shared memory comes after (persistent_occupancy_refusal).
+inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
+  PersistentGruPlan plan;
+  plan.path = path;
+  plan.H = H;
+  plan.N = N;
+  plan.H_p = pad_to_multiple(H, path == GruGemmPath::Int8 ? kInt8GemmMultiple : kWideTile);
+  plan.N_p = path == GruGemmPath::Int8 ? pad_to_multiple(N, kInt8GemmMultiple) : N;
+  plan.phases_per_step = reset_before_linear ? 2 : 1;
+  const std::string shape = " (H=" + std::to_string(H) + " N=" + std::to_string(N) + ")";
+  auto refuse = [&](const std::string& why) {
+    plan.persistent = false;
+    plan.reason = why + shape;
+    return plan;
+  };
+  if (H < 1 || N < 1) return refuse("every size must be at least 1");
+  if (path == GruGemmPath::Int8 && plan.H_p > kInt8GemmMaxK) {
+    return refuse("a reduction this long could overflow dp4a's int32 accumulation");
+  }
+  if (!device.cooperative_launch) return refuse("the device does not support cooperative launches");
+  if (device.sm_count < 1) return refuse("the device reports no multiprocessors");
+  if (tuning.units_per_block != 0) {
+    bool listed = false;
+    for (int u : kPersistentUnitChoices) listed = listed || u == tuning.units_per_block;
+    if (!listed) return refuse("units per block " + std::to_string(tuning.units_per_block) + " is not a configuration");
+    plan.units_per_block = tuning.units_per_block;
+  } else {
+    for (int u : kPersistentUnitChoices) {
+      if (u < kPersistentDefaultMinUnits || (H + u - 1) / u > device.sm_count) continue;
+      plan.units_per_block = u;
+      break;
+    }
+    if (plan.units_per_block == 0) return refuse("H needs more blocks than the device has multiprocessors");
+  }
+  plan.unit_blocks = (H + plan.units_per_block - 1) / plan.units_per_block;
+  if (tuning.rows_per_block < 0) return refuse("rows per block " + std::to_string(tuning.rows_per_block) + " is negative");
+  if (tuning.rows_per_block != 0) {
+    plan.rows_per_block = tuning.rows_per_block < N ? tuning.rows_per_block : N;
+  } else {
+    const int64_t spare = device.sm_count / plan.unit_blocks;  // batch slices the multiprocessors leave room for
+    const int64_t slices = spare < 1 ? 1 : spare < N ? spare : N;
+    plan.rows_per_block = (N + slices - 1) / slices;
+  }
+  plan.batch_blocks = (N + plan.rows_per_block - 1) / plan.rows_per_block;
+  plan.blocks = plan.unit_blocks * plan.batch_blocks;
+  if (plan.blocks > device.sm_count) {
+    return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
+  }
+  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path));
+  if (plan.smem.total_bytes > device.smem_optin_bytes) {
+    return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
+                  "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
+  }
+  plan.persistent = true;
+  return plan;
+}
+
+// The refusal when the compiled kernel, at the plan's shared memory, cannot keep every block resident (a spinning
+// barrier with a block that never starts would deadlock); "" when blocks_per_sm · sm_count >= blocks.
+inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, int blocks_per_sm, int sm_count) {
+  if (int64_t{blocks_per_sm} * sm_count >= plan.blocks) return "";
+  return "occupancy: " + std::to_string(blocks_per_sm) + " resident block(s) per multiprocessor x " +
+         std::to_string(sm_count) + " < " + std::to_string(plan.blocks) + " blocks at " +
+         std::to_string(plan.smem.total_bytes) + " bytes of shared memory";
+}
+
+// The device workspace of one persistent run (GruCellCuda), the layout of the path's GEMMs (plan_gru_gemm or
+// plan_gru_wide), regions in this order: x for every step [T·N_p, C_p] Stored, the two h exchange buffers
+// [2][N_p, H_p] Stored (buffer 0 takes the packed h0), gemm_x [T·N_p, rows_p] Acc, the state [N, H] int32, the output
+// [T, N, H] int32, the reset exchange buffer [N_p, H_p] Stored (the linear_before_reset = 0 cell; 0 bytes otherwise),
+// and the synchronization words (the u64 arrival counter, then three int32 error words).
+inline constexpr int64_t kPersistentSyncBytes = 32;
+inline WorkspaceCarve persistent_gru_workspace(const GruGemmLayout& l, bool reset_before_linear) {
+  return carve_workspace({l.x_bytes, 2 * l.h_bytes, l.gemm_x_bytes, l.state_bytes, l.output_bytes,
+                          reset_before_linear ? l.h_bytes : 0, kPersistentSyncBytes});
+}
+// The path's GEMM layout (plan_gru_gemm for Int8, plan_gru_wide for Wide16).
+inline GruGemmLayout persistent_gemm_layout(GruGemmPath path, int64_t H, int64_t C, int64_t N, int64_t T) {
+  return path == GruGemmPath::Int8 ? plan_gru_gemm(H, C, N, T) : plan_gru_wide(H, C, N, T);
+}
+
+// ---- the slice a block owns and the smem rows it loads ----
+
+struct PersistentSlice {
+  int64_t j0 = 0;     // first unit
+  int64_t units = 0;  // owned units (the last unit slice may hold fewer than U)
+  int64_t n0 = 0;     // first batch row
+  int64_t rows = 0;   // owned batch rows (the last batch slice may hold fewer than NB)
+};
+QGRU_HD PersistentSlice persistent_block_slice(int64_t H, int64_t units_per_block, int64_t N, int64_t rows_per_block,
+                                               int64_t block) {
+  const int64_t unit_blocks = (H + units_per_block - 1) / units_per_block;
+  const int64_t j0 = block % unit_blocks * units_per_block, n0 = block / unit_blocks * rows_per_block;
+  const int64_t j_end = j0 + units_per_block < H ? j0 + units_per_block : H;
+  const int64_t n_end = n0 + rows_per_block < N ? n0 + rows_per_block : N;
+  return {j0, j_end > j0 ? j_end - j0 : 0, n0, n_end > n0 ? n_end - n0 : 0};
+}
+// R's packed row (int8 [rows_p, H_p], row c = g·H + j) that slice row g·U + u holds; -1 for a unit past H (zeros).
+QGRU_HD int64_t persistent_r_source_row(int64_t H, int64_t units_per_block, const PersistentSlice& slice, int64_t slice_row) {
+  const int64_t g = slice_row / units_per_block, u = slice_row % units_per_block;
+  return u < slice.units ? g * H + slice.j0 + u : -1;
+}
+
+// ---- the step protocol ----
+
+// The exchange buffer (0 or 1) that holds h_s, read at step s; step s writes h_{s+1} into parity(s + 1).
+QGRU_HD int persistent_h_parity(int64_t step) { return static_cast<int>(step & 1); }
+// Phase k of a launch: its step, input time t and part (0: A / the only one, 1: B), and the slice rows it multiplies:
+// all 3U (linear_before_reset = 1), the z and r rows [0, 2U) (part A) or the n rows [2U, 3U) (part B). Phases run
+// 0, 1, 2, ... in order, phases_per_step of them per step.
+struct PersistentPhaseInfo {
+  int64_t step, t;
+  int part;
+  int64_t first_row, rows;
+};
+QGRU_HD PersistentPhaseInfo persistent_phase_info(int64_t phase, int phases_per_step, int64_t T, bool reverse,
+                                                  int64_t units_per_block) {
+  const int64_t step = phase / phases_per_step;
+  const int part = static_cast<int>(phase % phases_per_step);
+  const int64_t U = units_per_block;
+  const int64_t first_row = part == 1 ? 2 * U : 0, rows = phases_per_step == 1 ? 3 * U : part == 0 ? 2 * U : U;
+  return {step, reverse ? T - 1 - step : step, part, first_row, rows};
+}
+// Arrivals on the counter before phase k may start: every block published phases 0 .. k-1.
+QGRU_HD uint64_t persistent_arrivals_before(int64_t phase, int64_t blocks) {
+  return static_cast<uint64_t>(phase) * static_cast<uint64_t>(blocks);
+}
+// The error word's codes (cuda/src/persistent_gru.cu): 0 none; kPersistentTimeout a wait ran past the limit.
+inline constexpr int kPersistentTimeout = 1;
+
+// ---- the arithmetic ----
+
+// dp4a: c + Σ_{i<4} a.byte_i · b.byte_i, bytes signed. |each product| <= 2^14; see the header's overflow note.
+QGRU_HD int32_t persistent_dp4a(int32_t a, int32_t b, int32_t c) {
+#if defined(__CUDA_ARCH__)
+  return __dp4a(a, b, c);
+#else
+  for (int i = 0; i < 4; ++i) {
+    const int32_t ai = static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i) & 0xFFu);
+    const int32_t bi = static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i) & 0xFFu);
+    c += ai * bi;
+  }
+  return c;
+#endif
+}
+
+// One lane's share of the dot product of two rows of `words` 4-byte words (H_p·sizeof(Stored) / 4): words lane,
+// lane + lanes, ... The warp sums the lanes' shares (the kernel with shuffles, the emulation in a loop); exact in Acc
+// (see the header). Int8: four int8 products per word by dp4a; Wide16: two int16 products per word, each exact in
+// int32, summed in int64.
+template <class Stored, class Acc>
+QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
+  Acc acc = 0;
+  for (int64_t w = lane; w < words; w += lanes) {
+    if constexpr (sizeof(Stored) == 1) {
+      acc = persistent_dp4a(a_words[w], b_words[w], acc);
+    } else {
+      const auto a = static_cast<uint32_t>(a_words[w]), b = static_cast<uint32_t>(b_words[w]);
+      const int32_t lo = static_cast<int32_t>(static_cast<int16_t>(a & 0xFFFFu)) * static_cast<int16_t>(b & 0xFFFFu);
+      const int32_t hi = static_cast<int32_t>(static_cast<int16_t>(a >> 16)) * static_cast<int16_t>(b >> 16);
+      acc += static_cast<Acc>(lo) + static_cast<Acc>(hi);
+    }
+  }
+  return acc;
+}
+
+// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p % rows_in_phase against
+// staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
+struct PersistentDotIndex {
+  int64_t slice_row, n;
+};
+QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, int64_t rows_in_phase) {
+  return {first_row + p % rows_in_phase, p / rows_in_phase};
+}
+
+// The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
+// of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's
+// accumulators of row n (acc_n [3U] Acc, gate g of unit u at g·U + u), gru_cell_element, and the new state in all three
+// places:
+// h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
+// old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
+template <class Stored, class Acc>
+QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc, const Acc* acc_n,
+                                     int64_t units_per_block, int32_t x_offset, int32_t h_offset, int32_t* h_state,
+                                     Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
+                                     const int32_t* lengths, int64_t t) {
+  const int64_t H = view.hidden_size;
+  const bool padding = lengths != nullptr && t >= lengths[n];
+  int32_t q_h = h_state[n * H + j];
+  if (!padding) {
+    GruCellAccumulators a;
+    for (int g = 0; g < 3; ++g) {
+      const int64_t c = g * H + j;
+      a.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
+      // the n rows of the linear_before_reset = 0 cell hold R_n·(r ⊙ h), q_reset_hidden stored like h
+      a.gemm_h[g] = raw_gemm_accumulator(acc_n[g * units_per_block + u], h_offset, view.R_sum[c]);
+    }
+    q_h = gru_cell_element(view, j, a, q_h, nullptr);
+    h_state[n * H + j] = q_h;
+  }
+  // Fits Stored: h's code range passed the path's operand offset check with this offset (plan_gru_operands).
+  h_next[n * H_p + j] = static_cast<Stored>(q_h - h_offset);
+  out_t[n * H + j] = padding ? view.h.zp : q_h;
+}
+
+// Phase A of the linear_before_reset = 0 cell for unit j (acc_n as above): q_reset_hidden from the r channel's accumulators and the old
+// state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
+template <class Stored, class Acc>
+QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc,
+                                             const Acc* acc_n, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
+                                             const int32_t* h_state, Stored* reset_out, int64_t H_p, int64_t n, int64_t u,
+                                             int32_t j) {
+  const int64_t c = view.hidden_size + j;
+  const int32_t q_reset_hidden = gru_cell_reset_hidden(
+      view, j, raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]),
+      raw_gemm_accumulator(acc_n[units_per_block + u], h_offset, view.R_sum[c]),
+      h_state[n * view.hidden_size + j]);
+  // Fits Stored: q_reset_hidden lies in h's code range.
+  reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
+}
+
+// ---- one phase of one block: what the kernel and the emulation both run ----
+
+// The global memory of one launch (device pointers in the kernel, host vectors in the emulation) and its sizes.
+template <class Stored, class Acc>
+struct PersistentBuffers {
+  const Acc* gemm_x = nullptr;       // B-1 for every step [T·N_p, rows_p] (row t·N_p + n)
+  Stored* h_exchange = nullptr;      // [2][N_p, H_p] stored h codes, buffer 0 holding h0 at the start
+  Stored* reset_exchange = nullptr;  // [N_p, H_p] q_reset_hidden (linear_before_reset = 0 cell)
+  int32_t* h_state = nullptr;        // [N, H]
+  int32_t* out = nullptr;            // [T, N, H] by input time
+  const int32_t* lengths = nullptr;  // [N] or null
+  int64_t T = 0, N = 0, N_p = 0, H_p = 0, rows_p = 0, units_per_block = 0;
+  int32_t x_offset = 0, h_offset = 0;
+  int phases_per_step = 1;
+  bool reverse = false;
+};
+
+// The buffers of one launch of `plan` over T steps of the path's layout `l` (persistent_gemm_layout), from the
+// pointers the caller allocated (the device workspace, or the emulation's vectors).
+template <class Stored, class Acc>
+PersistentBuffers<Stored, Acc> persistent_buffers(const PersistentGruPlan& plan, const GruGemmLayout& l, int64_t T,
+                                                  bool reverse, int32_t x_offset, int32_t h_offset, const Acc* gemm_x,
+                                                  Stored* h_exchange, Stored* reset_exchange, int32_t* h_state,
+                                                  int32_t* out, const int32_t* lengths) {
+  // In the order of PersistentBuffers' members.
+  return {gemm_x, h_exchange, reset_exchange, h_state, out, lengths, T, plan.N, l.N_p, l.H_p, l.rows_p,
+          plan.units_per_block, x_offset, h_offset, plan.phases_per_step, reverse};
+}
+
+// Where a phase's staging starts: the block's first batch row of h_step (the step's parity) or of the reset codes
+// (part B); slice.rows rows of H_p codes follow.
+template <class Stored, class Acc>
+QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Acc>& b, const PersistentPhaseInfo& ph,
+                                              const PersistentSlice& slice) {
+  const Stored* buffer = ph.part == 1 ? b.reset_exchange : b.h_exchange + persistent_h_parity(ph.step) * b.N_p * b.H_p;
+  return buffer + slice.n0 * b.H_p;
+}
+
+// The units' work of a phase after the dot products (acc: the block's accumulators [NB, 3U]), elements first,
+// first + stride, ... of the slice's units·rows (unit u = i mod units, batch row n0 + i / units): q_reset_hidden (part A of the
+// linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
+// parity(step + 1).
+template <class Stored, class Acc>
+QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
+                                       const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
+                                       int64_t first, int64_t stride) {
+  const int64_t H = view.hidden_size;
+  const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
+  Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
+  for (int64_t i = first; i < slice.units * slice.rows; i += stride) {
+    const int64_t u = i % slice.units, n_local = i / slice.units, n = slice.n0 + n_local;
+    const auto j = static_cast<int32_t>(slice.j0 + u);
+    const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
+    if (b.phases_per_step == 2 && ph.part == 0) {
+      persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset,
+                                                   b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j);
+    } else {
+      persistent_step_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset, b.h_offset,
+                                           b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u, j, b.lengths, ph.t);
+    }
+  }
+}
+
+}  // namespace qgru::kernels

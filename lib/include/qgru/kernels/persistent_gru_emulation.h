@@ -1,0 +1,205 @@
+#pragma once
+// The persistent GRU kernel (cuda/src/persistent_gru.cu, plan and protocol in qgru/kernels/persistent_gru.h) run on
+// the host: every block a small state machine stepped one at a time by a seeded random scheduler, with the kernel's
+// own QGRU_HD functions for the slice, the dot products, the cell and the protocol (phases, parity, arrivals).
+// A block's phase is two scheduler moves: (1) wait for the arrivals the phase needs (a block that is not ready
+// yields: the scheduler picks another), then stage the exchange buffer it reads into its shared memory; (2) compute,
+// write its units, publish one arrival. Between any two moves any other block may run.
+// Poison: whenever the last block publishes a phase, every exchange buffer that no later read may see, by the
+// protocol's own reasoning written out here (not by calling its functions), is overwritten with random bytes; a read
+// of a buffer that was not yet published (a skipped wait) or of the wrong parity sees garbage, and the codes differ
+// from the reference. The fault switches break the protocol on purpose so the tests show they would catch it.
+// Throws qgru::Error on a deadlock (no block can move while some have phases left).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "qgru/base/error.h"
+#include "qgru/kernels/gru_step.h"
+#include "qgru/kernels/int8_gemm_layout.h"
+#include "qgru/kernels/persistent_gru.h"
+
+namespace qgru::kernels {
+
+struct PersistentEmulationOptions {
+  uint32_t seed = 1;
+  bool fault_wrong_parity = false;  // stage h from the other exchange buffer
+  bool fault_skip_wait = false;     // never wait for the arrivals
+};
+
+struct PersistentEmulationResult {
+  std::vector<int32_t> out;  // [T, N, H] by input time
+  int64_t yields = 0;        // moves a block could not make because its wait was not satisfied
+  int64_t poisonings = 0;    // buffers overwritten with garbage
+};
+
+// The emulation for one operand width: Stored int8_t / Acc int32_t (Int8) or int16_t / int64_t (Wide16).
+template <class Stored, class Acc>
+PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan& plan, const GruCellParamsView& view,
+                                                        const int32_t* q_W, const int32_t* q_R, int64_t C,
+                                                        const CodeSpace& x_space, const int32_t* q_x, int64_t T,
+                                                        const int32_t* q_h0, bool reverse, const int32_t* lengths,
+                                                        const PersistentEmulationOptions& options) {
+  const int64_t H = view.hidden_size, N = plan.N, U = plan.units_per_block, B = plan.blocks, P = plan.phases_per_step;
+  PersistentEmulationResult result;
+  // No code is INT32_MIN: an output element no block wrote stays that and differs from the reference.
+  result.out.assign(static_cast<size_t>(T * N * H), INT32_MIN);
+  if (T == 0) return result;
+  constexpr bool int8_path = sizeof(Stored) == 1;
+  const GruGemmLayout l = persistent_gemm_layout(plan.path, H, C, N, T);
+  int32_t x_offset = 0, h_offset = 0;
+  const std::string why = int8_path ? int8_operand_offset(x_space.q_min, x_space.q_max, x_offset) +
+                                          int8_operand_offset(view.h.q_min, view.h.q_max, h_offset)
+                                    : int16_operand_offset(x_space.q_min, x_space.q_max, x_offset) +
+                                          int16_operand_offset(view.h.q_min, view.h.q_max, h_offset);
+  if (!why.empty()) throw Error("persistent GRU emulation: " + why);
+  // The device's global memory: packed operands, B-1 for every step (the path's GEMM), exchange buffers, the state,
+  // the output.
+  std::vector<Stored> W, R;
+  if constexpr (int8_path) {
+    W = pack_int8_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
+    R = pack_int8_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
+  } else {
+    W = pack_int16_rows(q_W, 3 * H, C, l.rows_p, l.C_p, 0, "q_W");
+    R = pack_int16_rows(q_R, 3 * H, H, l.rows_p, l.H_p, 0, "q_R");
+  }
+  const auto x_stored = pack_signed_steps<Stored>(q_x, T, N, C, l.N_p, l.C_p, x_offset, "q_x");
+  std::vector<Acc> gemm_x(static_cast<size_t>(T * l.N_p * l.rows_p));
+  if constexpr (int8_path) {
+    gemm_int8_tn_reference(l.rows_p, T * l.N_p, l.C_p, W.data(), l.C_p, x_stored.data(), l.C_p, gemm_x.data(), l.rows_p);
+  } else {
+    emulate_wide_gemm_tiled(plan_wide_gemm(l.rows_p, T * l.N_p, l.C_p), W.data(), l.C_p, x_stored.data(), l.C_p,
+                            gemm_x.data(), l.rows_p);
+  }
+  std::vector<int32_t> h_state(static_cast<size_t>(N * H), view.h.zp);
+  if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
+  std::mt19937 rng(options.seed);
+  const int64_t buffer_codes = l.N_p * l.H_p;  // one exchange buffer, in Stored codes
+  auto poison = [&](Stored* at) {
+    for (int64_t i = 0; i < buffer_codes; ++i) at[i] = static_cast<Stored>(rng());
+    ++result.poisonings;
+  };
+  std::vector<Stored> h_exchange(static_cast<size_t>(2 * buffer_codes));
+  poison(h_exchange.data() + buffer_codes);
+  const auto h0_packed = pack_signed_steps<Stored>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
+  std::copy(h0_packed.begin(), h0_packed.end(), h_exchange.begin());
+  std::vector<Stored> reset_exchange(static_cast<size_t>(buffer_codes));
+  poison(reset_exchange.data());
+  uint64_t arrivals = 0;
+
+  struct Block {
+    PersistentSlice slice;
+    std::vector<int32_t> smem;  // the dynamic shared memory, plan.smem's layout
+    int64_t phase = 0;          // next phase to run
+    bool staged = false;        // move (1) of `phase` done
+  };
+  std::vector<Block> blocks(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    Block& k = blocks[static_cast<size_t>(b)];
+    k.slice = persistent_block_slice(H, U, N, plan.rows_per_block, b);
+    k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
+    auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
+    const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);
+    for (int64_t row = 0; row < 3 * U; ++row) {  // R's slice, once
+      const int64_t source = persistent_r_source_row(H, U, k.slice, row);
+      unsigned char* to = bytes + plan.smem.r_offset + row * static_cast<int64_t>(row_bytes);
+      if (source < 0) std::memset(to, 0, row_bytes);
+      else std::memcpy(to, R.data() + source * l.H_p, row_bytes);
+    }
+  }
+  const int64_t phases = T * P;
+  auto ready = [&](const Block& k) {
+    return options.fault_skip_wait || arrivals >= persistent_arrivals_before(k.phase, B);
+  };
+  const PersistentBuffers<Stored, Acc> buffers =
+      persistent_buffers<Stored, Acc>(plan, l, T, reverse, x_offset, h_offset, gemm_x.data(), h_exchange.data(),
+                                      reset_exchange.data(), h_state.data(), result.out.data(), lengths);
+  // Move (1): stage the block's batch rows of the buffer the phase reads.
+  auto stage = [&](Block& k) {
+    PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
+    if (options.fault_wrong_parity) ph.step ^= 1;  // the other h buffer (part A / the only part)
+    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset,
+                persistent_stage_source(buffers, ph, k.slice), static_cast<size_t>(k.slice.rows * l.H_p) * sizeof(Stored));
+    k.staged = true;
+  };
+  // Move (2): the dot products (the warps' sums, lane by lane), the units, the arrival.
+  auto compute = [&](Block& k) {
+    const PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
+    const int32_t* r_words = k.smem.data() + plan.smem.r_offset / 4;
+    const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
+    auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
+    const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
+    for (int64_t p = 0; p < ph.rows * k.slice.rows; ++p) {
+      const PersistentDotIndex d = persistent_dot_index(p, ph.first_row, ph.rows);
+      Acc sum = 0;  // exact: the bounds in persistent_gru.h
+      for (int lane = 0; lane < kPersistentLanes; ++lane) {
+        sum += persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
+                                                 kPersistentLanes);
+      }
+      acc[d.n * 3 * U + d.slice_row] = sum;
+    }
+    persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, 0, 1);
+    ++arrivals;
+    k.staged = false;
+    ++k.phase;
+    if (arrivals % static_cast<uint64_t>(B) != 0) return;
+    // The last block published phase `done`: poison what no later read may see.
+    const uint64_t done = arrivals / static_cast<uint64_t>(B) - 1;
+    const uint64_t step = done / static_cast<uint64_t>(P);
+    if (P == 1) {
+      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);  // h_step's buffer; h_{step+1} in the other
+    } else if (done % 2 == 0) {
+      poison(h_exchange.data());  // phase A: every block staged h_step, h_{step+1} not yet written
+      poison(h_exchange.data() + buffer_codes);
+    } else {
+      poison(reset_exchange.data());  // phase B: the reset codes consumed; h_{step+1} lives in buffer (step + 1) % 2
+      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);
+    }
+  };
+  std::vector<int64_t> unfinished;
+  for (;;) {
+    unfinished.clear();
+    bool movable = false;
+    for (int64_t b = 0; b < B; ++b) {
+      const Block& k = blocks[static_cast<size_t>(b)];
+      if (k.phase >= phases) continue;
+      unfinished.push_back(b);
+      movable = movable || k.staged || ready(k);
+    }
+    if (unfinished.empty()) break;
+    if (!movable) throw Error("persistent GRU emulation: deadlock at " + std::to_string(arrivals) + " arrivals");
+    Block& k = blocks[static_cast<size_t>(unfinished[rng() % unfinished.size()])];
+    if (k.staged) {
+      compute(k);
+    } else if (ready(k)) {
+      stage(k);
+    } else {
+      ++result.yields;
+    }
+  }
+  return result;
+}
+
+// The persistent kernel's run of one cell on the host, the plan's operand width (Int8 / Wide16), [T, N, H] by input time.
+inline PersistentEmulationResult emulate_persistent_gru_cell(const PersistentGruPlan& plan, const GruCellParamsView& view,
+                                                             const int32_t* q_W, const int32_t* q_R, int64_t C,
+                                                             const CodeSpace& x_space, const int32_t* q_x, int64_t T,
+                                                             const int32_t* q_h0, bool reverse, const int32_t* lengths,
+                                                             const PersistentEmulationOptions& options = {}) {
+  if (!plan.persistent) throw Error("persistent GRU emulation: the plan took the per-step path: " + plan.reason);
+  if (plan.H != view.hidden_size) {
+    throw Error("persistent GRU emulation: plan for H=" + std::to_string(plan.H) + ", cell H=" + std::to_string(view.hidden_size));
+  }
+  if (plan.path == GruGemmPath::Int8) {
+    return emulate_persistent_gru_cell_t<int8_t, int32_t>(plan, view, q_W, q_R, C, x_space, q_x, T, q_h0, reverse, lengths,
+                                                          options);
+  }
+  return emulate_persistent_gru_cell_t<int16_t, int64_t>(plan, view, q_W, q_R, C, x_space, q_x, T, q_h0, reverse, lengths,
+                                                         options);
+}
+
+}  // namespace qgru::kernels

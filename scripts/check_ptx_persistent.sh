@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Static check of the persistent GRU kernel's synchronization (no GPU needed): compiles cuda/src/persistent_gru.cu to
+# PTX for sm_80 and sm_90 and asserts that each instantiation of persistent_gru_kernel (int8 and 16-bit) holds the
+# instructions its protocol is made of (docs/CUDA.md "The GRU executor", qgru/kernels/persistent_gru.h):
+#   ld.acquire.gpu (the wait), red.release.gpu (the publish), membar/fence (__threadfence), bar.sync (the block's
+#   barrier), ld.global.cg (exchange buffers read through L2), %globaltimer and nanosleep (the bounded spin).
+# A kernel that lost one of them (a plain load in the wait, an L1-cached exchange read) fails here.
+# Usage: scripts/check_ptx_persistent.sh [source-root] [nvcc]
+set -euo pipefail
+source "$(dirname "$0")/cuda_check.bash"
+cuda_check_init "${1:-}" "${2:-}"
+failures=0
+required=('ld\.acquire\.gpu' 'red\.release\.gpu' '(membar\.gl|fence\.(sc|acq_rel)\.gpu)' 'bar\.sync' 'ld\.global\.cg'
+          '%globaltimer' 'nanosleep')
+for arch in 80 90; do
+  ptx="$work/persistent_gru.sm_$arch.ptx"
+  "$nvcc" -ptx -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
+    -I"$root/cuda/src" -o "$ptx" "$root/cuda/src/persistent_gru.cu"
+  # Each .entry with its body (from ".entry NAME(" to the closing "}" at the start of a line).
+  entries=$(grep -c '\.entry .*persistent_gru_kernel' "$ptx" || true)
+  if [[ "$entries" != 2 ]]; then
+    echo "FAIL sm_$arch: $entries persistent_gru_kernel entries in the PTX, expected 2 (int8 and 16-bit)"
+    failures=$((failures + 1))
+    continue
+  fi
+  for n in 1 2; do
+    body=$(awk -v want="$n" '/\.entry .*persistent_gru_kernel/ { k++; on = (k == want) } on { print } on && /^}/ { exit }' "$ptx")
+    name=$(sed -n '1{s/.*\.entry //; s/(.*//; p}' <<<"$body")
+    for regex in "${required[@]}"; do
+      if ! grep -Eq "$regex" <<<"$body"; then
+        echo "FAIL sm_$arch $name: no $regex"
+        failures=$((failures + 1))
+      fi
+    done
+    echo "sm_$arch $name: ${#required[@]} synchronization instructions present"
+  done
+done
+if [[ $failures -ne 0 ]]; then
+  echo "check_ptx_persistent: $failures missing" >&2
+  exit 1
+fi
+echo "check_ptx_persistent: OK"

@@ -1,0 +1,384 @@
+// The persistent GRU kernel's plan, slices and protocol (qgru/kernels/persistent_gru.h) and its block-by-block host
+// emulation under random interleavings (qgru/kernels/persistent_gru_emulation.h), against independent references:
+// HandGruCell's direct int64 loop (hand_gru_cell.h) for single cells, the reference executor
+// (run_quantized_gru_codes) for whole calibrated models through the shared layer loop. The fault switches show the
+// comparison catches a wrong exchange buffer or a skipped wait.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cell_reference_check.h"
+#include "hand_gru_cell.h"
+#include "qgru/kernels/persistent_gru.h"
+#include "gru_model_cases.h"
+#include "qgru/kernels/persistent_gru_emulation.h"
+#include "qgru/runtime/layer_loop.h"
+#include "qgru/runtime/quant_executor.h"
+
+namespace qgru {
+namespace {
+
+using kernels::GruGemmPath;
+using kernels::PersistentDevice;
+using kernels::PersistentGruPlan;
+using kernels::PersistentGruTuning;
+
+constexpr PersistentDevice kH200{132, 232448, true};  // the figures an H200 reports (sm_90 opt-in shared memory)
+
+PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
+                           GruGemmPath path = GruGemmPath::Int8, int rows = 0) {
+  PersistentGruTuning tuning;
+  tuning.units_per_block = units;
+  tuning.rows_per_block = rows;
+  return kernels::plan_persistent_gru(path, H, N, reset_before_linear, kH200, tuning);
+}
+
+std::vector<int32_t> random_codes(size_t count, uint32_t seed, int lo, int hi) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> v(count);
+  for (auto& x : v) x = lo + static_cast<int32_t>(static_cast<uint32_t>(rng()) % static_cast<uint32_t>(hi - lo + 1));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("persistent plan: the units per block, the blocks, the shared memory and every refusal with its reason") {
+  // Default: the smallest listed slice of at least 16 units whose blocks fit the multiprocessors.
+  PersistentGruPlan p = plan_for(1024, 1, false);
+  REQUIRE(p.persistent);
+  CHECK(p.units_per_block == 16);
+  CHECK(p.blocks == 64);
+  CHECK(p.phases_per_step == 1);
+  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 16);
+  CHECK(p.describe() == "persistent (64 blocks x 16 units x 1 rows, smem " + std::to_string(p.smem.total_bytes) + ")");
+  p = plan_for(2200, 1, true);  // 2200 / 16 = 138 blocks > 132: 32 units
+  REQUIRE(p.persistent);
+  CHECK(p.units_per_block == 32);
+  CHECK(p.blocks == 69);
+  CHECK(p.phases_per_step == 2);
+  CHECK(plan_for(1, 1, false).blocks == 1);
+  CHECK(plan_for(257, 1, false).blocks == 17);
+  CHECK(plan_for(33, 1, false, 8).blocks == 5);
+  // A batch spreads over the multiprocessors the unit slices leave: 16 unit slices leave room for 8 batch slices.
+  p = plan_for(256, 64, false);
+  REQUIRE(p.persistent);
+  CHECK((p.unit_blocks == 16 && p.rows_per_block == 8 && p.batch_blocks == 8 && p.blocks == 128));
+  CHECK(p.smem.stage_bytes == 8 * 256);
+  CHECK(p.smem.acc_bytes == 4 * 8 * 3 * 16);
+  p = plan_for(256, 33, false);  // 8 slices for 33 rows: 5 rows each, the last 3 rows; 7 batch slices
+  CHECK((p.rows_per_block == 5 && p.batch_blocks == 7 && p.blocks == 112));
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, 100).rows_per_block == 64);  // at most N
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, 5).reason == "208 blocks exceed the 132 multiprocessors (H=256 N=64)");
+  CHECK(plan_for(256, 64, false, 0, GruGemmPath::Int8, -1).reason == "rows per block -1 is negative (H=256 N=64)");
+
+  // Refusals, each naming why and the shape.
+  // 16-bit operands: twice the bytes of R and staging, 8-byte accumulators, unpadded batch rows (the wide layout's).
+  const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);  // 2 batch slices: 2 rows, 1 row
+  REQUIRE(wide.persistent);
+  CHECK(wide.N_p == 3);
+  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 2 * 1024 + 8 * 2 * 3 * 16 + 16);
+  CHECK(wide.describe() == "persistent (128 blocks x 16 units x 2 rows, smem " + std::to_string(wide.smem.total_bytes) +
+                               ", 16-bit)");
+  // 96 KiB of R, 2 KiB and 384 bytes per row, 2 batch slices: at most 55 rows each
+  CHECK(plan_for(1024, 110, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK_FALSE(plan_for(1024, 111, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK(kernels::plan_persistent_gru(GruGemmPath::Int8, 64, 1, false, {132, 232448, false}).reason ==
+        "the device does not support cooperative launches (H=64 N=1)");
+  CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
+  CHECK(plan_for(65536, 1, false).reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
+  CHECK(plan_for(4096, 1, false, 16).reason == "256 blocks exceed the 132 multiprocessors (H=4096 N=1)");
+  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (397712 bytes") == 0);
+  const PersistentGruPlan big = plan_for(1024, 512, false);  // 2 batch slices of 256 rows: 256 KiB of staging each
+  CHECK_FALSE(big.persistent);
+  CHECK(big.reason.find("exceeds the device's 232448") != std::string::npos);
+  // The largest N that fits at H = 1024 (64 unit slices, 2 batch slices): 48 KiB of R, 1 KiB of staging and 192
+  // bytes of accumulators per row, the flag: 150 rows per block.
+  CHECK(plan_for(1024, 300, false).persistent);
+  CHECK_FALSE(plan_for(1024, 301, false).persistent);
+
+  // Occupancy: refused unless every block can be resident at once.
+  CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
+  CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 63) ==
+        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 50384 bytes of shared memory");
+  CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
+}
+
+TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memory regions are aligned and disjoint") {
+  for (int64_t H : {1, 31, 32, 33, 257, 1000}) {
+    for (int U : kernels::kPersistentUnitChoices) {
+      for (int64_t N : {1, 3, 33}) {
+      const PersistentGruPlan p = plan_for(H, N, false, U);
+      if (!p.persistent) continue;
+      CHECK(p.blocks == p.unit_blocks * p.batch_blocks);
+      std::vector<int> owners(static_cast<size_t>(H * N), 0);
+      for (int64_t b = 0; b < p.blocks; ++b) {
+        const kernels::PersistentSlice s = kernels::persistent_block_slice(H, U, N, p.rows_per_block, b);
+        CHECK(s.units >= 1);  // no block without a unit or a row
+        CHECK(s.rows >= 1);
+        for (int64_t n = 0; n < s.rows; ++n)
+          for (int64_t u = 0; u < s.units; ++u) ++owners[static_cast<size_t>((s.n0 + n) * H + s.j0 + u)];
+        for (int64_t row = 0; row < 3 * U; ++row) {
+          const int64_t src = kernels::persistent_r_source_row(H, U, s, row);
+          const int64_t g = row / U, u = row % U;
+          CHECK(src == (u < s.units ? g * H + s.j0 + u : -1));
+        }
+      }
+      CHECK(std::all_of(owners.begin(), owners.end(), [](int o) { return o == 1; }));
+      const kernels::PersistentSmemLayout& m = p.smem;
+      CHECK(m.stage_offset % 16 == 0);
+      CHECK(m.acc_offset % 16 == 0);
+      CHECK(m.r_offset + m.r_bytes <= m.stage_offset);
+      CHECK(m.stage_offset + m.stage_bytes <= m.acc_offset);
+      CHECK(m.acc_offset + m.acc_bytes <= m.flag_offset);
+      CHECK(m.flag_offset % 16 == 0);
+      CHECK(m.flag_offset + 16 == m.total_bytes);
+      CHECK(m.acc_bytes == 4 * p.rows_per_block * 3 * U);
+      CHECK(m.stage_bytes == p.rows_per_block * p.H_p);
+      }
+    }
+  }
+}
+
+TEST_CASE("persistent protocol: parity alternates, phases count up, arrivals before a phase") {
+  CHECK(kernels::persistent_h_parity(0) == 0);
+  CHECK(kernels::persistent_h_parity(1) == 1);
+  CHECK(kernels::persistent_h_parity(6) == 0);
+  // One phase per step: every gate's rows; two: z and r rows (A), then the n rows (B); reverse visits t = T-1 .. 0.
+  kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(3, 1, 10, false, 16);
+  CHECK((ph.step == 3 && ph.t == 3 && ph.part == 0 && ph.first_row == 0 && ph.rows == 48));
+  ph = kernels::persistent_phase_info(6, 2, 10, true, 16);
+  CHECK((ph.step == 3 && ph.t == 6 && ph.part == 0 && ph.first_row == 0 && ph.rows == 32));
+  ph = kernels::persistent_phase_info(7, 2, 10, true, 16);
+  CHECK((ph.step == 3 && ph.t == 6 && ph.part == 1 && ph.first_row == 32 && ph.rows == 16));
+  CHECK(kernels::persistent_arrivals_before(0, 17) == 0);
+  CHECK(kernels::persistent_arrivals_before(7, 17) == 119);
+}
+
+TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, extremes included") {
+  std::mt19937 rng(5);
+  const int8_t extremes[] = {-128, -127, -1, 0, 1, 126, 127};
+  for (int trial = 0; trial < 20000; ++trial) {
+    int8_t a[4], b[4];
+    for (int i = 0; i < 4; ++i) {
+      a[i] = trial < 2401 ? extremes[(trial / (i == 0 ? 1 : i == 1 ? 7 : i == 2 ? 49 : 343)) % 7] : static_cast<int8_t>(rng());
+      b[i] = trial < 2401 ? extremes[(trial / (i == 0 ? 343 : i == 1 ? 49 : i == 2 ? 7 : 1)) % 7] : static_cast<int8_t>(rng());
+    }
+    int32_t wa = 0, wb = 0;
+    int64_t want = 1000;
+    for (int i = 0; i < 4; ++i) {
+      wa |= static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint8_t>(a[i])) << (8 * i));
+      wb |= static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint8_t>(b[i])) << (8 * i));
+      want += int64_t{a[i]} * b[i];
+    }
+    REQUIRE(kernels::persistent_dp4a(wa, wb, 1000) == want);
+  }
+  // The worst case the overflow note bounds: H_p = 2^17 - 16 products of (-128)·(-128), one lane's share.
+  const int64_t words = (kernels::kInt8GemmMaxK - 15) / 4;
+  std::vector<int32_t> all_min(static_cast<size_t>(words), static_cast<int32_t>(0x80808080u));
+  int64_t total = 0;
+  for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
+    total += kernels::persistent_dot_share<int8_t, int32_t>(all_min.data(), all_min.data(), words, lane,
+                                                           kernels::kPersistentLanes);
+  }
+  CHECK(total == words * 4 * 16384);
+  CHECK(total < (int64_t{1} << 31));
+  // The 16-bit shares: (-32768)·(-32768) = 2^30 per product, far past int32 in the sum, exact in int64; mixed signs.
+  const int64_t wide_words = 4096;
+  std::vector<int32_t> wide_min(static_cast<size_t>(wide_words), static_cast<int32_t>(0x80008000u));
+  std::vector<int32_t> mixed(static_cast<size_t>(wide_words), static_cast<int32_t>(0x7FFF8000u));  // hi 32767, lo -32768
+  int64_t wide_total = 0, mixed_total = 0;
+  for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
+    wide_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), wide_min.data(), wide_words, lane,
+                                                                  kernels::kPersistentLanes);
+    mixed_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), mixed.data(), wide_words, lane,
+                                                                   kernels::kPersistentLanes);
+  }
+  CHECK(wide_total == wide_words * 2 * (int64_t{1} << 30));
+  CHECK(mixed_total == wide_words * ((int64_t{1} << 30) - int64_t{32768} * 32767));
+}
+
+TEST_CASE("persistent emulation equals the direct cell loop: both cells, both widths, H on edges, N 1/3/33, T 0/1/5, h0, reverse") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+  for (bool reset_before_linear : {false, true}) {
+    for (int H : {1, 31, 32, 33, 257}) {
+      for (int N : {1, 3, 33}) {
+        if (H == 257 && N == 33 && (reset_before_linear || path == GruGemmPath::Wide16)) continue;  // the largest once
+        const int C = 5;
+        const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 7 + N), reset_before_linear);
+        for (int T : {0, 1, 5}) {
+          const auto q_x = random_codes(static_cast<size_t>(T * N * C), static_cast<uint32_t>(T + H), 0, 255);
+          const auto q_h0 = random_codes(static_cast<size_t>(N * H), static_cast<uint32_t>(N + H), 0, 255);
+          for (bool reverse : {false, true}) {
+            const int U = H <= 33 ? 8 : 16;  // several blocks even for small H
+            const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, U, path);
+            REQUIRE(plan.persistent);
+            kernels::PersistentEmulationOptions options;
+            options.seed = static_cast<uint32_t>(H * 1000 + N * 10 + T + (reverse ? 5 : 0));
+            const bool wide = path == GruGemmPath::Wide16;
+            CAPTURE(wide);
+            CAPTURE(reset_before_linear);
+            CAPTURE(H);
+            CAPTURE(N);
+            CAPTURE(T);
+            CAPTURE(reverse);
+            const kernels::PersistentEmulationResult got = kernels::emulate_persistent_gru_cell(
+                plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(), reverse,
+                nullptr, options);
+            if (T == 0) {
+              CHECK(got.out.empty());
+              continue;
+            }
+            qgru::test::check_cell_flow(cell, got.out, q_x, T, N, q_h0, reverse);
+            // The scheduler did interleave: with several blocks some wait was not yet satisfied.
+            if (plan.blocks > 1 && T > 1) CHECK(got.yields > 0);
+          }
+        }
+      }
+    }
+  }
+  }
+}
+
+TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or skipping a wait is caught") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+  for (bool reset_before_linear : {false, true}) {
+    const int H = 33, C = 5, N = 3, T = 6;
+    const qgru::test::HandGruCell cell(H, C, 99, reset_before_linear);
+    const auto q_x = random_codes(static_cast<size_t>(T * N * C), 1, 0, 255);
+    const auto q_h0 = random_codes(static_cast<size_t>(N * H), 2, 0, 255);
+    const std::vector<int32_t> want = cell.reference(q_x, T, N, q_h0, false);
+    const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, 8, path);
+    REQUIRE(plan.blocks == 15);  // 5 unit slices x 3 batch rows
+    for (uint32_t seed = 1; seed <= 8; ++seed) {
+      const bool wide = path == GruGemmPath::Wide16;
+      CAPTURE(wide);
+      CAPTURE(reset_before_linear);
+      CAPTURE(seed);
+      kernels::PersistentEmulationOptions options;
+      options.seed = seed;
+      CHECK(kernels::emulate_persistent_gru_cell(plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space,
+                                                 q_x.data(), T, q_h0.data(), false, nullptr, options)
+                .out == want);
+      options.fault_wrong_parity = true;
+      CHECK(kernels::emulate_persistent_gru_cell(plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space,
+                                                 q_x.data(), T, q_h0.data(), false, nullptr, options)
+                .out != want);
+      options.fault_wrong_parity = false;
+      options.fault_skip_wait = true;
+      CHECK(kernels::emulate_persistent_gru_cell(plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space,
+                                                 q_x.data(), T, q_h0.data(), false, nullptr, options)
+                .out != want);
+    }
+  }
+  }
+}
+
+namespace {
+
+// What GruCellCuda does per cell when its plan takes the persistent path, emulated: the persistent emulation where the
+// plan takes the cell, the per-step path's emulation (kernels::emulate_gru_cell) where it refuses; records each plan.
+class PersistentRunner : public GruCellRunner {
+ public:
+  PersistentRunner(const QuantizedGru& model, uint32_t seed) : model_(model), seed_(seed) {}
+  void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
+                int out_stride, int out_offset) override {
+    const GruCellQuantParams& p = model_.cell(layer, direction);
+    const TensorQuant& xq = p.q(GruTensor::x);
+    const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
+    const auto W = std::minmax_element(p.q_W.begin(), p.q_W.end());
+    const auto R = std::minmax_element(p.q_R.begin(), p.q_R.end());
+    const GruCellParamsView view = p.view();
+    const kernels::GruOperandPlan operands = kernels::plan_gru_operands(*W.first, *W.second, *R.first, *R.second, x_space, view.h);
+    PersistentGruTuning tuning;
+    tuning.units_per_block = p.hidden_size <= 33 ? 8 : 0;
+    const PersistentGruPlan plan =
+        kernels::plan_persistent_gru(operands.path, p.hidden_size, N, view.reset_before_linear, kH200, tuning);
+    plans.push_back(plan);
+    std::vector<int32_t> codes;
+    if (plan.persistent) {
+      kernels::PersistentEmulationOptions options;
+      options.seed = seed_ + static_cast<uint32_t>(layer * 2 + direction);
+      codes = kernels::emulate_persistent_gru_cell(plan, view, p.q_W.data(), p.q_R.data(), p.input_size, x_space, q_x, T,
+                                                   q_h.data(), direction == 1, lengths, options)
+                  .out;
+    } else {
+      codes = kernels::emulate_gru_cell(view, p.q_W.data(), p.q_R.data(), p.input_size, x_space, q_x, T, N, q_h.data(),
+                                        direction == 1, lengths);
+    }
+    store_cell_codes(codes, T, N, p.hidden_size, direction, q_h, out, out_stride, out_offset, lengths);
+  }
+  std::vector<PersistentGruPlan> plans;
+
+ private:
+  const QuantizedGru& model_;
+  uint32_t seed_;
+};
+
+}  // namespace
+
+TEST_CASE("persistent emulation through the layer loop equals the reference executor: presets, multipliers, lengths, layers") {
+  for (const test::GruModelCase& k : test::kPersistentModelCases) {
+    const std::string preset = k.preset;
+    CAPTURE(preset);
+    CAPTURE(k.multiplier);
+    CAPTURE(k.H);
+    CAPTURE(k.L);
+    CAPTURE(k.D);
+    CAPTURE(k.N);
+    CAPTURE(k.T);
+    CAPTURE(k.linear_before_reset);
+    const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
+    const QuantGruResult want =
+        run_quantized_gru_codes(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
+    PersistentRunner runner(m.c.quantized, 11u + static_cast<uint32_t>(k.H));
+    const QuantGruResult got = run_layer_loop(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), runner, m.lengths_data());
+    CHECK(got.output_codes == want.output_codes);
+    CHECK(got.h_n_codes == want.h_n_codes);
+    REQUIRE(runner.plans.size() == static_cast<size_t>(k.L * k.D));
+    for (const PersistentGruPlan& p : runner.plans) {
+      CAPTURE(p.describe());
+      CHECK(p.persistent);
+      // the int8 preset's operands take the int8 path, the 16-bit presets' the wide one
+      CHECK(p.path == (preset == "int8" ? GruGemmPath::Int8 : GruGemmPath::Wide16));
+    }
+  }
+}
+
+TEST_CASE("persistent workspace: regions aligned, disjoint and sized by the path's layout") {
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+    for (bool reset_before_linear : {false, true}) {
+      const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(path, 33, 5, 3, 7);
+      const kernels::WorkspaceCarve w = kernels::persistent_gru_workspace(l, reset_before_linear);
+      const int64_t operand = path == GruGemmPath::Int8 ? 1 : 2, acc = path == GruGemmPath::Int8 ? 4 : 8;
+      CHECK(l.N_p == (path == GruGemmPath::Int8 ? 16 : 3));
+      const int64_t sizes[] = {operand * 7 * l.N_p * l.C_p, 2 * operand * l.N_p * l.H_p, acc * 7 * l.N_p * l.rows_p,
+                               4 * 3 * 33, 4 * 7 * 3 * 33, reset_before_linear ? operand * l.N_p * l.H_p : 0,
+                               kernels::kPersistentSyncBytes};
+      REQUIRE(w.offsets.size() == 7);
+      for (size_t i = 0; i < 7; ++i) {
+        CHECK(w.offsets[i] % kernels::kWorkspaceAlignment == 0);
+        const int64_t end = w.offsets[i] + sizes[i];
+        CHECK(end <= (i + 1 < 7 ? w.offsets[i + 1] : w.total_bytes));
+      }
+    }
+  }
+}
+
+TEST_CASE("persistent emulation refuses a plan the kernel would not run, naming why") {
+  const qgru::test::HandGruCell cell(33, 5, 3);
+  const std::vector<int32_t> q_x(5, 0);
+  const PersistentGruPlan refused = plan_for(64, 1, false, 12);
+  CHECK_THROWS_WITH_AS(kernels::emulate_persistent_gru_cell(refused, cell.view, cell.q_W.data(), cell.q_R.data(), 5,
+                                                            cell.x_space, q_x.data(), 1, nullptr, false, nullptr),
+                       doctest::Contains("units per block 12 is not a configuration"), qgru::Error);
+  const PersistentGruPlan other_h = plan_for(32, 1, false);
+  CHECK_THROWS_WITH_AS(kernels::emulate_persistent_gru_cell(other_h, cell.view, cell.q_W.data(), cell.q_R.data(), 5,
+                                                            cell.x_space, q_x.data(), 1, nullptr, false, nullptr),
+                       doctest::Contains("plan for H=32, cell H=33"), qgru::Error);
+}
+
+}  // namespace qgru
