@@ -139,3 +139,29 @@ TEST_CASE("shared memory layout: two stages and the W tile do not overlap, start
     if (c.block_k == 32) CHECK(l.total_bytes < 33792);
   }
 }
+
+TEST_CASE("engine choice: legacy by default, stripes only where the layer holds its layout, auto by the table") {
+  dq::LinearKernelSetting s;
+  CHECK(dq::parse_linear_kernel_setting(nullptr, s).empty());
+  CHECK(s == dq::kDefaultLinearKernelSetting);
+  CHECK(dq::parse_linear_kernel_setting("", s).empty());
+  CHECK(dq::parse_linear_kernel_setting("stripes", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Stripes);
+  CHECK(dq::parse_linear_kernel_setting("auto", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Auto);
+  CHECK(dq::parse_linear_kernel_setting("legacy", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Legacy);
+  CHECK(dq::parse_linear_kernel_setting("fast", s).find("QGRU_CUDA_LINEAR_KERNEL=fast") != std::string::npos);
+
+  for (const int64_t M : {1, 16, 17, 63, 64, 256, 4096}) {
+    CAPTURE(M);
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Legacy, "").engine == dq::LinearEngine::Tiles);
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Stripes, "").engine == dq::LinearEngine::Stripes);
+    const dq::EngineChoice refused = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "stripes kernel: group_size");
+    CHECK(refused.engine == dq::LinearEngine::Tiles);
+    CHECK(refused.reason.find("group_size") != std::string::npos);
+    const dq::EngineChoice a = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "");
+    CHECK(a.engine == (M < 64 ? dq::LinearEngine::Stripes : dq::LinearEngine::DequantGemm));
+    CHECK(!a.reason.empty());
+  }
+}

@@ -396,3 +396,40 @@ TEST_CASE("stripes layout refuses what it cannot serve, naming it") {
   CHECK(dq::stripe_unsupported_reason(4, 4100, 4096, 4100).find("K must") != std::string::npos);
   CHECK(dq::stripe_unsupported_reason(3, 4096, 4096, 128).find("4- and 8-bit") != std::string::npos);
 }
+
+TEST_CASE("stripes layout dequantized whole equals the reference weight of every code (the dequant-gemm engine)") {
+  for (const int bits : {4, 8})
+    for (const bool act_order : {false, true}) {
+      CAPTURE(bits);
+      CAPTURE(act_order);
+      const Case c{1, 136, 160, 32, bits, 1, act_order, false, false, 1};
+      std::mt19937 rng(900 + static_cast<uint32_t>(bits) + (act_order ? 1u : 0u));
+      const Layer l = make_layer(c, rng);
+      dq::ActOrderPlan order;
+      REQUIRE(dq::plan_act_order(l.g_idx, c.K, c.group, order).empty());
+      const dq::StripeWeights s = dq::repack_stripes(bits, c.K, c.N, c.group, c.zero_adjust, l.qweight, l.qzeros, l.scales, order);
+      const int64_t k_tiles = s.k_padded / dq::kStripeTileK;
+      std::vector<uint16_t> w16(static_cast<size_t>(c.K * c.N), 0xFFFFu);
+      for (int64_t nt = 0; nt < s.n_padded / dq::kStripeTileN; ++nt)
+        for (int64_t kt = 0; kt < k_tiles; ++kt)
+          for (int w = 0; w < 4; ++w)
+            for (int h = 0; h < 2; ++h)
+              for (int lane = 0; lane < 32; ++lane) {
+                const int64_t g = (kt * dq::kStripeTileK + 32 * h) / s.group_size;
+                const uint32_t* words = &s.words[static_cast<size_t>(dq::stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, 0))];
+                if (bits == 4) {
+                  dq::stripe_dequant_lane_to_matrix<4>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
+                } else {
+                  dq::stripe_dequant_lane_to_matrix<8>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
+                }
+              }
+      for (int64_t kp = 0; kp < c.K; ++kp)
+        for (int64_t n = 0; n < c.N; ++n) {
+          const int64_t k = order.identity ? kp : order.perm[static_cast<size_t>(kp)];  // row k' holds input perm[k']
+          const int32_t g = l.g_idx[static_cast<size_t>(k)];
+          const uint16_t want = dq::gptq_dequant_reference(l.codes[static_cast<size_t>(k * c.N + n)], l.zeros[static_cast<size_t>(g * c.N + n)],
+                                                           l.scales[static_cast<size_t>(g * c.N + n)]);
+          REQUIRE_MESSAGE(w16[static_cast<size_t>(kp * c.N + n)] == want, "k'=" << kp << " n=" << n);
+        }
+    }
+}

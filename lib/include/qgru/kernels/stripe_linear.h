@@ -56,6 +56,13 @@ inline constexpr int kStripeThreads = 32 * kStripeWarps;
 inline constexpr int kStripeTileM = 16;       // rows of A per block (one mma m16 fragment)
 inline constexpr int kStripeStages = 4;       // cp.async pipeline depth
 inline constexpr int kStripeLdA = kStripeTileK + 8;  // A stage row, padded by 8 halves (conflict-free ldmatrix)
+// Blocks per multiprocessor the stripes aim at unless tuned (LinearTuning::target_blocks_per_sm): enough
+// bytes in flight per SM (3 stages of 4 KiB per block at 4 bits) to cover HBM latency. A first guess, not yet
+// measured: the benchmark sweeps it (--blocks-per-sm).
+inline constexpr int kStripeBlocksPerSm = 4;
+// Rows per launch: a call with more rows runs several launches in stream order (the counters are sized for it).
+inline constexpr int64_t kStripeMaxRows = 1024;
+inline constexpr int64_t kStripeMaxMTiles = kStripeMaxRows / kStripeTileM;
 
 QGRU_HD constexpr int stripe_words_per_lane(int bits) { return bits; }  // 32x32 codes / 32 lanes / (32 / bits)
 QGRU_HD constexpr int stripe_tile_words(int bits) { return kStripeWarps * 2 * 32 * stripe_words_per_lane(bits); }
@@ -192,6 +199,27 @@ struct StripeRowCol {
 };
 QGRU_HD StripeRowCol stripe_acc_position(int w, int j, int lane, int c) {
   return {lane / 4 + 8 * (c / 2), 32 * w + 8 * j + 2 * (lane % 4) + c % 2};
+}
+
+// The whole dequantized weight from the stripes layout (the DequantGemm engine, linear_plan.h): lane `lane`
+// of warp w, half h of tile (nt, kt) writes its 4 x 2 x 2 x 2 halves to w16 [K, N] row-major (row k' in the
+// layer's K order, i.e. after the act-order permutation); padding is skipped. params_row: the group row of
+// this half (params + g · n_padded), read at outputs nt·128 + 32w + 8j + lane / 4.
+template <int Bits>
+QGRU_HD void stripe_dequant_lane_to_matrix(const uint32_t* words, const uint32_t* params_row, int64_t K, int64_t N,
+                                           int64_t nt, int64_t kt, int w, int h, int lane, uint16_t* w16) {
+  const int64_t n_base = nt * kStripeTileN + 32 * w, k_base = kt * kStripeTileK + 32 * h;
+  uint32_t params[4];
+  for (int j = 0; j < 4; ++j) params[j] = params_row[n_base + 8 * j + lane / 4];
+  const StripeBFragments f = stripe_dequant_lane<Bits>(words, params);
+  for (int j = 0; j < 4; ++j)
+    for (int s = 0; s < 2; ++s)
+      for (int r = 0; r < 2; ++r)
+        for (int half = 0; half < 2; ++half) {
+          // the B fragment (PTX ISA): register r holds k = 2(lane % 4) + 8r + half, n = lane / 4
+          const int64_t k = k_base + 16 * s + 2 * (lane % 4) + 8 * r + half, n = n_base + 8 * j + lane / 4;
+          if (k < K && n < N) w16[k * N + n] = static_cast<uint16_t>(half ? f.b[j][s][r] >> 16 : f.b[j][s][r] & 0xFFFFu);
+        }
 }
 
 // ---- the load-time repack (host) ----
