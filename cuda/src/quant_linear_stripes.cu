@@ -11,8 +11,9 @@
 // column a block stores fp16 C directly (the column is its alone) or writes fp32 partial sums to its slot,
 // and the last block of the column to arrive sums the slots in fixed order (stripe_linear.h).
 //
-// Per-element work lives in stripe_linear.h (QGRU_HD, run by the CPU tests); this file sequences it and holds
-// the three device-only instructions (ldmatrix, mma, cp.async with a cache hint).
+// Per-element work lives in stripe_linear.h (QGRU_HD, run by the CPU tests: the stage loads, the lane's words
+// and parameters, the dequantization, the epilogue's positions); this file sequences it and holds the two
+// device-only instructions the host emulation restates from the PTX ISA (ldmatrix, mma).
 #include <cuda_fp16.h>
 
 #include <string>
@@ -27,18 +28,6 @@ namespace qgru::cuda {
 namespace {
 
 namespace k = qgru::kernels;
-
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
-// 16 bytes global -> shared, asynchronously, with an L2 cache policy (sm_80+).
-__device__ __forceinline__ void copy16_async_hinted(void* smem_dst, const void* gmem_src, uint64_t policy) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "l"(policy));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], const void* smem_row) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
@@ -70,7 +59,7 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int64_t block = blockIdx.x, mt = blockIdx.y;
   const k::TileRange range = k::stripe_block_range(block, args.tiles, args.tiles_per_block);
-  const uint64_t policy = evict_first_policy();
+  const uint64_t policy = k::stripe_evict_first_policy();
 
   const auto w_stage = [&](int slot) { return smem + slot * kStageBytes; };
   const auto a_stage = [&](int slot) { return reinterpret_cast<uint16_t*>(smem + slot * kStageBytes + kTileBytes); };
@@ -78,29 +67,11 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
     return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kTileBytes + k::stripe_a_stage_bytes());
   };
 
-  // Issues the copies of tile t into stage `slot`.
+  const k::StripeSources sources{args.words, args.a, args.params, args.M, args.K, args.n_padded, args.k_tiles, args.group_size};
+  const auto stage = [&](int slot) { return k::StripeStage{reinterpret_cast<uint32_t*>(w_stage(slot)), a_stage(slot), p_stage(slot)}; };
+  // Issues thread tid's copies of tile t into stage `slot`.
   const auto load = [&](int64_t t, int slot) {
-    const int64_t nt = t / args.k_tiles, kt = t % args.k_tiles;
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(args.words) + t * kTileBytes;
-#pragma unroll
-    for (int chunk = tid; chunk < kTileBytes / 16; chunk += k::kStripeThreads) {
-      copy16_async_hinted(w_stage(slot) + 16 * chunk, src + 16 * chunk, policy);
-    }
-    {  // A rows mt·16 + tid/8, inputs kt·64 + 8·(tid % 8); zeros past M or K (K % 8 == 0)
-      const int row = tid / 8, col = 8 * (tid % 8);
-      const int64_t m = mt * k::kStripeTileM + row, kk = kt * k::kStripeTileK + col;
-      const bool valid = m < args.M && kk < args.K;
-      k::copy16_async(a_stage(slot) + row * k::kStripeLdA + col, valid ? args.a + m * args.K + kk : args.a, valid);
-    }
-    const bool segment_start = t == range.begin || kt == 0;
-    if (tid < 2 * k::kStripeTileN / 4) {  // params: 32 chunks of 4 words per half
-      const int h = tid / 32, c = tid % 32;
-      if (k::stripe_needs_params(kt, h, segment_start, args.group_size)) {
-        const int64_t g = (kt * k::kStripeTileK + 32 * h) / args.group_size;
-        k::copy16_async(p_stage(slot) + h * k::kStripeTileN + 4 * c,
-                        args.params + g * args.n_padded + nt * k::kStripeTileN + 4 * c, true);
-      }
-    }
+    k::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % args.k_tiles == 0, tid, stage(slot), policy);
   };
 
   float acc[4][4];
@@ -130,10 +101,11 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
     for (int h = 0; h < 2; ++h) {
       if (k::stripe_needs_params(kt, h, segment_start, args.group_size)) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[h * k::kStripeTileN + 32 * warp + 8 * j + lane / 4];
+        for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[k::stripe_param_stage_index(h, warp, j, lane)];
       }
       uint32_t words[kWordsPerLane];
-      const uint4* lane_words = reinterpret_cast<const uint4*>(w_stage(slot) + 4 * ((warp * 2 + h) * 32 + lane) * kWordsPerLane);
+      const uint4* lane_words =
+          reinterpret_cast<const uint4*>(reinterpret_cast<const uint32_t*>(w_stage(slot)) + k::stripe_lane_word_offset(Bits, warp, h, lane));
 #pragma unroll
       for (int q = 0; q < kWordsPerLane / 4; ++q) {
         const uint4 v = lane_words[q];

@@ -1,6 +1,6 @@
 // Host emulation of the stripes quantized linear (cuda/src/quant_linear_stripes.cu) with the kernel's own
-// QGRU_HD pieces (qgru/kernels/stripe_linear.h): the load-time repack, the stripe partition, the per-lane
-// words and group parameters, the in-register dequantization into B fragments, the A fragments through an
+// QGRU_HD pieces (qgru/kernels/stripe_linear.h): the load-time repack, the stripe partition, the pipeline's
+// stage loads in the kernel's slot order, the per-lane words and group parameters read from the stages, the in-register dequantization into B fragments, the A fragments through an
 // emulated ldmatrix.x4, the column epilogue (direct store, or partial slots + counter + the last block's
 // fixed-order sum). The mma.sync m16n8k16 fragment layouts are written here again from the PTX ISA's tables,
 // independently of the header, and the result is compared with a float64 product of the plain dequantized
@@ -134,28 +134,39 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
       REQUIRE(range.begin < range.end);
       float acc[4][4][32][4] = {};  // [warp][n fragment][lane][element]
       uint32_t params[4][32][4] = {};  // the lane's group parameters, per warp
+      // The pipeline: kStripeStages stages, each poisoned before its load (a word, A half or group row the
+      // loads did not write is read as garbage or NaN and fails the comparison), filled by every thread's
+      // stripe_load_tile in the kernel's slot order (tile t into slot (t - begin) % stages, loaded
+      // stages - 1 tiles ahead).
+      const dq::StripeSources sources{s.words.data(), a_in.data(), s.params.data(), M, s.K, s.n_padded, plan.k_tiles, s.group_size};
+      std::vector<uint32_t> stage_words[dq::kStripeStages], stage_params[dq::kStripeStages];
+      std::vector<uint16_t> stage_a[dq::kStripeStages];
+      const auto load = [&](int64_t t, int slot) {
+        stage_words[slot].assign(static_cast<size_t>(dq::stripe_tile_words(Bits)), 0xDEADBEEFu);
+        stage_a[slot].assign(static_cast<size_t>(dq::kStripeTileM * dq::kStripeLdA), 0xFFFFu);
+        stage_params[slot].assign(static_cast<size_t>(2 * dq::kStripeTileN), 0xFFFFFFFFu);
+        const dq::StripeStage stage{stage_words[slot].data(), stage_a[slot].data(), stage_params[slot].data()};
+        for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
+          dq::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % plan.k_tiles == 0, tid, stage, 0);
+        }
+      };
+      for (int i = 0; i < dq::kStripeStages - 1; ++i)
+        if (range.begin + i < range.end) load(range.begin + i, i);
       for (int64_t t = range.begin; t < range.end; ++t) {
+        const int64_t i = t - range.begin;
+        if (t + dq::kStripeStages - 1 < range.end) load(t + dq::kStripeStages - 1, static_cast<int>((i + dq::kStripeStages - 1) % dq::kStripeStages));
+        const int slot = static_cast<int>(i % dq::kStripeStages);
         const int64_t nt = t / plan.k_tiles, kt = t % plan.k_tiles;
         const bool segment_start = t == range.begin || kt == 0;
-        // The stage: A rows mt·16.., inputs kt·64..; params rows for the halves that need them.
-        std::vector<uint16_t> a_stage(static_cast<size_t>(dq::kStripeTileM * dq::kStripeLdA), 0xFFFFu);
-        for (int r = 0; r < dq::kStripeTileM; ++r)
-          for (int k = 0; k < dq::kStripeTileK; ++k) {
-            const int64_t m = mt * dq::kStripeTileM + r, kk = kt * dq::kStripeTileK + k;
-            a_stage[static_cast<size_t>(r * dq::kStripeLdA + k)] = m < M && kk < s.K ? a_in[static_cast<size_t>(m * s.K + kk)] : uint16_t{0};
-          }
         for (int w = 0; w < 4; ++w) {
           for (int h = 0; h < 2; ++h) {
             if (dq::stripe_needs_params(kt, h, segment_start, s.group_size)) {
-              const int64_t g = (kt * dq::kStripeTileK + 32 * h) / s.group_size;
-              REQUIRE(g < s.groups_padded);
               for (int lane = 0; lane < 32; ++lane)
-                for (int j = 0; j < 4; ++j)
-                  params[w][lane][j] = s.params[static_cast<size_t>(g * s.n_padded + nt * dq::kStripeTileN + 32 * w + 8 * j + lane / 4)];
+                for (int j = 0; j < 4; ++j) params[w][lane][j] = stage_params[slot][static_cast<size_t>(dq::stripe_param_stage_index(h, w, j, lane))];
             }
             uint32_t b[4][2][32][2];  // [n fragment][k-step][lane][register]
             for (int lane = 0; lane < 32; ++lane) {
-              const uint32_t* words = &s.words[static_cast<size_t>(dq::stripe_word_index(Bits, plan.k_tiles, nt, kt, w, h, lane, 0))];
+              const uint32_t* words = &stage_words[slot][static_cast<size_t>(dq::stripe_lane_word_offset(Bits, w, h, lane))];
               const dq::StripeBFragments f = dq::stripe_dequant_lane<Bits>(words, params[w][lane]);
               for (int j = 0; j < 4; ++j)
                 for (int ks = 0; ks < 2; ++ks)
@@ -165,7 +176,7 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
               int address[32];
               for (int lane = 0; lane < 32; ++lane) address[lane] = dq::stripe_a_ldmatrix_offset(lane, h, ks);
               uint32_t a_frag[32][4];
-              ldmatrix_x4(a_stage, address, a_frag);
+              ldmatrix_x4(stage_a[slot], address, a_frag);
               for (int j = 0; j < 4; ++j) mma_m16n8k16(a_frag, b[j][ks], acc[w][j]);
             }
           }

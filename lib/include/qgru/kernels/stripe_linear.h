@@ -40,11 +40,13 @@
 // once to fp16, writes C and resets the counter to 0 for the next launch. The counters belong to the layer and
 // start at 0: launches on one layer must not overlap in time (one stream, or ordered by events).
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "qgru/kernels/fast_dequant.h"
 #include "qgru/kernels/gptq_layout.h"
+#include "qgru/kernels/quant_linear_tile.h"
 #include "qgru/hd.h"
 
 namespace qgru::kernels {
@@ -94,9 +96,18 @@ QGRU_HD StripeKN stripe_code_position(int bits, int lane, int word, int e) {
 }
 
 // Index of word `word` of lane `lane` for warp w, half h of tile (nt, kt), in the repacked array.
+
+// Offset (in words, from the tile's start, also in its shared-memory stage) of lane `lane`'s first word for
+// warp w, half h.
+QGRU_HD int stripe_lane_word_offset(int bits, int w, int h, int lane) { return ((w * 2 + h) * 32 + lane) * stripe_words_per_lane(bits); }
+
+// Offset (in words, from the stage's params region: [2 halves, 128 outputs]) of the group parameters of n
+// fragment j of warp w, lane `lane`, half h.
+QGRU_HD int stripe_param_stage_index(int h, int w, int j, int lane) { return h * kStripeTileN + 32 * w + 8 * j + lane / 4; }
+
 QGRU_HD int64_t stripe_word_index(int bits, int64_t k_tiles, int64_t nt, int64_t kt, int w, int h, int lane, int word) {
   const int64_t tile = nt * k_tiles + kt;
-  return tile * stripe_tile_words(bits) + ((static_cast<int64_t>(w) * 2 + h) * 32 + lane) * stripe_words_per_lane(bits) + word;
+  return tile * stripe_tile_words(bits) + stripe_lane_word_offset(bits, w, h, lane) + word;
 }
 
 // Group parameters packed in one word, and their halves.
@@ -141,6 +152,76 @@ QGRU_HD int stripe_a_ldmatrix_offset(int lane, int h, int s) {
   return (lane % 16) * kStripeLdA + 32 * h + 16 * s + 8 * (lane / 16);
 }
 
+// ---- the pipeline's stage loads ----
+
+// Whether half h of tile (kt) must load its group parameters: it starts a group, or it starts the block's part
+// of the column (first tile of the stripe, or kt == 0), h == 0. group_size a multiple of 32.
+QGRU_HD bool stripe_needs_params(int64_t kt, int h, bool segment_start, int64_t group_size) {
+  return (h == 0 && segment_start) || (kt * kStripeTileK + 32 * h) % group_size == 0;
+}
+
+
+// An L2 policy for data read once (the weights): evict first. 0 on the host (no cache to hint).
+QGRU_HD uint64_t stripe_evict_first_policy() {
+#if defined(__CUDA_ARCH__)
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+// 16 bytes global -> shared, asynchronously with an L2 policy on the device (cp.async.cg ... L2::cache_hint,
+// sm_80+; completed by copy_async_commit + copy_async_wait); a plain copy on the host.
+QGRU_HD void copy16_async_hinted(void* smem_dst, const void* gmem_src, uint64_t policy) {
+#if defined(__CUDA_ARCH__)
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "l"(policy));
+#else
+  static_cast<void>(policy);
+  std::memcpy(smem_dst, gmem_src, 16);
+#endif
+}
+
+// One stage of the pipeline in shared memory: the tile's words, A [16, kStripeLdA] fp16, params [2, 128].
+struct StripeStage {
+  uint32_t* words;
+  uint16_t* a;
+  uint32_t* params;
+};
+
+// What the stage loads read (device pointers on the GPU).
+struct StripeSources {
+  const uint32_t* words;   // the repacked tiles
+  const uint16_t* a;       // fp16 [M, K], gathered for act-order
+  const uint32_t* params;  // [groups_padded, n_padded]
+  int64_t M, K, n_padded, k_tiles, group_size;
+};
+
+// Thread tid's copies of tile t (rows of m tile mt) into `stage`: its share of the tile's 16-byte chunks of
+// words (evict-first), one 16-byte chunk of A (row tid / 8, inputs 8·(tid % 8); zeros past M or K, K % 8 == 0),
+// and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it (stripe_needs_params).
+template <int Bits>
+QGRU_HD void stripe_load_tile(const StripeSources& src, int64_t mt, int64_t t, bool segment_start, int tid,
+                              const StripeStage& stage, uint64_t policy) {
+  constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
+  const int64_t nt = t / src.k_tiles, kt = t % src.k_tiles;
+  const uint32_t* tile = src.words + t * stripe_tile_words(Bits);
+  for (int chunk = tid; chunk < kChunks; chunk += kStripeThreads) copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+  const int row = tid / 8, col = 8 * (tid % 8);
+  const int64_t m = mt * kStripeTileM + row, k = kt * kStripeTileK + col;
+  const bool valid = m < src.M && k < src.K;
+  copy16_async(stage.a + row * kStripeLdA + col, valid ? src.a + m * src.K + k : src.a, valid);
+  if (tid < 2 * kStripeTileN / 4) {
+    const int h = tid / 32, c = tid % 32;
+    if (stripe_needs_params(kt, h, segment_start, src.group_size)) {
+      const int64_t g = (kt * kStripeTileK + 32 * h) / src.group_size;
+      copy16_async(stage.params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + nt * kStripeTileN + 4 * c, true);
+    }
+  }
+}
+
 // ---- the stripe partition ----
 
 struct StripePlan {
@@ -180,12 +261,6 @@ struct TileRange {
 QGRU_HD TileRange stripe_block_range(int64_t b, int64_t tiles, int64_t tiles_per_block) {
   const int64_t begin = b * tiles_per_block;
   return {begin, begin + tiles_per_block < tiles ? begin + tiles_per_block : tiles};
-}
-
-// Whether half h of tile (kt) must load its group parameters: it starts a group, or it starts the block's part
-// of the column (first tile of the stripe, or kt == 0), h == 0. group_size a multiple of 32.
-QGRU_HD bool stripe_needs_params(int64_t kt, int h, bool segment_start, int64_t group_size) {
-  return (h == 0 && segment_start) || (kt * kStripeTileK + 32 * h) % group_size == 0;
 }
 
 // Workspace: fp32 partial sums [max_segments][M][n_padded]; element of (segment, row, column).
