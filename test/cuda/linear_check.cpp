@@ -35,7 +35,8 @@ void put_field(std::vector<int32_t>& words, int64_t word_index, int slot, int bi
 
 // config_index: the tile configuration to force (kernels::LinearTuning), -1 for the plan's own choice;
 // setting: the engine setting the layer is loaded with. Besides the reference comparison, two more run()s on
-// device buffers must give the same bits as run_host (determinism) and copy nothing between host and device.
+// device buffers must copy nothing between host and device and, on the stripes engine, give the same bits as
+// run_host (its reduction is deterministic).
 int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKernelSetting setting) {
   std::mt19937 rng(seed);
   const int per_word = 32 / s.bits;
@@ -88,8 +89,11 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
       std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
       ++repeat_bad;
     }
-    if (c1.to_vector<uint16_t>(c.size()) != c || c2.to_vector<uint16_t>(c.size()) != c) {
-      std::printf("  repeated runs differ from the first in some bits (a non-deterministic reduction)\n");
+    // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
+    // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
+    if (layer.engine(s.M).engine == kernels::LinearEngine::Stripes &&
+        (c1.to_vector<uint16_t>(c.size()) != c || c2.to_vector<uint16_t>(c.size()) != c)) {
+      std::printf("  repeated runs differ from the first in some bits (the stripes reduction must be deterministic)\n");
       ++repeat_bad;
     }
   }
