@@ -35,6 +35,15 @@ struct QuantLinear::Impl {
   int64_t k_padded = 0, n_padded = 0, stripe_group_size = 0;
   DeviceBuffer counters;             // uint32 [kStripeMaxMTiles, n_tiles], zero between launches
   std::unique_ptr<BlasHandle> blas;  // the DequantGemm engine's cuBLAS (auto setting only)
+  // The engine per row of kEngineTable, chosen once at load (choose_engine gives the same answer for every M
+  // of a row): run() looks it up instead of choosing again.
+  std::vector<kernels::EngineChoice> choices;
+
+  const kernels::EngineChoice& choice(int64_t M) const {
+    size_t row = 0;
+    while (row + 1 < choices.size() && M > kernels::kEngineTable[row].max_m) ++row;
+    return choices[row];
+  }
 };
 
 namespace {
@@ -114,6 +123,7 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w, kernels::LinearKernelSettin
     if (setting == kernels::LinearKernelSetting::Auto) d.blas = std::make_unique<BlasHandle>(nullptr);
   }
   d.arrays = uploader.take();
+  for (const kernels::EngineRow& row : kernels::kEngineTable) d.choices.push_back(kernels::choose_engine(row.max_m, setting, d.stripes_reason));
 }
 
 QuantLinear::~QuantLinear() = default;
@@ -126,7 +136,7 @@ bool QuantLinear::act_order() const { return impl_->act_order; }
 kernels::LinearKernelSetting QuantLinear::setting() const { return impl_->setting; }
 
 kernels::EngineChoice QuantLinear::engine(int64_t M) const {
-  return kernels::choose_engine(M, impl_->setting, impl_->stripes_reason);
+  return impl_->choice(M);
 }
 
 kernels::LinearPlan QuantLinear::plan(int64_t M) const {
@@ -146,7 +156,7 @@ void QuantLinear::set_tuning(const kernels::LinearTuning& tuning) { impl_->tunin
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
   const Impl& d = *impl_;
   if (M < 1) throw NotSupported("quant linear with M=" + std::to_string(M) + " rows");
-  const kernels::EngineChoice choice = engine(M);
+  const kernels::EngineChoice& choice = d.choice(M);
   if (choice.engine == kernels::LinearEngine::Tiles) {
     const kernels::LinearPlan p = plan(M);
     if (!p.supported) throw NotSupported(p.reason);
@@ -171,7 +181,7 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   if (need > 0 && workspace == nullptr) {
     throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(need) + " bytes");
   }
-  const kernels::EngineChoice choice = engine(M);
+  const kernels::EngineChoice& choice = d.choice(M);
   if (choice.engine == kernels::LinearEngine::Tiles) {
     const kernels::LinearPlan p = plan(M);
     QuantLinearArgs args;

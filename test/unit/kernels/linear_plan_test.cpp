@@ -165,3 +165,20 @@ TEST_CASE("engine choice: legacy by default, stripes only where the layer holds 
     CHECK(!a.reason.empty());
   }
 }
+
+TEST_CASE("the engine choice is constant over each row of the engine table (so a layer can choose once per row)") {
+  int64_t low = 1;
+  for (const dq::EngineRow& row : dq::kEngineTable) {
+    const int64_t high = row.max_m == INT64_MAX ? low + 1000 : row.max_m;
+    for (const auto setting : {dq::LinearKernelSetting::Legacy, dq::LinearKernelSetting::Stripes, dq::LinearKernelSetting::Auto})
+      for (const std::string& why : {std::string(), std::string("stripes kernel: group_size")}) {
+        const dq::EngineChoice at_row = dq::choose_engine(row.max_m, setting, why);
+        for (int64_t M = low; M <= high; M += (high - low) / 7 + 1) {
+          const dq::EngineChoice c = dq::choose_engine(M, setting, why);
+          CHECK(c.engine == at_row.engine);
+          CHECK(c.reason == at_row.reason);
+        }
+      }
+    low = row.max_m == INT64_MAX ? low : row.max_m + 1;
+  }
+}
