@@ -104,11 +104,10 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
         for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[k::stripe_param_stage_index(h, warp, j, lane)];
       }
       uint32_t words[kWordsPerLane];
-      const uint4* lane_words =
-          reinterpret_cast<const uint4*>(reinterpret_cast<const uint32_t*>(w_stage(slot)) + k::stripe_lane_word_offset(Bits, warp, h, lane));
+      const uint32_t* stage_words = reinterpret_cast<const uint32_t*>(w_stage(slot));
 #pragma unroll
-      for (int q = 0; q < kWordsPerLane / 4; ++q) {
-        const uint4 v = lane_words[q];
+      for (int q = 0; q < kWordsPerLane / 4; ++q) {  // one 128-bit shared load per 16-byte group
+        const uint4 v = *reinterpret_cast<const uint4*>(stage_words + k::stripe_lane_group_offset(Bits, warp, h, lane, q));
         words[4 * q] = v.x;
         words[4 * q + 1] = v.y;
         words[4 * q + 2] = v.z;
@@ -196,8 +195,9 @@ __global__ void stripe_dequant_kernel(const uint32_t* words, const uint32_t* par
     const int lane = static_cast<int>(i % 32), h = static_cast<int>((i / 32) % 2), w = static_cast<int>((i / 64) % 4);
     const int64_t t = i / 256, nt = t / k_tiles, kt = t % k_tiles;
     const int64_t g = (kt * k::kStripeTileK + 32 * h) / group_size;
-    k::stripe_dequant_lane_to_matrix<Bits>(words + k::stripe_word_index(Bits, k_tiles, nt, kt, w, h, lane, 0),
-                                           params + g * n_padded, K, N, nt, kt, w, h, lane, w16);
+    uint32_t lane_words[Bits];
+    k::stripe_lane_words<Bits>(words + t * k::stripe_tile_words(Bits), w, h, lane, lane_words);
+    k::stripe_dequant_lane_to_matrix<Bits>(lane_words, params + g * n_padded, K, N, nt, kt, w, h, lane, w16);
   }
 }
 

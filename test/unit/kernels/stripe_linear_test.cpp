@@ -166,7 +166,8 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
             }
             uint32_t b[4][2][32][2];  // [n fragment][k-step][lane][register]
             for (int lane = 0; lane < 32; ++lane) {
-              const uint32_t* words = &stage_words[slot][static_cast<size_t>(dq::stripe_lane_word_offset(Bits, w, h, lane))];
+              uint32_t words[Bits];
+              dq::stripe_lane_words<Bits>(stage_words[slot].data(), w, h, lane, words);
               const dq::StripeBFragments f = dq::stripe_dequant_lane<Bits>(words, params[w][lane]);
               for (int j = 0; j < 4; ++j)
                 for (int ks = 0; ks < 2; ++ks)
@@ -317,7 +318,10 @@ TEST_CASE("stripes repack puts every code where the mma B fragment of its lane e
         for (int w = 0; w < 4; ++w)
           for (int h = 0; h < 2; ++h)
             for (int lane = 0; lane < 32; ++lane) {
-              const uint32_t* words = &s.words[static_cast<size_t>(dq::stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, 0))];
+              uint32_t words[8];  // the lane's words, read one by one through stripe_word_index
+              for (int word = 0; word < bits; ++word) {
+                words[word] = s.words[static_cast<size_t>(dq::stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, word))];
+              }
               const uint32_t params[4] = {s.params[0], s.params[0], s.params[0], s.params[0]};
               const dq::StripeBFragments f =
                   bits == 4 ? dq::stripe_dequant_lane<4>(words, params) : dq::stripe_dequant_lane<8>(words, params);
@@ -427,10 +431,13 @@ TEST_CASE("stripes layout dequantized whole equals the reference weight of every
             for (int h = 0; h < 2; ++h)
               for (int lane = 0; lane < 32; ++lane) {
                 const int64_t g = (kt * dq::kStripeTileK + 32 * h) / s.group_size;
-                const uint32_t* words = &s.words[static_cast<size_t>(dq::stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, 0))];
+                const uint32_t* tile = &s.words[static_cast<size_t>((nt * k_tiles + kt) * dq::stripe_tile_words(bits))];
+                uint32_t words[8];
                 if (bits == 4) {
+                  dq::stripe_lane_words<4>(tile, w, h, lane, words);
                   dq::stripe_dequant_lane_to_matrix<4>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
                 } else {
+                  dq::stripe_lane_words<8>(tile, w, h, lane, words);
                   dq::stripe_dequant_lane_to_matrix<8>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
                 }
               }

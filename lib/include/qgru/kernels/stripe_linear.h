@@ -14,8 +14,9 @@
 // its weight reads are one contiguous run of memory.
 //
 // Inside a tile: warp w (0..3) owns outputs n0 + 32w .. +31, and the tile's two k32 halves h; for each (w, h)
-// every lane holds `bits` consecutive 32-bit words (16 bytes for 4-bit, 32 for 8-bit): one or two 128-bit
-// loads give a lane all its B fragments of a 32 x 32 warp tile. The mma.sync m16n8k16 B fragment (PTX ISA,
+// every lane holds `bits` 32-bit words in 16-byte groups (one group for 4-bit, two for 8-bit, the lanes' q-th
+// groups side by side, stripe_lane_group_offset): one or two 128-bit loads give a lane all its B fragments of
+// a 32 x 32 warp tile. The mma.sync m16n8k16 B fragment (PTX ISA,
 // "Matrix fragments for mma.m16n8k16", .f16 B): lane l holds for output column n = l / 4 of an 8-wide
 // n fragment the inputs k = 2(l % 4) + {0, 1} (register b0) and 8 + 2(l % 4) + {0, 1} (register b1).
 //   4-bit word j (n fragment j of the warp's four): eight codes; the fast dequantization's raw order
@@ -97,9 +98,19 @@ QGRU_HD StripeKN stripe_code_position(int bits, int lane, int word, int e) {
 
 // Index of word `word` of lane `lane` for warp w, half h of tile (nt, kt), in the repacked array.
 
-// Offset (in words, from the tile's start, also in its shared-memory stage) of lane `lane`'s first word for
-// warp w, half h.
-QGRU_HD int stripe_lane_word_offset(int bits, int w, int h, int lane) { return ((w * 2 + h) * 32 + lane) * stripe_words_per_lane(bits); }
+// A lane's words come in 16-byte groups q = 0 .. bits/4 - 1 (words 4q .. 4q+3). Offset (in words, from the
+// tile's start, also in its shared-memory stage) of group q of lane `lane` for warp w, half h: the 32 lanes'
+// q-th groups are consecutive, so each group is one conflict-free 128-bit shared load across the warp.
+QGRU_HD int stripe_lane_group_offset(int bits, int w, int h, int lane, int q) {
+  return (((w * 2 + h) * (bits / 4) + q) * 32 + lane) * 4;
+}
+
+// The `Bits` words of lane `lane` for warp w, half h, from a tile (or its stage) starting at `tile`.
+template <int Bits>
+QGRU_HD void stripe_lane_words(const uint32_t* tile, int w, int h, int lane, uint32_t* words) {
+  for (int q = 0; q < Bits / 4; ++q)
+    for (int i = 0; i < 4; ++i) words[4 * q + i] = tile[stripe_lane_group_offset(Bits, w, h, lane, q) + i];
+}
 
 // Offset (in words, from the stage's params region: [2 halves, 128 outputs]) of the group parameters of n
 // fragment j of warp w, lane `lane`, half h.
@@ -107,7 +118,7 @@ QGRU_HD int stripe_param_stage_index(int h, int w, int j, int lane) { return h *
 
 QGRU_HD int64_t stripe_word_index(int bits, int64_t k_tiles, int64_t nt, int64_t kt, int w, int h, int lane, int word) {
   const int64_t tile = nt * k_tiles + kt;
-  return tile * stripe_tile_words(bits) + stripe_lane_word_offset(bits, w, h, lane) + word;
+  return tile * stripe_tile_words(bits) + stripe_lane_group_offset(bits, w, h, lane, word / 4) + word % 4;
 }
 
 // Group parameters packed in one word, and their halves.
