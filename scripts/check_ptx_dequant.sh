@@ -4,8 +4,9 @@
 #     sm_80 and asserts, per probe, that its body contains the instructions the trick is made of (prmt.b32
 #     for 8-bit codes, lop3.b32 for 4-bit codes, packed-half sub/fma/mul .f16x2) and NO int->float
 #     conversion (cvt.*.f16|f32|f64.{s,u}{8,16,32,64}).
-#  2. Compiles cuda/src/quant_linear_kernels.cu to PTX and asserts the same of every GEMM kernel entry:
-#     lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2 arithmetic, no int->float cvt.
+#  2. Compiles cuda/src/quant_linear_kernels.cu and cuda/src/quant_linear_stripes.cu to PTX and asserts the
+#     same of every GEMM kernel entry: lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2
+#     arithmetic, no int->float cvt (the stripes kernels also: mma.sync and ldmatrix).
 # Usage: scripts/check_ptx_dequant.sh [source-root] [nvcc]
 set -euo pipefail
 source "$(dirname "$0")/cuda_check.bash"
@@ -70,6 +71,19 @@ for k in $kernels; do
     check_entry "$work/kernels.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2'
   else
     check_entry "$work/kernels.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2'
+  fi
+done
+compile_ptx "$root/cuda/src/quant_linear_stripes.cu" "$work/stripes.ptx"
+stripes=$(grep -oE '\.entry [A-Za-z0-9_]*stripe_linear_kernelILi[48]E[A-Za-z0-9_]*' "$work/stripes.ptx" | awk '{print $2}' || true)
+if [[ $(wc -w <<<"$stripes") -ne 2 ]]; then
+  echo "FAIL: expected the 4- and 8-bit stripe_linear_kernel entries in the PTX of cuda/src/quant_linear_stripes.cu" >&2
+  exit 1
+fi
+for k in $stripes; do
+  if [[ "$k" == *kernelILi4E* ]]; then
+    check_entry "$work/stripes.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix'
+  else
+    check_entry "$work/stripes.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix'
   fi
 done
 if [[ $failures -ne 0 ]]; then

@@ -40,6 +40,11 @@ class BlasHandle {
   BlasHandle(const BlasHandle&) = delete;
   BlasHandle& operator=(const BlasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }
+  // Moves the handle to another stream, keeping its own workspace (cublasSetStream resets it).
+  void bind(cudaStream_t stream) {
+    QGRU_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    QGRU_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+  }
 
  private:
   cublasHandle_t handle_ = nullptr;

@@ -11,6 +11,7 @@ const void* CudaUploader::put_bytes(const void* host, size_t bytes) {
   if (finished_) throw Error("CUDA upload issued after the upload sequence was synchronized");
   buffers_.emplace_back(bytes);
   if (bytes > 0) {
+    count_host_transfer();
     QGRU_CUDA_CHECK(cudaMemcpyAsync(buffers_.back().data(), host, bytes, cudaMemcpyHostToDevice, stream_));
   }
   return buffers_.back().data();

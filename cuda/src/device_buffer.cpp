@@ -1,11 +1,19 @@
 #include "qgru_cuda/device_buffer.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 
 #include "qgru_cuda/check.h"
 
 namespace qgru::cuda {
+
+namespace {
+std::atomic<int64_t> g_host_transfers{0};
+}  // namespace
+
+int64_t host_transfer_count() { return g_host_transfers.load(std::memory_order_relaxed); }
+void count_host_transfer() { g_host_transfers.fetch_add(1, std::memory_order_relaxed); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes > 0) QGRU_CUDA_CHECK(cudaMalloc(&data_, bytes));
@@ -29,12 +37,18 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 
 void DeviceBuffer::upload(const void* host, size_t bytes) {
   if (bytes > bytes_) throw Error("DeviceBuffer::upload of " + std::to_string(bytes) + " bytes into " + std::to_string(bytes_));
-  if (bytes > 0) QGRU_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+  if (bytes > 0) {
+    count_host_transfer();
+    QGRU_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+  }
 }
 
 void DeviceBuffer::download(void* host, size_t bytes) const {
   if (bytes > bytes_) throw Error("DeviceBuffer::download of " + std::to_string(bytes) + " bytes from " + std::to_string(bytes_));
-  if (bytes > 0) QGRU_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+  if (bytes > 0) {
+    count_host_transfer();
+    QGRU_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+  }
 }
 
 void DeviceBuffer::zero() {

@@ -1,12 +1,17 @@
-// QuantLinear: validation, act-order preparation and upload of a GPTQ layer; planning and launching.
+// QuantLinear: validation, act-order preparation, the one-time repack and upload of a GPTQ layer; the engine
+// choice per call (qgru/kernels/linear_plan.h) and the launches. run() copies nothing between host and device.
 #include "qgru_cuda/quant_linear.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "blas_handle.h"
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru_cuda/check.h"
@@ -21,9 +26,24 @@ struct QuantLinear::Impl {
   int64_t K = 0, N = 0, group_size = 0;
   int bits = 4, zero_adjust = 0, sm_count = 0;
   kernels::LinearTuning tuning;  // the plan's defaults unless set_tuning
+  kernels::LinearKernelSetting setting = kernels::kDefaultLinearKernelSetting;
+  std::string stripes_reason;  // "" when the layer holds the stripes layout
   bool act_order = false;
   std::vector<DeviceBuffer> arrays;  // the uploads below live here
-  kernels::GptqLayerUpload device;   // qweight, qzeros, scales, perm (null without act-order) on the device
+  kernels::GptqLayerUpload device;   // the checkpoint layout (legacy setting, or a layer stripes cannot take)
+  kernels::StripeLayerUpload stripes;  // the stripes layout (otherwise)
+  int64_t k_padded = 0, n_padded = 0, stripe_group_size = 0;
+  DeviceBuffer counters;             // uint32 [kStripeMaxMTiles, n_tiles], zero between launches
+  std::unique_ptr<BlasHandle> blas;  // the DequantGemm engine's cuBLAS (auto setting only)
+  // The engine per row of kEngineTable, chosen once at load (choose_engine gives the same answer for every M
+  // of a row): run() looks it up instead of choosing again.
+  std::vector<kernels::EngineChoice> choices;
+
+  const kernels::EngineChoice& choice(int64_t M) const {
+    size_t row = 0;
+    while (row + 1 < choices.size() && M > kernels::kEngineTable[row].max_m) ++row;
+    return choices[row];
+  }
 };
 
 namespace {
@@ -35,9 +55,21 @@ void expect_size(const char* tensor, size_t got, int64_t want, const std::string
   }
 }
 
+kernels::LinearKernelSetting setting_from_environment() {
+  kernels::LinearKernelSetting setting;
+  const std::string why = kernels::parse_linear_kernel_setting(std::getenv("QGRU_CUDA_LINEAR_KERNEL"), setting);
+  if (!why.empty()) throw Error(why);
+  return setting;
+}
+
+constexpr int64_t kAlign = 256;
+int64_t align_up(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
 }  // namespace
 
-QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Impl>()) {
+QuantLinear::QuantLinear(const GptqLinearWeights& w) : QuantLinear(w, setting_from_environment()) {}
+
+QuantLinear::QuantLinear(const GptqLinearWeights& w, kernels::LinearKernelSetting setting) : impl_(std::make_unique<Impl>()) {
   if (w.bits != 4 && w.bits != 8) throw NotSupported("GPTQ layer with " + std::to_string(w.bits) + "-bit weights (kernels exist for 4 and 8)");
   if (w.K <= 0 || w.N <= 0) throw Error("GPTQ layer: K and N must be positive, got K=" + std::to_string(w.K) + " N=" + std::to_string(w.N));
   const int per_word = 32 / w.bits;
@@ -67,14 +99,31 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w) : impl_(std::make_unique<Im
   d.zero_adjust = w.zero_adjust;
   d.sm_count = multiprocessor_count();
   d.act_order = !order.identity;
+  d.setting = setting;
+  d.stripes_reason = setting == kernels::LinearKernelSetting::Legacy
+                         ? std::string("QGRU_CUDA_LINEAR_KERNEL=legacy (the default)")
+                         : kernels::stripe_unsupported_reason(w.bits, w.K, w.N, group_size);
   // Uploads on the legacy default stream, ending with its synchronization (qgru/kernels/device_upload.h): run()
   // on a caller's stream, non-blocking or not, right after construction reads the finished weights.
   CudaUploader uploader(nullptr);
-  const std::vector<int32_t> permuted =
-      order.identity ? std::vector<int32_t>() : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm);
-  d.device = kernels::upload_gptq_layer(order.identity ? w.qweight : permuted, w.qzeros, w.scales,
-                                        d.act_order ? &order.perm : nullptr, uploader);
+  if (!d.stripes_reason.empty()) {
+    const std::vector<int32_t> permuted =
+        order.identity ? std::vector<int32_t>() : kernels::permute_qweight_rows(w.qweight, w.K, w.N, w.bits, order.perm);
+    d.device = kernels::upload_gptq_layer(order.identity ? w.qweight : permuted, w.qzeros, w.scales,
+                                          d.act_order ? &order.perm : nullptr, uploader);
+  } else {
+    const kernels::StripeWeights s =
+        kernels::repack_stripes(w.bits, w.K, w.N, group_size, w.zero_adjust, w.qweight, w.qzeros, w.scales, order);
+    d.k_padded = s.k_padded;
+    d.n_padded = s.n_padded;
+    d.stripe_group_size = s.group_size;
+    d.stripes = kernels::upload_stripe_layer(s, uploader);
+    d.counters = DeviceBuffer(static_cast<size_t>(kernels::kStripeMaxMTiles * (s.n_padded / kernels::kStripeTileN)) * 4);
+    d.counters.zero();  // synchronous: zero before any launch
+    if (setting == kernels::LinearKernelSetting::Auto) d.blas = std::make_unique<BlasHandle>(nullptr);
+  }
   d.arrays = uploader.take();
+  for (const kernels::EngineRow& row : kernels::kEngineTable) d.choices.push_back(kernels::choose_engine(row.max_m, setting, d.stripes_reason));
 }
 
 QuantLinear::~QuantLinear() = default;
@@ -84,49 +133,122 @@ QuantLinear& QuantLinear::operator=(QuantLinear&&) noexcept = default;
 int64_t QuantLinear::K() const { return impl_->K; }
 int64_t QuantLinear::N() const { return impl_->N; }
 bool QuantLinear::act_order() const { return impl_->act_order; }
+kernels::LinearKernelSetting QuantLinear::setting() const { return impl_->setting; }
+
+kernels::EngineChoice QuantLinear::engine(int64_t M) const {
+  return impl_->choice(M);
+}
 
 kernels::LinearPlan QuantLinear::plan(int64_t M) const {
   const Impl& d = *impl_;
   return kernels::plan_linear({M, d.N, d.K, d.bits, d.group_size}, d.sm_count, d.tuning);
 }
 
+kernels::StripePlan QuantLinear::stripe_plan(int64_t M) const {
+  const Impl& d = *impl_;
+  const int per_sm = d.tuning.target_blocks_per_sm > 0 ? d.tuning.target_blocks_per_sm : kernels::kStripeBlocksPerSm;
+  const int64_t rows = M < kernels::kStripeMaxRows ? M : kernels::kStripeMaxRows;
+  return kernels::plan_stripes(rows, d.n_padded, d.k_padded, int64_t{per_sm} * d.sm_count);
+}
+
 void QuantLinear::set_tuning(const kernels::LinearTuning& tuning) { impl_->tuning = tuning; }
 
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
-  const kernels::LinearPlan p = plan(M);
-  if (!p.supported) throw NotSupported(p.reason);
-  return p.workspace_bytes;
+  const Impl& d = *impl_;
+  if (M < 1) throw NotSupported("quant linear with M=" + std::to_string(M) + " rows");
+  const kernels::EngineChoice& choice = d.choice(M);
+  if (choice.engine == kernels::LinearEngine::Tiles) {
+    const kernels::LinearPlan p = plan(M);
+    if (!p.supported) throw NotSupported(p.reason);
+    return p.workspace_bytes;
+  }
+  // [the gathered A, act-order only] [stripes: fp32 partials of one launch | dequant-gemm: fp16 W [K, N]]
+  const int64_t gathered = d.act_order ? align_up(2 * M * d.K) : 0;
+  if (choice.engine == kernels::LinearEngine::Stripes) {
+    const kernels::StripePlan sp = stripe_plan(M);
+    const int64_t rows = M < kernels::kStripeMaxRows ? M : kernels::kStripeMaxRows;
+    return gathered + align_up(4 * sp.max_segments * rows * d.n_padded);
+  }
+  return gathered + align_up(2 * d.K * d.N);
 }
 
 void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* stream) const {
   const Impl& d = *impl_;
-  const kernels::LinearPlan p = plan(M);
-  if (!p.supported) throw NotSupported(p.reason);
   if (reinterpret_cast<uintptr_t>(a) % 16 != 0) {
     throw NotSupported("quant linear with an activation pointer that is not 16-byte aligned (M=" + std::to_string(M) + ")");
   }
-  if (p.workspace_bytes > 0 && workspace == nullptr) {
-    throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(p.workspace_bytes) + " bytes");
+  const int64_t need = workspace_bytes(M);
+  if (need > 0 && workspace == nullptr) {
+    throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(need) + " bytes");
   }
-  QuantLinearArgs args;
-  args.a = static_cast<const uint16_t*>(a);
-  args.a_perm = d.device.perm;
-  args.qweight = d.device.qweight;
-  args.qzeros = d.device.qzeros;
-  args.scales = d.device.scales;
-  args.c = static_cast<uint16_t*>(c);
-  args.workspace = p.grid_z > 1 ? static_cast<float*>(workspace) : nullptr;
-  args.M = M;
+  const kernels::EngineChoice& choice = d.choice(M);
+  if (choice.engine == kernels::LinearEngine::Tiles) {
+    const kernels::LinearPlan p = plan(M);
+    QuantLinearArgs args;
+    args.a = static_cast<const uint16_t*>(a);
+    args.a_perm = d.device.perm;
+    args.qweight = d.device.qweight;
+    args.qzeros = d.device.qzeros;
+    args.scales = d.device.scales;
+    args.c = static_cast<uint16_t*>(c);
+    args.workspace = p.grid_z > 1 ? static_cast<float*>(workspace) : nullptr;
+    args.M = M;
+    args.N = d.N;
+    args.K = d.K;
+    args.group_size = d.group_size;
+    args.zero_adjust = d.zero_adjust;
+    args.k_tiles = p.k_tiles;
+    args.k_tiles_per_split = p.k_tiles_per_split;
+    if (args.workspace != nullptr) {
+      QGRU_CUDA_CHECK(cudaMemsetAsync(workspace, 0, static_cast<size_t>(p.workspace_bytes), static_cast<cudaStream_t>(stream)));
+    }
+    launch_quant_linear(args, p, stream);
+    return;
+  }
+  auto* base = static_cast<unsigned char*>(workspace);
+  const auto* a_in = static_cast<const uint16_t*>(a);
+  if (d.act_order) {  // A'[m, k'] = A[m, perm[k']], once per call
+    auto* gathered = reinterpret_cast<uint16_t*>(base);
+    launch_gather_columns(a_in, d.stripes.perm, gathered, M, d.K, stream);
+    a_in = gathered;
+    base += align_up(2 * M * d.K);
+  }
+  StripeLinearArgs args;
+  args.words = d.stripes.words;
+  args.params = d.stripes.params;
+  args.counters = static_cast<uint32_t*>(d.counters.data());
   args.N = d.N;
   args.K = d.K;
-  args.group_size = d.group_size;
-  args.zero_adjust = d.zero_adjust;
-  args.k_tiles = p.k_tiles;
-  args.k_tiles_per_split = p.k_tiles_per_split;
-  if (args.workspace != nullptr) {
-    QGRU_CUDA_CHECK(cudaMemsetAsync(workspace, 0, static_cast<size_t>(p.workspace_bytes), static_cast<cudaStream_t>(stream)));
+  args.n_padded = d.n_padded;
+  args.group_size = d.stripe_group_size;
+  if (choice.engine == kernels::LinearEngine::Stripes) {
+    const kernels::StripePlan sp = stripe_plan(M);
+    args.n_tiles = sp.n_tiles;
+    args.k_tiles = sp.k_tiles;
+    args.tiles = sp.tiles;
+    args.tiles_per_block = sp.tiles_per_block;
+    args.workspace = reinterpret_cast<float*>(base);
+    for (int64_t m0 = 0; m0 < M; m0 += kernels::kStripeMaxRows) {  // launches in stream order share the counters
+      args.M = M - m0 < kernels::kStripeMaxRows ? M - m0 : kernels::kStripeMaxRows;
+      args.a = a_in + m0 * d.K;
+      args.c = static_cast<uint16_t*>(c) + m0 * d.N;
+      launch_stripe_linear(args, d.bits, sp.blocks, (args.M + kernels::kStripeTileM - 1) / kernels::kStripeTileM, stream);
+    }
+    return;
   }
-  launch_quant_linear(args, p, stream);
+  // DequantGemm: W fp16 [K, N] row-major is column-major Wᵀ [N, K]; C[M, N] row-major = column-major
+  // Cᵀ[N, M] = Wᵀ[N, K] · Aᵀ[K, M] (fp32 compute, rounded once to fp16).
+  auto* w16 = reinterpret_cast<uint16_t*>(base);
+  const kernels::StripePlan sp = kernels::plan_stripes(1, d.n_padded, d.k_padded, 1);
+  args.k_tiles = sp.k_tiles;
+  args.tiles = sp.tiles;
+  launch_stripe_dequant(args, d.bits, w16, stream);
+  d.blas->bind(static_cast<cudaStream_t>(stream));
+  const float alpha = 1.0f, beta = 0.0f;
+  QGRU_CUBLAS_CHECK(cublasGemmEx(d.blas->get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(d.N), static_cast<int>(M),
+                                 static_cast<int>(d.K), &alpha, w16, CUDA_R_16F, static_cast<int>(d.N), a_in, CUDA_R_16F,
+                                 static_cast<int>(d.K), &beta, c, CUDA_R_16F, static_cast<int>(d.N), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
 }
 
 std::vector<uint16_t> QuantLinear::run_host(const std::vector<uint16_t>& a, int64_t M) const {

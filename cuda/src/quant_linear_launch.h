@@ -25,4 +25,24 @@ struct QuantLinearArgs {
 // Throws NotSupported for a plan whose configuration has no kernel, CudaFailure on a launch error.
 void launch_quant_linear(const QuantLinearArgs& args, const kernels::LinearPlan& plan, void* stream);
 
+// The stripes kernel (quant_linear_stripes.cu; layout and protocol: qgru/kernels/stripe_linear.h).
+struct StripeLinearArgs {
+  const uint16_t* a = nullptr;        // fp16 [M, K] row-major, 16-byte aligned; already gathered for act-order
+  const uint32_t* words = nullptr;    // the repacked tiles (StripeWeights::words)
+  const uint32_t* params = nullptr;   // [groups_padded, n_padded] scale | zero << 16
+  uint16_t* c = nullptr;              // fp16 [M, N]
+  float* workspace = nullptr;         // fp32 partial sums [max_segments, M, n_padded]
+  uint32_t* counters = nullptr;       // [m_tiles, n_tiles], 0 before the launch, 0 again after it
+  int64_t M = 0, N = 0, K = 0, n_padded = 0;
+  int64_t n_tiles = 0, k_tiles = 0, tiles = 0, tiles_per_block = 0;
+  int64_t group_size = 0;             // effective (StripeWeights::group_size)
+};
+
+// Grid (blocks, m_tiles) of 128 threads. Throws NotSupported for other bit widths, CudaFailure on a launch error.
+void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, int64_t m_tiles, void* stream);
+// The whole weight, fp16 [K, N] row-major (rows in the layer's K order), from the stripes layout of args.
+void launch_stripe_dequant(const StripeLinearArgs& args, int bits, uint16_t* w16, void* stream);
+// out[m, k'] = a[m, perm[k']] (fp16 bits, [M, K] each).
+void launch_gather_columns(const uint16_t* a, const int32_t* perm, uint16_t* out, int64_t M, int64_t K, void* stream);
+
 }  // namespace qgru::cuda

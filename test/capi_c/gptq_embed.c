@@ -165,6 +165,10 @@ int main(void) {
   }
   free(workspace);
 
+  /* Resident weights are for CUDA descriptors: a CPU descriptor reads the host weights on every call. */
+  CHECK_STATUS(qgruSetQuantizeGPTQWeights(desc, packed, scale, zero, NULL), QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+  CHECK_STATUS(qgruSetQuantizeGPTQWeights(NULL, packed, scale, zero, NULL), QGRU_STATUS_NULL_POINTER);
+
   if (check_cuda_device_type(c_desc, a_desc, p_desc, s_desc, z_desc) != 0) return 1;
   CHECK_STATUS(qgruDestroyQuantizeGPTQDescriptor(desc), QGRU_STATUS_SUCCESS);
   CHECK_STATUS(qgruDestroyTensorDescriptor(c_desc), QGRU_STATUS_SUCCESS);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -79,7 +80,10 @@ struct Descriptors {
   }
 };
 
-int run_case(const CapiShape& s, uint32_t seed, bool check_statuses) {
+// resident: "" for the per-call path; else the QGRU_CUDA_LINEAR_KERNEL setting under which the weights are made
+// resident (qgruSetQuantizeGPTQWeights), the linear then called with NULL weight pointers, twice, and the
+// host-transfer count required unchanged across those calls.
+int run_case(const CapiShape& s, uint32_t seed, bool check_statuses, const std::string& resident) {
   const size_t es = s.dtype == QGRU_DTYPE_F16 ? 2 : 4;
   HostTensor a(s.K, s.M, s.pad, es), c_cpu(s.N, s.M, s.pad, es), c_gpu(s.N, s.M, s.pad, es);
   HostTensor packed(s.N, s.K / 8, s.pad, 4), scale(s.N, s.G, s.pad, es), zero(s.N, s.G, s.pad, es);
@@ -133,9 +137,29 @@ int run_case(const CapiShape& s, uint32_t seed, bool check_statuses) {
     cuda::DeviceBuffer a_dev = cuda::DeviceBuffer::from(a.bytes), p_dev = cuda::DeviceBuffer::from(packed.bytes);
     cuda::DeviceBuffer s_dev = cuda::DeviceBuffer::from(scale.bytes), z_dev = cuda::DeviceBuffer::from(zero.bytes);
     cuda::DeviceBuffer c_dev = cuda::DeviceBuffer::from(c_gpu.bytes);  // 0xA5 sentinels in the padding
-    cuda::DeviceBuffer ws(gpu_bytes);
-    bad += report("CUDA linear", qgruQuantizeLinearGPTQ(gpu_desc, ws.data(), gpu_bytes, c_dev.data(), a_dev.data(), p_dev.data(),
-                                                        s_dev.data(), z_dev.data(), nullptr), QGRU_STATUS_SUCCESS);
+    cuda::DeviceBuffer ws;
+    if (resident.empty()) {
+      ws = cuda::DeviceBuffer(gpu_bytes);
+      bad += report("CUDA linear", qgruQuantizeLinearGPTQ(gpu_desc, ws.data(), gpu_bytes, c_dev.data(), a_dev.data(), p_dev.data(),
+                                                          s_dev.data(), z_dev.data(), nullptr), QGRU_STATUS_SUCCESS);
+    } else {
+      setenv("QGRU_CUDA_LINEAR_KERNEL", resident.c_str(), 1);
+      bad += report("CUDA resident weights", qgruSetQuantizeGPTQWeights(gpu_desc, p_dev.data(), s_dev.data(), z_dev.data(), nullptr),
+                    QGRU_STATUS_SUCCESS);
+      unsetenv("QGRU_CUDA_LINEAR_KERNEL");
+      if (!bad) bad += report("CUDA workspace size (resident)", qgruGetQuantizeGPTQWorkspaceSize(gpu_desc, &gpu_bytes), QGRU_STATUS_SUCCESS);
+      ws = cuda::DeviceBuffer(gpu_bytes);
+      const int64_t transfers = cuda::host_transfer_count();
+      for (int call = 0; call < 2 && !bad; ++call) {
+        bad += report("CUDA linear (resident)", qgruQuantizeLinearGPTQ(gpu_desc, ws.data(), gpu_bytes, c_dev.data(), a_dev.data(),
+                                                                       nullptr, nullptr, nullptr, nullptr), QGRU_STATUS_SUCCESS);
+      }
+      if (cuda::host_transfer_count() != transfers) {
+        std::printf("  resident linear made %lld host<->device copies in 2 calls, expected 0\n",
+                    static_cast<long long>(cuda::host_transfer_count() - transfers));
+        ++bad;
+      }
+    }
     c_dev.download(c_gpu.data(), c_gpu.bytes.size());
     if (check_statuses) {
       bad += report("CUDA linear, NULL c", qgruQuantizeLinearGPTQ(gpu_desc, ws.data(), gpu_bytes, nullptr, a_dev.data(), p_dev.data(),
@@ -198,9 +222,10 @@ int run_case(const CapiShape& s, uint32_t seed, bool check_statuses) {
   qgruDestroyHandle(cpu);
   qgruDestroyHandle(gpu);
   const bool fail = bad || mismatches || !(ref_norm > 0);
-  std::printf("%s capi CUDA vs CPU %s N=%lld K=%lld M=%lld groups=%lld pad=%lld: max |err| %.3g\n", fail ? "FAIL" : "ok  ",
-              s.dtype == QGRU_DTYPE_F16 ? "F16" : "F32", static_cast<long long>(s.N), static_cast<long long>(s.K),
-              static_cast<long long>(s.M), static_cast<long long>(s.G), static_cast<long long>(s.pad), max_err);
+  std::printf("%s capi CUDA (%s) vs CPU %s N=%lld K=%lld M=%lld groups=%lld pad=%lld: max |err| %.3g\n", fail ? "FAIL" : "ok  ",
+              resident.empty() ? "per call" : ("resident, " + resident).c_str(), s.dtype == QGRU_DTYPE_F16 ? "F16" : "F32",
+              static_cast<long long>(s.N), static_cast<long long>(s.K), static_cast<long long>(s.M), static_cast<long long>(s.G),
+              static_cast<long long>(s.pad), max_err);
   return fail ? 1 : 0;
 }
 
@@ -209,16 +234,21 @@ int run_case(const CapiShape& s, uint32_t seed, bool check_statuses) {
 int check_capi_linear() {
   // M = 1 (split-K), M not a multiple of 16, across the small/large tile boundary; N not a multiple of 128;
   // one group and several; padded rows; both dtypes.
+  // Resident weights: the same shapes under every engine setting, and M = 1 contiguous fp16 (no transposes)
+  // and M = 64 (auto: the dequantize + cuBLAS engine).
   const CapiShape shapes[] = {
       {128, 256, 1, 2, QGRU_DTYPE_F16, 0}, {136, 512, 5, 4, QGRU_DTYPE_F32, 3}, {64, 128, 40, 1, QGRU_DTYPE_F16, 8},
-      {256, 1024, 33, 8, QGRU_DTYPE_F32, 0},
+      {256, 1024, 33, 8, QGRU_DTYPE_F32, 0}, {256, 512, 64, 4, QGRU_DTYPE_F16, 0},
   };
   int failures = 0;
   uint32_t seed = 100;
   bool first = true;
   for (const CapiShape& s : shapes) {
-    failures += run_case(s, seed++, first);
-    first = false;
+    for (const char* resident : {"", "legacy", "stripes", "auto"}) {
+      failures += run_case(s, seed, first, resident);
+      first = false;
+    }
+    ++seed;
   }
   return failures;
 }

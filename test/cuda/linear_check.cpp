@@ -14,6 +14,7 @@
 #include "gpu_checks.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
+#include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/quant_linear.h"
 
 namespace qgru::cuda_test {
@@ -24,6 +25,7 @@ struct Shape {
   int64_t M, N, K, group;
   int bits, zero_adjust;
   bool act_order;
+  bool symmetric = false;  // every zero point 2^(bits-1) (GPTQ's sym=True)
 };
 
 void put_field(std::vector<int32_t>& words, int64_t word_index, int slot, int bits, uint32_t value) {
@@ -31,15 +33,20 @@ void put_field(std::vector<int32_t>& words, int64_t word_index, int slot, int bi
   w = static_cast<int32_t>(static_cast<uint32_t>(w) | (value << (bits * slot)));
 }
 
-// config_index: the tile configuration to force (kernels::LinearTuning), -1 for the plan's own choice.
-int run_case(const Shape& s, uint32_t seed, int config_index) {
+// config_index: the tile configuration to force (kernels::LinearTuning), -1 for the plan's own choice;
+// setting: the engine setting the layer is loaded with. Besides the reference comparison, two more run()s on
+// device buffers must copy nothing between host and device and, on the stripes engine, give the same bits as
+// run_host (its reduction is deterministic).
+int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKernelSetting setting) {
   std::mt19937 rng(seed);
   const int per_word = 32 / s.bits;
   const uint32_t maxq = (1u << s.bits) - 1u;
   const int64_t G = (s.K + s.group - 1) / s.group;
   std::vector<uint32_t> codes(static_cast<size_t>(s.K * s.N)), zeros(static_cast<size_t>(G * s.N));
   for (auto& c : codes) c = static_cast<uint32_t>(rng()) & maxq;
-  for (auto& z : zeros) z = (static_cast<uint32_t>(rng()) % maxq) + static_cast<uint32_t>(s.zero_adjust);  // true zero
+  for (auto& z : zeros) {  // true zero points
+    z = s.symmetric ? (1u << (s.bits - 1)) : (static_cast<uint32_t>(rng()) % maxq) + static_cast<uint32_t>(s.zero_adjust);
+  }
   cuda::GptqLinearWeights w;
   w.K = s.K;
   w.N = s.N;
@@ -66,10 +73,30 @@ int run_case(const Shape& s, uint32_t seed, int config_index) {
   std::vector<uint16_t> a(static_cast<size_t>(s.M * s.K));
   for (auto& v : a) v = qgru::float_to_half_bits(act_dist(rng));
 
-  cuda::QuantLinear layer(w);
+  cuda::QuantLinear layer(w, setting);
   layer.set_tuning({0, config_index});
   const std::vector<uint16_t> c = layer.run_host(a, s.M);
   const kernels::LinearPlan plan = layer.plan(s.M);
+  const kernels::EngineChoice engine = layer.engine(s.M);
+  int repeat_bad = 0;
+  {
+    const cuda::DeviceBuffer a_dev = cuda::DeviceBuffer::from(a);
+    cuda::DeviceBuffer c1(c.size() * 2), c2(c.size() * 2), ws(static_cast<size_t>(layer.workspace_bytes(s.M)));
+    const int64_t transfers = cuda::host_transfer_count();
+    layer.run(a_dev.data(), s.M, c1.data(), ws.data(), nullptr);
+    layer.run(a_dev.data(), s.M, c2.data(), ws.data(), nullptr);
+    if (cuda::host_transfer_count() != transfers) {
+      std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
+      ++repeat_bad;
+    }
+    // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
+    // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
+    if (layer.engine(s.M).engine == kernels::LinearEngine::Stripes &&
+        (c1.to_vector<uint16_t>(c.size()) != c || c2.to_vector<uint16_t>(c.size()) != c)) {
+      std::printf("  repeated runs differ from the first in some bits (the stripes reduction must be deterministic)\n");
+      ++repeat_bad;
+    }
+  }
 
   int bad = 0;
   double max_err = 0, ref_norm = 0;
@@ -98,11 +125,16 @@ int run_case(const Shape& s, uint32_t seed, int config_index) {
     }
   }
   const bool nonzero = ref_norm > 0;
-  std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d (tile %s, split %lld): max |err| %.3g\n",
-              (bad || !nonzero) ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
+  const bool fail = bad || repeat_bad || !nonzero;
+  std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d sym=%d (%s: %s): max |err| %.3g\n",
+              fail ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
-              kernels::kTileConfigs[plan.config_index].name, static_cast<long long>(plan.grid_z), max_err);
-  return (bad || !nonzero) ? 1 : 0;
+              s.symmetric ? 1 : 0, kernels::setting_name(setting),
+              engine.engine == kernels::LinearEngine::Tiles
+                  ? (std::string("tile ") + kernels::kTileConfigs[plan.config_index].name + ", split " + std::to_string(plan.grid_z)).c_str()
+                  : kernels::engine_name(engine.engine),
+              max_err);
+  return fail ? 1 : 0;
 }
 
 }  // namespace
@@ -115,16 +147,30 @@ int check_quant_linear() {
       {33, 264, 256, 32, 4, 1, false},   {64, 128, 512, 128, 4, 0, true},  {130, 512, 256, 64, 4, 1, false},
       {1, 128, 256, 64, 8, 0, false},    {7, 136, 512, 128, 8, 1, false},  {40, 256, 256, 64, 8, 0, true},
       {1, 4096, 4096, 128, 4, 1, false},
+      // the stripes layout's own edges: group 32, one group (per channel), symmetric, K not a multiple of 64,
+      // many segments per column (N x K large, M = 1), act-order 8-bit, M past one m16 tile
+      {3, 256, 512, 32, 4, 0, false},    {16, 264, 1024, 1024, 8, 1, false, true}, {2, 136, 160, 32, 4, 1, true, true},
+      {1, 11008, 4096, 128, 4, 0, false}, {1, 4096, 11008, 128, 8, 1, true},     {17, 512, 2048, 128, 4, 0, false, true},
   };
   int failures = 0;
   uint32_t seed = 1;
-  for (const Shape& s : shapes) failures += run_case(s, seed++, -1);
+  for (const Shape& s : shapes) {
+    for (const auto setting : {kernels::LinearKernelSetting::Legacy, kernels::LinearKernelSetting::Stripes,
+                               kernels::LinearKernelSetting::Auto}) {
+      // the tile kernel takes only group sizes that are multiples of 8 / its k tile: the legacy rows as before
+      if (setting == kernels::LinearKernelSetting::Legacy && !kernels::plan_linear({s.M, s.N, s.K, s.bits, s.group}, 132).supported) continue;
+      failures += run_case(s, seed, -1, setting);
+    }
+    ++seed;
+  }
   // Every configuration that is not the plan's choice for these shapes, forced, on the shapes its k tile divides.
   for (const Shape& s : shapes) {
-    const int chosen = kernels::plan_linear({s.M, s.N, s.K, s.bits, s.group}, 132).config_index;
+    const kernels::LinearPlan legacy = kernels::plan_linear({s.M, s.N, s.K, s.bits, s.group}, 132);
+    if (!legacy.supported) continue;
+    const int chosen = legacy.config_index;
     for (int i = 0; i < kernels::kTileConfigCount; ++i) {
       if (i == chosen || kernels::kTileConfigs[i].bits != s.bits || s.K % kernels::kTileConfigs[i].block_k != 0) continue;
-      failures += run_case(s, seed++, i);
+      failures += run_case(s, seed++, i, kernels::LinearKernelSetting::Legacy);
     }
   }
   return failures;

@@ -2,6 +2,7 @@
 // Owning device allocation (cudaMalloc/cudaFree) with checked host<->device copies. Host-only API without
 // CUDA headers, so plain C++ callers (tests, the CLI, the C API) can hold one. Move-only.
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace qgru::cuda {
@@ -40,5 +41,11 @@ class DeviceBuffer {
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// Host<->device copies issued by qgru_cuda (DeviceBuffer's upload/download, the weight uploaders, the C API's
+// staging), counted process-wide so a test can assert that a per-call path copies nothing: read the count,
+// make the calls, read it again. count_host_transfer is what every such copy calls.
+int64_t host_transfer_count();
+void count_host_transfer();
 
 }  // namespace qgru::cuda

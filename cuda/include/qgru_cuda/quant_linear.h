@@ -1,13 +1,16 @@
 #pragma once
 // GPU quantized linear (W4A16 / W8A16): C[M, N] fp16 = A[M, K] fp16 · W[K, N], W a GPTQ checkpoint layer
 // dequantized on the fly with the fast PRMT/LOP3 path (qgru/kernels/fast_dequant.h), fp32 accumulation on
-// tensor cores (WMMA 16x16x16). Host-only API without CUDA headers. Configurations: see
-// qgru/kernels/linear_plan.h (kTileConfigs); other shapes throw NotSupported naming the shape.
+// tensor cores. Three engines (qgru/kernels/linear_plan.h, "which engine serves a call"): the WMMA tile kernel
+// (kTileConfigs; the default), the stripes mma.sync kernel (qgru/kernels/stripe_linear.h) and, for large M,
+// a per-call dequantization + cuBLAS fp16 GEMM; QGRU_CUDA_LINEAR_KERNEL=legacy|stripes|auto chooses at load.
+// Host-only API without CUDA headers. Shapes no engine serves throw NotSupported naming the shape.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "qgru/kernels/linear_plan.h"
+#include "qgru/kernels/stripe_linear.h"
 
 namespace qgru::cuda {
 
@@ -26,10 +29,14 @@ struct GptqLinearWeights {
 
 // The layer resident on the current GPU. Construction validates every shape (qgru::Error naming the tensor),
 // prepares act-order (reorders qweight rows once, keeps the permutation to gather A) or refuses it
-// (NotSupported), and uploads. Requires a device (NoDevice otherwise).
+// (NotSupported), repacks (stripes layout) and uploads once; run() copies nothing between host and device.
+// Requires a device (NoDevice otherwise). Launches of one layer must not overlap in time (issue them on one
+// stream, or order them with events): the stripes kernel's column counters belong to the layer.
 class QuantLinear {
  public:
+  // The setting from QGRU_CUDA_LINEAR_KERNEL (unset: kDefaultLinearKernelSetting); a bad value throws Error.
   explicit QuantLinear(const GptqLinearWeights& weights);
+  QuantLinear(const GptqLinearWeights& weights, kernels::LinearKernelSetting setting);
   ~QuantLinear();
   QuantLinear(QuantLinear&&) noexcept;
   QuantLinear& operator=(QuantLinear&&) noexcept;
@@ -38,11 +45,17 @@ class QuantLinear {
   int64_t N() const;
   bool act_order() const;  // true when A columns are gathered through a permutation
 
-  // Launch plan for M rows on this device (plan.supported false with the reason when no kernel fits).
+  kernels::LinearKernelSetting setting() const;
+  // The engine run(M) takes and why.
+  kernels::EngineChoice engine(int64_t M) const;
+  // The tile kernel's launch plan for M rows on this device (plan.supported false with the reason when no
+  // kernel fits); meaningful when engine(M) is Tiles.
   kernels::LinearPlan plan(int64_t M) const;
+  // The stripes partition of one launch of up to kStripeMaxRows rows (engine Stripes).
+  kernels::StripePlan stripe_plan(int64_t M) const;
   // The split-K target and the tile configuration plan() chooses (qgru/kernels/linear_plan.h; the default
-  // tuning leaves both to the plan; a benchmark sweeps them). Changes plan() and workspace_bytes() from the
-  // next call on.
+  // tuning leaves both to the plan; a benchmark sweeps them); for the stripes engine target_blocks_per_sm sets
+  // the number of blocks (0: kStripeBlocksPerSm). Changes plan() and workspace_bytes() from the next call on.
   void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 

@@ -4,6 +4,7 @@
 // CUDA headers, so qgru_gptq.cpp stays the same in both builds.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct qgruTensorDescriptor {
   std::vector<int64_t> strides;
 };
 
+namespace qgru::capi {
+struct CudaResidentLinear;  // qgru_gptq_cuda.cpp: the layer resident on the GPU
+}  // namespace qgru::capi
+
 struct qgruQuantizeGPTQDescriptor {
   qgruDevice_t device;
   int device_id;
@@ -29,6 +34,11 @@ struct qgruQuantizeGPTQDescriptor {
   int64_t stride_a, stride_c, stride_packed, stride_scale, stride_zero;  // row strides (elements)
   bool act_order = false;  // qgruQuantizeGPTQ options (qgruSetQuantizeGPTQ*)
   double damp = 0.01;
+  // Device-resident weights (qgruSetQuantizeGPTQWeights; CUDA only) and the pointers they were read from.
+  std::shared_ptr<qgru::capi::CudaResidentLinear> resident = nullptr;
+  const void* resident_packed = nullptr;
+  const void* resident_scale = nullptr;
+  const void* resident_zero = nullptr;
 };
 
 namespace qgru::capi {
@@ -69,8 +79,18 @@ Outcome cuda_device_count(int* count);
 Outcome cuda_check_descriptor(const qgruQuantizeGPTQDescriptor& d);
 
 // Device workspace bytes of the CUDA linear: fp16 a [M, K] and c [M, N] staging and the split-K fp32
-// partial sums [M, N], each 256-byte aligned, plus 256 bytes to align the caller's pointer.
+// partial sums [M, N], each 256-byte aligned, plus 256 bytes to align the caller's pointer; with resident
+// weights, at least what the resident layer's engine needs besides the staging.
 size_t cuda_linear_workspace_bytes(const qgruQuantizeGPTQDescriptor& d);
+
+// qgruSetQuantizeGPTQWeights: reads the weights once (device pointers, synchronizing `stream`), repacks and
+// uploads them as a resident layer on the descriptor. Statuses as cuda_linear.
+Outcome cuda_set_weights(qgruQuantizeGPTQDescriptor& d, const void* packed_weights, const void* b_scale,
+                         const void* zero, void* stream);
+
+// qgruQuantizeLinearGPTQ with resident weights: a's and c's layout changes and the layer's kernels enqueued on
+// `stream`; no host copy, no synchronization.
+Outcome cuda_linear_resident(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a, void* stream);
 
 // qgruQuantizeLinearGPTQ on the GPU (every pointer device memory, stream a cudaStream_t; returns after
 // synchronizing the stream). NoDevice, NotSupported and CUDA failures come back as DEVICE_UNAVAILABLE,

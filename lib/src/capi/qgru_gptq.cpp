@@ -405,11 +405,21 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
 qgruStatus_t qgruQuantizeLinearGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
                                     void* c, const void* a, const void* packed_weights, const void* b_scale,
                                     const void* zero, void* stream) {
+  // Resident weights (qgruSetQuantizeGPTQWeights): NULL weight pointers, or the very ones they were read from.
+  const bool resident = desc && desc->resident &&
+                        (packed_weights == nullptr || packed_weights == desc->resident_packed) &&
+                        (b_scale == nullptr || b_scale == desc->resident_scale) && (zero == nullptr || zero == desc->resident_zero);
   const qgruStatus_t status =
-      check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero}, true);
+      resident ? check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a}, true)
+               : check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero}, true);
   if (status != QGRU_STATUS_SUCCESS) return status;
   if (desc->device == QGRU_DEVICE_CUDA) {
 #ifdef QGRU_CAPI_WITH_CUDA
+    if (resident) {
+      return guarded("qgruQuantizeLinearGPTQ", [&] {
+        return answer("qgruQuantizeLinearGPTQ", qgru::capi::cuda_linear_resident(*desc, workspace, c, a, stream));
+      });
+    }
     return guarded("qgruQuantizeLinearGPTQ", [&] {
       return answer("qgruQuantizeLinearGPTQ",
                     qgru::capi::cuda_linear(*desc, workspace, c, a, packed_weights, b_scale, zero, stream));
@@ -448,6 +458,26 @@ qgruStatus_t qgruQuantizeLinearGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* wor
       for (int64_t m = 0; m < d.M; ++m) store(d.dtype, c, n * d.stride_c + m, C[n * d.M + m]);
     return ok();
   });
+}
+
+qgruStatus_t qgruSetQuantizeGPTQWeights(qgruQuantizeGPTQDescriptor_t desc, const void* packed_weights,
+                                        const void* b_scale, const void* zero, void* stream) {
+  if (!desc) return fail(QGRU_STATUS_NULL_POINTER, "qgruSetQuantizeGPTQWeights: desc is NULL");
+  if (!packed_weights || !b_scale || !zero) {
+    return fail(QGRU_STATUS_NULL_POINTER, "qgruSetQuantizeGPTQWeights: a weight pointer is NULL");
+  }
+  if (desc->device != QGRU_DEVICE_CUDA) {
+    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED,
+                "qgruSetQuantizeGPTQWeights: resident weights are for CUDA descriptors (the CPU reads the host weights)");
+  }
+#ifdef QGRU_CAPI_WITH_CUDA
+  return guarded("qgruSetQuantizeGPTQWeights", [&] {
+    return answer("qgruSetQuantizeGPTQWeights", qgru::capi::cuda_set_weights(*desc, packed_weights, b_scale, zero, stream));
+  });
+#else
+  (void)stream;
+  return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string("qgruSetQuantizeGPTQWeights: ") + kNoCudaBuilt);
+#endif
 }
 
 qgruStatus_t qgruDestroyQuantizeGPTQDescriptor(qgruQuantizeGPTQDescriptor_t desc) {

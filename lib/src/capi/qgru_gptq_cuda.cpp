@@ -4,9 +4,13 @@
 // The C API's layouts are not the kernel's: a [K, M] and c [N, M] are the transposes of the kernel's A [M, K]
 // and C [M, N]; packed_weights [N, K/8] holds the same words as the checkpoint's qweight [K/8, N] (8 codes
 // along K per word, lowest first), transposed; b_scale / zero [N, G] in dT become scales fp16 [G, N] and
-// qzeros int32 [G, N/8] (gptq_v2: the zero itself, zero_adjust 0). Each call copies the operands to the
-// host, re-lays them out there, builds the QuantLinear (upload), stages a and c through the workspace and
-// runs on the caller's stream, then synchronizes it.
+// qzeros int32 [G, N/8] (gptq_v2: the zero itself, zero_adjust 0).
+// Two paths. Resident (after qgruSetQuantizeGPTQWeights): the weights were read, repacked and uploaded once
+// into a QuantLinear kept on the descriptor; a call transposes a into fp16 [M, K] and C back into c on the
+// GPU (skipped for M = 1 with contiguous fp16 operands) and enqueues the layer's kernels on the caller's
+// stream: no host copy, no synchronization. Per call (otherwise): the operands go to the host, are re-laid
+// out there, the QuantLinear is built (upload), a and c are staged through the workspace and the call
+// synchronizes the stream.
 #ifdef QGRU_CAPI_WITH_CUDA
 
 #include <cuda_runtime.h>
@@ -23,6 +27,8 @@
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
+#include "qgru_cuda/device_buffer.h"
+#include "qgru_cuda/layout_convert.h"
 #include "qgru_cuda/quant_linear.h"
 #include "qgru_cuda/status.h"
 
@@ -57,6 +63,7 @@ std::vector<unsigned char> download_rows(const void* device, int64_t rows, int64
                                          cudaStream_t stream) {
   std::vector<unsigned char> host(static_cast<size_t>(rows * cols) * esize);
   const size_t row_bytes = static_cast<size_t>(cols) * esize;
+  cuda::count_host_transfer();
   QGRU_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), row_bytes, device, static_cast<size_t>(stride) * esize, row_bytes,
                                     static_cast<size_t>(rows), cudaMemcpyDeviceToHost, stream));
   return host;
@@ -96,6 +103,25 @@ Outcome check_device(int device_id) {
   return {};
 }
 
+// The checkpoint layer (gptq_v2 zeros) the kernels read, from the C API's host copies of the weights.
+cuda::GptqLinearWeights checkpoint_weights(const qgruQuantizeGPTQDescriptor& d, const std::vector<unsigned char>& packed_host,
+                                           const std::vector<unsigned char>& scale_host,
+                                           const std::vector<unsigned char>& zero_host) {
+  std::vector<int32_t> packed_words(packed_host.size() / 4);
+  std::memcpy(packed_words.data(), packed_host.data(), packed_host.size());
+  CheckpointLayer layer_data = capi_to_checkpoint(d.dtype, d.N, d.K, d.G, packed_words.data(), scale_host.data(), zero_host.data());
+  cuda::GptqLinearWeights w;
+  w.K = d.K;
+  w.N = d.N;
+  w.bits = kBits;
+  w.group_size = d.K / d.G;
+  w.zero_adjust = 0;
+  w.qweight = std::move(layer_data.qweight);
+  w.qzeros = std::move(layer_data.qzeros);
+  w.scales = std::move(layer_data.scales);
+  return w;
+}
+
 void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a, const void* packed_weights,
                 const void* b_scale, const void* zero, void* stream_handle) {
   CurrentDevice current(d.device_id);
@@ -110,24 +136,14 @@ void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, c
   const std::vector<unsigned char> a_host = download_rows(a, K, M, d.stride_a, esize, stream);
   QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  // The checkpoint layer (gptq_v2 zeros) the kernel reads.
-  std::vector<int32_t> packed_words(static_cast<size_t>(N * words));
-  std::memcpy(packed_words.data(), packed_host.data(), packed_host.size());
-  CheckpointLayer layer_data = capi_to_checkpoint(d.dtype, N, K, G, packed_words.data(), scale_host.data(), zero_host.data());
-  cuda::GptqLinearWeights w;
-  w.K = K;
-  w.N = N;
-  w.bits = kBits;
-  w.group_size = K / G;
-  w.zero_adjust = 0;
-  w.qweight = std::move(layer_data.qweight);
-  w.qzeros = std::move(layer_data.qzeros);
-  w.scales = std::move(layer_data.scales);
+  const cuda::GptqLinearWeights w = checkpoint_weights(d, packed_host, scale_host, zero_host);
   std::vector<uint16_t> a_half(static_cast<size_t>(M * K));  // A [M, K] = aᵀ
   for (int64_t k = 0; k < K; ++k)
     for (int64_t m = 0; m < M; ++m) a_half[static_cast<size_t>(m * K + k)] = load_half(d.dtype, a_host, static_cast<size_t>(k * M + m));
 
-  const cuda::QuantLinear layer(w);  // validates and uploads (cudaMemcpy on the legacy default stream)
+  // validates and uploads (cudaMemcpy on the legacy default stream); the tile kernel, whose split-K workspace
+  // cuda_linear_workspace_bytes counts
+  const cuda::QuantLinear layer(w, kernels::LinearKernelSetting::Legacy);
   // The uploads must be complete before `stream` (possibly non-blocking) reads them.
   QGRU_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 
@@ -136,9 +152,11 @@ void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, c
   void* a_dev = reinterpret_cast<void*>(base);
   void* c_dev = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)));
   void* split_dev = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)) + align_up(2 * static_cast<size_t>(M * N)));
+  cuda::count_host_transfer();
   QGRU_CUDA_CHECK(cudaMemcpyAsync(a_dev, a_half.data(), a_half.size() * 2, cudaMemcpyHostToDevice, stream));
   layer.run(a_dev, M, c_dev, split_dev, stream);
   std::vector<uint16_t> c_half(static_cast<size_t>(M * N));
+  cuda::count_host_transfer();
   QGRU_CUDA_CHECK(cudaMemcpyAsync(c_half.data(), c_dev, c_half.size() * 2, cudaMemcpyDeviceToHost, stream));
   QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
 
@@ -157,13 +175,25 @@ void run_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, c
     }
   }
   const size_t row_bytes = static_cast<size_t>(M) * esize;
+  cuda::count_host_transfer();
   QGRU_CUDA_CHECK(cudaMemcpy2DAsync(c, static_cast<size_t>(d.stride_c) * esize, c_host.data(), row_bytes, row_bytes,
                                     static_cast<size_t>(N), cudaMemcpyHostToDevice, stream));
   QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
   current.restore();
 }
 
+// Staging of the resident path: A fp16 [M, K] | C fp16 [M, N] | the layer's own workspace, 256-byte aligned.
+size_t staging_bytes(const qgruQuantizeGPTQDescriptor& d) {
+  const auto M = static_cast<size_t>(d.M), N = static_cast<size_t>(d.N), K = static_cast<size_t>(d.K);
+  return kDeviceAlign + align_up(2 * M * K) + align_up(2 * M * N);
+}
+
 }  // namespace
+
+struct CudaResidentLinear {
+  explicit CudaResidentLinear(const cuda::GptqLinearWeights& w) : layer(w) {}
+  cuda::QuantLinear layer;  // the engine QGRU_CUDA_LINEAR_KERNEL chose at load (qgru/kernels/linear_plan.h)
+};
 
 Outcome cuda_device_count(int* count) {
   const cuda::DeviceProbe probe = cuda::probe_devices();
@@ -182,15 +212,23 @@ Outcome cuda_check_descriptor(const qgruQuantizeGPTQDescriptor& d) {
 size_t cuda_linear_workspace_bytes(const qgruQuantizeGPTQDescriptor& d) {
   const auto M = static_cast<size_t>(d.M), N = static_cast<size_t>(d.N), K = static_cast<size_t>(d.K);
   // The split-K partial sums are counted whatever the split: the plan's split depends on the device.
-  return kDeviceAlign + align_up(2 * M * K) + align_up(2 * M * N) + align_up(4 * M * N);
+  const size_t per_call = kDeviceAlign + align_up(2 * M * K) + align_up(2 * M * N) + align_up(4 * M * N);
+  if (!d.resident) return per_call;
+  const size_t resident = staging_bytes(d) + align_up(static_cast<size_t>(d.resident->layer.workspace_bytes(d.M)));
+  return resident > per_call ? resident : per_call;
 }
 
-Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
-                    const void* packed_weights, const void* b_scale, const void* zero, void* stream) {
-  const Outcome device = check_device(d.device_id);
+namespace {
+
+// Maps the CUDA exceptions to statuses (the C API's contract), running `body` with device_id current.
+template <typename Body>
+Outcome on_device(int device_id, Body&& body) {
+  const Outcome device = check_device(device_id);
   if (!device.ok()) return device;
   try {
-    run_linear(d, workspace, c, a, packed_weights, b_scale, zero, stream);
+    CurrentDevice current(device_id);
+    body();
+    current.restore();
     return {};
   } catch (const cuda::NoDevice& e) {
     return {QGRU_STATUS_DEVICE_UNAVAILABLE, e.what()};
@@ -201,6 +239,55 @@ Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* 
   } catch (const BadZeroPoint& e) {
     return {QGRU_STATUS_BAD_PARAM, e.what()};
   }
+}
+
+}  // namespace
+
+Outcome cuda_set_weights(qgruQuantizeGPTQDescriptor& d, const void* packed_weights, const void* b_scale,
+                         const void* zero, void* stream_handle) {
+  return on_device(d.device_id, [&] {
+    const auto stream = static_cast<cudaStream_t>(stream_handle);
+    const size_t esize = element_bytes(d.dtype);
+    const std::vector<unsigned char> packed_host = download_rows(packed_weights, d.N, d.K / 8, d.stride_packed, 4, stream);
+    const std::vector<unsigned char> scale_host = download_rows(b_scale, d.N, d.G, d.stride_scale, esize, stream);
+    const std::vector<unsigned char> zero_host = download_rows(zero, d.N, d.G, d.stride_zero, esize, stream);
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // Repacks and uploads; the uploads end with a synchronization, so any stream reads the finished weights.
+    d.resident = std::make_shared<CudaResidentLinear>(checkpoint_weights(d, packed_host, scale_host, zero_host));
+    d.resident_packed = packed_weights;
+    d.resident_scale = b_scale;
+    d.resident_zero = zero;
+  });
+}
+
+Outcome cuda_linear_resident(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
+                             void* stream) {
+  return on_device(d.device_id, [&] {
+    const bool f32 = d.dtype == QGRU_DTYPE_F32;
+    const int64_t M = d.M, N = d.N, K = d.K;
+    const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign;
+    void* a_stage = reinterpret_cast<void*>(base);
+    void* c_stage = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)));
+    void* layer_workspace = reinterpret_cast<void*>(base + align_up(2 * static_cast<size_t>(M * K)) +
+                                                    align_up(2 * static_cast<size_t>(M * N)));
+    // One row of contiguous fp16 needs no transpose: a [K, 1] is A [1, K], c [N, 1] is C [1, N].
+    const bool a_direct = M == 1 && !f32 && d.stride_a == 1 && reinterpret_cast<uintptr_t>(a) % 16 == 0;
+    const bool c_direct = M == 1 && !f32 && d.stride_c == 1 && reinterpret_cast<uintptr_t>(c) % 4 == 0;
+    const void* a_rows = a;
+    if (!a_direct) {
+      cuda::transpose_convert(a, f32, d.stride_a, a_stage, false, K, K, M, stream);  // a [K, M] -> A [M, K] fp16
+      a_rows = a_stage;
+    }
+    void* c_rows = c_direct ? c : c_stage;
+    d.resident->layer.run(a_rows, M, c_rows, layer_workspace, stream);
+    if (!c_direct) cuda::transpose_convert(c_stage, false, N, c, f32, d.stride_c, M, N, stream);  // C [M, N] -> c [N, M]
+  });
+}
+
+Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
+                    const void* packed_weights, const void* b_scale, const void* zero, void* stream) {
+  // run_linear manages the current device itself (CurrentDevice); on_device's is the same device, harmless.
+  return on_device(d.device_id, [&] { run_linear(d, workspace, c, a, packed_weights, b_scale, zero, stream); });
 }
 
 }  // namespace qgru::capi

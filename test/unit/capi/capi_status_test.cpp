@@ -223,3 +223,29 @@ TEST_CASE("capi_call_statuses_workspace_nulls_and_internal_error") {
   CHECK(std::string(qgruStatusString(QGRU_STATUS_INTERNAL_ERROR)) == "QGRU_STATUS_INTERNAL_ERROR");
   CHECK(qgruDestroyQuantizeGPTQDescriptor(desc) == QGRU_STATUS_SUCCESS);
 }
+
+TEST_CASE("capi_resident_weights_are_refused_where_they_cannot_be_kept") {
+  CHECK(qgruSetQuantizeGPTQWeights(nullptr, nullptr, nullptr, nullptr, nullptr) == QGRU_STATUS_NULL_POINTER);
+  CHECK(message_has("desc is NULL"));
+  const int64_t N = 8, K = 32, M = 2, G = 1;
+  CpuHandle cpu;
+  Tensors t(N, K, M, G, QGRU_DTYPE_F32);
+  qgruQuantizeGPTQDescriptor_t desc = nullptr;
+  REQUIRE(qgruCreateQuantizeGPTQDescriptor(cpu.handle, &desc, t.c, t.a, t.packed, t.scale, t.zero) == QGRU_STATUS_SUCCESS);
+  std::vector<int32_t> packed(static_cast<size_t>(N * K / 8));
+  std::vector<float> scale(static_cast<size_t>(N * G), 1.0f), zero(static_cast<size_t>(N * G), 8.0f), a(static_cast<size_t>(K * M)),
+      c(static_cast<size_t>(N * M));
+  CHECK(qgruSetQuantizeGPTQWeights(desc, packed.data(), nullptr, zero.data(), nullptr) == QGRU_STATUS_NULL_POINTER);
+  CHECK(message_has("weight pointer is NULL"));
+  // A CPU descriptor reads the host weights on every call: nothing to keep resident.
+  CHECK(qgruSetQuantizeGPTQWeights(desc, packed.data(), scale.data(), zero.data(), nullptr) ==
+        QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+  CHECK(message_has("CUDA descriptors"));
+  // ... so NULL weights on the linear stay a NULL_POINTER there.
+  size_t bytes = 0;
+  REQUIRE(qgruGetQuantizeGPTQWorkspaceSize(desc, &bytes) == QGRU_STATUS_SUCCESS);
+  std::vector<unsigned char> workspace(bytes);
+  CHECK(qgruQuantizeLinearGPTQ(desc, workspace.data(), bytes, c.data(), a.data(), nullptr, nullptr, nullptr, nullptr) ==
+        QGRU_STATUS_NULL_POINTER);
+  CHECK(qgruDestroyQuantizeGPTQDescriptor(desc) == QGRU_STATUS_SUCCESS);
+}

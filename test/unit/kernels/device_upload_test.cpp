@@ -105,3 +105,20 @@ TEST_CASE("GPTQ layer upload: qweight, qzeros, scales and the act-order permutat
     CHECK(u.scales[15] == 0x3C00);
   }
 }
+
+TEST_CASE("stripes layer upload: tiles, group parameters and the act-order permutation, the synchronization last") {
+  dq::StripeWeights s;
+  s.words.assign(1024, 0x12345678u);
+  s.params.assign(128, 0x00083C00u);
+  for (const bool act_order : {false, true}) {
+    s.perm = act_order ? std::vector<int32_t>{1, 0, 3, 2} : std::vector<int32_t>{};
+    RecordingUploader up;
+    const dq::StripeLayerUpload u = dq::upload_stripe_layer(s, up);
+    check_sequence(up, act_order ? 3 : 2);
+    CHECK(up.owns(u.words));
+    CHECK(up.owns(u.params));
+    CHECK((act_order ? up.owns(u.perm) : u.perm == nullptr));
+    CHECK(u.words[1023] == 0x12345678u);
+    CHECK(u.params[127] == 0x00083C00u);
+  }
+}

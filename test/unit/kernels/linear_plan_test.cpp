@@ -139,3 +139,46 @@ TEST_CASE("shared memory layout: two stages and the W tile do not overlap, start
     if (c.block_k == 32) CHECK(l.total_bytes < 33792);
   }
 }
+
+TEST_CASE("engine choice: legacy by default, stripes only where the layer holds its layout, auto by the table") {
+  dq::LinearKernelSetting s;
+  CHECK(dq::parse_linear_kernel_setting(nullptr, s).empty());
+  CHECK(s == dq::kDefaultLinearKernelSetting);
+  CHECK(dq::parse_linear_kernel_setting("", s).empty());
+  CHECK(dq::parse_linear_kernel_setting("stripes", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Stripes);
+  CHECK(dq::parse_linear_kernel_setting("auto", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Auto);
+  CHECK(dq::parse_linear_kernel_setting("legacy", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Legacy);
+  CHECK(dq::parse_linear_kernel_setting("fast", s).find("QGRU_CUDA_LINEAR_KERNEL=fast") != std::string::npos);
+
+  for (const int64_t M : {1, 16, 17, 63, 64, 256, 4096}) {
+    CAPTURE(M);
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Legacy, "").engine == dq::LinearEngine::Tiles);
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Stripes, "").engine == dq::LinearEngine::Stripes);
+    const dq::EngineChoice refused = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "stripes kernel: group_size");
+    CHECK(refused.engine == dq::LinearEngine::Tiles);
+    CHECK(refused.reason.find("group_size") != std::string::npos);
+    const dq::EngineChoice a = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "");
+    CHECK(a.engine == (M < 64 ? dq::LinearEngine::Stripes : dq::LinearEngine::DequantGemm));
+    CHECK(!a.reason.empty());
+  }
+}
+
+TEST_CASE("the engine choice is constant over each row of the engine table (so a layer can choose once per row)") {
+  int64_t low = 1;
+  for (const dq::EngineRow& row : dq::kEngineTable) {
+    const int64_t high = row.max_m == INT64_MAX ? low + 1000 : row.max_m;
+    for (const auto setting : {dq::LinearKernelSetting::Legacy, dq::LinearKernelSetting::Stripes, dq::LinearKernelSetting::Auto})
+      for (const std::string& why : {std::string(), std::string("stripes kernel: group_size")}) {
+        const dq::EngineChoice at_row = dq::choose_engine(row.max_m, setting, why);
+        for (int64_t M = low; M <= high; M += (high - low) / 7 + 1) {
+          const dq::EngineChoice c = dq::choose_engine(M, setting, why);
+          CHECK(c.engine == at_row.engine);
+          CHECK(c.reason == at_row.reason);
+        }
+      }
+    low = row.max_m == INT64_MAX ? low : row.max_m + 1;
+  }
+}

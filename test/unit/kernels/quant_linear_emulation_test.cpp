@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "gptq_test_layer.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/kernels/linear_plan.h"
 #include "qgru/kernels/quant_linear_tile.h"
@@ -36,29 +38,18 @@ struct Layer {
 };
 
 Layer make_layer(const Problem& p, std::mt19937& rng) {
-  const int per = 32 / p.bits;
   const uint32_t maxq = (1u << p.bits) - 1u;
   const int64_t G = (p.K + p.group - 1) / p.group;
   Layer l;
   l.codes.resize(static_cast<size_t>(p.K * p.N));
   l.zeros.resize(static_cast<size_t>(G * p.N));
   l.scales.resize(static_cast<size_t>(G * p.N));
-  l.qweight.assign(static_cast<size_t>(p.K / per * p.N), 0);
-  l.qzeros.assign(static_cast<size_t>(G * (p.N / per)), 0);
   for (auto& c : l.codes) c = static_cast<uint32_t>(rng()) & maxq;
   for (auto& z : l.zeros) z = static_cast<uint32_t>(rng()) % maxq + static_cast<uint32_t>(p.zero_adjust);
   for (auto& s : l.scales) s = qgru::float_to_half_bits(0.001f + static_cast<float>(static_cast<uint32_t>(rng()) % 1000) * 1e-5f);
-  for (int64_t k = 0; k < p.K; ++k)
-    for (int64_t n = 0; n < p.N; ++n) {
-      auto& w = l.qweight[static_cast<size_t>((k / per) * p.N + n)];
-      w = static_cast<int32_t>(static_cast<uint32_t>(w) | (l.codes[static_cast<size_t>(k * p.N + n)] << (p.bits * (k % per))));
-    }
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t n = 0; n < p.N; ++n) {
-      auto& w = l.qzeros[static_cast<size_t>(g * (p.N / per) + n / per)];
-      const uint32_t stored = l.zeros[static_cast<size_t>(g * p.N + n)] - static_cast<uint32_t>(p.zero_adjust);
-      w = static_cast<int32_t>(static_cast<uint32_t>(w) | (stored << (p.bits * (n % per))));
-    }
+  qgru::test::PackedGptq packed = qgru::test::pack_gptq(l.codes, l.zeros, p.K, p.N, G, p.bits, p.zero_adjust);
+  l.qweight = std::move(packed.qweight);
+  l.qzeros = std::move(packed.qzeros);
   l.g_idx.resize(static_cast<size_t>(p.K));
   for (int64_t k = 0; k < p.K; ++k) l.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / p.group);
   if (p.act_order) std::shuffle(l.g_idx.begin(), l.g_idx.end(), rng);
@@ -159,16 +150,8 @@ void check_problem(const Problem& p, uint32_t seed, int config_index = -1) {
   double norm = 0;
   for (int64_t m = 0; m < p.M; ++m) {
     for (int64_t n = 0; n < p.N; ++n) {
-      double ref = 0, mag = 0;
-      for (int64_t k = 0; k < p.K; ++k) {
-        const int32_t g = l.g_idx[static_cast<size_t>(k)];
-        const uint16_t w = dq::gptq_dequant_reference(l.codes[static_cast<size_t>(k * p.N + n)],
-                                                      l.zeros[static_cast<size_t>(g * p.N + n)],
-                                                      l.scales[static_cast<size_t>(g * p.N + n)]);
-        const double prod = static_cast<double>(qgru::half_bits_to_float(a[static_cast<size_t>(m * p.K + k)])) * qgru::half_bits_to_float(w);
-        ref += prod;
-        mag += std::fabs(prod);
-      }
+      const qgru::test::ReferenceSum r = qgru::test::reference_output(l.codes, l.zeros, l.scales, l.g_idx, a, p.K, p.N, m, n);
+      const double ref = r.value, mag = r.magnitude;
       norm += ref * ref;
       const double diff = std::fabs(got[static_cast<size_t>(m * p.N + n)] - ref);
       REQUIRE_MESSAGE(diff <= 1e-12 * (mag + 1e-30), "M=" << p.M << " N=" << p.N << " K=" << p.K << " bits=" << p.bits

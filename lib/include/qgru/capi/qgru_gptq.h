@@ -20,7 +20,8 @@
  * descriptor; its outputs feed a CUDA descriptor's linear). On a CUDA descriptor c, a, packed_weights,
  * b_scale, zero and the workspace are device memory of that device and `stream` is a cudaStream_t (NULL:
  * the default stream); the call returns when c is written (it synchronizes `stream`: the weights and a are
- * re-laid out through the host on every call). F32 a and b_scale are rounded to fp16, each weight is
+ * re-laid out through the host on every call), unless the weights are resident (qgruSetQuantizeGPTQWeights
+ * below: then nothing goes through the host and the call only enqueues). F32 a and b_scale are rounded to fp16, each weight is
  * RN_fp16(s·(q − z)), sums are fp32 and c is rounded once to fp16; zero must hold integers in [0, 15]
  * (else BAD_PARAM). The workspace size needs no device. Which status says what:
  *   DEVICE_TYPE_NOT_SUPPORTED  qgru was built without CUDA, or the operator has no CUDA implementation;
@@ -123,6 +124,21 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
 qgruStatus_t qgruQuantizeLinearGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
                                     void* c, const void* a, const void* packed_weights, const void* b_scale,
                                     const void* zero, void* stream);
+
+/* Device-resident weights for a CUDA descriptor. Reads packed_weights, b_scale and zero (device memory of the
+ * descriptor's device, the layouts above) once on `stream`, repacks them for the GPU kernels and keeps them on
+ * the device until the descriptor is destroyed or this is called again; returns after synchronizing `stream`.
+ * From then on qgruQuantizeLinearGPTQ on this descriptor, given NULL for packed_weights, b_scale and zero (or
+ * the very pointers passed here), reads the resident copy: it enqueues its GPU work on `stream` (a's and c's
+ * layout changes included) and returns without synchronizing and without copying anything between host and
+ * device. Changing the weights behind those pointers needs another call of this function. Query
+ * qgruGetQuantizeGPTQWorkspaceSize again after this call: the resident path's workspace depends on the GPU
+ * engine (QGRU_CUDA_LINEAR_KERNEL, docs/CUDA.md). Calls on one descriptor must not overlap in time (issue them
+ * on one stream, or order them). SUCCESS, NULL_POINTER, DEVICE_TYPE_NOT_SUPPORTED (a CPU descriptor, or no
+ * CUDA built in), BAD_PARAM (a zero point that is not an integer in [0, 15]), DEVICE_UNAVAILABLE,
+ * NOT_SUPPORTED, EXECUTION_FAILED. */
+qgruStatus_t qgruSetQuantizeGPTQWeights(qgruQuantizeGPTQDescriptor_t desc, const void* packed_weights,
+                                        const void* b_scale, const void* zero, void* stream);
 
 /* SUCCESS; NULL_POINTER for NULL. */
 qgruStatus_t qgruDestroyQuantizeGPTQDescriptor(qgruQuantizeGPTQDescriptor_t desc);

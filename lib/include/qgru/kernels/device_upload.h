@@ -20,6 +20,7 @@
 
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/kernels/gru_step.h"
+#include "qgru/kernels/stripe_linear.h"
 
 namespace qgru::kernels {
 
@@ -134,6 +135,23 @@ inline GptqLayerUpload upload_gptq_layer(const std::vector<int32_t>& qweight, co
   u.qzeros = reinterpret_cast<const uint32_t*>(up.put(qzeros.data(), static_cast<int64_t>(qzeros.size())));
   u.scales = up.put(scales.data(), static_cast<int64_t>(scales.size()));
   if (perm != nullptr) u.perm = up.put(perm->data(), static_cast<int64_t>(perm->size()));
+  up.finish();
+  return u;
+}
+
+// One GPTQ layer in the stripes layout (qgru/kernels/stripe_linear.h) on the device: the repacked tiles, the
+// group parameters and, for act-order, the permutation of the activations; ends with up.finish(). The layer's
+// per-call path copies nothing more.
+struct StripeLayerUpload {
+  const uint32_t* words = nullptr;
+  const uint32_t* params = nullptr;
+  const int32_t* perm = nullptr;  // null without act-order
+};
+inline StripeLayerUpload upload_stripe_layer(const StripeWeights& s, Uploader& up) {
+  StripeLayerUpload u;
+  u.words = up.put(s.words);
+  u.params = up.put(s.params);
+  if (!s.perm.empty()) u.perm = up.put(s.perm);
   up.finish();
   return u;
 }

@@ -162,4 +162,83 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, const Linear
   return plan;
 }
 
+// ---- which engine serves a call ----
+//
+// Three engines exist for the quantized linear:
+//   Tiles        the WMMA kernel above (dequantized W tile in shared memory), any shape plan_linear accepts;
+//   Stripes      the mma.sync kernel of qgru/kernels/stripe_linear.h (weights repacked at load into fragment
+//                order, dequantized in registers, stripes over N x K tiles), for group sizes that are multiples
+//                of 32 or a single group;
+//   DequantGemm  the stripes layout dequantized once per call into an fp16 W [K, N] in the workspace, then
+//                cuBLAS's fp16 tensor-core GEMM (fp32 compute).
+// The layer holds one weight layout, chosen at load by the setting (QGRU_CUDA_LINEAR_KERNEL): "legacy" holds
+// the checkpoint layout and runs Tiles for every M; "stripes" holds the stripes layout and runs Stripes for
+// every M; "auto" holds the stripes layout when the layer can take it and picks per M from kEngineTable;
+// a layer the stripes layout cannot serve runs Tiles whatever the setting says (the reason is reported).
+// The default is "legacy": it is the engine a GPU has run and timed; Stripes and DequantGemm were written and
+// emulated on the host but have not run on a GPU (docs/CUDA.md, "Quantized linear").
+enum class LinearEngine { Tiles, Stripes, DequantGemm };
+enum class LinearKernelSetting { Legacy, Stripes, Auto };
+
+inline const char* engine_name(LinearEngine e) {
+  return e == LinearEngine::Tiles ? "tiles" : e == LinearEngine::Stripes ? "stripes" : "dequant-gemm";
+}
+inline const char* setting_name(LinearKernelSetting s) {
+  return s == LinearKernelSetting::Legacy ? "legacy" : s == LinearKernelSetting::Stripes ? "stripes" : "auto";
+}
+inline constexpr LinearKernelSetting kDefaultLinearKernelSetting = LinearKernelSetting::Legacy;
+
+// The value of QGRU_CUDA_LINEAR_KERNEL (null or empty: the default). Returns "" or why the value is refused.
+inline std::string parse_linear_kernel_setting(const char* value, LinearKernelSetting& out) {
+  out = kDefaultLinearKernelSetting;
+  if (value == nullptr || *value == '\0') return "";
+  const std::string v(value);
+  if (v == "legacy" || v == "tiles") {
+    out = LinearKernelSetting::Legacy;
+  } else if (v == "stripes") {
+    out = LinearKernelSetting::Stripes;
+  } else if (v == "auto") {
+    out = LinearKernelSetting::Auto;
+  } else {
+    return "QGRU_CUDA_LINEAR_KERNEL=" + v + ": expected legacy, stripes or auto";
+  }
+  return "";
+}
+
+// "auto"'s table: the engine for a row count, and why. Rows are tried in order; the first whose max_m holds M wins.
+struct EngineRow {
+  int64_t max_m;
+  LinearEngine engine;
+  const char* reason;
+};
+inline constexpr EngineRow kEngineTable[] = {
+    {16, LinearEngine::Stripes,
+     "M <= 16: bound by weight bytes (2M FLOP per weight over bits/8 bytes: 64 FLOP per byte at M = 16, 4-bit, "
+     "far below the tensor cores' ~200 per byte of HBM); one m16 fragment per block, each weight byte streamed "
+     "once at 16-byte loads, no shared-memory W tile"},
+    {63, LinearEngine::Stripes,
+     "17 <= M <= 63: still bound by weight bytes; the stripes kernel runs one m16 tile per grid row, re-reading the "
+     "weights (mostly from L2) per tile, which beats a per-call fp16 dequantization of all of W"},
+    {INT64_MAX, LinearEngine::DequantGemm,
+     "M >= 64: the GEMM turns compute bound; without a wgmma kernel, cuBLAS's fp16 tensor-core GEMM on W dequantized "
+     "once per call (0.5 + 2 + 2 bytes per weight of traffic) is the faster path: the WMMA tile kernel ran at "
+     "0.14-0.49x cuBLAS fp16 at M = 64 and 256 (docs/benchmarks/cuda.md)"},
+};
+
+struct EngineChoice {
+  LinearEngine engine = LinearEngine::Tiles;
+  std::string reason;
+};
+// The engine for M rows of a layer loaded with `setting`; stripes_reason is stripe_unsupported_reason of the
+// layer ("" when it holds the stripes layout).
+inline EngineChoice choose_engine(int64_t M, LinearKernelSetting setting, const std::string& stripes_reason) {
+  if (setting == LinearKernelSetting::Legacy) return {LinearEngine::Tiles, "QGRU_CUDA_LINEAR_KERNEL=legacy (the default)"};
+  if (!stripes_reason.empty()) return {LinearEngine::Tiles, stripes_reason};
+  if (setting == LinearKernelSetting::Stripes) return {LinearEngine::Stripes, "QGRU_CUDA_LINEAR_KERNEL=stripes"};
+  for (const EngineRow& row : kEngineTable) {
+    if (M <= row.max_m) return {row.engine, row.reason};
+  }
+  return {LinearEngine::Tiles, "no row of kEngineTable holds M"};  // unreachable: the last row holds INT64_MAX
+}
+
 }  // namespace qgru::kernels

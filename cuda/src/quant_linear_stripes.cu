@@ -1,0 +1,248 @@
+// The stripes quantized linear for small batches (W4A16 / W8A16): C[M, N] = A[M, K] · W[K, N] with W in the
+// repacked layout of qgru/kernels/stripe_linear.h (read that header first: tiles, per-lane words, stripes,
+// the fixed-order reduction).
+//
+// One block of 4 warps streams a contiguous stripe of 64 x 128 weight tiles through a 4-stage cp.async
+// pipeline (weights with an L2 evict-first policy: each byte is read once per launch; A and the group
+// parameters with the default policy, A is shared by every block). Per tile and k32 half every lane takes its
+// words with one (4-bit) or two (8-bit) 128-bit shared loads, dequantizes them in registers straight into
+// mma.sync m16n8k16 B fragments (stripe_dequant_lane: LOP3/PRMT and packed-half arithmetic, scale and zero
+// fused), takes A through ldmatrix.x4 and accumulates in fp32 on the tensor cores. At the end of its part of a
+// column a block stores fp16 C directly (the column is its alone) or writes fp32 partial sums to its slot,
+// and the last block of the column to arrive sums the slots in fixed order (stripe_linear.h).
+//
+// Per-element work lives in stripe_linear.h (QGRU_HD, run by the CPU tests: the stage loads, the lane's words
+// and parameters, the dequantization, the epilogue's positions); this file sequences it and holds the two
+// device-only instructions the host emulation restates from the PTX ISA (ldmatrix, mma).
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "qgru/kernels/quant_linear_tile.h"
+#include "qgru/kernels/stripe_linear.h"
+#include "qgru_cuda/check.h"
+#include "quant_linear_launch.h"
+
+namespace qgru::cuda {
+
+namespace {
+
+namespace k = qgru::kernels;
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&a)[4], const void* smem_row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(address));
+}
+
+// D = A · B + D, fp16 operands, fp32 accumulators (fragments: stripe_linear.h and the PTX ISA).
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int Bits>
+__global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const StripeLinearArgs args) {
+  constexpr int kTileBytes = k::stripe_tile_bytes(Bits);
+  constexpr int kStageBytes = k::stripe_stage_bytes(Bits);
+  constexpr int kWordsPerLane = k::stripe_words_per_lane(Bits);
+  static_assert(kTileBytes % (16 * k::kStripeThreads) == 0, "whole 16-byte chunks per thread");
+  static_assert(k::kStripeTileM * k::kStripeTileK / 8 == k::kStripeThreads, "one A chunk per thread");
+  static_assert(k::stripe_smem_bytes(Bits) <= 48 * 1024, "static shared memory limit");
+  __shared__ __align__(128) unsigned char smem[k::stripe_smem_bytes(Bits)];
+  __shared__ int last_block_of_column;
+
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int64_t block = blockIdx.x, mt = blockIdx.y;
+  const k::TileRange range = k::stripe_block_range(block, args.tiles, args.tiles_per_block);
+  const uint64_t policy = k::stripe_evict_first_policy();
+
+  const auto w_stage = [&](int slot) { return smem + slot * kStageBytes; };
+  const auto a_stage = [&](int slot) { return reinterpret_cast<uint16_t*>(smem + slot * kStageBytes + kTileBytes); };
+  const auto p_stage = [&](int slot) {
+    return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kTileBytes + k::stripe_a_stage_bytes());
+  };
+
+  const k::StripeSources sources{args.words, args.a, args.params, args.M, args.K, args.n_padded, args.k_tiles, args.group_size};
+  const auto stage = [&](int slot) { return k::StripeStage{reinterpret_cast<uint32_t*>(w_stage(slot)), a_stage(slot), p_stage(slot)}; };
+  // Issues thread tid's copies of tile t into stage `slot`.
+  const auto load = [&](int64_t t, int slot) {
+    k::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % args.k_tiles == 0, tid, stage(slot), policy);
+  };
+
+  float acc[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+  uint32_t params[4] = {0, 0, 0, 0};
+
+#pragma unroll
+  for (int i = 0; i < k::kStripeStages - 1; ++i) {
+    if (range.begin + i < range.end) load(range.begin + i, i);
+    k::copy_async_commit();
+  }
+  for (int64_t t = range.begin; t < range.end; ++t) {
+    const int64_t i = t - range.begin;
+    k::copy_async_wait<k::kStripeStages - 2>();  // tile t's group has landed
+    __syncthreads();                                 // ... for every thread; the slot of tile t - 1 is free
+    const int64_t t_next = t + k::kStripeStages - 1;
+    if (t_next < range.end) load(t_next, static_cast<int>((i + k::kStripeStages - 1) % k::kStripeStages));
+    k::copy_async_commit();
+
+    const int slot = static_cast<int>(i % k::kStripeStages);
+    const int64_t nt = t / args.k_tiles, kt = t % args.k_tiles;
+    const bool segment_start = t == range.begin || kt == 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (k::stripe_needs_params(kt, h, segment_start, args.group_size)) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[k::stripe_param_stage_index(h, warp, j, lane)];
+      }
+      uint32_t words[kWordsPerLane];
+      const uint32_t* stage_words = reinterpret_cast<const uint32_t*>(w_stage(slot));
+#pragma unroll
+      for (int q = 0; q < kWordsPerLane / 4; ++q) {  // one 128-bit shared load per 16-byte group
+        const uint4 v = *reinterpret_cast<const uint4*>(stage_words + k::stripe_lane_group_offset(Bits, warp, h, lane, q));
+        words[4 * q] = v.x;
+        words[4 * q + 1] = v.y;
+        words[4 * q + 2] = v.z;
+        words[4 * q + 3] = v.w;
+      }
+      const k::StripeBFragments b = k::stripe_dequant_lane<Bits>(words, params);
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        uint32_t a[4];
+        ldmatrix_x4(a, a_stage(slot) + k::stripe_a_ldmatrix_offset(lane, h, s));
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_m16n8k16(acc[j], a, b.b[j][s][0], b.b[j][s][1]);
+      }
+    }
+
+    if (t + 1 == range.end || (t + 1) % args.k_tiles == 0) {  // the block's part of column nt ends here
+      const k::StripeColumn column = k::stripe_column(nt, args.k_tiles, args.tiles_per_block);
+      const int64_t segment = block - column.first_block;
+      const bool direct = column.segments == 1;  // the column is this block's alone: fp16 C straight away
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const k::StripeRowCol rc = k::stripe_acc_position(warp, j, lane, 2 * r);
+          const int64_t m = mt * k::kStripeTileM + rc.row, n = nt * k::kStripeTileN + rc.col;
+          if (m >= args.M) continue;
+          if (direct) {
+            if (n < args.N) {  // n even, N % 8 == 0: n + 1 < N too
+              *reinterpret_cast<__half2*>(args.c + m * args.N + n) = __floats2half2_rn(acc[j][2 * r], acc[j][2 * r + 1]);
+            }
+          } else {
+            *reinterpret_cast<float2*>(args.workspace + k::stripe_partial_index(segment, m, n, args.M, args.n_padded)) =
+                make_float2(acc[j][2 * r], acc[j][2 * r + 1]);
+          }
+        }
+      if (!direct) {
+        __threadfence();  // the partials are visible device-wide before the counter says so
+        __syncthreads();
+        uint32_t* counter = args.counters + mt * args.n_tiles + nt;
+        if (tid == 0) last_block_of_column = atomicAdd(counter, 1u) + 1u == static_cast<uint32_t>(column.segments);
+        __syncthreads();
+        if (last_block_of_column) {
+          __threadfence();
+          const int64_t rows = args.M - mt * k::kStripeTileM < k::kStripeTileM ? args.M - mt * k::kStripeTileM : k::kStripeTileM;
+          for (int e = tid; e < rows * k::kStripeTileN; e += k::kStripeThreads) {
+            const int64_t m = mt * k::kStripeTileM + e / k::kStripeTileN, n = nt * k::kStripeTileN + e % k::kStripeTileN;
+            if (n >= args.N) continue;
+            float sum = 0.0f;  // slots in the fixed order 0, 1, ...: the same bits whichever block came last
+            for (int64_t s = 0; s < column.segments; ++s) {
+              sum += __ldcg(args.workspace + k::stripe_partial_index(s, m, n, args.M, args.n_padded));
+            }
+            args.c[m * args.N + n] = __half_as_ushort(__float2half_rn(sum));
+          }
+          if (tid == 0) atomicExch(counter, 0u);  // every segment has arrived: ready for the next launch
+        }
+        __syncthreads();  // last_block_of_column is read by every thread before the next column may rewrite it
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+    }
+  }
+  k::copy_async_wait<0>();
+}
+
+// Act-order: A'[m, k'] = A[m, perm[k']], once per call.
+__global__ void gather_columns_kernel(const __half* a, const int32_t* perm, __half* out, int64_t M, int64_t K) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < M * K;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = i / K, kp = i % K;
+    out[i] = a[m * K + perm[kp]];
+  }
+}
+
+// The DequantGemm engine's first step: the whole W [K, N] fp16 from the stripes layout, one thread per
+// (tile, warp, half, lane), each writing its 4·2·2·2 halves (stripe_dequant_lane_to_matrix).
+template <int Bits>
+__global__ void stripe_dequant_kernel(const uint32_t* words, const uint32_t* params, int64_t K, int64_t N,
+                                      int64_t n_padded, int64_t k_tiles, int64_t tiles, int64_t group_size,
+                                      uint16_t* w16) {
+  const int64_t lanes = tiles * k::kStripeWarps * 2 * 32;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < lanes;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int lane = static_cast<int>(i % 32), h = static_cast<int>((i / 32) % 2), w = static_cast<int>((i / 64) % 4);
+    const int64_t t = i / 256, nt = t / k_tiles, kt = t % k_tiles;
+    const int64_t g = (kt * k::kStripeTileK + 32 * h) / group_size;
+    uint32_t lane_words[Bits];
+    k::stripe_lane_words<Bits>(words + t * k::stripe_tile_words(Bits), w, h, lane, lane_words);
+    k::stripe_dequant_lane_to_matrix<Bits>(lane_words, params + g * n_padded, K, N, nt, kt, w, h, lane, w16);
+  }
+}
+
+}  // namespace
+
+void launch_stripe_dequant(const StripeLinearArgs& args, int bits, uint16_t* w16, void* stream) {
+  const int64_t blocks64 = (args.tiles * 256 + 255) / 256;
+  const unsigned blocks = static_cast<unsigned>(blocks64 < 65535 ? blocks64 : 65535);
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  if (bits == 4) {
+    stripe_dequant_kernel<4><<<blocks, 256, 0, cuda_stream>>>(args.words, args.params, args.K, args.N, args.n_padded,
+                                                              args.k_tiles, args.tiles, args.group_size, w16);
+    QGRU_CUDA_CHECK_LAUNCH("stripe_dequant_kernel<4><<<...>>>");
+  } else if (bits == 8) {
+    stripe_dequant_kernel<8><<<blocks, 256, 0, cuda_stream>>>(args.words, args.params, args.K, args.N, args.n_padded,
+                                                              args.k_tiles, args.tiles, args.group_size, w16);
+    QGRU_CUDA_CHECK_LAUNCH("stripe_dequant_kernel<8><<<...>>>");
+  } else {
+    throw NotSupported("stripes dequantization with " + std::to_string(bits) + "-bit codes");
+  }
+}
+
+void launch_gather_columns(const uint16_t* a, const int32_t* perm, uint16_t* out, int64_t M, int64_t K, void* stream) {
+  const int64_t blocks64 = (M * K + 255) / 256;
+  const unsigned blocks = static_cast<unsigned>(blocks64 < 4096 ? blocks64 : 4096);
+  gather_columns_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      reinterpret_cast<const __half*>(a), perm, reinterpret_cast<__half*>(out), M, K);
+  QGRU_CUDA_CHECK_LAUNCH("gather_columns_kernel<<<...>>>");
+}
+
+void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, int64_t m_tiles, void* stream) {
+  if (blocks < 1 || blocks > 0x7FFFFFFF || m_tiles < 1 || m_tiles > 65535) {
+    throw Error("stripes linear launch: grid " + std::to_string(blocks) + " x " + std::to_string(m_tiles) + " out of range");
+  }
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(m_tiles));
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  if (bits == 4) {
+    stripe_linear_kernel<4><<<grid, k::kStripeThreads, 0, cuda_stream>>>(args);
+    QGRU_CUDA_CHECK_LAUNCH("stripe_linear_kernel<4><<<...>>>");
+  } else if (bits == 8) {
+    stripe_linear_kernel<8><<<grid, k::kStripeThreads, 0, cuda_stream>>>(args);
+    QGRU_CUDA_CHECK_LAUNCH("stripe_linear_kernel<8><<<...>>>");
+  } else {
+    throw NotSupported("stripes linear with " + std::to_string(bits) + "-bit codes (kernels exist for 4 and 8)");
+  }
+}
+
+}  // namespace qgru::cuda

@@ -1,0 +1,383 @@
+#pragma once
+// The "stripes" quantized linear for small batches (cuda/src/quant_linear_stripes.cu): its repacked weight
+// layout, the per-lane fragment mapping of mma.sync m16n8k16, the stripe partition of the N x K tiles over the
+// blocks and the fixed-order reduction of their partial sums. Everything the kernel computes per element is
+// QGRU_HD here, so the CPU tests run it (test/unit/kernels/stripe_linear_test.cpp emulates whole launches).
+//
+// Problem: C[M, N] fp16 = A[M, K] fp16 · W[K, N], W[k, n] = RN_fp16(s(g, n) · (u(k, n) − z(g, n))) from a
+// GPTQ checkpoint layer (qgru/kernels/gptq_layout.h), fp32 accumulation.
+//
+// Tiles. The weight is cut into block tiles of kStripeTileK (64) inputs x kStripeTileN (128) outputs; K and N
+// are padded up to whole tiles (padded codes and scales are 0, the padded inputs of A are read as 0, so padding
+// adds exact zeros). Tile (nt, kt) is one contiguous run of kStripeTileBytes(bits) in the repacked array, tiles
+// ordered column-major: nt · k_tiles + kt. A block streams a contiguous range of that order (its stripe), so
+// its weight reads are one contiguous run of memory.
+//
+// Inside a tile: warp w (0..3) owns outputs n0 + 32w .. +31, and the tile's two k32 halves h; for each (w, h)
+// every lane holds `bits` 32-bit words in 16-byte groups (one group for 4-bit, two for 8-bit, the lanes' q-th
+// groups side by side, stripe_lane_group_offset): one or two 128-bit loads give a lane all its B fragments of
+// a 32 x 32 warp tile. The mma.sync m16n8k16 B fragment (PTX ISA,
+// "Matrix fragments for mma.m16n8k16", .f16 B): lane l holds for output column n = l / 4 of an 8-wide
+// n fragment the inputs k = 2(l % 4) + {0, 1} (register b0) and 8 + 2(l % 4) + {0, 1} (register b1).
+//   4-bit word j (n fragment j of the warp's four): eight codes; the fast dequantization's raw order
+//     (fast_dequant.h: pair p = codes p and p + 4) gives pairs 0, 1 = b0, b1 of k-step 0 (inputs 0..15 of the
+//     k32 half) and pairs 2, 3 = b0, b1 of k-step 1 (inputs 16..31): so code e sits at pair p = e % 4, half
+//     e / 4, k = 16 (p / 2) + 8 (p % 2) + 2 (l % 4) + e / 4.
+//   8-bit word 2j + s (n fragment j, k-step s): four codes; raw order pair p = codes p and p + 2 gives b0, b1:
+//     code e at k = 16 s + 8 (e % 2) + 2 (l % 4) + e / 2.
+// All codes of one lane's word share one output n and one k32 half, hence one group when group_size is a
+// multiple of 32 (required; a single group is always fine), so each word takes one scale and one zero point.
+//
+// Group parameters: params [groups_padded, n_padded] uint32, scale fp16 bits in the low half and the zero point
+// (zero_adjust already added) in the high half. A block loads a row into its stage only when a k32 half starts
+// a new group or starts the block's part of a column (stripe_needs_params).
+//
+// Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
+// takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
+// column nt are the column's segments s = 0, 1, ... in k order. A column with one segment is written to C
+// directly. Otherwise each segment writes its fp32 partial sums [M rows, 128] to slot s of the workspace, then
+// increments the column's counter; the block that brings it to the segment count (whichever arrives last)
+// sums the slots in the order s = 0, 1, ... (fixed: the result does not depend on which block was last), rounds
+// once to fp16, writes C and resets the counter to 0 for the next launch. The counters belong to the layer and
+// start at 0: launches on one layer must not overlap in time (one stream, or ordered by events).
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "qgru/kernels/fast_dequant.h"
+#include "qgru/kernels/gptq_layout.h"
+#include "qgru/kernels/quant_linear_tile.h"
+#include "qgru/hd.h"
+
+namespace qgru::kernels {
+
+inline constexpr int kStripeTileK = 64;       // inputs per block tile (two k32 halves)
+inline constexpr int kStripeTileN = 128;      // outputs per block tile (four warps of 32)
+inline constexpr int kStripeWarps = 4;
+inline constexpr int kStripeThreads = 32 * kStripeWarps;
+inline constexpr int kStripeTileM = 16;       // rows of A per block (one mma m16 fragment)
+inline constexpr int kStripeStages = 4;       // cp.async pipeline depth
+inline constexpr int kStripeLdA = kStripeTileK + 8;  // A stage row, padded by 8 halves (conflict-free ldmatrix)
+// Blocks per multiprocessor the stripes aim at unless tuned (LinearTuning::target_blocks_per_sm): enough
+// bytes in flight per SM (3 stages of 4 KiB per block at 4 bits) to cover HBM latency. A first guess, not yet
+// measured: the benchmark sweeps it (--blocks-per-sm).
+inline constexpr int kStripeBlocksPerSm = 4;
+// Rows per launch: a call with more rows runs several launches in stream order (the counters are sized for it).
+inline constexpr int64_t kStripeMaxRows = 1024;
+inline constexpr int64_t kStripeMaxMTiles = kStripeMaxRows / kStripeTileM;
+
+QGRU_HD constexpr int stripe_words_per_lane(int bits) { return bits; }  // 32x32 codes / 32 lanes / (32 / bits)
+QGRU_HD constexpr int stripe_tile_words(int bits) { return kStripeWarps * 2 * 32 * stripe_words_per_lane(bits); }
+QGRU_HD constexpr int stripe_tile_bytes(int bits) { return 4 * stripe_tile_words(bits); }
+
+// Shared memory of one stage and of the block (bytes): W tile | A tile [16, kStripeLdA] fp16 | params
+// [2 halves, 128] uint32; every region a multiple of 16 bytes.
+QGRU_HD constexpr int stripe_a_stage_bytes() { return 2 * kStripeTileM * kStripeLdA; }
+QGRU_HD constexpr int stripe_params_stage_bytes() { return 4 * 2 * kStripeTileN; }
+QGRU_HD constexpr int stripe_stage_bytes(int bits) {
+  return stripe_tile_bytes(bits) + stripe_a_stage_bytes() + stripe_params_stage_bytes();
+}
+QGRU_HD constexpr int stripe_smem_bytes(int bits) { return kStripeStages * stripe_stage_bytes(bits); }
+
+// ---- the per-lane mapping of the repacked words ----
+
+struct StripeKN {
+  int k, n;  // inside the 32 x 32 warp tile
+};
+// Input k and output n (relative to the warp tile's origin) of code e of word `word` of lane `lane`.
+QGRU_HD StripeKN stripe_code_position(int bits, int lane, int word, int e) {
+  const int quad = lane % 4, column = lane / 4;
+  if (bits == 4) {
+    const int p = e % 4;
+    return {16 * (p / 2) + 8 * (p % 2) + 2 * quad + e / 4, 8 * word + column};
+  }
+  const int j = word / 2, s = word % 2;
+  return {16 * s + 8 * (e % 2) + 2 * quad + e / 2, 8 * j + column};
+}
+
+// Index of word `word` of lane `lane` for warp w, half h of tile (nt, kt), in the repacked array.
+
+// A lane's words come in 16-byte groups q = 0 .. bits/4 - 1 (words 4q .. 4q+3). Offset (in words, from the
+// tile's start, also in its shared-memory stage) of group q of lane `lane` for warp w, half h: the 32 lanes'
+// q-th groups are consecutive, so each group is one conflict-free 128-bit shared load across the warp.
+QGRU_HD int stripe_lane_group_offset(int bits, int w, int h, int lane, int q) {
+  return (((w * 2 + h) * (bits / 4) + q) * 32 + lane) * 4;
+}
+
+// The `Bits` words of lane `lane` for warp w, half h, from a tile (or its stage) starting at `tile`.
+template <int Bits>
+QGRU_HD void stripe_lane_words(const uint32_t* tile, int w, int h, int lane, uint32_t* words) {
+  for (int q = 0; q < Bits / 4; ++q)
+    for (int i = 0; i < 4; ++i) words[4 * q + i] = tile[stripe_lane_group_offset(Bits, w, h, lane, q) + i];
+}
+
+// Offset (in words, from the stage's params region: [2 halves, 128 outputs]) of the group parameters of n
+// fragment j of warp w, lane `lane`, half h.
+QGRU_HD int stripe_param_stage_index(int h, int w, int j, int lane) { return h * kStripeTileN + 32 * w + 8 * j + lane / 4; }
+
+QGRU_HD int64_t stripe_word_index(int bits, int64_t k_tiles, int64_t nt, int64_t kt, int w, int h, int lane, int word) {
+  const int64_t tile = nt * k_tiles + kt;
+  return tile * stripe_tile_words(bits) + stripe_lane_group_offset(bits, w, h, lane, word / 4) + word % 4;
+}
+
+// Group parameters packed in one word, and their halves.
+QGRU_HD constexpr uint32_t stripe_param(uint16_t scale_bits, uint32_t zero) { return scale_bits | (zero << 16); }
+QGRU_HD constexpr uint16_t stripe_param_scale(uint32_t param) { return static_cast<uint16_t>(param & 0xFFFFu); }
+QGRU_HD constexpr uint32_t stripe_param_zero(uint32_t param) { return param >> 16; }
+
+// The B fragments of one lane for one 32 x 32 warp tile: b[j][s][r] = register r (b0, b1) of n fragment j,
+// k-step s, two packed halves each; `words` the lane's words, params[j] the group parameters of output
+// 8j + lane / 4. Each half is RN_fp16(s · (u − z)) exactly (fast_dequant.h).
+struct StripeBFragments {
+  uint32_t b[4][2][2];
+};
+template <int Bits>
+QGRU_HD StripeBFragments stripe_dequant_lane(const uint32_t* words, const uint32_t* params) {
+  StripeBFragments out;
+  if constexpr (Bits == 4) {
+    for (int j = 0; j < 4; ++j) {
+      const F16x2x4 h = dequant_u4x8_raw(words[j], stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+      out.b[j][0][0] = h.pair[0];
+      out.b[j][0][1] = h.pair[1];
+      out.b[j][1][0] = h.pair[2];
+      out.b[j][1][1] = h.pair[3];
+    }
+  } else {
+    static_assert(Bits == 8, "4- or 8-bit codes");
+    for (int j = 0; j < 4; ++j) {
+      for (int s = 0; s < 2; ++s) {
+        const F16x2x2 h = dequant_u8x4_raw(words[2 * j + s], stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+        out.b[j][s][0] = h.pair[0];
+        out.b[j][s][1] = h.pair[1];
+      }
+    }
+  }
+  return out;
+}
+
+// Offset (in halves, from the A stage's start) of the row lane `lane` hands ldmatrix.x4 for the A fragment of
+// k-step s of half h: matrices 0..3 = (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15,
+// k 8-15) of the 16 x 16 block, which ldmatrix.x4 returns as registers a0..a3 of the mma A fragment.
+QGRU_HD int stripe_a_ldmatrix_offset(int lane, int h, int s) {
+  return (lane % 16) * kStripeLdA + 32 * h + 16 * s + 8 * (lane / 16);
+}
+
+// ---- the pipeline's stage loads ----
+
+// Whether half h of tile (kt) must load its group parameters: it starts a group, or it starts the block's part
+// of the column (first tile of the stripe, or kt == 0), h == 0. group_size a multiple of 32.
+QGRU_HD bool stripe_needs_params(int64_t kt, int h, bool segment_start, int64_t group_size) {
+  return (h == 0 && segment_start) || (kt * kStripeTileK + 32 * h) % group_size == 0;
+}
+
+
+// An L2 policy for data read once (the weights): evict first. 0 on the host (no cache to hint).
+QGRU_HD uint64_t stripe_evict_first_policy() {
+#if defined(__CUDA_ARCH__)
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+// 16 bytes global -> shared, asynchronously with an L2 policy on the device (cp.async.cg ... L2::cache_hint,
+// sm_80+; completed by copy_async_commit + copy_async_wait); a plain copy on the host.
+QGRU_HD void copy16_async_hinted(void* smem_dst, const void* gmem_src, uint64_t policy) {
+#if defined(__CUDA_ARCH__)
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "l"(policy));
+#else
+  static_cast<void>(policy);
+  std::memcpy(smem_dst, gmem_src, 16);
+#endif
+}
+
+// One stage of the pipeline in shared memory: the tile's words, A [16, kStripeLdA] fp16, params [2, 128].
+struct StripeStage {
+  uint32_t* words;
+  uint16_t* a;
+  uint32_t* params;
+};
+
+// What the stage loads read (device pointers on the GPU).
+struct StripeSources {
+  const uint32_t* words;   // the repacked tiles
+  const uint16_t* a;       // fp16 [M, K], gathered for act-order
+  const uint32_t* params;  // [groups_padded, n_padded]
+  int64_t M, K, n_padded, k_tiles, group_size;
+};
+
+// Thread tid's copies of tile t (rows of m tile mt) into `stage`: its share of the tile's 16-byte chunks of
+// words (evict-first), one 16-byte chunk of A (row tid / 8, inputs 8·(tid % 8); zeros past M or K, K % 8 == 0),
+// and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it (stripe_needs_params).
+template <int Bits>
+QGRU_HD void stripe_load_tile(const StripeSources& src, int64_t mt, int64_t t, bool segment_start, int tid,
+                              const StripeStage& stage, uint64_t policy) {
+  constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
+  const int64_t nt = t / src.k_tiles, kt = t % src.k_tiles;
+  const uint32_t* tile = src.words + t * stripe_tile_words(Bits);
+  for (int chunk = tid; chunk < kChunks; chunk += kStripeThreads) copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+  const int row = tid / 8, col = 8 * (tid % 8);
+  const int64_t m = mt * kStripeTileM + row, k = kt * kStripeTileK + col;
+  const bool valid = m < src.M && k < src.K;
+  copy16_async(stage.a + row * kStripeLdA + col, valid ? src.a + m * src.K + k : src.a, valid);
+  if (tid < 2 * kStripeTileN / 4) {
+    const int h = tid / 32, c = tid % 32;
+    if (stripe_needs_params(kt, h, segment_start, src.group_size)) {
+      const int64_t g = (kt * kStripeTileK + 32 * h) / src.group_size;
+      copy16_async(stage.params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + nt * kStripeTileN + 4 * c, true);
+    }
+  }
+}
+
+// ---- the stripe partition ----
+
+struct StripePlan {
+  int64_t m_tiles = 0, n_tiles = 0, k_tiles = 0;  // tiles of 16 rows, 128 outputs, 64 inputs
+  int64_t tiles = 0;             // n_tiles · k_tiles (per m tile)
+  int64_t tiles_per_block = 0;
+  int64_t blocks = 0;            // per m tile: grid = (blocks, m_tiles)
+  int64_t max_segments = 0;      // largest number of blocks sharing a column
+};
+inline StripePlan plan_stripes(int64_t M, int64_t n_padded, int64_t k_padded, int64_t target_blocks) {
+  StripePlan p;
+  p.m_tiles = (M + kStripeTileM - 1) / kStripeTileM;
+  p.n_tiles = n_padded / kStripeTileN;
+  p.k_tiles = k_padded / kStripeTileK;
+  p.tiles = p.n_tiles * p.k_tiles;
+  const int64_t want = target_blocks < 1 ? 1 : (target_blocks > p.tiles ? p.tiles : target_blocks);
+  p.tiles_per_block = (p.tiles + want - 1) / want;
+  p.blocks = (p.tiles + p.tiles_per_block - 1) / p.tiles_per_block;
+  for (int64_t nt = 0; nt < p.n_tiles; ++nt) {
+    const int64_t first = nt * p.k_tiles / p.tiles_per_block, last = ((nt + 1) * p.k_tiles - 1) / p.tiles_per_block;
+    if (last - first + 1 > p.max_segments) p.max_segments = last - first + 1;
+  }
+  return p;
+}
+
+// The column segments: which blocks touch column nt, and block b's segment number in it.
+struct StripeColumn {
+  int64_t first_block, segments;
+};
+QGRU_HD StripeColumn stripe_column(int64_t nt, int64_t k_tiles, int64_t tiles_per_block) {
+  const int64_t first = nt * k_tiles / tiles_per_block, last = ((nt + 1) * k_tiles - 1) / tiles_per_block;
+  return {first, last - first + 1};
+}
+struct TileRange {
+  int64_t begin, end;
+};
+QGRU_HD TileRange stripe_block_range(int64_t b, int64_t tiles, int64_t tiles_per_block) {
+  const int64_t begin = b * tiles_per_block;
+  return {begin, begin + tiles_per_block < tiles ? begin + tiles_per_block : tiles};
+}
+
+// Workspace: fp32 partial sums [max_segments][M][n_padded]; element of (segment, row, column).
+QGRU_HD int64_t stripe_partial_index(int64_t segment, int64_t row, int64_t n, int64_t M, int64_t n_padded) {
+  return (segment * M + row) * n_padded + n;
+}
+
+// The accumulator element c of n fragment j of warp w, lane `lane`: (row in the m16 tile, column in the 128).
+struct StripeRowCol {
+  int row, col;
+};
+QGRU_HD StripeRowCol stripe_acc_position(int w, int j, int lane, int c) {
+  return {lane / 4 + 8 * (c / 2), 32 * w + 8 * j + 2 * (lane % 4) + c % 2};
+}
+
+// The whole dequantized weight from the stripes layout (the DequantGemm engine, linear_plan.h): lane `lane`
+// of warp w, half h of tile (nt, kt) writes its 4 x 2 x 2 x 2 halves to w16 [K, N] row-major (row k' in the
+// layer's K order, i.e. after the act-order permutation); padding is skipped. params_row: the group row of
+// this half (params + g · n_padded), read at outputs nt·128 + 32w + 8j + lane / 4.
+template <int Bits>
+QGRU_HD void stripe_dequant_lane_to_matrix(const uint32_t* words, const uint32_t* params_row, int64_t K, int64_t N,
+                                           int64_t nt, int64_t kt, int w, int h, int lane, uint16_t* w16) {
+  const int64_t n_base = nt * kStripeTileN + 32 * w, k_base = kt * kStripeTileK + 32 * h;
+  uint32_t params[4];
+  for (int j = 0; j < 4; ++j) params[j] = params_row[n_base + 8 * j + lane / 4];
+  const StripeBFragments f = stripe_dequant_lane<Bits>(words, params);
+  for (int j = 0; j < 4; ++j)
+    for (int s = 0; s < 2; ++s)
+      for (int r = 0; r < 2; ++r)
+        for (int half = 0; half < 2; ++half) {
+          // the B fragment (PTX ISA): register r holds k = 2(lane % 4) + 8r + half, n = lane / 4
+          const int64_t k = k_base + 16 * s + 2 * (lane % 4) + 8 * r + half, n = n_base + 8 * j + lane / 4;
+          if (k < K && n < N) w16[k * N + n] = static_cast<uint16_t>(half ? f.b[j][s][r] >> 16 : f.b[j][s][r] & 0xFFFFu);
+        }
+}
+
+// ---- the load-time repack (host) ----
+
+struct StripeWeights {
+  int bits = 4;
+  int64_t K = 0, N = 0, k_padded = 0, n_padded = 0;
+  int64_t group_size = 0;  // effective: a multiple of 32, or k_padded for a single group
+  int64_t groups_padded = 0;
+  std::vector<uint32_t> words;   // the tiles, stripe_word_index order
+  std::vector<uint32_t> params;  // [groups_padded, n_padded] stripe_param
+  std::vector<int32_t> perm;     // act-order: A column perm[k'] feeds input k'; empty when identity
+};
+
+// Why a layer cannot take the stripes layout ("" when it can). The legacy kernel serves the others.
+inline std::string stripe_unsupported_reason(int bits, int64_t K, int64_t N, int64_t group_size) {
+  if (bits != 4 && bits != 8) return "stripes kernel: only 4- and 8-bit codes";
+  if (K % 8 != 0) return "stripes kernel: K must be a multiple of 8 (16-byte rows of A), got " + std::to_string(K);
+  if (N % 8 != 0) return "stripes kernel: N must be a multiple of 8, got " + std::to_string(N);
+  if (group_size < K && group_size % 32 != 0) {
+    return "stripes kernel: group_size must be a multiple of 32 or a single group, got " + std::to_string(group_size);
+  }
+  return "";
+}
+
+// Repacks a checkpoint layer (qweight [K·bits/32, N], qzeros [G, N·bits/32], scales [G, N], g_idx [K] or
+// empty; shapes already validated by the caller, stripe_unsupported_reason empty) into the stripes layout.
+// Act-order: `order` from plan_act_order; codes are read in its order and the permutation is kept for the
+// activations. Exact: codes, scales and zero points are moved, never computed.
+inline StripeWeights repack_stripes(int bits, int64_t K, int64_t N, int64_t group_size, int zero_adjust,
+                                    const std::vector<int32_t>& qweight, const std::vector<int32_t>& qzeros,
+                                    const std::vector<uint16_t>& scales, const ActOrderPlan& order) {
+  StripeWeights s;
+  s.bits = bits;
+  s.K = K;
+  s.N = N;
+  s.k_padded = (K + kStripeTileK - 1) / kStripeTileK * kStripeTileK;
+  s.n_padded = (N + kStripeTileN - 1) / kStripeTileN * kStripeTileN;
+  const int64_t groups = (K + group_size - 1) / group_size;
+  s.group_size = groups == 1 ? s.k_padded : group_size;
+  s.groups_padded = (s.k_padded + s.group_size - 1) / s.group_size;
+  if (!order.identity) s.perm = order.perm;
+  const auto* qw = reinterpret_cast<const uint32_t*>(qweight.data());
+  const auto* qz = reinterpret_cast<const uint32_t*>(qzeros.data());
+  // code(k', n) of the (possibly reordered) layer; 0 in the padding
+  auto code = [&](int64_t k, int64_t n) -> uint32_t {
+    if (k >= K || n >= N) return 0;
+    return gptq_weight_code(qw, N, bits, order.identity ? k : order.perm[static_cast<size_t>(k)], n);
+  };
+  const int64_t k_tiles = s.k_padded / kStripeTileK, n_tiles = s.n_padded / kStripeTileN;
+  s.words.assign(static_cast<size_t>(k_tiles * n_tiles * stripe_tile_words(bits)), 0u);
+  const int per_word = 32 / bits;
+  for (int64_t nt = 0; nt < n_tiles; ++nt)
+    for (int64_t kt = 0; kt < k_tiles; ++kt)
+      for (int w = 0; w < kStripeWarps; ++w)
+        for (int h = 0; h < 2; ++h)
+          for (int lane = 0; lane < 32; ++lane)
+            for (int word = 0; word < stripe_words_per_lane(bits); ++word) {
+              uint32_t packed = 0;
+              for (int e = 0; e < per_word; ++e) {
+                const StripeKN at = stripe_code_position(bits, lane, word, e);
+                packed |= code(kt * kStripeTileK + 32 * h + at.k, nt * kStripeTileN + 32 * w + at.n) << (bits * e);
+              }
+              s.words[static_cast<size_t>(stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, word))] = packed;
+            }
+  s.params.assign(static_cast<size_t>(s.groups_padded * s.n_padded), 0u);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t n = 0; n < N; ++n) {
+      s.params[static_cast<size_t>(g * s.n_padded + n)] =
+          stripe_param(scales[static_cast<size_t>(g * N + n)], gptq_zero(qz, N, bits, g, n, zero_adjust));
+    }
+  return s;
+}
+
+}  // namespace qgru::kernels

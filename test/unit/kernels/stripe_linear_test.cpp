@@ -1,0 +1,453 @@
+// Host emulation of the stripes quantized linear (cuda/src/quant_linear_stripes.cu) with the kernel's own
+// QGRU_HD pieces (qgru/kernels/stripe_linear.h): the load-time repack, the stripe partition, the pipeline's
+// stage loads in the kernel's slot order, the per-lane words and group parameters read from the stages, the in-register dequantization into B fragments, the A fragments through an
+// emulated ldmatrix.x4, the column epilogue (direct store, or partial slots + counter + the last block's
+// fixed-order sum). The mma.sync m16n8k16 fragment layouts are written here again from the PTX ISA's tables,
+// independently of the header, and the result is compared with a float64 product of the plain dequantized
+// checkpoint weights (act-order through the original g_idx): exactly where every sum is exact (integral
+// activations, power-of-two scales), within the fp32 accumulation bound otherwise. Only the tensor cores'
+// own summation order and the memory system are left to the GPU self-test.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "qgru/half.h"
+#include "gptq_test_layer.h"
+#include "qgru/kernels/gptq_layout.h"
+#include "qgru/kernels/stripe_linear.h"
+
+namespace dq = qgru::kernels;
+
+namespace {
+
+struct Case {
+  int64_t M, N, K, group;  // group = K: one group ("-1", per channel)
+  int bits, zero_adjust;
+  bool act_order, symmetric, exact_data;
+  int64_t target_blocks;
+};
+
+struct Layer {
+  std::vector<uint32_t> codes, zeros;  // [K, N]; [G, N] true zero points (zero_adjust included)
+  std::vector<int32_t> qweight, qzeros, g_idx;
+  std::vector<uint16_t> scales;
+};
+
+Layer make_layer(const Case& c, std::mt19937& rng) {
+  const uint32_t maxq = (1u << c.bits) - 1u;
+  const int64_t G = (c.K + c.group - 1) / c.group;
+  Layer l;
+  l.codes.resize(static_cast<size_t>(c.K * c.N));
+  l.zeros.resize(static_cast<size_t>(G * c.N));
+  l.scales.resize(static_cast<size_t>(G * c.N));
+  // Extremes first (gemmlowp MakeTestVals), then random codes.
+  for (size_t i = 0; i < l.codes.size(); ++i) l.codes[i] = i < 4 ? (i % 2 ? maxq : 0u) : (static_cast<uint32_t>(rng()) & maxq);
+  for (auto& z : l.zeros) {
+    // symmetric: GPTQ stores 2^(bits-1) (v2) or 2^(bits-1) - 1 (v1, read back + 1): the true zero is 2^(bits-1)
+    z = c.symmetric ? (1u << (c.bits - 1)) : static_cast<uint32_t>(rng()) % (maxq + 1) + static_cast<uint32_t>(c.zero_adjust);
+  }
+  for (auto& s : l.scales) {
+    s = c.exact_data ? qgru::float_to_half_bits(std::ldexp(1.0f, -static_cast<int>(rng() % 4)))
+                     : qgru::float_to_half_bits(0.001f + static_cast<float>(static_cast<uint32_t>(rng()) % 1000) * 1e-5f);
+  }
+  qgru::test::PackedGptq packed = qgru::test::pack_gptq(l.codes, l.zeros, c.K, c.N, G, c.bits, c.zero_adjust);
+  l.qweight = std::move(packed.qweight);
+  l.qzeros = std::move(packed.qzeros);
+  l.g_idx.resize(static_cast<size_t>(c.K));
+  for (int64_t k = 0; k < c.K; ++k) l.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / c.group);
+  if (c.act_order) std::shuffle(l.g_idx.begin(), l.g_idx.end(), rng);
+  return l;
+}
+
+// ---- mma.sync.m16n8k16 .f16 fragments, from the PTX ISA's figures (independent of stripe_linear.h) ----
+// A (16 x 16, row): register r of lane l holds rows l/4 + 8·(r % 2), columns 2·(l % 4) + 8·(r / 2) + {0, 1}.
+// B (16 x 8, col):  register r holds rows (k) 2·(l % 4) + 8·r + {0, 1}, column (n) l / 4.
+// C/D (16 x 8 f32): element c holds row l/4 + 8·(c / 2), column 2·(l % 4) + c % 2.
+float lo(uint32_t pair) { return qgru::half_bits_to_float(static_cast<uint16_t>(pair & 0xFFFFu)); }
+float hi(uint32_t pair) { return qgru::half_bits_to_float(static_cast<uint16_t>(pair >> 16)); }
+
+// D = A·B + C for one warp; sums in double, stored to fp32 (the tensor core's products are exact; its sum order
+// is its own: within the bound the inexact cases allow).
+void mma_m16n8k16(const uint32_t a[32][4], const uint32_t b[32][2], float c[32][4]) {
+  double A[16][16], B[16][8];
+  for (int l = 0; l < 32; ++l)
+    for (int r = 0; r < 4; ++r) {
+      const int row = l / 4 + 8 * (r % 2), col = 2 * (l % 4) + 8 * (r / 2);
+      A[row][col] = lo(a[l][r]);
+      A[row][col + 1] = hi(a[l][r]);
+    }
+  for (int l = 0; l < 32; ++l)
+    for (int r = 0; r < 2; ++r) {
+      const int k = 2 * (l % 4) + 8 * r, n = l / 4;
+      B[k][n] = lo(b[l][r]);
+      B[k + 1][n] = hi(b[l][r]);
+    }
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e) {
+      const int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+      double sum = c[l][e];
+      for (int k = 0; k < 16; ++k) sum += A[row][k] * B[k][col];
+      c[l][e] = static_cast<float>(sum);
+    }
+}
+
+// ldmatrix.x4 (PTX ISA): lanes 8i .. 8i+7 give the row addresses of matrix i; lane t receives, in register i,
+// the two halves at columns 2·(t % 4), +1 of row t / 4 of matrix i.
+void ldmatrix_x4(const std::vector<uint16_t>& smem, const int address[32], uint32_t out[32][4]) {
+  for (int t = 0; t < 32; ++t)
+    for (int i = 0; i < 4; ++i) {
+      const int row_address = address[8 * i + t / 4] + 2 * (t % 4);
+      out[t][i] = smem[static_cast<size_t>(row_address)] | (static_cast<uint32_t>(smem[static_cast<size_t>(row_address + 1)]) << 16);
+    }
+}
+
+struct Emulated {
+  std::vector<uint16_t> c;     // fp16 [M, N]
+  std::vector<float> c_fp32;   // the fp32 value each output was rounded from
+};
+
+// One launch on the host: blocks of every m tile run in `block_order`, each to completion (any order the
+// GPU may run them in); the counters must be back at 0 afterwards.
+template <int Bits>
+Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>& a, int64_t M,
+                        const std::vector<int64_t>& block_order, const dq::StripePlan& plan) {
+  // Act-order: the per-call gather of the activations, A'[m, k'] = A[m, perm[k']].
+  std::vector<uint16_t> a_in = a;
+  if (!s.perm.empty()) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t kp = 0; kp < s.K; ++kp) a_in[static_cast<size_t>(m * s.K + kp)] = a[static_cast<size_t>(m * s.K + s.perm[static_cast<size_t>(kp)])];
+  }
+  Emulated out;
+  out.c.assign(static_cast<size_t>(M * s.N), 0xFFFFu);  // NaN sentinel: every output must be written once
+  out.c_fp32.assign(static_cast<size_t>(M * s.N), std::nanf(""));
+  std::vector<float> workspace(static_cast<size_t>(plan.max_segments * M * s.n_padded), std::nanf(""));
+  std::vector<uint32_t> counters(static_cast<size_t>(plan.m_tiles * plan.n_tiles), 0u);
+  for (int64_t mt = 0; mt < plan.m_tiles; ++mt) {
+    for (const int64_t block : block_order) {
+      const dq::TileRange range = dq::stripe_block_range(block, plan.tiles, plan.tiles_per_block);
+      REQUIRE(range.begin < range.end);
+      float acc[4][4][32][4] = {};  // [warp][n fragment][lane][element]
+      uint32_t params[4][32][4] = {};  // the lane's group parameters, per warp
+      // The pipeline: kStripeStages stages, each poisoned before its load (a word, A half or group row the
+      // loads did not write is read as garbage or NaN and fails the comparison), filled by every thread's
+      // stripe_load_tile in the kernel's slot order (tile t into slot (t - begin) % stages, loaded
+      // stages - 1 tiles ahead).
+      const dq::StripeSources sources{s.words.data(), a_in.data(), s.params.data(), M, s.K, s.n_padded, plan.k_tiles, s.group_size};
+      std::vector<uint32_t> stage_words[dq::kStripeStages], stage_params[dq::kStripeStages];
+      std::vector<uint16_t> stage_a[dq::kStripeStages];
+      const auto load = [&](int64_t t, int slot) {
+        stage_words[slot].assign(static_cast<size_t>(dq::stripe_tile_words(Bits)), 0xDEADBEEFu);
+        stage_a[slot].assign(static_cast<size_t>(dq::kStripeTileM * dq::kStripeLdA), 0xFFFFu);
+        stage_params[slot].assign(static_cast<size_t>(2 * dq::kStripeTileN), 0xFFFFFFFFu);
+        const dq::StripeStage stage{stage_words[slot].data(), stage_a[slot].data(), stage_params[slot].data()};
+        for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
+          dq::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % plan.k_tiles == 0, tid, stage, 0);
+        }
+      };
+      for (int i = 0; i < dq::kStripeStages - 1; ++i)
+        if (range.begin + i < range.end) load(range.begin + i, i);
+      for (int64_t t = range.begin; t < range.end; ++t) {
+        const int64_t i = t - range.begin;
+        if (t + dq::kStripeStages - 1 < range.end) load(t + dq::kStripeStages - 1, static_cast<int>((i + dq::kStripeStages - 1) % dq::kStripeStages));
+        const int slot = static_cast<int>(i % dq::kStripeStages);
+        const int64_t nt = t / plan.k_tiles, kt = t % plan.k_tiles;
+        const bool segment_start = t == range.begin || kt == 0;
+        for (int w = 0; w < 4; ++w) {
+          for (int h = 0; h < 2; ++h) {
+            if (dq::stripe_needs_params(kt, h, segment_start, s.group_size)) {
+              for (int lane = 0; lane < 32; ++lane)
+                for (int j = 0; j < 4; ++j) params[w][lane][j] = stage_params[slot][static_cast<size_t>(dq::stripe_param_stage_index(h, w, j, lane))];
+            }
+            uint32_t b[4][2][32][2];  // [n fragment][k-step][lane][register]
+            for (int lane = 0; lane < 32; ++lane) {
+              uint32_t words[Bits];
+              dq::stripe_lane_words<Bits>(stage_words[slot].data(), w, h, lane, words);
+              const dq::StripeBFragments f = dq::stripe_dequant_lane<Bits>(words, params[w][lane]);
+              for (int j = 0; j < 4; ++j)
+                for (int ks = 0; ks < 2; ++ks)
+                  for (int r = 0; r < 2; ++r) b[j][ks][lane][r] = f.b[j][ks][r];
+            }
+            for (int ks = 0; ks < 2; ++ks) {
+              int address[32];
+              for (int lane = 0; lane < 32; ++lane) address[lane] = dq::stripe_a_ldmatrix_offset(lane, h, ks);
+              uint32_t a_frag[32][4];
+              ldmatrix_x4(stage_a[slot], address, a_frag);
+              for (int j = 0; j < 4; ++j) mma_m16n8k16(a_frag, b[j][ks], acc[w][j]);
+            }
+          }
+        }
+        // End of the block's part of column nt: the epilogue.
+        if (t + 1 == range.end || (t + 1) % plan.k_tiles == 0) {
+          const dq::StripeColumn col = dq::stripe_column(nt, plan.k_tiles, plan.tiles_per_block);
+          const int64_t segment = block - col.first_block;
+          REQUIRE(segment >= 0);
+          REQUIRE(segment < col.segments);
+          auto each = [&](auto&& fn) {
+            for (int w = 0; w < 4; ++w)
+              for (int j = 0; j < 4; ++j)
+                for (int lane = 0; lane < 32; ++lane)
+                  for (int e = 0; e < 4; ++e) {
+                    const dq::StripeRowCol rc = dq::stripe_acc_position(w, j, lane, e);
+                    const int64_t m = mt * dq::kStripeTileM + rc.row, n = nt * dq::kStripeTileN + rc.col;
+                    fn(m, n, acc[w][j][lane][e]);
+                  }
+          };
+          if (col.segments == 1) {
+            each([&](int64_t m, int64_t n, float v) {
+              if (m >= M || n >= s.N) return;
+              REQUIRE(out.c[static_cast<size_t>(m * s.N + n)] == 0xFFFFu);
+              out.c[static_cast<size_t>(m * s.N + n)] = qgru::float_to_half_bits(v);
+              out.c_fp32[static_cast<size_t>(m * s.N + n)] = v;
+            });
+          } else {
+            each([&](int64_t m, int64_t n, float v) {
+              if (m < M) workspace[static_cast<size_t>(dq::stripe_partial_index(segment, m, n, M, s.n_padded))] = v;
+            });
+            uint32_t& counter = counters[static_cast<size_t>(mt * plan.n_tiles + nt)];
+            const uint32_t arrived = counter++;
+            if (arrived + 1 == static_cast<uint32_t>(col.segments)) {  // the last block sums in slot order
+              for (int64_t r = 0; r < dq::kStripeTileM; ++r)
+                for (int64_t cidx = 0; cidx < dq::kStripeTileN; ++cidx) {
+                  const int64_t m = mt * dq::kStripeTileM + r, n = nt * dq::kStripeTileN + cidx;
+                  if (m >= M || n >= s.N) continue;
+                  float sum = 0.0f;
+                  for (int64_t seg = 0; seg < col.segments; ++seg) {
+                    sum += workspace[static_cast<size_t>(dq::stripe_partial_index(seg, m, n, M, s.n_padded))];
+                  }
+                  REQUIRE(out.c[static_cast<size_t>(m * s.N + n)] == 0xFFFFu);
+                  out.c[static_cast<size_t>(m * s.N + n)] = qgru::float_to_half_bits(sum);
+                  out.c_fp32[static_cast<size_t>(m * s.N + n)] = sum;
+                }
+              counter = 0;
+            }
+          }
+          for (auto& warp : acc)
+            for (auto& frag : warp)
+              for (auto& lane : frag)
+                for (float& e : lane) e = 0.0f;
+        }
+      }
+    }
+  }
+  for (const uint32_t c : counters) REQUIRE(c == 0u);
+  return out;
+}
+
+void check_case(const Case& c, uint32_t seed) {
+  CAPTURE(c.M);
+  CAPTURE(c.N);
+  CAPTURE(c.K);
+  CAPTURE(c.group);
+  CAPTURE(c.bits);
+  CAPTURE(c.zero_adjust);
+  CAPTURE(c.act_order);
+  CAPTURE(c.symmetric);
+  CAPTURE(c.exact_data);
+  CAPTURE(c.target_blocks);
+  REQUIRE(dq::stripe_unsupported_reason(c.bits, c.K, c.N, c.group).empty());
+  std::mt19937 rng(seed);
+  const Layer l = make_layer(c, rng);
+  std::vector<uint16_t> a(static_cast<size_t>(c.M * c.K));
+  for (auto& v : a) {
+    v = c.exact_data ? qgru::float_to_half_bits(static_cast<float>(static_cast<int>(rng() % 5) - 2))
+                     : qgru::float_to_half_bits(static_cast<float>(static_cast<uint32_t>(rng()) % 2001) / 1000.0f - 1.0f);
+  }
+  dq::ActOrderPlan order;
+  REQUIRE(dq::plan_act_order(l.g_idx, c.K, c.group, order).empty());
+  REQUIRE(order.identity == !c.act_order);
+  const dq::StripeWeights s = dq::repack_stripes(c.bits, c.K, c.N, c.group, c.zero_adjust, l.qweight, l.qzeros, l.scales, order);
+  const dq::StripePlan plan = dq::plan_stripes(c.M, s.n_padded, s.k_padded, c.target_blocks);
+  std::vector<int64_t> forward(static_cast<size_t>(plan.blocks)), backward;
+  std::iota(forward.begin(), forward.end(), 0);
+  backward.assign(forward.rbegin(), forward.rend());
+  const Emulated got = c.bits == 4 ? emulate_launch<4>(s, a, c.M, forward, plan) : emulate_launch<8>(s, a, c.M, forward, plan);
+  const Emulated again = c.bits == 4 ? emulate_launch<4>(s, a, c.M, backward, plan) : emulate_launch<8>(s, a, c.M, backward, plan);
+  // Deterministic: the opposite block order gives the same bits.
+  REQUIRE(got.c == again.c);
+
+  double norm = 0;
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      const qgru::test::ReferenceSum r = qgru::test::reference_output(l.codes, l.zeros, l.scales, l.g_idx, a, c.K, c.N, m, n);
+      const double ref = r.value, mag = r.magnitude;
+      norm += ref * ref;
+      const size_t at = static_cast<size_t>(m * c.N + n);
+      if (c.exact_data) {
+        // Integral activations, power-of-two scales: every product and partial sum is exact in fp32.
+        REQUIRE_MESSAGE(got.c[at] == qgru::float_to_half_bits(static_cast<float>(ref)),
+                        "m=" << m << " n=" << n << " got " << qgru::half_bits_to_float(got.c[at]) << " reference " << ref);
+      } else {
+        // fp32 accumulation: at most K/16 + segments roundings of a partial of magnitude <= mag, each <= 2^-24.
+        const double bound = static_cast<double>(c.K + 64) * std::ldexp(mag, -24) + 1e-30;
+        REQUIRE_MESSAGE(std::fabs(static_cast<double>(got.c_fp32[at]) - ref) <= bound,
+                        "m=" << m << " n=" << n << " got " << got.c_fp32[at] << " reference " << ref << " bound " << bound);
+        REQUIRE(got.c[at] == qgru::float_to_half_bits(got.c_fp32[at]));
+      }
+    }
+  CHECK(norm > 0);
+}
+
+}  // namespace
+
+TEST_CASE("stripes repack puts every code where the mma B fragment of its lane expects it") {
+  // A layer whose code at (k, n) encodes (k + 3n) mod 16 and scale 1, zero 0: the B fragments must reproduce it.
+  for (const int bits : {4, 8}) {
+    CAPTURE(bits);
+    const int64_t K = 128, N = 256;
+    const int per = 32 / bits;
+    const uint32_t maxq = (1u << bits) - 1u;
+    std::vector<int32_t> qweight(static_cast<size_t>(K / per * N), 0), qzeros(static_cast<size_t>(N / per), 0);
+    std::vector<uint16_t> scales(static_cast<size_t>(N), qgru::float_to_half_bits(1.0f));
+    auto code_of = [&](int64_t k, int64_t n) { return static_cast<uint32_t>(k * 7 + 3 * n) & maxq; };
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) {
+        auto& w = qweight[static_cast<size_t>((k / per) * N + n)];
+        w = static_cast<int32_t>(static_cast<uint32_t>(w) | (code_of(k, n) << (bits * (k % per))));
+      }
+    const dq::StripeWeights s = dq::repack_stripes(bits, K, N, K, 0, qweight, qzeros, scales, dq::ActOrderPlan{});
+    const int64_t k_tiles = K / dq::kStripeTileK;
+    int64_t checked = 0;
+    for (int64_t nt = 0; nt < N / dq::kStripeTileN; ++nt)
+      for (int64_t kt = 0; kt < k_tiles; ++kt)
+        for (int w = 0; w < 4; ++w)
+          for (int h = 0; h < 2; ++h)
+            for (int lane = 0; lane < 32; ++lane) {
+              uint32_t words[8];  // the lane's words, read one by one through stripe_word_index
+              for (int word = 0; word < bits; ++word) {
+                words[word] = s.words[static_cast<size_t>(dq::stripe_word_index(bits, k_tiles, nt, kt, w, h, lane, word))];
+              }
+              const uint32_t params[4] = {s.params[0], s.params[0], s.params[0], s.params[0]};
+              const dq::StripeBFragments f =
+                  bits == 4 ? dq::stripe_dequant_lane<4>(words, params) : dq::stripe_dequant_lane<8>(words, params);
+              for (int j = 0; j < 4; ++j)
+                for (int ks = 0; ks < 2; ++ks)
+                  for (int r = 0; r < 2; ++r)
+                    for (int half = 0; half < 2; ++half) {
+                      // the PTX B fragment: register r of lane holds k = 2(l%4) + 8r + half, n = l/4
+                      const int64_t k = kt * 64 + 32 * h + 16 * ks + 2 * (lane % 4) + 8 * r + half;
+                      const int64_t n = nt * 128 + 32 * w + 8 * j + lane / 4;
+                      const float got = half ? hi(f.b[j][ks][r]) : lo(f.b[j][ks][r]);
+                      REQUIRE_MESSAGE(got == static_cast<float>(code_of(k, n)), "k=" << k << " n=" << n << " lane " << lane);
+                      ++checked;
+                    }
+            }
+    CHECK(checked == K * N);
+  }
+}
+
+TEST_CASE("stripes partition: every tile in exactly one block, segments counted, no empty block") {
+  for (const int64_t n_tiles : {1, 3, 32, 86})
+    for (const int64_t k_tiles : {1, 2, 64, 172})
+      for (const int64_t target : {1, 5, 132, 528, 100000}) {
+        const dq::StripePlan p = dq::plan_stripes(1, n_tiles * 128, k_tiles * 64, target);
+        CAPTURE(n_tiles);
+        CAPTURE(k_tiles);
+        CAPTURE(target);
+        REQUIRE(p.blocks >= 1);
+        REQUIRE(p.blocks <= std::max<int64_t>(1, std::min(target, p.tiles)));
+        std::vector<int> seen(static_cast<size_t>(p.tiles), 0);
+        std::vector<int64_t> segments(static_cast<size_t>(n_tiles), 0);
+        for (int64_t b = 0; b < p.blocks; ++b) {
+          const dq::TileRange r = dq::stripe_block_range(b, p.tiles, p.tiles_per_block);
+          REQUIRE(r.begin < r.end);
+          int64_t last_column = -1;
+          for (int64_t t = r.begin; t < r.end; ++t) {
+            ++seen[static_cast<size_t>(t)];
+            const int64_t nt = t / k_tiles;
+            if (nt != last_column) {
+              const dq::StripeColumn col = dq::stripe_column(nt, k_tiles, p.tiles_per_block);
+              REQUIRE(b - col.first_block == segments[static_cast<size_t>(nt)]);  // segments numbered in k order
+              ++segments[static_cast<size_t>(nt)];
+              last_column = nt;
+            }
+          }
+        }
+        for (const int v : seen) REQUIRE(v == 1);
+        for (int64_t nt = 0; nt < n_tiles; ++nt) {
+          const dq::StripeColumn col = dq::stripe_column(nt, k_tiles, p.tiles_per_block);
+          REQUIRE(col.segments == segments[static_cast<size_t>(nt)]);
+          REQUIRE(col.segments <= p.max_segments);
+        }
+      }
+}
+
+TEST_CASE("stripes launch (emulated) is exact on exact data and deterministic, every option combination") {
+  uint32_t seed = 7;
+  for (const int bits : {4, 8})
+    for (const int zero_adjust : {0, 1})
+      for (const bool symmetric : {false, true})
+        for (const bool act_order : {false, true})
+          for (const int64_t group : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{0}}) {
+            const int64_t K = 192;
+            const Case c{3, 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7};
+            if (act_order && group == 0) continue;  // one group: act-order is the identity
+            check_case(c, seed++);
+          }
+}
+
+TEST_CASE("stripes launch (emulated) within the fp32 bound: row counts, padding, one and many segments") {
+  const Case cases[] = {
+      {1, 128, 64, 64, 4, 0, false, false, false, 1},        // one tile, one block: the direct store
+      {1, 264, 4096, 128, 4, 1, false, false, false, 132},   // padded N, many segments per column
+      {16, 136, 160, 32, 4, 0, true, false, false, 5},       // padded K (160 = 2.5 tiles), act-order
+      {17, 128, 256, 128, 8, 1, false, true, false, 3},      // two m tiles, 8-bit symmetric v1
+      {5, 256, 200, 200, 8, 0, false, false, false, 100000}, // one group, K not a multiple of 32: per channel
+      {33, 136, 384, 64, 8, 0, true, false, false, 11},      // three m tiles, 8-bit act-order
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) check_case(c, seed++);
+}
+
+TEST_CASE("stripes layout refuses what it cannot serve, naming it") {
+  CHECK(dq::stripe_unsupported_reason(4, 4096, 4096, 128).empty());
+  CHECK(dq::stripe_unsupported_reason(4, 4096, 4096, 4096).empty());
+  CHECK(dq::stripe_unsupported_reason(4, 4096, 4096, 16).find("group_size") != std::string::npos);
+  CHECK(dq::stripe_unsupported_reason(4, 4100, 4096, 4100).find("K must") != std::string::npos);
+  CHECK(dq::stripe_unsupported_reason(3, 4096, 4096, 128).find("4- and 8-bit") != std::string::npos);
+}
+
+TEST_CASE("stripes layout dequantized whole equals the reference weight of every code (the dequant-gemm engine)") {
+  for (const int bits : {4, 8})
+    for (const bool act_order : {false, true}) {
+      CAPTURE(bits);
+      CAPTURE(act_order);
+      const Case c{1, 136, 160, 32, bits, 1, act_order, false, false, 1};
+      std::mt19937 rng(900 + static_cast<uint32_t>(bits) + (act_order ? 1u : 0u));
+      const Layer l = make_layer(c, rng);
+      dq::ActOrderPlan order;
+      REQUIRE(dq::plan_act_order(l.g_idx, c.K, c.group, order).empty());
+      const dq::StripeWeights s = dq::repack_stripes(bits, c.K, c.N, c.group, c.zero_adjust, l.qweight, l.qzeros, l.scales, order);
+      const int64_t k_tiles = s.k_padded / dq::kStripeTileK;
+      std::vector<uint16_t> w16(static_cast<size_t>(c.K * c.N), 0xFFFFu);
+      for (int64_t nt = 0; nt < s.n_padded / dq::kStripeTileN; ++nt)
+        for (int64_t kt = 0; kt < k_tiles; ++kt)
+          for (int w = 0; w < 4; ++w)
+            for (int h = 0; h < 2; ++h)
+              for (int lane = 0; lane < 32; ++lane) {
+                const int64_t g = (kt * dq::kStripeTileK + 32 * h) / s.group_size;
+                const uint32_t* tile = &s.words[static_cast<size_t>((nt * k_tiles + kt) * dq::stripe_tile_words(bits))];
+                uint32_t words[8];
+                if (bits == 4) {
+                  dq::stripe_lane_words<4>(tile, w, h, lane, words);
+                  dq::stripe_dequant_lane_to_matrix<4>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
+                } else {
+                  dq::stripe_lane_words<8>(tile, w, h, lane, words);
+                  dq::stripe_dequant_lane_to_matrix<8>(words, &s.params[static_cast<size_t>(g * s.n_padded)], c.K, c.N, nt, kt, w, h, lane, w16.data());
+                }
+              }
+      for (int64_t kp = 0; kp < c.K; ++kp)
+        for (int64_t n = 0; n < c.N; ++n) {
+          const int64_t k = order.identity ? kp : order.perm[static_cast<size_t>(kp)];  // row k' holds input perm[k']
+          const int32_t g = l.g_idx[static_cast<size_t>(k)];
+          const uint16_t want = dq::gptq_dequant_reference(l.codes[static_cast<size_t>(k * c.N + n)], l.zeros[static_cast<size_t>(g * c.N + n)],
+                                                           l.scales[static_cast<size_t>(g * c.N + n)]);
+          REQUIRE_MESSAGE(w16[static_cast<size_t>(kp * c.N + n)] == want, "k'=" << kp << " n=" << n);
+        }
+    }
+}
