@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
-# Everything a lent GPU machine should run, in one call, in order of what matters most when time runs out:
-#   1. the card, the driver, the toolkit a binary was built with;
-#   2. the GPU self-test (test_cuda_gpu --require-gpu: every CUDA path against the CPU reference, code for code);
-#   3. qgru verify --device cuda and run cpu|cuda on the bundled example (every preset);
-#   4. compute-sanitizer memcheck over the whole self-test and racecheck over qgru's own kernels;
-#   5. the side-by-side benchmarks: the GRU executors against torch.nn.GRU on cuDNN (fp32, fp16), the quantized
-#      linear against cuBLAS fp16 and tinygemm, each writing its JSON rows.
-# Each step has a time limit and its exit status is logged; a failing step does not stop the later ones, and the
-# script's own status is the first failure's. Results land in OUT_DIR (at most 8 files: session.log, the JSON
-# rows and the benchmark tables), ready for docs/benchmarks/cuda.md, cuda-gru.json and cuda-linear.json.
-# Binaries come from scripts/gpu_pack.sh (built here, carried there); nothing is compiled on the GPU machine.
-# Usage (on the GPU machine, in the repository root):
-#   bash scripts/gpu_session.sh PACK_DIR OUT_DIR [check|bench|quick]
-#   check (default): steps 1-4 (about 5 minutes); bench: steps 1 and 5 (about 5 minutes); quick: steps 1-3
-#   (about a minute, a rerun after a fix). A device call runs 10 minutes at most, so check and bench are two calls.
-# With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 560;
+# Everything a lent GPU machine should run, in two calls of at most 10 minutes each, in order of what matters most
+# when time runs out. Binaries come from scripts/gpu_pack.sh (built where the project builds, carried there);
+# nothing is compiled on the GPU machine.
+#   check: the card, the driver and the toolkit; the GPU self-test (test_cuda_gpu --require-gpu: every CUDA path
+#          against the CPU reference, code for code; the linear's engines within their bound); qgru verify
+#          --device cuda and run cpu|cuda byte for byte on the bundled example (every preset); the whole self-test
+#          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent); compute-sanitizer
+#          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small) and
+#          racecheck over the linear's kernels (--filter linear).
+#   bench: the GRU executors against torch.nn.GRU on cuDNN fp32 / fp16 (scripts/bench_cuda_gru_peers.py) and the
+#          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
+#          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them).
+#   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
+# Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
+# script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
+# tool: session.log and the benchmarks' tables and JSON).
+# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK_DIR OUT_DIR [check|bench|quick]
+# With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 590;
 # then the same with bench.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-pack="$(cd "${1:?usage: gpu_session.sh PACK_DIR OUT_DIR [quick]}" && pwd)"
-out="${2:?usage: gpu_session.sh PACK_DIR OUT_DIR [quick]}"
+usage="usage: gpu_session.sh PACK_DIR OUT_DIR [check|bench|quick]"
+pack="$(cd "${1:?$usage}" && pwd)"
+out="${2:?$usage}"
 mode="${3:-check}"
-case "$mode" in check | bench | quick) ;; *) echo "gpu_session: mode must be check, bench or quick" >&2; exit 2 ;; esac
+case "$mode" in check | bench | quick) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuBLAS: the GPU image may carry it only inside PyTorch's CUDA wheels (nvidia/cu13/lib).
+cublas_dir=$(python3 -c 'import nvidia, os; print(os.path.join(os.path.dirname(nvidia.__path__[0]), "nvidia", "cu13", "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$pack/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export QGRU_COMMIT="$(sed -n 's/^commit //p' "$pack/MANIFEST" 2>/dev/null || echo unknown)"
 bin="$pack/bin"
 log="$out/session.log"
 : >"$log"
@@ -34,7 +40,8 @@ started=$(date +%s)
 step() {
   local name="$1" limit="$2"
   shift 2
-  local t0=$(date +%s)
+  local t0
+  t0=$(date +%s)
   echo "=== $name (limit ${limit} s) $(date -u +%H:%M:%S)" | tee -a "$log"
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$log"
   local status=${PIPESTATUS[0]}
@@ -43,65 +50,67 @@ step() {
   return 0
 }
 
-step "machine" 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; \
-  cat '$pack/MANIFEST' | head -2; '$bin/qgru' --version; python3 -c 'import torch; print(\"torch\", torch.__version__, \"cudnn\", torch.backends.cudnn.version())'"
-if [ "$mode" != bench ]; then
-step "self-test" 200 "$bin/test_cuda_gpu" --require-gpu
+step "machine" 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; \
+  head -n 2 '$pack/MANIFEST'; '$bin/qgru' --version; \
+  python3 -c 'import torch; print(\"torch\", torch.__version__, \"cudnn\", torch.backends.cudnn.version())'"
 
-example="$root/examples/digits"
-scratch="$(mktemp -d)"
-verify_all() {
-  set -o pipefail
-  local q="$bin/qgru" status=0
-  "$q" -q calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$scratch/stats.json" || return 1
-  for preset in int8 int16-activations int16; do
-    "$q" -q quantize --model "$example/gru.safetensors" --stats "$scratch/stats.json" --config "$preset" \
-      -o "$scratch/$preset.qgru.json" >/dev/null || return 1
-    "$q" verify --model "$example/gru.safetensors" --artifact "$scratch/$preset.qgru.json" --input "$example/test.npy" \
-      --device cuda | tail -n 4 || status=1
-    for device in cpu cuda; do
-      "$q" -q run --model "$scratch/$preset.qgru.json" --input "$example/test.npy" --device "$device" \
-        --output "$scratch/$preset.$device.npy" --codes "$scratch/$preset.$device.codes.npy" || status=1
+if [ "$mode" != bench ]; then
+  step "self-test" 120 "$bin/test_cuda_gpu" --require-gpu
+  example="$root/examples/digits"
+  scratch="$(mktemp -d)"
+  verify_all() {
+    set -o pipefail
+    local q="$bin/qgru" status=0
+    "$q" -q calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$scratch/stats.json" || return 1
+    for preset in int8 int16-activations int16; do
+      "$q" -q quantize --model "$example/gru.safetensors" --stats "$scratch/stats.json" --config "$preset" \
+        -o "$scratch/$preset.qgru.json" >/dev/null || return 1
+      "$q" verify --model "$example/gru.safetensors" --artifact "$scratch/$preset.qgru.json" --input "$example/test.npy" \
+        --device cuda | tail -n 4 || status=1
+      for device in cpu cuda; do
+        "$q" -q run --model "$scratch/$preset.qgru.json" --input "$example/test.npy" --device "$device" \
+          --output "$scratch/$preset.$device.npy" --codes "$scratch/$preset.$device.codes.npy" || status=1
+      done
+      if cmp -s "$scratch/$preset.cpu.codes.npy" "$scratch/$preset.cuda.codes.npy" &&
+         cmp -s "$scratch/$preset.cpu.npy" "$scratch/$preset.cuda.npy"; then
+        echo "run --device cpu|cuda, $preset: byte-identical codes and outputs"
+      else
+        echo "run --device cpu|cuda, $preset: FILES DIFFER"
+        status=1
+      fi
     done
-    if cmp -s "$scratch/$preset.cpu.codes.npy" "$scratch/$preset.cuda.codes.npy" && cmp -s "$scratch/$preset.cpu.npy" "$scratch/$preset.cuda.npy"; then
-      echo "run --device cpu|cuda, $preset: byte-identical codes and outputs"
-    else
-      echo "run --device cpu|cuda, $preset: FILES DIFFER"
-      status=1
-    fi
-  done
-  return $status
-}
-export -f verify_all
-export bin example scratch
-step "verify and run cpu|cuda (bundled example)" 90 bash -c verify_all
+    return $status
+  }
+  export -f verify_all
+  export bin example scratch
+  step "verify and run cpu|cuda (bundled example)" 60 bash -c verify_all
+  step "verify and run cpu|cuda, persistent recurrence" 60 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
+  rm -rf "$scratch"
 fi
 
 if [ "$mode" = check ]; then
-  if command -v compute-sanitizer >/dev/null; then
-    step "memcheck (whole self-test)" 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu
-    step "racecheck (qgru kernels)" 90 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 1 \
-      --kernel-name regex:'(persistent|gru_step|wide_gemm|quant_linear|w4a16|w8a16|linear)' "$bin/test_cuda_gpu" --require-gpu
+  step "self-test, persistent recurrence forced" 120 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
+  sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
+  if [ -x "$sanitizer" ]; then
+    # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.
+    step "memcheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
+    step "racecheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool racecheck \
+      --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
+    step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
+      --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
   else
-    echo "=== compute-sanitizer not found on this machine: memcheck and racecheck not run" | tee -a "$log"
+    echo "=== compute-sanitizer not found: memcheck and racecheck NOT RUN" | tee -a "$log"
     [ "$first_failure" != 0 ] || first_failure=1
   fi
 fi
+
 if [ "$mode" = bench ]; then
-  if [ -f "$root/scripts/bench_cuda_gru_peers.py" ]; then
-    step "GRU side by side (qgru, cuDNN fp32/fp16)" 270 python3 "$root/scripts/bench_cuda_gru_peers.py" \
-      --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md"
-  else
-    step "GRU executors (qgru only: scripts/bench_cuda_gru_peers.py is missing)" 270 "$bin/bench_cuda_gru" --runs 20 --warmup 3
-  fi
-  if [ -f "$root/scripts/bench_cuda_linear_peers.py" ]; then
-    step "linear side by side (qgru, cuBLAS fp16, tinygemm)" 270 python3 "$root/scripts/bench_cuda_linear_peers.py" \
-      --bench "$bin/bench_cuda_linear" --json "$out/cuda-linear.json" --markdown "$out/cuda-linear.md"
-  else
-    step "quantized linear (qgru vs cuBLAS fp16: scripts/bench_cuda_linear_peers.py is missing)" 270 \
-      bash -c "'$bin/bench_cuda_linear' --bits 4 --iters 50 && '$bin/bench_cuda_linear' --bits 8 --iters 50"
-  fi
+  step "GRU side by side (qgru, cuDNN fp32 / fp16)" 270 python3 "$root/scripts/bench_cuda_gru_peers.py" \
+    --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md"
+  step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 270 bash -c \
+    "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
+     status=\$?; cat '$out/cuda-linear.md'; exit \$status"
 fi
-rm -rf "$scratch"
 echo "=== gpu_session: $mode, $(($(date +%s) - started)) s, first failing status ${first_failure}" | tee -a "$log"
 exit "$first_failure"
