@@ -32,7 +32,7 @@
 //   When the recurrence runs on one thread, B-1 may run beside it on a second thread a few steps ahead
 //   (min_pipelined_b1_macs). For N < threads, which of these schedules runs (one thread, pipelined B-1,
 //   split over units) is chosen per FastQuantGru by the measured wall time of its earlier runs
-//   (adaptive_split; lib/src/runtime/schedule_choice.h), because the fastest one changes with where the
+//   (adaptive_split; lib/src/runtime/fast/schedule_choice.h), because the fastest one changes with where the
 //   hypervisor places the cores; every schedule computes the same codes.
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
@@ -55,7 +55,7 @@
 //                rows x 4 k. The cell step a row at a time with the same integer operations as
 //                gru_cell_element: on sixteen int32 lanes when a per-cell proof (fast::cell_fits_int32)
 //                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes. Contracts
-//                and proofs in lib/src/runtime/fast_kernels.h. 16-bit activation codes against int8
+//                and proofs in lib/src/runtime/fast/fast_kernels.h. 16-bit activation codes against int8
 //                weights (the int16-activations preset) go through the same instruction as two u8 planes,
 //                low byte and high byte + 128, each weight vector read once for both (gemm_vnni_s16s8: the
 //                planes' int32 sums are exact, combined as lo + 256·hi in int32 when the whole sum provably
@@ -100,7 +100,7 @@ struct FastExecutorOptions {
                                   // schedules the two bounds here allow (the recurrence on one thread alone, on
                                   // one thread with B-1 pipelined on another, split over units) by the wall time
                                   // of this object's earlier runs of the same N (the first run takes the
-                                  // bounds' choice; lib/src/runtime/schedule_choice.h): which one is fastest
+                                  // bounds' choice; lib/src/runtime/fast/schedule_choice.h): which one is fastest
                                   // changes with how the hypervisor places the two cores. false: the bounds
                                   // alone decide (what the tests of each schedule use)
   int64_t min_pipelined_b1_macs = 1000000;  // when the recurrence runs on one thread (N < threads, H too small

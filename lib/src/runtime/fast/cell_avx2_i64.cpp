@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "avx2_target.h"
-#include "cell_bounds.h"
+#include "../model/cell_bounds.h"
 #include "fast_kernels.h"
 
 namespace qgru::fast {

@@ -3,7 +3,7 @@
 // attribute and is only called after the CPU was found to have AVX512F/BW/DQ/VL and AVX512-VNNI
 // (fast_executor.cpp, cpu_has_avx512_vnni); on other architectures the entry points exist but are never
 // called.
-#include "cell_bounds.h"
+#include "../model/cell_bounds.h"
 #include "fast_kernels.h"
 #include "worker_team.h"
 
