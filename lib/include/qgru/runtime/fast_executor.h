@@ -78,6 +78,7 @@
 
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/runtime/quantized_gru.h"
+#include "qgru/runtime/quantize_input.h"  // quantize_fast, declared here before it had a header of its own
 
 namespace qgru {
 
@@ -172,10 +173,6 @@ class FastQuantGru {
   std::unique_ptr<Packed> packed_;
 };
 
-// TensorQuant::quantize of values[0, count) into codes (the same codes: round half away from zero, saturation,
-// NaN -> zp), by the fast path's vector kernel where the CPU has AVX2 and |quant.shift| <= 60, else one value at
-// a time. For a streaming frame of 256 values: a few dozen ns instead of microseconds.
-void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes);
 
 // Drop-in replacements of run_quantized_gru / run_quantized_gru_codes (same signatures): prepack, then
 // run the fast path when it applies, else the reference. For repeated runs keep a FastQuantGru instead.

@@ -1,6 +1,6 @@
 // The fast CPU executor (contract and overflow proof in qgru/runtime/fast_executor.h): prepacking, the
 // support check, threads and the time loop. The arithmetic per element is the reference's sequence of
-// QGRU_HD functions (fused_cell_element below); the GEMMs are fast_kernels_avx2.cpp.
+// QGRU_HD functions (fused_cell_element below); the kernels are the fast/ folder's gemm_* and cell_* files.
 #include "qgru/runtime/fast_executor.h"
 
 #include <algorithm>
@@ -25,6 +25,7 @@
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/fixed/rounding.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/runtime/quantize_input.h"
 #include "qgru/runtime/stream_step.h"
 
 namespace qgru {
@@ -1261,14 +1262,6 @@ QuantGruResult FastQuantGru::run(const float* x, int T, int N, const float* h0, 
   }
   const std::vector<int32_t> q_h0 = quantize_initial_state(model, h0, N);
   return run_codes(q_x, T, N, q_h0.empty() ? nullptr : q_h0.data(), nullptr, lengths);
-}
-
-void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes) {
-  if (cpu_has_avx2() && quant.power_of_two() && quant.shift >= -60 && quant.shift <= 60) {  // the kernel's contract: exact
-    fast::quantize_f32_avx2(values, count, quant.shift, quant.zp, quant.qmin(), quant.qmax(), codes);
-    return;
-  }
-  for (size_t i = 0; i < count; ++i) codes[i] = quant.quantize(values[i]);
 }
 
 QuantGruResult run_quantized_gru_fast(const QuantizedGru& model, const float* x, int T, int N, const float* h0,
