@@ -113,11 +113,18 @@ struct FastExecutorOptions {
                                   // (2.5x slower at H = 256 with per-run threads): set max() there, or threads = 1
 };
 
-// Whether and how the fast path runs a model.
+// The fast path's plan of one model (lib/src/runtime/fast/fast_plan.h): the level, the packed weights and per
+// matrix and cell the kernels chosen once. Made by fast_path_support; keeps pointers into the model, which must
+// outlive it and stay unchanged.
+struct FastPlan;
+
+// Whether and how the fast path runs a model, and when it does, the plan that runs it (FastQuantGru takes it,
+// so that the weights are packed once).
 struct FastPathSupport {
   bool supported = false;
   std::string isa;     // "avx2" or "avx512-vnni" when supported
   std::string reason;  // why not, naming the cell and the operand bound, when not supported
+  std::shared_ptr<const FastPlan> plan;  // when supported
 };
 
 // True when the CPU this process runs on has AVX2 (and the library was built for x86-64).
@@ -125,6 +132,7 @@ bool cpu_has_avx2();
 // True when the CPU has AVX512F/BW/DQ/VL/VBMI and AVX512-VNNI (and the library was built for x86-64).
 bool cpu_has_avx512_vnni();
 
+// The level (options.isa, QGRU_FAST_ISA, the CPU) and the plan for `model`, or why the fast path refuses it.
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options = {});
 
 // A model prepacked for the fast kernels. Keeps a reference to `model`, which must outlive it and stay
@@ -132,6 +140,10 @@ FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorO
 class FastQuantGru {
  public:
   explicit FastQuantGru(const QuantizedGru& model, const FastExecutorOptions& options = {});
+  // With the plan fast_path_support(model, ...) made (no second packing): `support` decides the level and kernels
+  // (options.isa and allow_simd are the ones it was made with), options the threads and schedules. A refused
+  // support runs the reference executor.
+  FastQuantGru(const QuantizedGru& model, const FastPathSupport& support, const FastExecutorOptions& options);
   ~FastQuantGru();
   FastQuantGru(const FastQuantGru&) = delete;
   FastQuantGru& operator=(const FastQuantGru&) = delete;

@@ -1,6 +1,7 @@
-// The fast CPU executor (contract and overflow proof in qgru/runtime/fast_executor.h): prepacking, the
-// support check, threads and the time loop. The arithmetic per element is the reference's sequence of
-// QGRU_HD functions (fused_cell_element below); the kernels are the fast/ folder's gemm_* and cell_* files.
+// The fast CPU executor (contract and overflow proof in qgru/runtime/fast_executor.h): threads, schedules and the
+// time loops, run from the plan (fast_plan.h: the packed weights and, per matrix and cell, the kernels chosen once;
+// the loops call through its tables). The arithmetic per element is the reference's sequence of QGRU_HD functions
+// (fast_plan.cpp's element kernel, and the fast/ folder's gemm_* and cell_* kernels).
 #include "qgru/runtime/fast_executor.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "fast_kernels.h"
+#include "fast_plan.h"
 #include "schedule_choice.h"
 #include "worker_team.h"
 #include "qgru/base/error.h"
@@ -32,161 +34,12 @@ namespace qgru {
 
 namespace {
 
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+using fast::FloatOutput;
+using fast::Operand;
+using fast::PackedCell;
+using fast::PackedMatrix;
 
 int pad16(int k) { return (k + 15) / 16 * 16; }
-
-// One weight matrix ([rows, K] codes) prepacked for the kernels, with its proof for one operand space.
-struct PackedMatrix {
-  int rows = 0, K = 0, Kp = 0;
-  bool int8 = true;
-  std::vector<int8_t> q8;    // [rows, Kp] when int8
-  std::vector<int16_t> q16;  // [rows, Kp] otherwise
-  int chunk_vecs = 1;        // madd results per int32 lane before widening
-  bool out_int32 = true;     // the whole sum fits int32
-  int64_t acc_max_abs = 0;   // Kp · max|W| · max|operand|: a bound of every accumulator
-  // The avx512-vnni level (fast_kernels.h): weights in blocks of 16 rows x 4 k, operands as u8 codes + a_bias.
-  bool vnni = false;
-  bool vnni16 = false;                // 16-bit operand codes: the two-plane VNNI GEMM (gemm_planes)
-  int32_t a_bias = 0;                 // 128 (codes in [-128, 127]; the high plane of vnni16) or 0 (codes in [0, 255])
-  std::vector<int8_t> packed_vnni;    // [vnni_padded_rows(rows), Kp] in the VNNI layout
-  std::vector<int32_t> bias_rowsum;   // [vnni_padded_rows(rows)] a_bias * Σ_k W[c, k]; |.| <= 128·128·Kp <= 2^30
-  // The avx2 level: int8 weights whose every sum fits int32 in the same layout (packed_vnni, no bias), read by
-  // fast::gemm_avx2_packed against int16 operand codes.
-  bool avx2_packed = false;
-  bool avx2_s8 = false;  // and operand codes in [-128, 127], weights in [-127, 127]: fast::gemm_avx2_packed_s8_part
-
-  void pack_avx2(const TensorQuant& operand) {
-    if (!int8 || !out_int32) return;
-    packed_vnni.assign(static_cast<size_t>(fast::vnni_padded_rows(rows)) * Kp, 0);
-    fast::pack_vnni_u8s8(q8.data(), rows, Kp, packed_vnni.data());
-    avx2_packed = true;
-    avx2_s8 = operand.qmin() >= -128 && operand.qmax() <= 127 &&
-              std::none_of(q8.begin(), q8.end(), [](int8_t w) { return w == -128; });
-  }
-  // gemm for avx2_packed over the operand elements [k0, k1) only, stored or added (fast::gemm_avx2_packed_part);
-  // C points at channel 0 of row 0.
-  void gemm_part(const int16_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc, int k0, int k1,
-                 bool accumulate) const {
-    if (avx2_s8) {
-      fast::gemm_avx2_packed_s8_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);
-      return;
-    }
-    fast::gemm_avx2_packed_part(A, lda, M, packed_vnni.data(), Kp, c0, c1, C, ldc, k0, k1, accumulate);
-  }
-
-  // Prepare the VNNI layout when the weights are 8-bit and K <= kVnniMaxK: for 8-bit operand codes (range
-  // [q_min, q_max] within [-128, 127] or [0, 255]) the u8 x s8 GEMM (vnni), for other operand codes within
-  // int16 the two-plane GEMM (vnni16, fast::gemm_vnni_s16s8); otherwise leave both false (the AVX2 kernel runs).
-  void pack_vnni(const TensorQuant& operand) {
-    if (!int8 || Kp > fast::kVnniMaxK) return;
-    bool planes = false;
-    if (operand.qmin() >= -128 && operand.qmax() <= 127) {
-      a_bias = 128;
-    } else if (operand.qmin() >= 0 && operand.qmax() <= 255) {
-      a_bias = 0;
-    } else if (operand.qmin() >= -32768 && operand.qmax() <= 32767) {
-      a_bias = 128;  // the high plane's bias (the low plane has none)
-      planes = true;
-    } else {
-      return;
-    }
-    const int rows_padded = fast::vnni_padded_rows(rows);
-    packed_vnni.assign(static_cast<size_t>(rows_padded) * Kp, 0);
-    fast::pack_vnni_u8s8(q8.data(), rows, Kp, packed_vnni.data());
-    bias_rowsum.assign(static_cast<size_t>(rows_padded), 0);
-    for (int r = 0; r < rows; ++r) {
-      int32_t sum = 0;  // |Σ_k W[r, k]| <= 128·Kp <= 2^23
-      for (int k = 0; k < Kp; ++k) sum += q8[static_cast<size_t>(r) * Kp + k];
-      bias_rowsum[static_cast<size_t>(r)] = a_bias * sum;
-    }
-    vnni = !planes;
-    vnni16 = planes;
-  }
-
-  // The two-plane GEMM (vnni16): C[m, c] for channels [c0, c1) of operand rows given as planes lo, hi
-  // ([M, lda] u8 each, fast::int16_to_planes); C points at channel 0 of row 0.
-  template <class OT>
-  void gemm_planes(const uint8_t* lo, const uint8_t* hi, size_t lda, int M, int c0, int c1, OT* C, size_t ldc) const {
-    fast::gemm_vnni_s16s8(lo, hi, lda, M, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, ldc);
-  }
-
-  // The VNNI GEMM: C[m, c] for channels [c0, c1), operand rows A [M, Kp] u8 (codes + a_bias) with stride
-  // lda; C points at channel 0 of row 0.
-  void gemm_u8(const uint8_t* A, size_t lda, int M, int c0, int c1, int32_t* C, size_t ldc) const {
-    fast::gemm_vnni_u8s8(A, lda, M, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, ldc);
-  }
-
-  // gemm_u8 for one operand row (M = 1): channels [c0, c1) of C, the weight groups visited in descending
-  // order when `descending` (fast::gemv_vnni_u8s8: the same sums in the same int32 lanes).
-  void gemv_u8(const uint8_t* a, int c0, int c1, int32_t* C, bool descending) const {
-    fast::gemv_vnni_u8s8(a, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, descending);
-  }
-  // gemv_u8 over the operand elements [k0, k1) only, stored or added (fast::gemv_vnni_u8s8_part).
-  void gemv_u8_part(const uint8_t* a, int c0, int c1, int32_t* C, int k0, int k1, bool accumulate) const {
-    fast::gemv_vnni_u8s8_part(a, packed_vnni.data(), Kp, bias_rowsum.data(), c0, c1, C, false, k0, k1, accumulate);
-  }
-
-  // Pack `codes` and prove the GEMM against operands with |code| <= operand_max_abs. Returns "" when
-  // supported, else why not.
-  std::string pack(const std::vector<int32_t>& codes, int rows_, int K_, int64_t operand_max_abs) {
-    rows = rows_;
-    K = K_;
-    Kp = pad16(K);
-    int64_t wmax = 0;
-    for (int32_t q : codes) wmax = std::max<int64_t>(wmax, q < 0 ? -static_cast<int64_t>(q) : q);
-    int8 = true;
-    for (int32_t q : codes) int8 = int8 && q >= -128 && q <= 127;
-    if (wmax > 32767) return "a weight code of magnitude " + std::to_string(wmax) + " does not fit int16";
-    const int64_t lane = 2 * wmax * operand_max_abs;  // one madd lane: two products
-    if (lane > kInt32Max) {
-      return "one madd pair 2*" + std::to_string(wmax) + "*" + std::to_string(operand_max_abs) + " overflows int32";
-    }
-    chunk_vecs = lane == 0 ? std::numeric_limits<int>::max() : static_cast<int>(std::min<int64_t>(kInt32Max / lane, std::numeric_limits<int>::max()));
-    acc_max_abs = static_cast<int64_t>(Kp) * wmax * operand_max_abs;
-    out_int32 = acc_max_abs <= kInt32Max;
-    if (int8) {
-      q8.assign(static_cast<size_t>(rows) * Kp, 0);
-    } else {
-      q16.assign(static_cast<size_t>(rows) * Kp, 0);
-    }
-    for (int r = 0; r < rows; ++r) {
-      for (int k = 0; k < K; ++k) {
-        const int32_t q = codes[static_cast<size_t>(r) * K + k];
-        if (int8) {
-          q8[static_cast<size_t>(r) * Kp + k] = static_cast<int8_t>(q);
-        } else {
-          q16[static_cast<size_t>(r) * Kp + k] = static_cast<int16_t>(q);
-        }
-      }
-    }
-    return "";
-  }
-
-  // C[m, c] for channels [c0, c0 + nc), rows of A [M, Kp] with stride lda.
-  template <class OT>
-  void gemm(const int16_t* A, size_t lda, int M, int c0, int nc, OT* C, size_t ldc) const {
-    if constexpr (std::is_same_v<OT, int32_t>) {
-      if (avx2_packed) {  // C points at channel c0; gemm_part takes channel 0 of the same rows
-        gemm_part(A, lda, M, c0, c0 + nc, C - c0, ldc, 0, Kp, false);
-        return;
-      }
-    }
-    if (int8) {
-      fast::gemm_avx2(A, lda, M, q8.data() + static_cast<size_t>(c0) * Kp, static_cast<size_t>(Kp), nc, Kp,
-                      chunk_vecs, C, ldc);
-    } else {
-      fast::gemm_avx2(A, lda, M, q16.data() + static_cast<size_t>(c0) * Kp, static_cast<size_t>(Kp), nc, Kp,
-                      chunk_vecs, C, ldc);
-    }
-  }
-};
-
-int64_t max_abs_code(const TensorQuant& q) {
-  return std::max<int64_t>(-static_cast<int64_t>(q.qmin()), q.qmax());
-}
-
-bool fits_int16(const TensorQuant& q) { return q.qmin() >= -32768 && q.qmax() <= 32767; }
 
 // A heap array of integers aligned to a cache line (64 bytes): threads writing neighbouring parts of it
 // share no line when their boundaries lie at multiples of 64 bytes from the start.
@@ -237,260 +90,12 @@ struct Parallel {
 
 }  // namespace
 
-
-bool cpu_has_avx2() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return fast::avx2_kernels_built() && __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512_vnni() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // libgcc's feature bits include the OS's consent (XCR0) to save the zmm and mask registers.
-  return fast::avx512_kernels_built() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
-#else
-  return false;
-#endif
-}
-
 namespace {
-
-// The level a run uses: options.isa, or QGRU_FAST_ISA when Auto, or the best the CPU has. Returns "" and the
-// level, or why none applies ("reference" forced, or a level this CPU lacks).
-std::string choose_isa(const FastExecutorOptions& options, FastIsa* isa) {
-  FastIsa want = options.isa;
-  if (want == FastIsa::Auto) {
-    const char* env = std::getenv("QGRU_FAST_ISA");
-    const std::string e = env ? env : "";
-    if (e == "avx2") {
-      want = FastIsa::Avx2;
-    } else if (e == "avx512-vnni") {
-      want = FastIsa::Avx512Vnni;
-    } else if (e == "reference") {
-      return "QGRU_FAST_ISA=reference";
-    } else if (!e.empty()) {
-      return "QGRU_FAST_ISA=" + e + " is not one of avx2, avx512-vnni, reference";
-    }
-  }
-  if (want == FastIsa::Auto) want = cpu_has_avx512_vnni() ? FastIsa::Avx512Vnni : FastIsa::Avx2;
-  if (!cpu_has_avx2()) return "this CPU has no AVX2";
-  if (want == FastIsa::Avx512Vnni && !cpu_has_avx512_vnni()) return "this CPU has no AVX-512 VNNI (avx512f/bw/dq/vl/vnni/vbmi)";
-  *isa = want;
-  return "";
-}
-
-// The support check and the packing share one routine; `out` may be null (check only).
-FastPathSupport check_and_pack(const QuantizedGru& model, const FastExecutorOptions& options,
-                               std::vector<std::pair<PackedMatrix, PackedMatrix>>* out, FastIsa* isa_out = nullptr) {
-  FastPathSupport s;
-  FastIsa isa = FastIsa::Avx2;
-  if (!options.allow_simd) {
-    s.reason = "SIMD disabled by the caller";
-    return s;
-  }
-  s.reason = choose_isa(options, &isa);
-  if (!s.reason.empty()) return s;
-  if (model.cells.empty() || model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
-    s.reason = "the model's cell list does not match its layers x directions";
-    return s;
-  }
-  for (const GruCellQuantParams& p : model.cells) {
-    const std::string where = "cell (layer " + std::to_string(p.layer) + ", direction " + std::to_string(p.direction) + ")";
-    const TensorQuant& x = p.q(GruTensor::x);
-    const TensorQuant& h = p.q(GruTensor::h);
-    if (!fits_int16(x) || !fits_int16(h)) {
-      s.reason = where + ": x or h codes do not fit int16 (" + describe_quant(x) + ", " + describe_quant(h) + ")";
-      return s;
-    }
-    PackedMatrix W, R;
-    std::string why = W.pack(p.q_W, 3 * p.hidden_size, p.input_size, max_abs_code(x));
-    if (why.empty()) why = R.pack(p.q_R, 3 * p.hidden_size, p.hidden_size, max_abs_code(h));
-    if (!why.empty()) {
-      s.reason = where + ": " + why;
-      return s;
-    }
-    if (out && isa == FastIsa::Avx512Vnni) {
-      W.pack_vnni(x);
-      R.pack_vnni(h);
-    }
-    if (out && isa == FastIsa::Avx2) {
-      W.pack_avx2(x);
-      R.pack_avx2(h);
-    }
-    if (out) out->emplace_back(std::move(W), std::move(R));
-  }
-  s.supported = true;
-  s.isa = isa == FastIsa::Avx512Vnni ? "avx512-vnni" : "avx2";
-  if (isa_out) *isa_out = isa;
-  return s;
-}
-
-// Per-channel constants of B-1 / B-2 folded once per cell (Step A and the bias at GEMM scale):
-//   offset_x[c] = bias_in_gemm_x(c) - W_sum[c] * zp_x     (scale S_W[c]*S_x; rshift_round(q_bw[c], shift_bw_to_gemm_x[c])
-//   offset_h[c] = bias_in_gemm_h(c) - R_sum[c] * zp_h     (scale S_R[c]*S_h;  with the multiplier in a multiplier model)
-// compute_weight_ih_linear(p, c, g) requantizes (g - W_sum[c]*zp_x) + rshift_round(q_bw[c], ...); the
-// same int64 terms added in another order give the same int64 (no intermediate overflows: the overflow
-// proof bounds |gemm| + |W_sum*zp| + |bias| far below 2^62), so requantize(g + offset_x[c], ...) is the
-// same code. fast_executor_test checks it end to end: every code against the reference executor (which
-// calls gru_cell_element) on every preset, edge shapes and edge codes.
-struct FoldedOffsets {
-  std::vector<int64_t> x, h;  // [3H]
-  void fill(const GruCellParamsView& v) {
-    const int G = 3 * v.hidden_size;
-    x.resize(static_cast<size_t>(G));
-    h.resize(static_cast<size_t>(G));
-    for (int c = 0; c < G; ++c) {
-      x[static_cast<size_t>(c)] = bias_in_gemm_x(v, c) - v.W_sum[c] * static_cast<int64_t>(v.zp_x);
-      h[static_cast<size_t>(c)] = bias_in_gemm_h(v, c) - v.R_sum[c] * static_cast<int64_t>(v.h.zp);
-    }
-  }
-};
-
-// A piecewise-linear activation tabulated over its whole input code range (at most 2^16 + 1 codes):
-// entry q - q_in_min = evaluate_activation(pwl view, q), so evaluate_activation on the Table view returns
-// the very same code for every (saturated) input, without the segment search and the int64 line.
-struct TabulatedActivations {
-  std::vector<int32_t> tables[3];
-  // Replace the Pwl activations of `v` by tables (views into this object).
-  void apply(GruCellParamsView& v) {
-    ActivationView* gates[3] = {&v.update_gate, &v.reset_gate, &v.new_gate};
-    for (int g = 0; g < 3; ++g) {
-      ActivationView& a = *gates[g];
-      const int64_t count = static_cast<int64_t>(a.q_in_max) - a.q_in_min + 1;
-      if (a.impl != ActivationImpl::Pwl || count <= 0 || count > (int64_t{1} << 17)) continue;
-      std::vector<int32_t>& t = tables[g];
-      t.resize(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) t[static_cast<size_t>(i)] = evaluate_activation(a, static_cast<int32_t>(a.q_in_min + i));
-      a.impl = ActivationImpl::Table;
-      a.table = t.data();
-    }
-  }
-};
-
-// gru_cell_element (qgru/fixed/gru_cell.h) with B-1/B-2's constants folded (FoldedOffsets), no trace:
-// C-1 .. C-4 are gru_cell_gates itself.
-template <class GX, class GH>
-inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,
-                                  int32_t j, const GX* gx, const GH* gh, int32_t q_h_old) {
-  const int32_t H = p.hidden_size;
-  int32_t q_ih[3];
-  int32_t q_hh[3];
-  for (int32_t g = 0; g < 3; ++g) {
-    const int32_t c = g * H + j;
-    q_ih[g] = requantize_gemm_x(p, c, static_cast<int64_t>(gx[c]) + offset_x[c]);
-    q_hh[g] = requantize_gemm_h(p, c, static_cast<int64_t>(gh[c]) + offset_h[c]);
-  }
-  return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
-}
-
-// The linear_before_reset = 0 cell's C-3 sum (compute_new_gate_input_reset_before) in the other cell's product
-// form, so that cell_row's kernels of every level run that cell's second half: rshift_round(1 · v, s) is
-// rshift_round(v, s) for every shift s, so a reset gate whose every code is zp_r + 1 (r - zp_r = 1) with
-// shift_reset_mul_hh_to_new_gate_input = shift_weight_hh_linear_to_new_gate_input gives compute_new_gate_input
-// the sum's codes; C-1 and C-4 do not read r. The real reset gate stays in PackedCell::reset_view (C-2 and C-2a
-// run before the second GEMM, reset_before_step). apply() leaves the view alone and returns false when
-// zp_r + 1 is no reset gate code or the gate is not a table.
-struct ResetBeforeForm {
-  std::vector<int32_t> unit_reset_table;  // [reset_gate_input codes] every entry zp_r + 1
-  bool apply(GruCellParamsView& v) {
-    ActivationView& r = v.reset_gate;
-    const int64_t unit = static_cast<int64_t>(v.zp_reset_gate_output) + 1;
-    if (!v.reset_before_linear || r.impl != ActivationImpl::Table || unit > r.q_out_max) return false;
-    unit_reset_table.assign(static_cast<size_t>(static_cast<int64_t>(r.q_in_max) - r.q_in_min + 1), static_cast<int32_t>(unit));
-    r.table = unit_reset_table.data();
-    v.shift_reset_mul_hh_to_new_gate_input = v.shift_weight_hh_linear_to_new_gate_input;
-    v.multiplier_reset_mul_hh_to_new_gate_input = v.multiplier_weight_hh_linear_to_new_gate_input;  // rescale(1 · v) too
-    v.reset_before_linear = false;
-    return true;
-  }
-};
-
-// Everything the time loop of one cell needs, prepared once at load.
-struct PackedCell {
-  PackedMatrix W;  // [3H, C] against x codes
-  PackedMatrix R;  // [3H, H] against h codes
-  GruCellParamsView view{};  // the cell's view, Pwl activations replaced by their tables
-  FoldedOffsets folded;
-  TabulatedActivations tabulated;
-  bool vector_cell = false;  // the avx512-vnni level's cell kernel (every activation a table)
-  bool avx2 = false;         // the avx2 level: cell32 runs fast::cell_rows_avx2_i32 (and x_terms_avx2_i32)
-  bool cell64_avx2 = false;  // the avx2 level outside the int32 proof: fast::cell_rows_avx2 (int64 lanes)
-  fast::CellByteTables byte_tables{};  // for vector_cell
-  bool cell32 = false;       // vector_cell on int32 lanes (fast::cell_fits_int32 proved it; int32 accumulators)
-  fast::Cell32Plan plan32;  // for cell32: the folded offsets as int32 (|.| <= 2^30 by that proof), split shifts, merged clamps
-  // The linear_before_reset = 0 cell: `view` in the product form when reset_form applied (else the cell's own view,
-  // run element by element), reset_view the cell's own (its reset gate for C-2 and C-2a).
-  GruCellParamsView reset_view{};
-  ResetBeforeForm reset_form;
-};
-
-// The last layer's float output, written by the time loop row by row while the codes are in cache, with
-// dequantize_result_fast's arithmetic (exact: quant_executor.cpp): y[row·stride + offset + j] = float(code - zp)·scale.
-struct FloatOutput {
-  float* y = nullptr;  // null: dequantize_result_fast writes the output after the run
-  float scale = 0.0f;
-  int32_t zp = 0;
-  void rows_of(const int32_t* codes, float* dst, int j0, int j1) const {
-    for (int j = j0; j < j1; ++j) dst[j] = static_cast<float>(codes[j] - zp) * scale;
-  }
-};
-
-// cell_row's other kernels (codes only).
-template <class GX, class GH>
-void cell_row_codes(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
-                    int16_t* hn, uint8_t* hn_u8, int32_t* dst) {
-  const GruCellParamsView& view = pc.view;
-  const int32_t a_bias = pc.R.a_bias;
-  if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
-    if (x_terms && pc.avx2) return fast::cell_rows_avx2_i32_xterms(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-    if (pc.cell32 && pc.avx2) return fast::cell_rows_avx2_i32(view, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-  }
-  const int64_t* offset_x = pc.folded.x.data();
-  const int64_t* offset_h = pc.folded.h.data();
-  if (pc.cell64_avx2) return fast::cell_rows_avx2(view, offset_x, offset_h, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-  if (pc.vector_cell) {
-    return fast::cell_rows_avx512(view, pc.byte_tables, offset_x, offset_h, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst);
-  }
-  for (int j = j0; j < j1; ++j) {
-    const int32_t q_h_new = fused_cell_element(view, offset_x, offset_h, j, gx, gh, hc[j]);
-    hn[j] = static_cast<int16_t>(q_h_new);  // h's code range fits int16 (checked at pack time)
-    dst[j] = q_h_new;
-    if (hn_u8) hn_u8[j] = static_cast<uint8_t>(q_h_new + a_bias);  // h codes + a_bias lie in [0, 255]
-  }
-}
-
-// The cell step of one batch row for the units [j0, j1) by the kernel the cell's level and proofs chose
-// (PackedCell): gx is B-1's accumulator row, or with x_terms the x terms x_terms_*_i32 made of it (int32
-// cells only); gh is B-2's row; hc the row's h codes before the step. Writes the new codes to hn and dst
-// ([j0, j1)), and as codes + R.a_bias to hn_u8 when it is not null. y (may be null): the row's float output at unit
-// 0, FloatOutput's values of the new codes, written by the avx512-vnni int32 kernels beside the codes (FloatCopy:
-// the same arithmetic), else from dst after the step.
-template <class GX, class GH>
-void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, const int16_t* hc, int j0, int j1,
-              int16_t* hn, uint8_t* hn_u8, int32_t* dst, const FloatOutput& out_f = FloatOutput{}, float* y = nullptr) {
-  if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
-    const GruCellParamsView& view = pc.view;
-    const int32_t a_bias = pc.R.a_bias;
-    const fast::FloatCopy copy{y, out_f.scale, out_f.zp};
-    if (x_terms && !pc.avx2) {
-      return fast::cell_rows_avx512_i32_xterms(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst, copy);
-    }
-    if (pc.cell32 && !pc.avx2) {
-      return fast::cell_rows_avx512_i32(view, pc.byte_tables, pc.plan32, gx, gh, hc, j0, j1, hn, hn_u8, a_bias, dst, copy);
-    }
-  }
-  cell_row_codes(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst);
-  if (y) out_f.rows_of(dst, y, j0, j1);
-}
 
 // ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
 // Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
 // in h's space, so R's packing, operand form and proof, made for h, hold for them), the second GEMM R_n against
-// them into gemm_h's n channels, then cell_row on the cell's view in the product form (ResetBeforeForm), so the
+// them into gemm_h's n channels, then the cell kernel on the cell's view in the product form (ResetBeforeForm), so the
 // level's vector cell kernel runs the second half. Threads: batch rows split over the parts, each with its own
 // scratch; every part runs the whole time loop on its rows.
 
@@ -500,24 +105,12 @@ void cell_row(const PackedCell& pc, bool x_terms, const GX* gx, const GH* gh, co
 template <class OT>
 void packed_gemm_rows(const PackedMatrix& M, const int16_t* a16, int N, uint8_t* a, uint8_t* b, int c0, int c1, OT* C,
                       size_t ldc) {
-  const size_t count = static_cast<size_t>(N) * M.Kp;
-  if (M.vnni16) {
-    fast::int16_to_planes(a16, count, a, b);
-    M.gemm_planes(a, b, static_cast<size_t>(M.Kp), N, c0, c1, C, ldc);
-    return;
-  }
+  M.to_operand(M, a16, static_cast<size_t>(N) * M.Kp, a, b);
+  const Operand operand{a16, a, b};
   if constexpr (std::is_same_v<OT, int32_t>) {
-    if (M.vnni) {
-      fast::int16_to_u8_biased(a16, count, M.a_bias, a);  // codes + a_bias in [0, 255] (pack_vnni)
-      if (N == 1) {
-        M.gemv_u8(a, c0, c1, C, false);
-      } else {
-        M.gemm_u8(a, static_cast<size_t>(M.Kp), N, c0, c1, C, ldc);
-      }
-      return;
-    }
+    if (N == 1) return M.gemv(M, operand, c0, c1, C, false);
   }
-  M.gemm(a16, static_cast<size_t>(M.Kp), N, c0, c1 - c0, C + c0, ldc);
+  M.gemm<OT>()(M, operand, static_cast<size_t>(M.Kp), N, c0, c1, C, ldc);
 }
 
 // Working memory of one part's rows (at most `rows`) for reset_before_step.
@@ -565,7 +158,8 @@ void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* 
       std::copy(hc, hc + H, hn);
       std::fill(d, d + H, view.h.zp);
     } else {
-      cell_row(pc, false, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, hc, 0, H, hn, nullptr, d);
+      pc.kernels.cell(pc, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, hc, 0, H, hn, nullptr, d,
+                      FloatOutput{}, nullptr);
     }
     if (out_f.y) out_f.rows_of(d, y + static_cast<size_t>(i) * dst_stride, 0, H);
   }
@@ -635,7 +229,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   // per MAC as the all-steps GEMM and keeps gemm_x ([N, 3H]) in L2 for the cell, where the all-steps array
   // ([T·N, 3H] int32, e.g. 19 MiB at H = 256, T = 100, N = 64) makes a round trip through memory.
   constexpr int kB1PerStepBatch = 8;
-  const bool b1_per_step = (W.vnni || W.avx2_packed) && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
+  const bool b1_per_step = W.int8_packed && std::is_same_v<GX, int32_t> && N >= kB1PerStepBatch;
   const int M = T * N;
   // [M, 3H] (per step: [N, 3H]), every element written by B-1 before it is read (left uninitialised: no
   // memset of up to tens of MiB per run)
@@ -658,54 +252,28 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
   }
   const bool by_units = parts > 1 && !by_batch;
-  // The VNNI level: x codes + a_bias as u8 [M, Kp] (padding meets zero weights), given (x_u8) or made here.
-  std::unique_ptr<uint8_t[]> xu8_owner;
-  const uint8_t* xu8 = x_u8;
-  if (W.vnni && !xu8) {
+  // x in the form W's kernels read (fast_plan.h, OperandForm): the int16 codes, the codes + a_bias as u8 [M, Kp]
+  // (padding meets zero weights; layer 0's given as x_u8, else made here) or two u8 planes [M, Kp].
+  std::unique_ptr<uint8_t[]> x_a, x_b;
+  Operand x_operand{x16, x_u8, nullptr};
+  if (!x_u8 && W.operand_buffers() > 0) {
     const size_t count = static_cast<size_t>(M) * W.Kp;
-    xu8_owner.reset(new uint8_t[count]);
-    fast::int16_to_u8_biased(x16, count, W.a_bias, xu8_owner.get());  // codes + a_bias in [0, 255] (pack_vnni)
-    xu8 = xu8_owner.get();
+    x_a.reset(new uint8_t[count]);
+    if (W.operand_buffers() > 1) x_b.reset(new uint8_t[count]);
+    W.to_operand(W, x16, count, x_a.get(), x_b.get());
+    x_operand.u8 = x_a.get();
+    x_operand.hi = x_b.get();
   }
-  std::unique_ptr<uint8_t[]> x_lo, x_hi;  // vnni16: x's codes as two u8 planes [M, Kp] (fast::int16_to_planes)
-  if (W.vnni16) {
-    const size_t count = static_cast<size_t>(M) * W.Kp;
-    x_lo.reset(new uint8_t[count]);
-    x_hi.reset(new uint8_t[count]);
-    fast::int16_to_planes(x16, count, x_lo.get(), x_hi.get());
-  }
+  const fast::GemmFn<GX> gemm_w = W.gemm<GX>();
+  const size_t ldx = static_cast<size_t>(W.Kp);
   // B-1 of the rows [m0, m1) of x (rows t·N + n).
   auto b1_rows = [&](int m0, int m1) {
-    if (W.vnni16) {
-      W.gemm_planes(x_lo.get() + static_cast<size_t>(m0) * W.Kp, x_hi.get() + static_cast<size_t>(m0) * W.Kp,
-                    static_cast<size_t>(W.Kp), m1 - m0, 0, G, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
-      return;
-    }
-    if constexpr (std::is_same_v<GX, int32_t>) {
-      if (W.vnni) {
-        W.gemm_u8(xu8 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
-                  gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
-        return;
-      }
-    }
-    W.gemm(x16 + static_cast<size_t>(m0) * W.Kp, static_cast<size_t>(W.Kp), m1 - m0, 0, G,
-           gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G));
+    gemm_w(W, x_operand.from_row(static_cast<size_t>(m0), ldx), ldx, m1 - m0, 0, G, gemm_x + static_cast<size_t>(m0) * G,
+           static_cast<size_t>(G));
   };
   // B-1 of all rows for the units [j0, j1) of each gate (channels g·H + j).
   auto b1_units = [&](int j0, int j1) {
-    for (int g = 0; g < 3; ++g) {
-      if (W.vnni16) {
-        W.gemm_planes(x_lo.get(), x_hi.get(), static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
-        continue;
-      }
-      if constexpr (std::is_same_v<GX, int32_t>) {
-        if (W.vnni) {
-          W.gemm_u8(xu8, static_cast<size_t>(W.Kp), M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
-          continue;
-        }
-      }
-      W.gemm(x16, static_cast<size_t>(W.Kp), M, g * H + j0, j1 - j0, gemm_x + g * H + j0, static_cast<size_t>(G));
-    }
+    for (int g = 0; g < 3; ++g) gemm_w(W, x_operand, ldx, M, g * H + j0, g * H + j1, gemm_x, static_cast<size_t>(G));
   };
   // Pipelined B-1: when the recurrence runs on one thread (N below the thread count and H too small to
   // split) and B-1 has enough MACs, a second thread of the team computes B-1 (and the int32 cell's x terms)
@@ -724,9 +292,10 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       hbuf[0][static_cast<size_t>(n) * Kh + j] = static_cast<int16_t>(h_init[static_cast<size_t>(n) * H + j]);
     }
   }
-  // The VNNI level: h also as u8 codes + a_bias [N, Kh], written by the cell beside the int16 codes.
+  // R on u8 codes (OperandForm::U8): h also as u8 codes + a_bias [N, Kh], written by the cell beside the int16 codes.
+  const bool h_u8 = R.form == fast::OperandForm::U8;
   LineArray<uint8_t> hu8[2];
-  if (R.vnni) {
+  if (h_u8) {
     for (auto& b : hu8) b = LineArray<uint8_t>(static_cast<size_t>(N) * Kh, static_cast<uint8_t>(R.a_bias));
     for (size_t i = 0; i < hbuf[0].size(); ++i) hu8[0][i] = static_cast<uint8_t>(hbuf[0][i] + R.a_bias);
   }
@@ -755,19 +324,17 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     }
   };
   // The int32 cell reads the gates' x terms computed with B-1, out of the time loop (not when B-1 runs inside it).
-  const bool x_terms = pc.cell32 && std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t> && !b1_per_step;
+  // (the int32 cells only: their kernel table has x_terms, and both sides' sums are int32)
+  const bool x_terms = pc.kernels.x_terms != nullptr && !b1_per_step;
   auto x_terms_rows = [&](int m0, int m1, int ja, int jb) {
     if constexpr (std::is_same_v<GX, int32_t>) {
-      if (pc.avx2) {
-        fast::x_terms_avx2_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
-      } else {
-        fast::x_terms_avx512_i32(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
-      }
+      pc.kernels.x_terms(view, pc.plan32, gemm_x + static_cast<size_t>(m0) * G, static_cast<size_t>(G), m1 - m0, ja, jb);
     }
   };
+  // The cell kernel of the time loop: on B-1's sums, or on the x terms made of them.
+  const fast::CellRowFn cell_kernel = x_terms ? pc.kernels.cell_xterms : pc.kernels.cell;
   // (not with padding steps: the kernel runs every one of the T steps)
-  const bool small_loop = x_terms && R.vnni && N == 1 && parts == 1 && fast::small_recurrence_applies(H, Kh) &&
-                          (!lengths || lengths[0] == T);
+  const bool small_loop = x_terms && pc.kernels.small_recurrence && N == 1 && parts == 1 && (!lengths || lengths[0] == T);
   auto b1_producer = [&] {
     for (int s0 = 0; s0 < T; s0 += kPipelineSteps) {
       const int s1 = std::min(T, s0 + kPipelineSteps);
@@ -809,7 +376,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
     // gate accumulators in registers (fast::recurrence_small_avx512_i32: the same codes as the loop below).
     if constexpr (std::is_same_v<GX, int32_t> && std::is_same_v<GH, int32_t>) {
       if (small_loop) {
-        fast::recurrence_small_avx512_i32(view, pc.byte_tables, pc.plan32, R.packed_vnni.data(), R.bias_rowsum.data(),
+        pc.kernels.small_recurrence(view, pc.byte_tables, pc.plan32, R.packed_vnni.data(), R.bias_rowsum.data(),
                                           R.a_bias, gemm_x, T, p.direction != 0, b1_pipelined ? &b1_steps_ready : nullptr,
                                           hbuf[0].data(), hbuf[T % 2].data(), out + out_offset, static_cast<size_t>(out_stride));
         if (out_f.y) {
@@ -821,8 +388,11 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         return;
       }
     }
-    // vnni16: this thread's rows of h as two u8 planes, refreshed before each step's GEMV
-    std::vector<uint8_t> h_lo(R.vnni16 ? static_cast<size_t>(n1 - n0) * Kh : 0), h_hi(h_lo.size());
+    // R on two u8 planes (OperandForm::Planes): this thread's rows of h as planes, refreshed before each step's GEMM
+    const bool h_planes = R.form == fast::OperandForm::Planes;
+    std::vector<uint8_t> h_lo(h_planes ? static_cast<size_t>(n1 - n0) * Kh : 0), h_hi(h_lo.size());
+    const fast::GemmFn<GH> gemm_r = R.gemm<GH>();
+    const int rows = n1 - n0;
     int cur = 0;
     for (int step = 0; step < T; ++step) {
       const int t = p.direction == 0 ? step : T - 1 - step;
@@ -831,39 +401,29 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
       // B-1 of this step when it runs in the loop: this thread's rows and units.
       if constexpr (std::is_same_v<GX, int32_t>) {
         if (b1_per_step) {
-          const size_t row0 = static_cast<size_t>(t) * N + n0;
+          const Operand x_rows = x_operand.from_row(static_cast<size_t>(t) * N + n0, ldx);
           int32_t* gx0 = gemm_x + static_cast<size_t>(n0) * G;
-          auto b1_channels = [&](int c0, int c1) {  // the VNNI GEMM on u8 codes, or the avx2 one on int16 codes
-            if (W.vnni) {
-              W.gemm_u8(xu8 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1, gx0, static_cast<size_t>(G));
-            } else {
-              W.gemm(x16 + row0 * W.Kp, static_cast<size_t>(W.Kp), n1 - n0, c0, c1 - c0, gx0 + c0, static_cast<size_t>(G));
-            }
-          };
           if (j0 == 0 && j1 == H) {
-            b1_channels(0, G);
+            gemm_w(W, x_rows, ldx, rows, 0, G, gx0, static_cast<size_t>(G));
           } else {
-            for (int g = 0; g < 3; ++g) b1_channels(g * H + j0, g * H + j1);
+            for (int g = 0; g < 3; ++g) gemm_w(W, x_rows, ldx, rows, g * H + j0, g * H + j1, gx0, static_cast<size_t>(G));
           }
         }
       }
-      // B-2 for this thread's rows and units: gates z, r, n.
-      bool b2_done = false;
+      // B-2 for this thread's rows and units: gates z, r, n. h in the form R's kernels read: the int16 codes, the
+      // u8 codes the cell wrote beside them, or the planes made here.
+      Operand h_operand{h_cur + static_cast<size_t>(n0) * Kh, nullptr, nullptr};
+      if (h_u8) h_operand.u8 = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
+      GH* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
       // h_cur complete: the other parts' codes of the previous step (the split GEMV below waits itself)
-      const bool split_gemv = (R.vnni || R.avx2_packed) && n1 - n0 == 1 && sync && std::is_same_v<GH, int32_t>;
+      const bool split_gemv = R.gemv_part && rows == 1 && sync && std::is_same_v<GH, int32_t>;
       if (sync && step > 0 && !split_gemv) wait_for_others(part, step);
-      if constexpr (std::is_same_v<GH, int32_t>) {
-        int32_t* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-        if (split_gemv) {
+      if (split_gemv) {
+        if constexpr (std::is_same_v<GH, int32_t>) {
           // Batch 1 split over units: first the products with this part's own h codes (written by this
           // thread), then, after waiting for the other parts' step, the products with theirs.
           auto gemv_part = [&](int g, int k0, int k1, bool accumulate) {  // gate g's units of this part, k in [k0, k1)
-            if (R.vnni) {
-              R.gemv_u8_part(hu8[cur].data() + static_cast<size_t>(n0) * Kh, g * H + j0, g * H + j1, gh0, k0, k1, accumulate);
-            } else {
-              R.gemm_part(h_cur + static_cast<size_t>(n0) * Kh, static_cast<size_t>(Kh), 1, g * H + j0, g * H + j1, gh0,
-                          static_cast<size_t>(G), k0, k1, accumulate);
-            }
+            R.gemv_part(R, h_operand, g * H + j0, g * H + j1, gh0, k0, k1, accumulate);
           };
           for (int g = 0; g < 3; ++g) gemv_part(g, k_own0, k_own1, false);
           if (step > 0) wait_for_others(part, step);
@@ -871,46 +431,26 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
             if (k_own0 > 0) gemv_part(g, 0, k_own0, true);
             if (k_own1 < Kh) gemv_part(g, k_own1, Kh, true);
           }
-          b2_done = true;
-        } else if (R.vnni) {
-          const uint8_t* hu = hu8[cur].data() + static_cast<size_t>(n0) * Kh;
-          if (n1 - n0 == 1) {
-            // Batch 1: a GEMV whose weight order alternates from step to step, so that each step starts on
-            // the rows of R the previous one read last (still in L1, or in L2 when R does not fit L2:
-            // BM_vnni_gemm/M:1/rows:3072/K:1024 with alternate:1).
-            const bool descending = (step & 1) != 0;
-            if (j0 == 0 && j1 == H) {
-              R.gemv_u8(hu, 0, G, gh0, descending);
-            } else {
-              for (int g = 0; g < 3; ++g) R.gemv_u8(hu, g * H + j0, g * H + j1, gh0, descending);
-            }
-          } else if (j0 == 0 && j1 == H) {
-            R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, 0, G, gh0, static_cast<size_t>(G));
-          } else {
-            for (int g = 0; g < 3; ++g) R.gemm_u8(hu, static_cast<size_t>(Kh), n1 - n0, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G));
-          }
-          b2_done = true;
         }
-      }
-      if (!b2_done && R.vnni16) {
-        fast::int16_to_planes(h_cur + static_cast<size_t>(n0) * Kh, h_lo.size(), h_lo.data(), h_hi.data());
-        GH* gh0 = gemm_h.data() + static_cast<size_t>(n0) * G;
-        if (j0 == 0 && j1 == H) {
-          R.gemm_planes(h_lo.data(), h_hi.data(), static_cast<size_t>(Kh), n1 - n0, 0, G, gh0, static_cast<size_t>(G));
-        } else {
-          for (int g = 0; g < 3; ++g) R.gemm_planes(h_lo.data(), h_hi.data(), static_cast<size_t>(Kh), n1 - n0, g * H + j0, g * H + j1, gh0, static_cast<size_t>(G));
-        }
-        b2_done = true;
-      }
-      if (b2_done) {
-        // the VNNI kernel wrote gemm_h
-      } else if (j0 == 0 && j1 == H) {
-        R.gemm(h_cur + static_cast<size_t>(n0) * Kh, static_cast<size_t>(Kh), n1 - n0, 0, G,
-               gemm_h.data() + static_cast<size_t>(n0) * G, static_cast<size_t>(G));
       } else {
-        for (int g = 0; g < 3; ++g) {
-          R.gemm(h_cur + static_cast<size_t>(n0) * Kh, static_cast<size_t>(Kh), n1 - n0, g * H + j0, j1 - j0,
-                 gemm_h.data() + static_cast<size_t>(n0) * G + g * H + j0, static_cast<size_t>(G));
+        if (h_planes) {
+          R.to_operand(R, h_cur + static_cast<size_t>(n0) * Kh, h_lo.size(), h_lo.data(), h_hi.data());
+          h_operand.u8 = h_lo.data();
+          h_operand.hi = h_hi.data();
+        }
+        // Batch 1 (int32 sums): the GEMV; on the VNNI layout its weight order alternates from step to step, so
+        // that each step starts on the rows of R the previous one read last (still in L1, or in L2 when R does
+        // not fit L2: BM_vnni_gemm/M:1/rows:3072/K:1024 with alternate:1).
+        auto b2_channels = [&](int c0, int c1) {
+          if constexpr (std::is_same_v<GH, int32_t>) {
+            if (rows == 1) return R.gemv(R, h_operand, c0, c1, gh0, (step & 1) != 0);
+          }
+          gemm_r(R, h_operand, static_cast<size_t>(Kh), rows, c0, c1, gh0, static_cast<size_t>(G));
+        };
+        if (j0 == 0 && j1 == H) {
+          b2_channels(0, G);
+        } else {
+          for (int g = 0; g < 3; ++g) b2_channels(g * H + j0, g * H + j1);
         }
       }
       if (b1_pipelined) {  // this step's B-1 rows: wait for the B-1 thread only when it is behind
@@ -922,7 +462,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
           for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
         }
       }
-      // The cell per element: gru_cell_element with B-1/B-2's constants folded (fused_cell_element).
+      // The cell step of each row (the cell's kernel, fast_plan.h CellKernels).
       for (int n = n0; n < n1; ++n) {
         const GX* gx = gemm_x + ((b1_per_step ? 0 : static_cast<size_t>(t) * N) + n) * G;
         const GH* gh = gemm_h.data() + static_cast<size_t>(n) * G;
@@ -931,7 +471,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
         const size_t at = (static_cast<size_t>(t) * N + n) * out_stride + out_offset;  // the row's output, codes and floats
         int32_t* dst = out + at;
         float* y = out_f.y ? out_f.y + at : nullptr;
-        uint8_t* hn_u8 = R.vnni ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
+        uint8_t* hn_u8 = h_u8 ? hu8[cur ^ 1].data() + static_cast<size_t>(n) * Kh : nullptr;
         if (!row_is_valid(lengths, t, n)) {  // padding: the state stays, the output is zp_h (the code of 0.0)
           for (int j = j0; j < j1; ++j) {
             hn[j] = hc[j];
@@ -940,7 +480,7 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
           }
           if (y) out_f.rows_of(dst, y, j0, j1);
         } else {
-          cell_row(pc, x_terms, gx, gh, hc, j0, j1, hn, hn_u8, dst, out_f, y);
+          cell_kernel(pc, gx, gh, hc, j0, j1, hn, hn_u8, dst, out_f, y);
         }
       }
       cur ^= 1;
@@ -967,10 +507,51 @@ void run_cell_fast(const GruCellQuantParams& p, const PackedCell& pc, const int1
   }
 }
 
+// What run_prepared hands to a cell's time loop.
+struct CellRunArgs {
+  const int16_t* x16;      // [T·N, W.Kp] x codes (null when x_u8 holds layer 0's operand rows)
+  const uint8_t* x_u8;     // layer 0's VNNI operand rows, or null
+  int T, N;
+  const std::vector<int32_t>* h_init;
+  int32_t* out;
+  int out_stride, out_offset;
+  FloatOutput out_f;
+  int32_t* h_final;
+  const Parallel* parallel;
+  int threads, min_units_per_thread;
+  int64_t min_pipelined_b1_macs;
+  const int32_t* lengths;
+};
+// One cell's time loop for its sum types (int32 where the matrices' proofs say so) and form: chosen once per cell
+// when the executor is made (choose_cell_run).
+using CellRunFn = void (*)(const GruCellQuantParams& p, const PackedCell& pc, const CellRunArgs& a);
+template <class GX, class GH>
+void run_cell_linear_after_reset(const GruCellQuantParams& p, const PackedCell& pc, const CellRunArgs& a) {
+  run_cell_fast<GX, GH>(p, pc, a.x16, a.x_u8, a.T, a.N, *a.h_init, a.out, a.out_stride, a.out_offset, a.out_f, a.h_final,
+                        *a.parallel, a.threads, a.min_units_per_thread, a.min_pipelined_b1_macs, a.lengths);
+}
+template <class GX, class GH>
+void run_cell_reset_before_linear(const GruCellQuantParams& p, const PackedCell& pc, const CellRunArgs& a) {
+  // its own time loop (run_cell_fast_reset_before), on int16 x codes
+  run_cell_fast_reset_before<GX, GH>(p, pc, a.x16, a.T, a.N, *a.h_init, a.out, a.out_stride, a.out_offset, a.out_f,
+                                     a.h_final, *a.parallel, a.threads, a.lengths);
+}
+template <class GX, class GH>
+CellRunFn cell_run_for(const GruCellQuantParams& p) {
+  return p.linear_before_reset ? run_cell_linear_after_reset<GX, GH> : run_cell_reset_before_linear<GX, GH>;
+}
+CellRunFn choose_cell_run(const GruCellQuantParams& p, const PackedCell& pc) {
+  if (pc.W.out_int32 && pc.R.out_int32) return cell_run_for<int32_t, int32_t>(p);
+  if (pc.W.out_int32) return cell_run_for<int32_t, int64_t>(p);
+  if (pc.R.out_int32) return cell_run_for<int64_t, int32_t>(p);
+  return cell_run_for<int64_t, int64_t>(p);
+}
+
 }  // namespace
 
 struct FastQuantGru::Packed {
-  std::vector<PackedCell> cells;
+  const FastPlan* plan = nullptr;  // support_.plan's, when supported
+  std::vector<CellRunFn> runs;     // per cell of the plan
   // The persistent threads of runs with more than one thread (worker_team.h), started by the first such run.
   // One run at a time uses them; a run that finds them busy (another thread's run) starts its own threads.
   std::mutex team_mutex;
@@ -980,76 +561,27 @@ struct FastQuantGru::Packed {
   std::map<int, fast::ScheduleChoice> schedules;
 };
 
-FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options) {
-  return check_and_pack(model, options, nullptr);
-}
-
 FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastExecutorOptions& options)
-    : model_(model), options_(options), packed_(std::make_unique<Packed>()) {
+    : FastQuantGru(model, fast_path_support(model, options), options) {}
+
+FastQuantGru::FastQuantGru(const QuantizedGru& model, const FastPathSupport& support, const FastExecutorOptions& options)
+    : model_(model), options_(options), support_(support), packed_(std::make_unique<Packed>()) {
   if (options_.threads <= 0) options_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::pair<PackedMatrix, PackedMatrix>> mats;
-  FastIsa isa = FastIsa::Avx2;
-  support_ = check_and_pack(model, options_, &mats, &isa);
-  if (support_.supported) {
-    packed_->cells.reserve(mats.size());
-    for (size_t i = 0; i < mats.size(); ++i) {
-      packed_->cells.emplace_back();
-      PackedCell& pc = packed_->cells.back();
-      pc.W = std::move(mats[i].first);
-      pc.R = std::move(mats[i].second);
-      pc.view = model.cells[i].view();
-      pc.folded.fill(pc.view);
-      pc.tabulated.apply(pc.view);
-      pc.reset_view = pc.view;
-      pc.reset_form.apply(pc.view);  // the linear_before_reset = 0 cell's second half for the kernels below
-      const GruCellParamsView& v = pc.view;
-      const bool all_tables = v.update_gate.impl == ActivationImpl::Table && v.reset_gate.impl == ActivationImpl::Table &&
-                              v.new_gate.impl == ActivationImpl::Table;
-      pc.vector_cell = isa == FastIsa::Avx512Vnni && all_tables;
-      pc.avx2 = isa == FastIsa::Avx2;
-      fast::prepare_byte_tables(v, &pc.byte_tables);
-      pc.cell32 = (pc.vector_cell || (pc.avx2 && all_tables)) && pc.W.out_int32 && pc.R.out_int32 &&
-                  fast::cell_fits_int32(v, pc.W.acc_max_abs, pc.R.acc_max_abs, pc.folded.x.data(), pc.folded.h.data());
-      if (pc.cell32) {
-        fast::prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
-      }
-      pc.cell64_avx2 = pc.avx2 && !pc.cell32 && fast::cell_avx2_i64_applies(v);
-      // Not in the product form, or multiplier rescales (the vector kernels shift only): cell_row's element by
-      // element branch, gru_cell_gates itself (docs/BENCHMARKS.md has its cost).
-      if (v.reset_before_linear || v.multiplier_scales) pc.vector_cell = pc.cell32 = pc.cell64_avx2 = false;
-      // The avx512-vnni int32 cell's per-channel additions (the offset, and in the floor form half) folded into
-      // the u8 VNNI GEMMs' bias row sums, so that each linear of the cell does two operations and a load fewer
-      // (Cell32Plan::sums_folded_x, _h). Only where nothing else reads those sums: not for the
-      // linear_before_reset = 0 cell, whose C-2 reads B-2's raw sums (reset_before_step).
-      if (pc.cell32 && pc.vector_cell && model.cells[i].linear_before_reset) {
-        auto fold = [&](PackedMatrix& M, bool x_side) {
-          if (!M.vnni) return false;
-          for (size_t c = 0; c < static_cast<size_t>(M.rows); ++c) {
-            // bias' = bias - fold in u32 (the GEMM's lanes wrap as well; the sum it ends with fits int32)
-            const uint32_t folded = static_cast<uint32_t>(M.bias_rowsum[c]) - static_cast<uint32_t>(fast::cell32_sum_fold(pc.plan32, x_side, c));
-            M.bias_rowsum[c] = static_cast<int32_t>(folded);  // the low 32 bits (GCC, Clang; C++20 requires it)
-          }
-          return true;
-        };
-        pc.plan32.sums_folded_x = fold(pc.W, true);
-        pc.plan32.sums_folded_h = fold(pc.R, false);
-      }
-    }
+  if (support_.supported && !support_.plan) support_ = fast_path_support(model, options_);  // a support without its plan
+  if (!support_.supported) return;
+  const FastPlan& plan = *support_.plan;
+  if (plan.cells.size() != model.cells.size()) {
+    throw Error("FastQuantGru: the plan has " + std::to_string(plan.cells.size()) + " cells, the model " +
+                std::to_string(model.cells.size()) + " (a plan belongs to the model it was made from)");
   }
+  packed_->plan = &plan;
+  packed_->runs.reserve(plan.cells.size());
+  for (size_t i = 0; i < plan.cells.size(); ++i) packed_->runs.push_back(choose_cell_run(model.cells[i], plan.cells[i]));
 }
 
 FastQuantGru::~FastQuantGru() = default;
 
-bool FastQuantGru::layer0_reads_u8_rows() const {
-  for (int d = 0; d < model_.num_directions; ++d) {
-    const PackedMatrix& W = packed_->cells[static_cast<size_t>(d)].W;
-    // (the linear_before_reset = 0 cell's time loop reads int16 x codes)
-    if (!W.vnni || !W.out_int32 || W.a_bias != packed_->cells[0].W.a_bias || !model_.cell(0, d).linear_before_reset) {
-      return false;
-    }
-  }
-  return true;
-}
+bool FastQuantGru::layer0_reads_u8_rows() const { return packed_->plan->layer0_u8_rows; }
 
 QuantGruResult FastQuantGru::run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                        QuantGruObserver* observer, const int32_t* lengths) const {
@@ -1107,10 +639,10 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const Layer0Operan
   {
     const int prep_parts = u8_rows && parallel.team && N >= options_.threads ? options_.threads : 1;
     std::vector<char> codes_ok(static_cast<size_t>(prep_parts), 1);
-    if (u8_rows) x_u8_owner = LineArray<uint8_t>(rows * packed_->cells[0].W.Kp);  // every byte written (codes, then padding)
+    if (u8_rows) x_u8_owner = LineArray<uint8_t>(rows * packed_->plan->cells[0].W.Kp);  // every byte written (codes, then padding)
     auto prepare = [&](int part) {
       if (u8_rows) {
-        const PackedMatrix& W = packed_->cells[0].W;
+        const PackedMatrix& W = packed_->plan->cells[0].W;
         const TensorQuant& xq = model.input_quant();
         const size_t r0 = rows * static_cast<size_t>(part) / static_cast<size_t>(prep_parts);
         const size_t r1 = rows * static_cast<size_t>(part + 1) / static_cast<size_t>(prep_parts);
@@ -1174,7 +706,8 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const Layer0Operan
   for (int l = 0; l < L; ++l) {
     for (int d = 0; d < D; ++d) {
       const GruCellQuantParams& p = model.cell(l, d);
-      const PackedCell& pc = packed_->cells[static_cast<size_t>(l * D + d)];
+      const size_t cell_index = static_cast<size_t>(l * D + d);
+      const PackedCell& pc = packed_->plan->cells[cell_index];
       const size_t h_offset = (static_cast<size_t>(l) * D + d) * N * H;
       std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
       int32_t* h_final = result.h_n_codes.data() + h_offset;
@@ -1189,25 +722,8 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const Layer0Operan
         out_f = FloatOutput{result.output.data(), static_cast<float>(hq.scale()), hq.zp};  // scale: a power of two
       }
       int32_t* out = layer_output.data();
-      if (!p.linear_before_reset) {  // its own time loop (run_cell_fast_reset_before), on x16
-        if (pc.W.out_int32 && pc.R.out_int32) {
-          run_cell_fast_reset_before<int32_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
-        } else if (pc.W.out_int32) {
-          run_cell_fast_reset_before<int32_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
-        } else if (pc.R.out_int32) {
-          run_cell_fast_reset_before<int64_t, int32_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
-        } else {
-          run_cell_fast_reset_before<int64_t, int64_t>(p, pc, x16.data(), T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, lengths);
-        }
-      } else if (pc.W.out_int32 && pc.R.out_int32) {
-        run_cell_fast<int32_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
-      } else if (pc.W.out_int32) {
-        run_cell_fast<int32_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
-      } else if (pc.R.out_int32) {
-        run_cell_fast<int64_t, int32_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
-      } else {
-        run_cell_fast<int64_t, int64_t>(p, pc, x16.data(), xu, T, N, q_h, out, D * H, d * H, out_f, h_final, par, th, mu, mp, lengths);
-      }
+      const CellRunArgs args{x16.data(), xu, T, N, &q_h, out, D * H, d * H, out_f, h_final, &par, th, mu, mp, lengths};
+      packed_->runs[cell_index](p, pc, args);
     }
     if (l + 1 < L) {
       // Requantize each direction's h codes into layer l+1's x space, exactly as the reference does.
@@ -1305,24 +821,34 @@ class FastStepper : public GruCellStepper {
     gx64_ = LineArray<int64_t>(n * G, 0);
     gh64_ = LineArray<int64_t>(n * G, 0);
     if (!model.linear_before_reset()) reset_before_ = std::make_unique<ResetBeforeScratch>(N, static_cast<int>(kx), static_cast<int>(kh));
+    steps_.reserve(cells.size());
+    for (const PackedCell& pc : cells) steps_.push_back(step_for(pc));
   }
   int batch() const override { return N_; }
   void step_cell(int layer, const int32_t* q_x, int32_t* q_h) override {
     const size_t index = static_cast<size_t>(layer) * model_.num_directions;
     const PackedCell& pc = cells_[index];
-    const GruCellQuantParams& p = model_.cells[index];
-    if (pc.W.out_int32 && pc.R.out_int32) {
-      step<int32_t, int32_t>(p, pc, q_x, q_h, gx32_.data(), gh32_.data());
-    } else if (pc.W.out_int32) {
-      step<int32_t, int64_t>(p, pc, q_x, q_h, gx32_.data(), gh64_.data());
-    } else if (pc.R.out_int32) {
-      step<int64_t, int32_t>(p, pc, q_x, q_h, gx64_.data(), gh32_.data());
-    } else {
-      step<int64_t, int64_t>(p, pc, q_x, q_h, gx64_.data(), gh64_.data());
-    }
+    (this->*steps_[index])(model_.cells[index], pc, q_x, q_h);
   }
 
  private:
+  // The step of one cell for its sum types (int32 where the matrices' proofs say so), chosen once per cell.
+  using StepFn = void (FastStepper::*)(const GruCellQuantParams& p, const PackedCell& pc, const int32_t* q_x, int32_t* q_h);
+  static StepFn step_for(const PackedCell& pc) {
+    if (pc.W.out_int32 && pc.R.out_int32) return &FastStepper::step<int32_t, int32_t>;
+    if (pc.W.out_int32) return &FastStepper::step<int32_t, int64_t>;
+    if (pc.R.out_int32) return &FastStepper::step<int64_t, int32_t>;
+    return &FastStepper::step<int64_t, int64_t>;
+  }
+  template <class T>
+  T* sums(LineArray<int32_t>& s32, LineArray<int64_t>& s64) {
+    if constexpr (std::is_same_v<T, int32_t>) {
+      return s32.data();
+    } else {
+      return s64.data();
+    }
+  }
+
   // acc [N, 3H] = operand codes [N, K] (int32, within the operand's range) times M's rows, by the kernel
   // run_cell_fast uses for M (VNNI on u8 codes + a_bias, two u8 planes, or the AVX2 GEMMs on int16 codes).
   template <class OT>
@@ -1333,7 +859,9 @@ class FastStepper : public GruCellStepper {
   }
 
   template <class GX, class GH>
-  void step(const GruCellQuantParams& p, const PackedCell& pc, const int32_t* q_x, int32_t* q_h, GX* gx, GH* gh) {
+  void step(const GruCellQuantParams& p, const PackedCell& pc, const int32_t* q_x, int32_t* q_h) {
+    GX* gx = sums<GX>(gx32_, gx64_);
+    GH* gh = sums<GH>(gh32_, gh64_);
     const int H = p.hidden_size;
     const size_t G = 3 * static_cast<size_t>(H);
     const size_t Kh = static_cast<size_t>(pc.R.Kp);
@@ -1350,9 +878,9 @@ class FastStepper : public GruCellStepper {
     gemm(pc.R, p.q(GruTensor::h), q_h, H, h16_.data(), h_a_.data(), h_b_.data(), gh);          // B-2
     for (int n = 0; n < N_; ++n) {
       const size_t row = static_cast<size_t>(n);
-      uint8_t* hn_u8 = pc.R.vnni ? h_new_u8_.data() + row * Kh : nullptr;
-      cell_row(pc, false, gx + row * G, gh + row * G, h16_.data() + row * Kh, 0, H, h_new16_.data() + row * Kh, hn_u8,
-               q_h + row * static_cast<size_t>(H));
+      uint8_t* hn_u8 = pc.R.form == fast::OperandForm::U8 ? h_new_u8_.data() + row * Kh : nullptr;
+      pc.kernels.cell(pc, gx + row * G, gh + row * G, h16_.data() + row * Kh, 0, H, h_new16_.data() + row * Kh, hn_u8,
+                      q_h + row * static_cast<size_t>(H), FloatOutput{}, nullptr);
     }
   }
 
@@ -1364,6 +892,7 @@ class FastStepper : public GruCellStepper {
   LineArray<uint8_t> h_new_u8_;                    // [N, Kp] the cell's u8 copy of the new h (VNNI R)
   LineArray<int32_t> gx32_, gh32_;                 // [N, 3H] accumulators, int32 where the proof allows
   LineArray<int64_t> gx64_, gh64_;                 // [N, 3H] else int64
+  std::vector<StepFn> steps_;                      // per cell
   std::unique_ptr<ResetBeforeScratch> reset_before_;  // the linear_before_reset = 0 cell's (reset_before_step)
 };
 
@@ -1371,7 +900,7 @@ class FastStepper : public GruCellStepper {
 
 std::unique_ptr<GruCellStepper> FastQuantGru::make_stepper(int N) const {
   if (!support_.supported) return nullptr;
-  return std::make_unique<FastStepper>(model_, packed_->cells, N);
+  return std::make_unique<FastStepper>(model_, packed_->plan->cells, N);
 }
 
 
