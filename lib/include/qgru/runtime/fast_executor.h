@@ -62,7 +62,7 @@
 //                fits, else in int64). 16-bit weights keep the AVX2 kernel.
 //   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
-// The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast_executor.cpp,
+// The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast/reset_before_loop.cpp,
 // run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a per
 // unit element by element (q_reset_hidden, codes in h's space, so R's packing and proof serve the second GEMM
 // R_n (r ⊙ h) unchanged), then the level's cell kernel on the cell's view rewritten in the other cell's C-3 form

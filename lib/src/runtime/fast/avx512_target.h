@@ -2,7 +2,7 @@
 // The AVX-512 kernels' build switch (private to the fast executor): QGRU_FAST_HAVE_AVX512 is 1 on x86-64 with GCC or
 // Clang, where the kernels (gemm_avx512_vnni.cpp, cell_avx512_i64.cpp, cell_avx512_i32.cpp) are compiled with
 // QGRU_AVX512 (a per-function target attribute, so the rest of the build needs no -mavx512*) and are called only
-// after cpu_has_avx512_vnni() (fast_executor.cpp); elsewhere the entry points abort and are never called
+// after cpu_has_avx512_vnni() (fast_plan.cpp, choose_isa); elsewhere the entry points abort and are never called
 // (avx512_kernels_built() is false).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define QGRU_FAST_HAVE_AVX512 1

@@ -1,7 +1,7 @@
 // The avx512-vnni level's cell step on sixteen int32 lanes (contracts in fast_kernels.h: cell_rows_avx512_i32, its
 // _xterms form, x_terms_avx512_i32; the bounds in cell_fits_int32) and the batch-1 small recurrence that runs it
 // with the GEMV in registers (recurrence_small_avx512_i32). Compiled for any x86-64: every function here carries
-// QGRU_AVX512 and is only called after cpu_has_avx512_vnni() (fast_executor.cpp); on other architectures the entry
+// QGRU_AVX512 and is only called after cpu_has_avx512_vnni() (fast_plan.cpp, choose_isa); on other architectures the entry
 // points exist but are never called.
 #include "avx512_target.h"
 #include "fast_kernels.h"

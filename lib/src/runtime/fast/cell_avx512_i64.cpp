@@ -1,6 +1,6 @@
 // The avx512-vnni level's cell step on eight int64 lanes (contract in fast_kernels.h: cell_rows_avx512), for cells
 // outside the int32 proof. Compiled for any x86-64: every function here carries QGRU_AVX512 and is only called after
-// cpu_has_avx512_vnni() (fast_executor.cpp); on other architectures the entry points exist but are never called.
+// cpu_has_avx512_vnni() (fast_plan.cpp, choose_isa); on other architectures the entry points exist but are never called.
 #include "avx512_target.h"
 #include "fast_kernels.h"
 

@@ -1,6 +1,6 @@
 // AVX2 integer GEMM kernels of the fast executor (contract in fast_kernels.h). Compiled for any x86-64:
 // every function here carries __attribute__((target("avx2"))) and is only called after
-// __builtin_cpu_supports("avx2") (fast_executor.cpp); on other architectures the entry points exist but
+// __builtin_cpu_supports("avx2") (fast_plan.cpp, choose_isa); on other architectures the entry points exist but
 // are never called.
 #include "avx2_target.h"
 #include "fast_kernels.h"

@@ -1,6 +1,6 @@
 // The avx512-vnni level's GEMMs (contracts in fast_kernels.h): the u8 x s8 VNNI GEMM and GEMV (vpdpbusd) and the
 // two-plane GEMM of 16-bit operand codes. Compiled for any x86-64: every function here carries QGRU_AVX512 and is
-// only called after the CPU was found to have AVX512F/BW/DQ/VL/VBMI and AVX512-VNNI (fast_executor.cpp,
+// only called after the CPU was found to have AVX512F/BW/DQ/VL/VBMI and AVX512-VNNI (fast_plan.cpp,
 // cpu_has_avx512_vnni); on other architectures the entry points exist but are never called.
 #include "avx512_target.h"
 #include "fast_kernels.h"

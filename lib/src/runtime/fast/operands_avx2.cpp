@@ -1,7 +1,7 @@
 // The AVX2 operand conversions of the fast executor (contracts in fast_kernels.h): floats quantized into codes or
 // straight into the VNNI operand bytes, int32 codes range-checked into int16 or u8 operand rows. Compiled for any
 // x86-64: every function here carries __attribute__((target("avx2"))) and is only called after
-// __builtin_cpu_supports("avx2") (fast_executor.cpp, quantize_input.cpp); on other architectures the entry points
+// __builtin_cpu_supports("avx2") (fast_plan.cpp, quantize_input.cpp); on other architectures the entry points
 // exist but are never called.
 #include "avx2_target.h"
 #include "fast_kernels.h"
