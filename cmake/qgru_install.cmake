@@ -1,7 +1,7 @@
 # What `cmake --install` puts under the prefix (docs/RUNTIME.md, "Install and link"):
 #   lib/libqgru_runtime.so, lib/libqgru_runtime.a   the runtime: the C API over artifact reading and the
 #                                                   executors (qgru_base, qgru_io, qgru_runtime,
-#                                                   qgru_runtime_capi; qgru_cuda when built). The shared one
+#                                                   qgru_executor, qgru_runtime_capi; qgru_cuda when built). The shared one
 #                                                   exports the qgru_rt_* functions only.
 #   lib/libqgru_toolchain.a                         every area, for C++ programs that make artifacts
 #   include/qgru/                                   qgru_runtime.h (C), qgru_runtime.hpp (C++ wrapper) and
@@ -15,8 +15,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(qgru_runtime_objects $<TARGET_OBJECTS:qgru_base> $<TARGET_OBJECTS:qgru_io> $<TARGET_OBJECTS:qgru_runtime>
-                         $<TARGET_OBJECTS:qgru_runtime_capi>)
-set(qgru_toolchain_areas base io runtime runtime_capi import model calib quant export search gptq capi verify)
+                         $<TARGET_OBJECTS:qgru_executor> $<TARGET_OBJECTS:qgru_runtime_capi>)
+set(qgru_toolchain_areas base io runtime executor runtime_capi import model calib quant export search gptq capi verify)
 set(qgru_runtime_link_deps spdlog::spdlog Threads::Threads)
 if(QGRU_HAVE_CUDA)
   list(APPEND qgru_runtime_objects $<TARGET_OBJECTS:qgru_cuda>)

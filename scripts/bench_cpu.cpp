@@ -34,7 +34,7 @@
 #include <random>
 #include <vector>
 
-#include "../lib/src/runtime/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
+#include "../lib/src/runtime/fast/fast_kernels.h"  // the fast executor's private kernels, for BM_vnni_gemm
 #include "qgru/fixed/activation.h"
 #include "qgru/fixed/rounding.h"
 #include "qgru/model/float_gru.h"

@@ -24,8 +24,8 @@ mapfile -t sources < <({ ls "$root"/cuda/src/*.cpp "$root"/test/cuda/*.cpp
   grep -rlE '#include <(cuda_runtime|cuda_runtime_api|cublas_v2|cuda_fp16)\.h>' "$root/lib/src" "$root/apps" --include='*.cpp'
 } | sort -u)
 flags=(-std=c++17 -O1 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -Werror
-       -DQGRU_CAPI_WITH_CUDA=1 -DQGRU_RUNTIME_WITH_CUDA=1 -DQGRU_WITH_CUDA=1 -DQGRU_CUDART_STATIC=1 -I"$root/lib/include" -I"$build/lib/generated"
-       -I"$root/cuda/include" -I"$root/cuda/src" -I"$root/lib/src/capi" -I"$root/test/unit/support"
+       -DQGRU_CAPI_WITH_CUDA=1 -DQGRU_EXECUTOR_WITH_CUDA=1 -DQGRU_WITH_CUDA=1 -DQGRU_CUDART_STATIC=1 -I"$root/lib/include" -I"$build/lib/generated"
+       -I"$root/cuda/include" -I"$root/cuda/src" -I"$root/lib/src/gptq/capi" -I"$root/test/unit/support"
        -isystem "$cuda12/include")
 objects=()
 pids=()

@@ -10,6 +10,7 @@
 #include "qgru/base/output_policy.h"
 #include "qgru/io/npy.h"
 #include "qgru/model/float_run.h"
+#include "qgru/runtime/executor.h"
 #include "qgru/runtime/quant_run.h"
 #include "qgru/runtime/artifact.h"
 #include "qgru/verify/golden_vectors.h"
@@ -22,7 +23,6 @@
 
 #ifdef QGRU_WITH_CUDA
 #include "qgru_cuda/float_gru_cuda.h"
-#include "qgru_cuda/quant_gru_cuda.h"
 #endif
 
 namespace {
@@ -89,24 +89,33 @@ int run_float(const RunCliOptions& cli) {
   return qgru::kExitOk;
 }
 
-int run_quantized(const RunCliOptions& cli) {
-  const qgru::cli::Device device = qgru::cli::resolve_device(cli.device);
-  qgru::QuantRunOptions options;
-#ifdef QGRU_WITH_CUDA
-  if (device == qgru::cli::Device::Cuda) {
-    // Every cell on the GPU (int8 cuBLAS or the 16-bit kernel), the shared layer loop on the host
-    // (qgru_cuda/quant_gru_cuda.h): the same codes as the CPU executors.
-    options.device_executor = [](const qgru::QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
-                                 const int32_t* lengths) {
-      const qgru::cuda::QuantGruCuda executor(model);
-      qgru::log()->info("CUDA cells: {}", executor.describe());
-      return executor.run_codes(q_x, T, N, q_h0, lengths);
-    };
-    options.device_executor_name = "cuda";
+// run_quantized_files, with the chooser's device decisions said as --device's: "--device cuda: no usable CUDA device:
+// <why>" when CUDA was asked for and cannot run, "--device auto: using CUDA" or "using the CPU (<why>)".
+qgru::QuantRunSummary run_quantized_files_on_device(const qgru::QuantRunOptions& options, const std::string& device) {
+  qgru::QuantRunSummary summary;
+  try {
+    summary = qgru::run_quantized_files(options);
+  } catch (const qgru::ExecutorError& e) {
+    if (e.kind() == qgru::ExecutorError::Kind::NotBuilt || e.kind() == qgru::ExecutorError::Kind::NoDevice) {
+      throw qgru::Error("--device " + device + ": no usable CUDA device: " + e.reason());
+    }
+    throw;
   }
-#else
-  (void)device;  // resolve_device already refused cuda in a build without it
-#endif
+  if (options.device == qgru::ExecutorDevice::Auto && summary.executor == "cuda") {
+    qgru::log()->info("--device auto: using CUDA");
+  }
+  for (const qgru::ExecutorFallback& fallback : summary.fallbacks) {
+    if (fallback.from == "cuda") qgru::log()->info("--device auto: using the CPU ({})", fallback.reason);
+  }
+  if (!summary.executor_detail.empty()) qgru::log()->info("CUDA cells: {}", summary.executor_detail);
+  return summary;
+}
+
+int run_quantized(const RunCliOptions& cli) {
+  qgru::QuantRunOptions options;
+  // The device, then the CPU's fast or reference executor (qgru/runtime/executor.h); on CUDA every cell on the GPU
+  // and the shared layer loop on the host (qgru_cuda/quant_gru_cuda.h): the same codes as the CPU executors.
+  options.device = qgru::parse_executor_device(cli.device);
   options.artifact_path = cli.model;
   options.input_path = cli.input;
   options.output_path = cli.output;
@@ -132,7 +141,7 @@ int run_quantized(const RunCliOptions& cli) {
       return qgru::serialize_golden_vectors(model, q_x, T, N, q_h0, qgru::golden_options_for_artifact(artifact_path));
     };
   }
-  const qgru::QuantRunSummary summary = qgru::run_quantized_files(options);
+  const qgru::QuantRunSummary summary = run_quantized_files_on_device(options, cli.device);
   qgru::log()->info("{}: integer GRU, T = {}, N = {}, input given as {}", cli.model, summary.T, summary.N,
                     summary.input_was_codes ? "codes" : "floats (quantized with x's parameters)");
   std::printf("output %s: %s float32 (dequantized), mean %.6g, min %.6g, max %.6g\n", cli.output.c_str(),
@@ -141,7 +150,7 @@ int run_quantized(const RunCliOptions& cli) {
   if (!cli.hn.empty()) std::printf("h_n %s: float32\n", cli.hn.c_str());
   if (!cli.hn_codes.empty()) std::printf("h_n codes %s: integer codes, each cell in its own h space\n", cli.hn_codes.c_str());
   std::printf("time: %.3f ms (integer executor, %s)\n", summary.seconds * 1e3,
-              device == qgru::cli::Device::Cuda ? "cuda" : ("cpu, " + summary.executor).c_str());
+              summary.executor == "cuda" ? "cuda" : ("cpu, " + summary.executor).c_str());
   if (!cli.dump.empty()) {
     std::printf("intermediates %s: every code of every step (golden vectors, docs/FIXED_POINT.md)\n", cli.dump.c_str());
   }

@@ -16,6 +16,7 @@
 #include "qgru/io/sequence_io.h"
 #include "qgru/io/strict_json.h"
 #include "qgru/runtime/artifact.h"
+#include "qgru/runtime/executor.h"
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/verify/device_compare.h"
 #include "qgru/verify/gru_verify.h"
@@ -28,7 +29,6 @@
 
 #ifdef QGRU_WITH_CUDA
 #include "qgru_cuda/float_gru_cuda.h"
-#include "qgru_cuda/quant_gru_cuda.h"
 #endif
 
 namespace {
@@ -94,9 +94,11 @@ int run_verify(const VerifyCliOptions& cli) {
   if (device == qgru::cli::Device::Cuda) {
     const float* h0_data = h0.empty() ? nullptr : h0.data();
     const qgru::QuantGruResult cpu_codes = qgru::run_quantized_gru(quant_model, x.values.data(), x.T, x.N, h0_data);
-    const qgru::cuda::QuantGruCuda quant_cuda(quant_model);
-    qgru::log()->info("CUDA cells: {}", quant_cuda.describe());
-    const qgru::QuantGruResult cuda_codes = quant_cuda.run(x.values.data(), x.T, x.N, h0_data);
+    qgru::ExecutorRequest on_cuda;  // the chooser's CUDA executor (qgru/runtime/executor.h)
+    on_cuda.device = qgru::ExecutorDevice::Cuda;
+    const std::unique_ptr<qgru::Executor> quant_cuda = qgru::make_executor(quant_model, on_cuda);
+    qgru::log()->info("CUDA cells: {}", quant_cuda->detail());
+    const qgru::QuantGruResult cuda_codes = quant_cuda->run(x.values.data(), x.T, x.N, h0_data);
     const qgru::FloatGruResult cpu_float = qgru::run_float_gru(float_model, x.values.data(), x.T, x.N, h0_data);
     const qgru::FloatGruResult cuda_float = qgru::cuda::FloatGruCuda(float_model).run(x.values.data(), x.T, x.N, h0_data);
     const int H = quant_model.hidden_size, D = quant_model.num_directions;

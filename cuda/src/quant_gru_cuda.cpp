@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "qgru/runtime/fast_executor.h"
+#include "qgru/runtime/quantize_input.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
@@ -79,7 +79,7 @@ QuantGruResult QuantGruCuda::run_codes(const int32_t* q_x, int T, int N, const i
 
 QuantGruResult QuantGruCuda::run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
   const QuantizedGru& model = impl_->model;
-  // x's codes by the vectorized quantization (qgru/runtime/fast_executor.h: TensorQuant::quantize's codes, exactly).
+  // x's codes by the vectorized quantization (qgru/runtime/quantize_input.h: TensorQuant::quantize's codes, exactly).
   // For the 1.6 M values of (256, 100, 64) the scalar quantize_values took 15 ms on the development VM and this
   // 0.45 ms; run_codes itself takes 3.3 ms on an H200.
   std::vector<int32_t> q_x(static_cast<size_t>(T) * N * model.input_size);

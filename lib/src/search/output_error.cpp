@@ -7,7 +7,7 @@
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
 #include "qgru/quant/quantize_gru.h"
-#include "qgru/runtime/fast_executor.h"
+#include "qgru/runtime/executor.h"
 
 namespace qgru::search {
 namespace {
@@ -85,12 +85,12 @@ OutputError OutputErrorScorer::evaluate(const BitwidthConfig& config, const std:
       return result;
     }
   }
-  FastExecutorOptions options;
-  options.threads = threads_;
-  const FastQuantGru fast(quantized, options);
+  ExecutorRequest request;  // the CPU's fast executor where it applies, else the reference (the same codes)
+  request.fast.threads = threads_;
+  const std::unique_ptr<Executor> executor = make_executor(quantized, request);
   for (size_t b = 0; b < held_in_.size(); ++b) {
     const SequenceBatch& batch = held_in_[b];
-    const QuantGruResult run = fast.run(batch.values.data(), batch.T, batch.N, nullptr);
+    const QuantGruResult run = executor->run(batch.values.data(), batch.T, batch.N, nullptr);
     const std::vector<float>& reference = float_outputs_[b];
     for (size_t i = 0; i < reference.size(); ++i) {
       const double error = static_cast<double>(run.output[i]) - static_cast<double>(reference[i]);

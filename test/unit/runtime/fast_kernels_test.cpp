@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../../lib/src/runtime/fast_kernels.h"
+#include "../../../lib/src/runtime/fast/fast_kernels.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/runtime/fast_executor.h"
 #include "qgru/quant/bitwidth_presets.h"

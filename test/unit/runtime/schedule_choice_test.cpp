@@ -1,10 +1,10 @@
-// The fast executor's choice between two schedules by measured cost (lib/src/runtime/schedule_choice.h).
+// The fast executor's choice between two schedules by measured cost (lib/src/runtime/fast/schedule_choice.h).
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cstddef>
 
-#include "../../../lib/src/runtime/schedule_choice.h"
+#include "../../../lib/src/runtime/fast/schedule_choice.h"
 
 namespace {
 

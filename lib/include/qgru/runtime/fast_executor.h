@@ -32,7 +32,7 @@
 //   When the recurrence runs on one thread, B-1 may run beside it on a second thread a few steps ahead
 //   (min_pipelined_b1_macs). For N < threads, which of these schedules runs (one thread, pipelined B-1,
 //   split over units) is chosen per FastQuantGru by the measured wall time of its earlier runs
-//   (adaptive_split; lib/src/runtime/schedule_choice.h), because the fastest one changes with where the
+//   (adaptive_split; lib/src/runtime/fast/schedule_choice.h), because the fastest one changes with where the
 //   hypervisor places the cores; every schedule computes the same codes.
 //
 // - Levels, chosen at run time from the CPU (FastIsa; QGRU_FAST_ISA=avx2|avx512-vnni|reference in the
@@ -55,14 +55,14 @@
 //                rows x 4 k. The cell step a row at a time with the same integer operations as
 //                gru_cell_element: on sixteen int32 lanes when a per-cell proof (fast::cell_fits_int32)
 //                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes. Contracts
-//                and proofs in lib/src/runtime/fast_kernels.h. 16-bit activation codes against int8
+//                and proofs in lib/src/runtime/fast/fast_kernels.h. 16-bit activation codes against int8
 //                weights (the int16-activations preset) go through the same instruction as two u8 planes,
 //                low byte and high byte + 128, each weight vector read once for both (gemm_vnni_s16s8: the
 //                planes' int32 sums are exact, combined as lo + 256·hi in int32 when the whole sum provably
 //                fits, else in int64). 16-bit weights keep the AVX2 kernel.
 //   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
-// The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast_executor.cpp,
+// The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast/reset_before_loop.cpp,
 // run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a per
 // unit element by element (q_reset_hidden, codes in h's space, so R's packing and proof serve the second GEMM
 // R_n (r ⊙ h) unchanged), then the level's cell kernel on the cell's view rewritten in the other cell's C-3 form
@@ -78,6 +78,7 @@
 
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/runtime/quantized_gru.h"
+#include "qgru/runtime/quantize_input.h"  // quantize_fast, declared here before it had a header of its own
 
 namespace qgru {
 
@@ -100,7 +101,7 @@ struct FastExecutorOptions {
                                   // schedules the two bounds here allow (the recurrence on one thread alone, on
                                   // one thread with B-1 pipelined on another, split over units) by the wall time
                                   // of this object's earlier runs of the same N (the first run takes the
-                                  // bounds' choice; lib/src/runtime/schedule_choice.h): which one is fastest
+                                  // bounds' choice; lib/src/runtime/fast/schedule_choice.h): which one is fastest
                                   // changes with how the hypervisor places the two cores. false: the bounds
                                   // alone decide (what the tests of each schedule use)
   int64_t min_pipelined_b1_macs = 1000000;  // when the recurrence runs on one thread (N < threads, H too small
@@ -112,11 +113,18 @@ struct FastExecutorOptions {
                                   // (2.5x slower at H = 256 with per-run threads): set max() there, or threads = 1
 };
 
-// Whether and how the fast path runs a model.
+// The fast path's plan of one model (lib/src/runtime/fast/fast_plan.h): the level, the packed weights and per
+// matrix and cell the kernels chosen once. Made by fast_path_support; keeps pointers into the model, which must
+// outlive it and stay unchanged.
+struct FastPlan;
+
+// Whether and how the fast path runs a model, and when it does, the plan that runs it (FastQuantGru takes it,
+// so that the weights are packed once).
 struct FastPathSupport {
   bool supported = false;
   std::string isa;     // "avx2" or "avx512-vnni" when supported
   std::string reason;  // why not, naming the cell and the operand bound, when not supported
+  std::shared_ptr<const FastPlan> plan;  // when supported
 };
 
 // True when the CPU this process runs on has AVX2 (and the library was built for x86-64).
@@ -124,6 +132,7 @@ bool cpu_has_avx2();
 // True when the CPU has AVX512F/BW/DQ/VL/VBMI and AVX512-VNNI (and the library was built for x86-64).
 bool cpu_has_avx512_vnni();
 
+// The level (options.isa, QGRU_FAST_ISA, the CPU) and the plan for `model`, or why the fast path refuses it.
 FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorOptions& options = {});
 
 // A model prepacked for the fast kernels. Keeps a reference to `model`, which must outlive it and stay
@@ -131,6 +140,10 @@ FastPathSupport fast_path_support(const QuantizedGru& model, const FastExecutorO
 class FastQuantGru {
  public:
   explicit FastQuantGru(const QuantizedGru& model, const FastExecutorOptions& options = {});
+  // With the plan fast_path_support(model, ...) made (no second packing): `support` decides the level and kernels
+  // (options.isa and allow_simd are the ones it was made with), options the threads and schedules. A refused
+  // support runs the reference executor.
+  FastQuantGru(const QuantizedGru& model, const FastPathSupport& support, const FastExecutorOptions& options);
   ~FastQuantGru();
   FastQuantGru(const FastQuantGru&) = delete;
   FastQuantGru& operator=(const FastQuantGru&) = delete;
@@ -172,10 +185,6 @@ class FastQuantGru {
   std::unique_ptr<Packed> packed_;
 };
 
-// TensorQuant::quantize of values[0, count) into codes (the same codes: round half away from zero, saturation,
-// NaN -> zp), by the fast path's vector kernel where the CPU has AVX2 and |quant.shift| <= 60, else one value at
-// a time. For a streaming frame of 256 values: a few dozen ns instead of microseconds.
-void quantize_fast(const TensorQuant& quant, const float* values, size_t count, int32_t* codes);
 
 // Drop-in replacements of run_quantized_gru / run_quantized_gru_codes (same signatures): prepack, then
 // run the fast path when it applies, else the reference. For repeated runs keep a FastQuantGru instead.

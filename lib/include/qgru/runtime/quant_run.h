@@ -1,7 +1,7 @@
 #pragma once
 // `qgru run` on a quantized artifact, as one library call: read the artifact, x (float values are
 // quantized with layer 0's x parameters; an integer .npy is taken as x codes) and the initial state (float h0
-// quantized with each cell's h parameters, or h0 codes), run the CPU integer executor, write y (dequantized
+// quantized with each cell's h parameters, or h0 codes), run the executor the chooser picks, write y (dequantized
 // float32), and on request the output codes and h_n (floats and codes), all together or not at all. Feeding a
 // run's h_n codes back as the next run's h0 codes continues the sequence exactly: two runs over x[:t] and
 // x[t:] give the codes of one run over x.
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "qgru/runtime/executor.h"
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/runtime/quantized_gru.h"
 
@@ -28,17 +29,11 @@ struct QuantRunOptions {
                               // int8, uint8, int16, int32 that holds every cell's h codes
   std::string lengths_path;   // optional: sequence lengths [N] (integer .npy; run_quantized_gru's lengths)
   bool batch_first = false;
-  // "fast" (default): the AVX2 executor where the CPU and the model allow it, else the reference;
-  // "reference": the obviously-right executor. Both compute the same codes (tested).
+  // Where and by what the model runs (qgru/runtime/executor.h, the one chooser): the device (cpu, cuda, auto), then
+  // on the CPU "fast" (default: the AVX2 / AVX-512 executor where the CPU and the model allow it, else the
+  // reference) or "reference" (the obviously-right executor). Every executor computes the same codes (tested).
+  ExecutorDevice device = ExecutorDevice::Cpu;
   std::string executor = "fast";
-  // When set, this runs the model instead of the CPU executors (the CLI's --device cuda; the library
-  // itself stays free of CUDA): q_x [T, N, C] codes, q_h0 [L*D, N, H] codes or null, exactly the contract
-  // of run_quantized_gru_codes (float input and h0 are quantized first, as run_quantized_gru does).
-  // device_executor_name is what the summary reports as the executor.
-  std::function<QuantGruResult(const QuantizedGru& model, const int32_t* q_x, int T, int N, const int32_t* q_h0,
-                               const int32_t* lengths)>
-      device_executor;
-  std::string device_executor_name;
   // Optional: one more file of the run's output group (written and renamed with the others, under the same
   // folder locks; when making it fails, none of the group is written), its bytes made from the run's inputs as
   // codes: q_x [T, N, C] in layer 0's x space, q_h0 [L*D, N, H] or null. `qgru run --dump-intermediates`
@@ -51,7 +46,9 @@ struct QuantRunOptions {
 struct QuantRunSummary {
   std::vector<int64_t> output_shape;
   bool input_was_codes = false;
-  std::string executor;  // what ran: "fast (avx2)" or "reference" with the reason
+  std::string executor;  // what ran (Executor::name()): "cuda", "fast (avx2)", or "reference" with the reason
+  std::string executor_detail;              // Executor::detail() (the CUDA executor's cells)
+  std::vector<ExecutorFallback> fallbacks;  // the chooser's fallbacks, with their reasons
   double seconds = 0.0;  // the executor alone
   int T = 0, N = 0;
   double mean = 0.0, min = 0.0, max = 0.0;

@@ -33,6 +33,15 @@ qgru_rt_status guarded(qgru_rt_status error_status, Fn&& fn) noexcept {
   } catch (const std::bad_alloc&) {
     last_error = "out of memory";
     return QGRU_RT_OUT_OF_MEMORY;
+  } catch (const qgru::ExecutorError& e) {  // the chooser's device (qgru/runtime/executor.h)
+    last_error = e.what();
+    switch (e.kind()) {
+      case qgru::ExecutorError::Kind::NotBuilt: return QGRU_RT_DEVICE_NOT_BUILT;
+      case qgru::ExecutorError::Kind::NoDevice: return QGRU_RT_DEVICE_UNAVAILABLE;
+      case qgru::ExecutorError::Kind::NotSupported: return QGRU_RT_NOT_SUPPORTED;
+      case qgru::ExecutorError::Kind::Failed: return QGRU_RT_EXECUTION_FAILED;
+    }
+    return QGRU_RT_EXECUTION_FAILED;
   } catch (const qgru::Error& e) {
     last_error = e.what();
     return error_status;
@@ -93,10 +102,10 @@ qgru_rt_status open_model(qgru_rt_model** out, const std::function<qgru::Quantiz
   });
 }
 
+// "cpu fast (<level>)", "cpu reference (fast path: <why not>)" or "cpu reference (requested)".
 std::string cpu_description(const Context& c) {
   if (c.options.executor == QGRU_RT_EXECUTOR_REFERENCE) return "cpu reference (requested)";
-  if (c.fast->support().supported) return "cpu fast (" + c.fast->support().isa + ")";
-  return "cpu reference (fast path: " + c.fast->support().reason + ")";
+  return "cpu " + c.executor->name();
 }
 
 void fill_state_with_zero_codes(qgru_rt_state& s) {
@@ -208,20 +217,24 @@ qgru_rt_status qgru_rt_context_create(const qgru_rt_model* model, const qgru_rt_
     impl->options = options ? *options : qgru_rt_context_options_default();
     const qgru_rt_context_options& o = impl->options;
     if (o.threads < 0) invalid("qgru_rt_context_create: threads = " + std::to_string(o.threads) + ", expected >= 0");
+    // The executor by the one chooser (qgru/runtime/executor.h); its device failures answer as statuses (guarded).
+    qgru::ExecutorRequest request;
+    request.fast.threads = o.threads;
     if (o.device == QGRU_RT_DEVICE_CPU) {
-      if (o.executor == QGRU_RT_EXECUTOR_FAST) {
-        qgru::FastExecutorOptions fast;
-        fast.threads = o.threads;
-        impl->fast = std::make_unique<qgru::FastQuantGru>(*impl->model, fast);
-      } else if (o.executor != QGRU_RT_EXECUTOR_REFERENCE) {
+      if (o.executor == QGRU_RT_EXECUTOR_REFERENCE) {
+        request.executor = "reference";
+      } else if (o.executor != QGRU_RT_EXECUTOR_FAST) {
         invalid("qgru_rt_context_create: executor " + std::to_string(static_cast<int>(o.executor)) +
                 " is not QGRU_RT_EXECUTOR_FAST or _REFERENCE");
       }
+      impl->executor = qgru::make_executor(*impl->model, request);
       impl->description = cpu_description(*impl);
     } else if (o.device == QGRU_RT_DEVICE_CUDA) {
       if (o.device_id < 0) invalid("qgru_rt_context_create: device_id = " + std::to_string(o.device_id) + ", expected >= 0");
-      impl->device = qgru::runtime_capi::make_cuda_executor(*impl->model, o.device_id);
-      impl->description = impl->device->describe();
+      request.device = qgru::ExecutorDevice::Cuda;
+      request.device_id = o.device_id;
+      impl->executor = qgru::make_executor(*impl->model, request);
+      impl->description = impl->executor->describe();
     } else {
       invalid("qgru_rt_context_create: device " + std::to_string(static_cast<int>(o.device)) +
               " is not QGRU_RT_DEVICE_CPU or _CUDA");

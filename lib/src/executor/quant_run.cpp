@@ -9,7 +9,7 @@
 #include "qgru/io/npy.h"
 #include "qgru/io/sequence_io.h"
 #include "qgru/runtime/artifact.h"
-#include "qgru/runtime/fast_executor.h"
+#include "qgru/runtime/quantize_input.h"
 #include "qgru/runtime/quant_executor.h"
 
 namespace qgru {
@@ -166,20 +166,13 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const std::vector<int32_t> q_h0 = read_quant_run_initial_state(options.h0_path, options.h0_codes_path, model, x.N);
   const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
 
-  if (options.executor != "fast" && options.executor != "reference") {
-    throw Error("--executor " + options.executor + ": expected fast or reference");
-  }
-  bool use_fast = options.executor == "fast";
-  if (options.device_executor) {
-    use_fast = false;
-    summary.executor = options.device_executor_name;
-  } else if (use_fast) {
-    const FastPathSupport support = fast_path_support(model);
-    use_fast = support.supported;
-    summary.executor = support.supported ? "fast (" + support.isa + ")" : "reference (fast path: " + support.reason + ")";
-  } else {
-    summary.executor = "reference";
-  }
+  ExecutorRequest request;
+  request.device = options.device;
+  request.executor = options.executor;
+  const std::unique_ptr<Executor> executor = make_executor(model, request);
+  summary.executor = executor->name();
+  summary.executor_detail = executor->detail();
+  summary.fallbacks = executor->fallbacks();
 
   std::vector<int32_t> lengths_values;
   if (!options.lengths_path.empty()) lengths_values = read_sequence_lengths(options.lengths_path, x.N, x.T);
@@ -191,13 +184,7 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   if (!x.is_codes) quantize_fast(model.input_quant(), x.values.data(), x.values.size(), q_x_quantized.data());
   const int32_t* q_x = x.is_codes ? x.q_x.data() : q_x_quantized.data();
   const auto start = std::chrono::steady_clock::now();
-  QuantGruResult result;
-  if (options.device_executor) {
-    result = options.device_executor(model, q_x, x.T, x.N, q_h0_data, lengths);
-  } else {
-    result = use_fast ? run_quantized_gru_fast_codes(model, q_x, x.T, x.N, q_h0_data, nullptr, lengths)
-                      : run_quantized_gru_codes(model, q_x, x.T, x.N, q_h0_data, nullptr, lengths);
-  }
+  const QuantGruResult result = executor->run_codes(q_x, x.T, x.N, q_h0_data, lengths);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int F = model.num_directions * H;

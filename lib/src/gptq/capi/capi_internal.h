@@ -1,5 +1,5 @@
 #pragma once
-// Internal to lib/src/capi: the objects behind the C API's handles, and the CUDA device's entry points
+// Internal to lib/src/gptq/capi: the objects behind the C API's handles, and the CUDA device's entry points
 // (qgru_gptq_cuda.cpp, compiled only when qgru is built with CUDA: QGRU_CAPI_WITH_CUDA). Plain C++, no
 // CUDA headers, so qgru_gptq.cpp stays the same in both builds.
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
-#include "qgru/capi/qgru_gptq.h"
+#include "qgru/qgru_gptq.h"
 
 struct qgruHandle {
   qgruDevice_t device;

@@ -1,7 +1,7 @@
 // The AVX2 level's GEMM on the prepacked weight layout (contract in fast_kernels.h, gemm_avx2_packed): int16
 // operand codes against int8 weights in pack_vnni_u8s8's layout, with vpmovsxbw + vpmaddwd. Compiled for any
 // x86-64: every function here carries __attribute__((target("avx2"))) and is only called after
-// __builtin_cpu_supports("avx2") (fast_executor.cpp); on other architectures the entry points exist but are
+// __builtin_cpu_supports("avx2") (fast_plan.cpp, choose_isa); on other architectures the entry points exist but are
 // never called.
 #include <algorithm>
 #include <cstdlib>

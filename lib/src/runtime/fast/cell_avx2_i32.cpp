@@ -2,7 +2,7 @@
 // avx512-vnni level's cell_block32 on eight int32 lanes, the same operations in the same order on the same
 // plan (prepare_cell32_plan), every intermediate within ±2^30 by cell_fits_int32. Compiled for any x86-64:
 // every function carries __attribute__((target("avx2"))) and is only called after the CPU was found to have
-// AVX2 (fast_executor.cpp); on other architectures the entry points exist but are never called.
+// AVX2 (fast_plan.cpp, choose_isa); on other architectures the entry points exist but are never called.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

@@ -11,7 +11,7 @@
 // widens each lane to int64 after every chunk, so the int64 total is the exact integer sum. Storing into
 // an int32 C is valid only when the caller proved the whole sum fits int32.
 //
-// The AVX-512 level (fast_kernels_avx512.cpp; AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI):
+// The AVX-512 level (gemm_avx512_vnni.cpp, cell_avx512_i64.cpp, cell_avx512_i32.cpp; AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI):
 //
 // gemm_vnni_u8s8(A, lda, M, Bp, Kp, bias_rowsum, c0, c1, C, ldc):
 //   C[m * ldc + c] = Σ_{k < Kp} (A[m * lda + k] - a_bias) * W[c, k]      for m < M, c0 <= c < c1

@@ -4,13 +4,13 @@
 // products by vpmuldq (exact for factors within int32: cell_avx2_i64_applies proves it per cell), min/max by
 // compare and blend, |v| as (v ^ s) - s. Compiled for any x86-64: every function carries
 // __attribute__((target("avx2"))) and is only called after the CPU was found to have AVX2
-// (fast_executor.cpp); on other architectures the entry points exist but are never called.
+// (fast_plan.cpp, choose_isa); on other architectures the entry points exist but are never called.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "avx2_target.h"
-#include "cell_bounds.h"
+#include "../model/cell_bounds.h"
 #include "fast_kernels.h"
 
 namespace qgru::fast {

@@ -1,7 +1,7 @@
 // The GPTQ operator's C API (docs/GPTQ.md, "C API") over qgru::gptq (CPU) and qgru::cuda::QuantLinear (CUDA, qgru_gptq_cuda.cpp). Every
 // entry point validates its arguments, then runs inside a try/catch: no exception crosses the C boundary,
 // failures become statuses with a thread-local message.
-#include "qgru/capi/qgru_gptq.h"
+#include "qgru/qgru_gptq.h"
 
 #include <algorithm>
 #include <cmath>

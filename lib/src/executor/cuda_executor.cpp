@@ -1,0 +1,97 @@
+// The chooser's CUDA executor (cuda_executor.h): QuantGruCuda on one device, CUDA's exceptions as ExecutorError.
+#include "cuda_executor.h"
+
+#ifdef QGRU_EXECUTOR_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+#include "qgru_cuda/status.h"
+#endif
+
+namespace qgru::executor {
+
+#ifdef QGRU_EXECUTOR_WITH_CUDA
+namespace {
+
+using Kind = ExecutorError::Kind;
+
+// Runs fn with the device current on this thread, CUDA's exceptions as ExecutorError.
+template <class Fn>
+auto with_device(int device_id, Fn&& fn) {
+  try {
+    const cudaError_t e = cudaSetDevice(device_id);
+    if (e != cudaSuccess) {
+      const std::string message = std::string("cudaSetDevice(") + std::to_string(device_id) + "): " + cudaGetErrorString(e);
+      throw ExecutorError(Kind::Failed, message, message);
+    }
+    return fn();
+  } catch (const cuda::NoDevice& e) {
+    throw ExecutorError(Kind::NoDevice, e.what(), e.what());
+  } catch (const cuda::NotSupported& e) {
+    throw ExecutorError(Kind::NotSupported, e.what(), e.what());
+  } catch (const cuda::CudaFailure& e) {
+    throw ExecutorError(Kind::Failed, e.what(), e.what());
+  }
+}
+
+class CudaExecutor : public Executor {
+ public:
+  CudaExecutor(const QuantizedGru& model, int device_id)
+      : device_id_(device_id), executor_(with_device(device_id, [&] { return cuda::QuantGruCuda(model); })) {}
+  std::string describe() const override { return "cuda:" + std::to_string(device_id_) + " (" + detail() + ")"; }
+  std::string detail() const override { return executor_.describe(); }
+  QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths) const override {
+    return with_device(device_id_, [&] { return executor_.run_codes(q_x, T, N, q_h0, lengths); });
+  }
+  QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const override {
+    return with_device(device_id_, [&] { return executor_.run(x, T, N, h0, lengths); });
+  }
+  std::unique_ptr<GruCellStepper> make_stepper(int) const override { return nullptr; }
+
+ private:
+  int device_id_;
+  cuda::QuantGruCuda executor_;
+};
+
+}  // namespace
+
+bool cuda_built() { return true; }
+
+std::string cuda_unusable_reason(int device_id) {
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.device_count == 0) return probe.reason;
+  if (device_id < 0 || device_id >= probe.device_count) {
+    return "CUDA device " + std::to_string(device_id) + " does not exist (" + std::to_string(probe.device_count) +
+           " device(s))";
+  }
+  return "";
+}
+
+void throw_cuda_unusable(int device_id) {
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.device_count == 0) throw ExecutorError(Kind::NoDevice, "no CUDA device: " + probe.reason, probe.reason);
+  const std::string reason = cuda_unusable_reason(device_id);
+  throw ExecutorError(Kind::NoDevice, reason, reason);
+}
+
+std::unique_ptr<Executor> make_cuda_executor(const QuantizedGru& model, int device_id) {
+  return std::make_unique<CudaExecutor>(model, device_id);
+}
+
+#else
+
+bool cuda_built() { return false; }
+
+std::string cuda_unusable_reason(int) { return "this qgru was built without CUDA (nvcc was not found at configure time)"; }
+
+void throw_cuda_unusable(int device_id) {
+  throw ExecutorError(ExecutorError::Kind::NotBuilt, "this qgru runtime was built without CUDA (no nvcc at build time)",
+                      cuda_unusable_reason(device_id));
+}
+
+std::unique_ptr<Executor> make_cuda_executor(const QuantizedGru&, int device_id) { throw_cuda_unusable(device_id); }
+
+#endif
+
+}  // namespace qgru::executor
