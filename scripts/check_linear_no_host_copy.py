@@ -3,7 +3,7 @@
 not synchronize.
 
 The per-call paths are QuantLinear::run (cuda/src/quant_linear.cpp), the C API's resident linear
-(cuda_linear_resident in lib/src/capi/qgru_gptq_cuda.cpp) and every function of the files whose kernels they
+(cuda_linear_resident in lib/src/gptq/capi/qgru_gptq_cuda.cpp) and every function of the files whose kernels they
 launch (cuda/src/quant_linear_stripes.cu, quant_linear_kernels.cu, layout_convert.cu). Their bodies must not
 contain a host<->device copy (cudaMemcpy*, DeviceBuffer::from / upload / download / to_vector, an uploader),
 a synchronization (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize) or a host-side repack
@@ -22,7 +22,7 @@ FORBIDDEN = [r"\bcudaMemcpy\w*", r"\bcudaStreamSynchronize\b", r"\bcudaDeviceSyn
 
 # (file, function name or None for the whole file)
 PER_CALL = [("cuda/src/quant_linear.cpp", "QuantLinear::run"),
-            ("lib/src/capi/qgru_gptq_cuda.cpp", "cuda_linear_resident"),
+            ("lib/src/gptq/capi/qgru_gptq_cuda.cpp", "cuda_linear_resident"),
             ("cuda/src/quant_linear_stripes.cu", None),
             ("cuda/src/quant_linear_kernels.cu", None),
             ("cuda/src/layout_convert.cu", None)]
