@@ -8,8 +8,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${QGRU_BUILD_DIR:-$root/build}"
 example="$root/examples/digits"
-bash "$root/scripts/setup.sh"
-bash "$root/scripts/build.sh"
+# The CLI's packages and the qgru target alone (docs/BENCHMARKS.md, "The README's two commands"), with the flags
+# scripts/test.sh builds with (-Werror), so that every object compiled here is a compiler-cache hit there.
+bash "$root/scripts/setup.sh" cli
+QGRU_BUILD_TESTS=OFF QGRU_BUILD_TARGETS=qgru bash "$root/scripts/build.sh" -DQGRU_WERROR=ON
 qgru="$build/apps/qgru/qgru"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
