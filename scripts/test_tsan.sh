@@ -13,7 +13,8 @@ jobs="${QGRU_JOBS:-$(nproc)}"
 start=$(date +%s)
 # clang, -O1 and line tables as in the ASan tree (file:line in every frame of a report), CUDA off.
 bash "$root/scripts/configure_sanitized.sh" "$build" thread
-cmake --build "$build" -j "$jobs" --target test_runtime_capi test_runtime >"$build/build.log" 2>&1 ||
+# test_runtime_threads: fast_executor_test.cpp alone, where the fast executor's thread cases live (test/CMakeLists.txt).
+cmake --build "$build" -j "$jobs" --target test_runtime_capi test_runtime_threads >"$build/build.log" 2>&1 ||
   { tail -50 "$build/build.log" >&2; exit 1; }
 built=$(date +%s)
 # halt_on_error: the first report fails the run; second_deadlock_stack: both stacks of a lock-order report.
@@ -22,5 +23,5 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 # case streams and runs from four threads at once), and the fast executor's own thread cases: a unit split
 # over three threads, two runs sharing one team, the batch-1 schedules chosen by measured time.
 "$build/test/test_runtime_capi" --no-intro >&2
-"$build/test/test_runtime" --test-case='*three threads*,*two threads at once*,*measured time*' --no-intro >&2
+"$build/test/test_runtime_threads" --test-case='*three threads*,*two threads at once*,*measured time*' --no-intro >&2
 echo "test_tsan: build $((built - start)) s, tests $(($(date +%s) - built)) s (ThreadSanitizer, $build)" >&2
