@@ -143,6 +143,8 @@ def load():
 
 PAIRS = ("python", "c")
 PAIR_RUNNERS = {"python": ("qgru-py", "ort-py"), "c": ("qgru-c", "ort-c")}
+RUNNER_NAMES = {"qgru-py": "qgru Python", "ort-py": "onnxruntime Python", "qgru-c": "qgru C API",
+                "ort-c": "onnxruntime C API"}
 PAIR_HEADER = ["| pair | H | round (first) | qgru median [p10–p90] / p99 µs (load) | "
                "onnxruntime median [p10–p90] / p99 µs (load) | onnxruntime / qgru median |",
                "|---|---:|---|---|---|---:|"]
@@ -274,6 +276,7 @@ def run_pairs(args, lines):
     ort_c = build_ort_c(ort_py, args.build)[0] if "c" in args.pairs else None
     common = ["--frames", str(args.frames), "--warmup", str(args.warmup), "--work", args.work]
     executors = {}
+    states = []
     out(lines, "Like with like: each pair through the same kind of call (%d timed frames after %d warm-up frames; "
                "µs per frame; load average before each process)." % (args.frames, args.warmup))
     out(lines, "")
@@ -302,10 +305,13 @@ def run_pairs(args, lines):
                 (q, q_load), (o, o_load) = results[PAIR_RUNNERS[pair][0]], results[PAIR_RUNNERS[pair][1]]
                 out(lines, pair_row(pair, H, rnd, q, o, q_load, o_load))
         check_states(sums, H)
+        states.append("H = %d: %s" % (H, ", ".join("%s %.9g" % (RUNNER_NAMES[r], sums[r][0])
+                                                   for r in RUNNER_NAMES if r in sums)))
     out(lines, "")
-    for runner in ("qgru-py", "ort-py", "qgru-c", "ort-c"):
+    for runner, name in RUNNER_NAMES.items():
         if runner in executors:
-            out(lines, "- %s: %s" % (runner, executors[runner]))
+            out(lines, "- %s: %s" % (name, executors[runner]))
+    out(lines, "- the state after every frame (sum of the last output), equal within each kind: " + "; ".join(states))
 
 
 def self_test():
