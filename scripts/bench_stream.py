@@ -141,6 +141,7 @@ def load():
     return os.getloadavg()[0]
 
 
+ORT_PACKAGES = ["onnxruntime", "onnx"]  # all the venv needs here (bench_cpu.py's peers add OpenVINO)
 PAIRS = ("python", "c")
 PAIR_RUNNERS = {"python": ("qgru-py", "ort-py"), "c": ("qgru-c", "ort-c")}
 RUNNER_NAMES = {"qgru-py": "qgru Python", "ort-py": "onnxruntime Python", "qgru-c": "qgru C API",
@@ -265,12 +266,14 @@ def run_json(cmd):
 
 
 def run_pairs(args, lines):
-    if not bench_cpu.ensure_venv(["onnxruntime", "onnx"]):
-        sys.exit("could not install onnxruntime, onnx into %s" % bench_cpu.VENV)
+    if not bench_cpu.ensure_venv(ORT_PACKAGES):
+        sys.exit("could not install %s into %s" % (", ".join(ORT_PACKAGES), bench_cpu.VENV))
     ort_py = os.path.join(bench_cpu.VENV, "bin", "python")
-    if subprocess.run([args.qgru_python, "-c", "import qgru"], capture_output=True).returncode != 0:
-        sys.exit("%s: cannot import qgru (scripts/test_python.sh installs the package into <build>/python-venv; "
-                 "--qgru-python names another)" % args.qgru_python)
+    if not os.path.exists(args.qgru_python) or subprocess.run([args.qgru_python, "-c", "import qgru"],
+                                                              capture_output=True).returncode != 0:
+        sys.exit("%s: cannot import qgru (every pair needs qgru's package: it quantizes the ONNX GRU; "
+                 "scripts/test_python.sh installs it into <build>/python-venv, --qgru-python names another)"
+                 % args.qgru_python)
     os.makedirs(args.work, exist_ok=True)
     qgru_c = os.path.join(args.build, "test", "bench_stream")
     ort_c = build_ort_c(ort_py, args.build)[0] if "c" in args.pairs else None
@@ -384,8 +387,8 @@ def main():
         run_pairs(args, lines)
         write_table(args.table, lines)
         return
-    if not bench_cpu.ensure_venv():
-        sys.exit("could not install %s into %s" % (", ".join(bench_cpu.VENV_PACKAGES), bench_cpu.VENV))
+    if not bench_cpu.ensure_venv(ORT_PACKAGES):
+        sys.exit("could not install %s into %s" % (", ".join(ORT_PACKAGES), bench_cpu.VENV))
     py = os.path.join(bench_cpu.VENV, "bin", "python")
     binary = os.path.join(args.build, "test", "bench_stream")
     out(lines, "| H | round | qgru step median / p99 / max µs (load) | onnxruntime median / p99 / max µs (load) | median ratio | qgru p99 / median |")
