@@ -24,8 +24,9 @@ Every runner of one H steps the same model and the same frames: the ONNX GRU onn
 H into --work with 64 frames of standard normal input), and the int8 artifact qgru's package calibrates on
 those frames and quantizes from that very ONNX file. The state is carried between calls as a streaming product
 carries it; the same warm-up and timed frames for all; each runner in its own process, the pair's order
-alternating between rounds (qgru first in odd rounds, onnxruntime first in even ones). Both runners of a kind
-must end in the same state (the sum of the last output), or the run stops. --table also writes the tables to a
+alternating between rounds (qgru first in odd rounds, onnxruntime first in even ones). Before timing, all four
+runners step the same 100 frames, and the C and Python runners of each engine must end in the same state (the sum
+of the last output), or the run stops; so must each runner in every round. --table also writes the tables to a
 file. --self-test checks the argument parsing and the table writing without onnxruntime or a build.
 """
 import argparse
@@ -83,6 +84,7 @@ def ort_worker(H, frames, warmup):
 
 # --pairs: the shared model and frames of one H, and the Python runners (each run by the right interpreter).
 FRAME_COUNT = 64
+CHECK_FRAMES = 100  # the frames every runner steps before timing, to show they step the same model
 
 
 def pair_files(work, H):
@@ -276,8 +278,7 @@ def run_pairs(args, lines):
                  % args.qgru_python)
     os.makedirs(args.work, exist_ok=True)
     qgru_c = os.path.join(args.build, "test", "bench_stream")
-    ort_c = build_ort_c(ort_py, args.build)[0] if "c" in args.pairs else None
-    common = ["--frames", str(args.frames), "--warmup", str(args.warmup), "--work", args.work]
+    ort_c = build_ort_c(ort_py, args.build)[0]
     executors = {}
     states = []
     out(lines, "Like with like: each pair through the same kind of call (%d timed frames after %d warm-up frames; "
@@ -287,14 +288,26 @@ def run_pairs(args, lines):
         out(lines, line)
     for H in args.sizes:
         files = pair_files(args.work, H)
-        subprocess.run([ort_py, __file__, "--worker", "export", "--H", str(H)] + common, check=True)
-        subprocess.run([args.qgru_python, __file__, "--worker", "quantize", "--H", str(H)] + common, check=True)
-        commands = {
-            "qgru-c": [qgru_c, str(H), str(args.frames), str(args.warmup), "fast", files["model"], files["frames"]],
-            "qgru-py": [args.qgru_python, __file__, "--worker", "qgru-py", "--H", str(H)] + common,
-            "ort-py": [ort_py, __file__, "--worker", "ort-py", "--H", str(H)] + common,
-            "ort-c": [ort_c, files["gru"], files["frames"], str(H), str(args.frames), str(args.warmup)],
-        }
+
+        def commands(frames, warmup):
+            common = ["--H", str(H), "--frames", str(frames), "--warmup", str(warmup), "--work", args.work]
+            return {
+                "qgru-c": [qgru_c, str(H), str(frames), str(warmup), "fast", files["model"], files["frames"]],
+                "qgru-py": [args.qgru_python, __file__, "--worker", "qgru-py"] + common,
+                "ort-py": [ort_py, __file__, "--worker", "ort-py"] + common,
+                "ort-c": [ort_c, files["gru"], files["frames"], str(H), str(frames), str(warmup)],
+            }
+
+        subprocess.run([ort_py, __file__, "--worker", "export", "--H", str(H), "--work", args.work], check=True)
+        subprocess.run([args.qgru_python, __file__, "--worker", "quantize", "--H", str(H), "--work", args.work],
+                       check=True)
+        # Before timing, every runner (both pairs, whichever are timed) steps the same CHECK_FRAMES frames: the C
+        # and Python runners of each engine must end in the same state.
+        check_sums = {runner: [run_json(command)["y_sum"]] for runner, command in commands(CHECK_FRAMES, 0).items()}
+        check_states(check_sums, H)
+        states.append("H = %d: %s" % (H, ", ".join("%s %.9g" % (RUNNER_NAMES[r], check_sums[r][0])
+                                                   for r in RUNNER_NAMES)))
+        timed = commands(args.frames, args.warmup)
         sums = {}
         for rnd in range(1, args.rounds + 1):
             for pair in args.pairs:
@@ -302,19 +315,18 @@ def run_pairs(args, lines):
                 runners = PAIR_RUNNERS[pair] if rnd % 2 else PAIR_RUNNERS[pair][::-1]
                 for runner in runners:
                     before = load()
-                    results[runner] = (run_json(commands[runner]), before)
+                    results[runner] = (run_json(timed[runner]), before)
                     sums.setdefault(runner, []).append(results[runner][0]["y_sum"])
                     executors[runner] = results[runner][0]["executor"]
                 (q, q_load), (o, o_load) = results[PAIR_RUNNERS[pair][0]], results[PAIR_RUNNERS[pair][1]]
                 out(lines, pair_row(pair, H, rnd, q, o, q_load, o_load))
         check_states(sums, H)
-        states.append("H = %d: %s" % (H, ", ".join("%s %.9g" % (RUNNER_NAMES[r], sums[r][0])
-                                                   for r in RUNNER_NAMES if r in sums)))
     out(lines, "")
     for runner, name in RUNNER_NAMES.items():
         if runner in executors:
             out(lines, "- %s: %s" % (name, executors[runner]))
-    out(lines, "- the state after every frame (sum of the last output), equal within each kind: " + "; ".join(states))
+    out(lines, "- the state after %d frames (sum of the last output), equal within each engine: %s"
+               % (CHECK_FRAMES, "; ".join(states)))
 
 
 def self_test():

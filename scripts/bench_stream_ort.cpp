@@ -44,8 +44,9 @@ const OrtApiBase* OrtGetApiBase();
 
 namespace {
 
-// The C API version whose table is declared here: entries 0..100 have been in the table since version 1;
-// asking for 13 requires onnxruntime 1.13 or newer.
+// The C API version whose table is declared here: the indices below are those of version 13's header, which
+// every later version only extends at the end; asking for 13 requires onnxruntime 1.13 or newer. A wrong index
+// would call the wrong function: the script checks each run's final state against the Python binding's.
 constexpr uint32_t kOrtApiVersion = 13;
 constexpr int kOrtLoggingLevelWarning = 2;        // OrtLoggingLevel ORT_LOGGING_LEVEL_WARNING
 constexpr int kOrtArenaAllocator = 1;             // OrtAllocatorType
