@@ -205,6 +205,18 @@ def parse_args(argv=None):
     return args
 
 
+LEGACY_HEADER = ["| H | round | qgru step median / p99 / max µs (load) | onnxruntime median / p99 / max µs (load) | "
+                 "median ratio | qgru p99 / median |",
+                 "|---:|---:|---|---|---:|---:|"]
+
+
+def legacy_row(H, rnd, q, o, q_load, o_load):
+    """A row of the default table: qgru's C step, then onnxruntime through Python."""
+    return "| %d | %d | %.2f / %.2f / %.0f (%.1f) | %.2f / %.2f / %.0f (%.1f) | %.1f× | %.2f |" % (
+        H, rnd, q["median_us"], q["p99_us"], q["max_us"], q_load, o["median_us"], o["p99_us"], o["max_us"], o_load,
+        o["median_us"] / q["median_us"], q["p99_us"] / q["median_us"])
+
+
 def spread(r):
     return "%.2f [%.2f–%.2f] / %.2f" % (r["median_us"], r["p10_us"], r["p90_us"], r["p99_us"])
 
@@ -357,7 +369,8 @@ def self_test():
 
     q = {"median_us": 2.0, "p10_us": 1.9, "p90_us": 2.5, "p99_us": 3.25, "max_us": 40.0}
     o = {"median_us": 9.0, "p10_us": 8.5, "p90_us": 10.0, "p99_us": 12.0, "max_us": 90.0}
-    lines = PAIR_HEADER + [pair_row("python", 64, 1, q, o, 3.5, 3.75), pair_row("c", 1024, 2, q, o, 1.0, 12.0)]
+    lines = (PAIR_HEADER + [pair_row("python", 64, 1, q, o, 3.5, 3.75), pair_row("c", 1024, 2, q, o, 1.0, 12.0)] +
+             [""] + LEGACY_HEADER + [legacy_row(256, 2, q, o, 0.5, 10.25)])
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "table.md")
         write_table(path, lines)
@@ -367,7 +380,12 @@ def self_test():
                 "p99 µs (load) | onnxruntime / qgru median |\n"
                 "|---|---:|---|---|---|---:|\n"
                 "| python | 64 | 1 (qgru) | 2.00 [1.90–2.50] / 3.25 (3.5) | 9.00 [8.50–10.00] / 12.00 (3.8) | 4.5× |\n"
-                "| c | 1024 | 2 (onnxruntime) | 2.00 [1.90–2.50] / 3.25 (1.0) | 9.00 [8.50–10.00] / 12.00 (12.0) | 4.5× |\n")
+                "| c | 1024 | 2 (onnxruntime) | 2.00 [1.90–2.50] / 3.25 (1.0) | 9.00 [8.50–10.00] / 12.00 (12.0) | 4.5× |\n"
+                "\n"
+                "| H | round | qgru step median / p99 / max µs (load) | onnxruntime median / p99 / max µs (load) | "
+                "median ratio | qgru p99 / median |\n"
+                "|---:|---:|---|---|---:|---:|\n"
+                "| 256 | 2 | 2.00 / 3.25 / 40 (0.5) | 9.00 / 12.00 / 90 (10.2) | 4.5× | 1.62 |\n")
     expect(written == expected, "table written:\n%s\nexpected:\n%s" % (written, expected))
 
     check_states({"qgru-c": [0.5, 0.5], "qgru-py": [0.5], "ort-c": [1.0], "ort-py": [1.0 + 1e-7]}, 64)  # agree
@@ -403,8 +421,8 @@ def main():
         sys.exit("could not install %s into %s" % (", ".join(ORT_PACKAGES), bench_cpu.VENV))
     py = os.path.join(bench_cpu.VENV, "bin", "python")
     binary = os.path.join(args.build, "test", "bench_stream")
-    out(lines, "| H | round | qgru step median / p99 / max µs (load) | onnxruntime median / p99 / max µs (load) | median ratio | qgru p99 / median |")
-    out(lines, "|---:|---:|---|---|---:|---:|")
+    for line in LEGACY_HEADER:
+        out(lines, line)
     for H in args.sizes:
         for r in range(args.rounds):
             l1 = load()
@@ -413,9 +431,7 @@ def main():
             l2 = load()
             o = json.loads(subprocess.run([py, __file__, "--ort-worker", str(H), "--frames", str(args.frames), "--warmup",
                                            str(args.warmup)], check=True, capture_output=True, text=True).stdout)
-            out(lines, "| %d | %d | %.2f / %.2f / %.0f (%.1f) | %.2f / %.2f / %.0f (%.1f) | %.1f× | %.2f |" % (
-                H, r + 1, q["median_us"], q["p99_us"], q["max_us"], l1, o["median_us"], o["p99_us"], o["max_us"], l2,
-                o["median_us"] / q["median_us"], q["p99_us"] / q["median_us"]))
+            out(lines, legacy_row(H, r + 1, q, o, l1, l2))
     out(lines, "")
     out(lines, "qgru: %s; %s" % (q["executor"], o["executor"]))
     write_table(args.table, lines)
