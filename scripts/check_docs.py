@@ -29,8 +29,10 @@ Markers (HTML comments are invisible on a rendered page; code fences keep their 
     -->
 
 Outside those, a number with a unit of measure (dB, %, ×, ms, µs, s, MiB, GB/s, ...) or a decimal number alone
-in a table cell is an unmarked figure, and the test fails naming its line. Nothing is cached between runs; within
-one run, the self-test's copies of real documents (one quoted number changed, the same docs-check blocks) reuse
+in a table cell is an unmarked figure, and the test fails naming its line. Nothing is cached between runs. Within
+one run, blocks see QGRU_DOCS_RUN_CACHE, a folder made empty when the run starts, where a script may keep results
+that a later block of the same run asks for again (scripts/example_figures.py keeps each RUN's figures there); and
+the self-test's copies of real documents (one quoted number changed, the same docs-check blocks) reuse
 the stdout the main check got for those blocks (--with-self-test), since the same commands print the same.
 """
 import argparse
@@ -278,11 +280,12 @@ def prepare_scratch(scratch, qgru):
         os.symlink(python, os.path.join(scratch, "bin", "python3"))
 
 
-def run_checks(doc, scratch, qgru):
-    """Run every docs-check block of `doc` in order; returns [(stdout, seconds)] and raises Failure on an error."""
+def run_checks(doc, scratch, qgru, run_cache):
+    """Run every docs-check block of `doc` in order; returns [(stdout, seconds)] and raises Failure on an error.
+    run_cache: the folder the blocks see as QGRU_DOCS_RUN_CACHE (results kept for later blocks of this run)."""
     prepare_scratch(scratch, qgru)
     env = dict(os.environ, PATH=os.path.join(scratch, "bin") + os.pathsep + os.environ.get("PATH", ""),
-               LC_ALL="C", QGRU_DOCS_CHECK="1")
+               LC_ALL="C", QGRU_DOCS_CHECK="1", QGRU_DOCS_RUN_CACHE=run_cache)
     results = []
     for check in doc.checks:
         started = time.monotonic()
@@ -391,6 +394,9 @@ def check_files(files, qgru, scratch_root, do_update=False, quiet=False, results
     docs-check blocks (the tuple of their scripts) to what they printed: a file whose blocks are already there
     reuses those results instead of running them again, and the results of each file run are added to it."""
     problems = []
+    run_cache = os.path.join(scratch_root, "run_cache")
+    shutil.rmtree(run_cache, ignore_errors=True)  # nothing kept from an earlier run
+    os.makedirs(run_cache)
     counts = {"files": 0, "blocks": 0, "values": 0, "outputs": 0, "measured": 0, "seconds": 0.0}
     for path in files:
         with open(path, encoding="utf-8") as f:
@@ -405,7 +411,7 @@ def check_files(files, qgru, scratch_root, do_update=False, quiet=False, results
             scripts = tuple(check["script"] for check in doc.checks)
             reused = results_by_script is not None and scripts in results_by_script and not do_update
             try:
-                results = results_by_script[scripts] if reused else run_checks(doc, scratch, qgru)
+                results = results_by_script[scripts] if reused else run_checks(doc, scratch, qgru, run_cache)
             except Failure as failure:
                 problems += file_problems + [str(failure)]
                 continue
