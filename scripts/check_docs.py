@@ -4,7 +4,9 @@ marked as a measurement with its date, machine and command (docs/README.md, "Che
 
     check_docs.py --qgru BUILD/apps/qgru/qgru [--scratch DIR] [FILE.md ...]     check (default: every doc)
     check_docs.py --qgru ... --update FILE.md ...                                rewrite outputs and values
-    check_docs.py --qgru ... --self-test                                         show that the check can fail
+    check_docs.py --qgru ... --self-test [synthetic|real]                        show that the check can fail
+    check_docs.py --qgru ... --with-self-test [FILE.md ...]                      check, then the real-document
+                                                                                 self-test on the check's results
 
 Markers (HTML comments are invisible on a rendered page; code fences keep their first word as the language):
 
@@ -27,7 +29,11 @@ Markers (HTML comments are invisible on a rendered page; code fences keep their 
     -->
 
 Outside those, a number with a unit of measure (dB, %, ×, ms, µs, s, MiB, GB/s, ...) or a decimal number alone
-in a table cell is an unmarked figure, and the test fails naming its line. Nothing is cached between runs.
+in a table cell is an unmarked figure, and the test fails naming its line. Nothing is cached between runs. Within
+one run, blocks see QGRU_DOCS_RUN_CACHE, a folder made empty when the run starts, where a script may keep results
+that a later block of the same run asks for again (scripts/example_figures.py keeps each RUN's figures there); and
+the self-test's copies of real documents (one quoted number changed, the same docs-check blocks) reuse
+the stdout the main check got for those blocks (--with-self-test), since the same commands print the same.
 """
 import argparse
 import decimal
@@ -274,11 +280,12 @@ def prepare_scratch(scratch, qgru):
         os.symlink(python, os.path.join(scratch, "bin", "python3"))
 
 
-def run_checks(doc, scratch, qgru):
-    """Run every docs-check block of `doc` in order; returns [(stdout, seconds)] and raises Failure on an error."""
+def run_checks(doc, scratch, qgru, run_cache):
+    """Run every docs-check block of `doc` in order; returns [(stdout, seconds)] and raises Failure on an error.
+    run_cache: the folder the blocks see as QGRU_DOCS_RUN_CACHE (results kept for later blocks of this run)."""
     prepare_scratch(scratch, qgru)
     env = dict(os.environ, PATH=os.path.join(scratch, "bin") + os.pathsep + os.environ.get("PATH", ""),
-               LC_ALL="C", QGRU_DOCS_CHECK="1")
+               LC_ALL="C", QGRU_DOCS_CHECK="1", QGRU_DOCS_RUN_CACHE=run_cache)
     results = []
     for check in doc.checks:
         started = time.monotonic()
@@ -382,9 +389,14 @@ def default_files():
     return files
 
 
-def check_files(files, qgru, scratch_root, do_update=False, quiet=False):
-    """Check each file; returns (problems, summary counters)."""
+def check_files(files, qgru, scratch_root, do_update=False, quiet=False, results_by_script=None):
+    """Check each file; returns (problems, summary counters). `results_by_script` (a dict, or None) maps a file's
+    docs-check blocks (the tuple of their scripts) to what they printed: a file whose blocks are already there
+    reuses those results instead of running them again, and the results of each file run are added to it."""
     problems = []
+    run_cache = os.path.join(scratch_root, "run_cache")
+    shutil.rmtree(run_cache, ignore_errors=True)  # nothing kept from an earlier run
+    os.makedirs(run_cache)
     counts = {"files": 0, "blocks": 0, "values": 0, "outputs": 0, "measured": 0, "seconds": 0.0}
     for path in files:
         with open(path, encoding="utf-8") as f:
@@ -396,11 +408,22 @@ def check_files(files, qgru, scratch_root, do_update=False, quiet=False):
         file_problems = lint(doc)
         if doc.checks or doc.values:
             scratch = os.path.join(scratch_root, re.sub(r"[^\w.-]", "_", display))
+            scripts = tuple(check["script"] for check in doc.checks)
+            reused = results_by_script is not None and scripts in results_by_script and not do_update
             try:
-                results = run_checks(doc, scratch, qgru)
+                results = results_by_script[scripts] if reused else run_checks(doc, scratch, qgru, run_cache)
             except Failure as failure:
                 problems += file_problems + [str(failure)]
                 continue
+            if results_by_script is not None:
+                results_by_script[scripts] = results
+            if not quiet:
+                slowest = max(range(len(results)), key=lambda k: results[k][1], default=None)
+                print(f"check_docs: {display}: {len(results)} docs-check blocks " +
+                      ("(results of the same blocks reused)" if reused else
+                       f"in {sum(seconds for _, seconds in results):.1f} s" +
+                       (f", slowest line {doc.checks[slowest]['line'] + 1} ({results[slowest][1]:.1f} s)"
+                        if slowest is not None else "")))
             counts["blocks"] += len(results)
             counts["seconds"] += sum(seconds for _, seconds in results)
             counts["values"] += len(doc.values)
@@ -418,8 +441,12 @@ def check_files(files, qgru, scratch_root, do_update=False, quiet=False):
     return problems, counts
 
 
-def self_test(qgru, scratch_root):
-    """The checker on docs made to fail: each must fail with the expected message, the untouched ones pass."""
+def self_test(qgru, scratch_root, cases="all", results_by_script=None):
+    """The checker on docs made to fail: each must fail with the expected message, the untouched ones pass.
+    cases: "synthetic" (small made-up documents running their own tiny commands), "real" (copies of real
+    documents with one number made stale) or "all". A real document's copy has the same docs-check blocks as the
+    document, so it reuses their results from `results_by_script` when the main check of this run put them there
+    (--with-self-test); otherwise it runs them."""
     failures = []
 
     def expect(name, text, wanted):
@@ -427,7 +454,8 @@ def self_test(qgru, scratch_root):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        problems, _ = check_files([path], qgru, os.path.join(scratch_root, "selftest_runs"), quiet=True)
+        problems, _ = check_files([path], qgru, os.path.join(scratch_root, "selftest_runs"), quiet=True,
+                                  results_by_script=results_by_script)
         if wanted is None and problems:
             failures.append(f"{name}: expected to pass, got: {problems}")
         elif wanted is not None and not any(re.search(wanted, p) for p in problems):
@@ -439,6 +467,15 @@ def self_test(qgru, scratch_root):
         else:
             print(f"check_docs self-test: {name}: fails as it must: {problems[0].splitlines()[0]}")
 
+    if cases in ("all", "synthetic"):
+        failures += _self_test_synthetic(expect)
+    if cases in ("all", "real"):
+        failures += _self_test_real(expect)
+    return failures
+
+
+def _self_test_synthetic(expect):
+    """Made-up documents: each kind of failure the check reports, and documents that must pass."""
     check = "```sh docs-check\nprintf 'a.sqnr_db = 29.94\\nb.ratio = 1.25\\n'\nprintf 'one\\ntwo 2.0\\nthree\\n'\n```\n"
     output = "```text docs-output\na.sqnr_db = 29.94\nb.ratio = 1.25\n...\nthree\n```\n"
     good = check + output + "\nSQNR 29.9 dB<!--=a.sqnr_db--> and **1.3×**<!--=b.ratio-->.\n"
@@ -456,7 +493,12 @@ def self_test(qgru, scratch_root):
     expect("synthetic_measured_without_machine", good + measured.replace("machine: a 2-core VM\n", ""),
            r"measured region lacks machine")
     expect("synthetic_failing_command", "```sh docs-check\nexit 3\n```\n", r"exited 3")
+    return []
 
+
+def _self_test_real(expect):
+    """Real documents, each with one number made stale: the check must name it."""
+    failures = []
     # Real documents, each with one number made stale: a quoted value of configs/README.md, and a number of
     # docs/FIXED_POINT.md's worked example (a docs-output region).
     for relative, kind in (("configs/README.md", "value"), ("docs/FIXED_POINT.md", "output")):
@@ -495,29 +537,40 @@ def main():
     parser.add_argument("--scratch", help="folder for the commands' files (default: a temporary folder, removed)")
     parser.add_argument("--update", action="store_true",
                         help="rewrite docs-output blocks and quoted values with what the commands print now")
-    parser.add_argument("--self-test", action="store_true",
-                        help="run the checker on documents made to fail (stale values and outputs, unmarked "
-                        "figures) and copies of configs/README.md and docs/FIXED_POINT.md with one number changed")
+    parser.add_argument("--self-test", nargs="?", const="all", choices=("all", "synthetic", "real"),
+                        help="run the checker on documents made to fail: 'synthetic' ones (stale values and outputs, "
+                        "unmarked figures, a failing command), 'real' ones (copies of configs/README.md and "
+                        "docs/FIXED_POINT.md with one number changed), or 'all' (the default)")
+    parser.add_argument("--with-self-test", action="store_true",
+                        help="after the check, the real-document self-test, its copies reusing the results the "
+                        "check got for the same docs-check blocks (one run of each document's commands)")
     args = parser.parse_args()
     if not os.access(args.qgru, os.X_OK):
         sys.exit(f"check_docs: {args.qgru}: not an executable qgru binary (--qgru)")
     scratch_root = args.scratch or tempfile.mkdtemp(prefix="qgru-docs-")
     try:
         if args.self_test:
-            failures = self_test(args.qgru, scratch_root)
+            failures = self_test(args.qgru, scratch_root, args.self_test)
             for failure in failures:
                 print(f"check_docs self-test: FAIL: {failure}", file=sys.stderr)
             return 1 if failures else 0
         started = time.monotonic()
         files = [os.path.abspath(f) for f in args.files] or default_files()
-        problems, counts = check_files(files, args.qgru, scratch_root, do_update=args.update)
+        results_by_script = {} if args.with_self_test else None
+        problems, counts = check_files(files, args.qgru, scratch_root, do_update=args.update,
+                                       results_by_script=results_by_script)
         for problem in problems:
             print(f"check_docs: {problem}", file=sys.stderr)
         print(f"check_docs: {counts['files']} files, {counts['blocks']} docs-check blocks run "
               f"({counts['seconds']:.1f} s), {counts['values']} quoted values and {counts['outputs']} outputs "
               f"compared, {counts['measured']} measured regions; {len(problems)} problem(s) "
               f"in {time.monotonic() - started:.1f} s")
-        return 1 if problems else 0
+        failures = []
+        if args.with_self_test:
+            failures = self_test(args.qgru, scratch_root, "real", results_by_script)
+            for failure in failures:
+                print(f"check_docs self-test: FAIL: {failure}", file=sys.stderr)
+        return 1 if problems or failures else 0
     finally:
         if not args.scratch:
             shutil.rmtree(scratch_root, ignore_errors=True)

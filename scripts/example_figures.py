@@ -16,10 +16,17 @@ file (`--data`). Prints one line per figure, the form docs-check blocks print (d
     A-B.sqnr_db = 6.52...                       --diff A,B: the SQNR of A minus that of B (dB)
 
 Run from the repository root with `qgru` on PATH (or --qgru); needs NumPy.
+
+Under the docs test, QGRU_DOCS_RUN_CACHE names a folder that lives for one run of scripts/check_docs.py: a RUN
+(and the float model's accuracy) that an earlier docs-check block of the same run computed with the same qgru
+binary is read back from there instead of being quantized, verified and run again; the lines printed are the
+same (the commands are deterministic and their inputs do not change within a run).
 """
 import argparse
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +54,36 @@ def accuracy_percent(output_path):
     return 100.0 * float((logits.argmax(axis=1) == labels).sum()) / len(labels)
 
 
+class RunCache:
+    """The figures of each RUN within one docs-test run (QGRU_DOCS_RUN_CACHE), keyed by the RUN, the qgru binary
+    (its path, size and modification time) and the contents of a config file the RUN names; off when unset."""
+
+    def __init__(self, binary):
+        self.folder = os.environ.get("QGRU_DOCS_RUN_CACHE") or None
+        path = binary if os.sep in binary else shutil.which(binary)
+        stat = os.stat(path) if path and os.path.exists(path) else None
+        self.binary = [os.path.realpath(path), stat.st_size, stat.st_mtime_ns] if stat else [binary]
+
+    def _file(self, run):
+        config = run.partition("/")[0].partition("@")[0]
+        contents = open(config, "rb").read().hex() if os.path.isfile(config) else None
+        key = json.dumps([run, self.binary, contents]).encode()
+        return os.path.join(self.folder, "example_figures." + hashlib.sha256(key).hexdigest() + ".json")
+
+    def get(self, run):
+        if not self.folder or not os.path.exists(self._file(run)):
+            return None
+        with open(self._file(run)) as f:
+            return json.load(f)
+
+    def put(self, run, figures):
+        if self.folder:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(self._file(run) + ".tmp", "w") as f:
+                json.dump(figures, f)
+            os.replace(self._file(run) + ".tmp", self._file(run))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -57,13 +94,25 @@ def main():
     test = os.path.join(EXAMPLE, "test.npy")
     calib = os.path.join(EXAMPLE, "calib.npy")
     sqnr = {}
+    cache = RunCache(args.qgru)
     with tempfile.TemporaryDirectory(prefix="qgru-example-") as work:
         stats = os.path.join(work, "stats.json")
-        qgru(args.qgru, "calibrate", "--model", MODEL, "--data", calib, "-o", stats)
-        float_output = os.path.join(work, "float.npy")
-        qgru(args.qgru, "run", "--model", MODEL, "--input", test, "--output", float_output)
-        print(f"float.accuracy = {accuracy_percent(float_output)!r}")
+        if not all(cache.get(run) for run in args.runs):
+            qgru(args.qgru, "calibrate", "--model", MODEL, "--data", calib, "-o", stats)
+        float_figures = cache.get("float")
+        if float_figures is None:
+            float_output = os.path.join(work, "float.npy")
+            qgru(args.qgru, "run", "--model", MODEL, "--input", test, "--output", float_output)
+            float_figures = {"accuracy": accuracy_percent(float_output)}
+            cache.put("float", float_figures)
+        print(f"float.accuracy = {float_figures['accuracy']!r}")
         for index, run in enumerate(args.runs):
+            figures = cache.get(run)
+            if figures is not None:
+                sqnr[run] = figures["sqnr_db"]
+                print(f"{run}.sqnr_db = {sqnr[run]!r}")
+                print(f"{run}.accuracy = {figures['accuracy']!r}")
+                continue
             config, _, method = run.partition("/")
             config, _, scales = config.partition("@")
             artifact = os.path.join(work, f"run{index}.qgru.json")
@@ -81,8 +130,10 @@ def main():
                 sqnr[run] = json.load(f)["output"]["sqnr_db"]
             output = os.path.join(work, f"run{index}.npy")
             qgru(args.qgru, "run", "--model", artifact, "--input", test, "--output", output)
+            figures = {"sqnr_db": sqnr[run], "accuracy": accuracy_percent(output)}
+            cache.put(run, figures)
             print(f"{run}.sqnr_db = {sqnr[run]!r}")
-            print(f"{run}.accuracy = {accuracy_percent(output)!r}")
+            print(f"{run}.accuracy = {figures['accuracy']!r}")
     for pair in args.diff:
         a, b = pair.split(",")
         print(f"{a}-{b}.sqnr_db = {sqnr[a] - sqnr[b]!r}")

@@ -126,6 +126,12 @@ TEST_CASE("batch-1 recurrence codes drift with the alternating GEMV, the unit sp
     const BitwidthConfig config = load_bitwidth_config(preset);
     for (int H : {1, 7, 16, 31, 32, 33, 48, 64, 257}) {  // 16 .. 64: the one-kernel time loop (int8)
       if ((H == 16 || H == 48) && std::string(preset) != "int8") continue;  // only int8 takes that kernel
+      // The 16-bit presets' models cost most of this case (each quantization fits 12 PWL tables over 2^16 codes),
+      // and outside int8's one-kernel loop their H only picks the vector tails: H = 1 and 7 (less than one
+      // vector), 32 (whole vectors), 33 (a one-element tail), 257 (several of R's groups, so the alternating
+      // visit order matters, and a tail) reach every tail and group case; 31 (a 7-element tail after whole
+      // vectors, as 7's and 33's) and 64 (whole vectors and whole groups, as 32's) add none.
+      if ((H == 31 || H == 64) && std::string(preset) != "int8") continue;
       CAPTURE(preset);
       CAPTURE(H);
       test::CalibratedCase c = test::calibrated_case(H, H, /*L=*/2, /*D=*/2, /*T=*/5, /*N=*/1, config, 31u + static_cast<uint32_t>(H));
