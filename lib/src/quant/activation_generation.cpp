@@ -89,6 +89,28 @@ std::vector<IndexRange> shape_pieces(const CodeCurve& curve, const TensorQuant& 
   return pieces;
 }
 
+// chord_error(target, first, last) <= error_bound, the same answer for every input, sooner when it is false: the
+// residuals are those chord_error computes, in the same order, and its running extremes only widen (highest never
+// falls, lowest never rises, and a correctly rounded subtraction is monotone), so once 0.5 * (highest - lowest)
+// exceeds the bound on a prefix it exceeds it on the whole segment. Checked every 64 codes to keep the loop tight.
+bool chord_error_within(const std::vector<double>& target, int64_t first, int64_t last, double error_bound) {
+  if (last <= first) return 0.0 <= error_bound;
+  const double y0 = target[static_cast<size_t>(first)];
+  const double slope = (target[static_cast<size_t>(last)] - y0) / static_cast<double>(last - first);
+  double lowest = 0.0;
+  double highest = 0.0;
+  for (int64_t block = first + 1; block < last; block += 64) {
+    const int64_t block_end = std::min(block + 64, last);
+    for (int64_t i = block; i < block_end; ++i) {
+      const double residual = target[static_cast<size_t>(i)] - (y0 + slope * static_cast<double>(i - first));
+      lowest = std::min(lowest, residual);
+      highest = std::max(highest, residual);
+    }
+    if (0.5 * (highest - lowest) > error_bound) return false;
+  }
+  return 0.5 * (highest - lowest) <= error_bound;
+}
+
 // The longest segment starting at `first` inside [first, last] whose chord error is <= error_bound
 // (the error only grows as a segment grows, so gallop, then bisect).
 int64_t longest_segment(const std::vector<double>& target, int64_t first, int64_t last, double error_bound) {
@@ -97,7 +119,7 @@ int64_t longest_segment(const std::vector<double>& target, int64_t first, int64_
   for (int64_t step = 1;; step *= 2) {
     const int64_t probe = good + step;
     if (probe > last) break;
-    if (chord_error(target, first, probe) <= error_bound) {
+    if (chord_error_within(target, first, probe, error_bound)) {
       good = probe;
     } else {
       bad = probe;
@@ -106,7 +128,7 @@ int64_t longest_segment(const std::vector<double>& target, int64_t first, int64_
   }
   while (bad - good > 1) {
     const int64_t mid = good + (bad - good) / 2;
-    if (chord_error(target, first, mid) <= error_bound) {
+    if (chord_error_within(target, first, mid, error_bound)) {
       good = mid;
     } else {
       bad = mid;
