@@ -15,13 +15,25 @@
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).
-# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK_DIR OUT_DIR [check|bench|quick]
+# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick]
+# PACK: the folder gpu_pack.sh wrote (.gpu, holding pack.tar.xz), the archive itself, or an unpacked folder.
 # With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 590;
 # then the same with bench.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage="usage: gpu_session.sh PACK_DIR OUT_DIR [check|bench|quick]"
-pack="$(cd "${1:?$usage}" && pwd)"
+usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick]"
+pack_arg="${1:?$usage}"
+if [ -f "$pack_arg" ]; then  # scripts/gpu_pack.sh's archive
+  pack="$(mktemp -d)"
+  trap 'rm -rf "$pack"' EXIT
+  tar -C "$pack" -xJf "$pack_arg" || { echo "gpu_session: cannot unpack $pack_arg" >&2; exit 1; }
+elif [ -f "$pack_arg/pack.tar.xz" ] && [ ! -d "$pack_arg/bin" ]; then
+  pack="$(mktemp -d)"
+  trap 'rm -rf "$pack"' EXIT
+  tar -C "$pack" -xJf "$pack_arg/pack.tar.xz" || { echo "gpu_session: cannot unpack $pack_arg/pack.tar.xz" >&2; exit 1; }
+else
+  pack="$(cd "$pack_arg" && pwd)"
+fi
 out="${2:?$usage}"
 mode="${3:-check}"
 case "$mode" in check | bench | quick) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
@@ -61,7 +73,7 @@ if [ "$mode" != bench ]; then
   verify_all() {
     set -o pipefail
     local q="$bin/qgru" status=0
-    "$q" -q calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$scratch/stats.json" || return 1
+    "$q" -q calibrate --model "$example/gru.safetensors" --data "$example/calib.npy" -o "$scratch/stats.json" >/dev/null || return 1
     for preset in int8 int16-activations int16; do
       "$q" -q quantize --model "$example/gru.safetensors" --stats "$scratch/stats.json" --config "$preset" \
         -o "$scratch/$preset.qgru.json" >/dev/null || return 1
