@@ -1,8 +1,11 @@
 #pragma once
 // Test helper: a GPTQ checkpoint layer packed from plain codes and true zero points, written independently of
 // the kernels' accessors (qgru/kernels/gptq_layout.h), so emulation tests can compare against the plain values.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "qgru/half.h"
@@ -33,6 +36,25 @@ inline PackedGptq pack_gptq(const std::vector<uint32_t>& codes, const std::vecto
       w = static_cast<int32_t>(static_cast<uint32_t>(w) | (stored << (bits * (n % per))));
     }
   return p;
+}
+
+// A layer as the emulation tests make it: plain values (filled by each test, to its own distribution) and the
+// checkpoint tensors packed from them by pack_layer.
+struct GptqLayer {
+  std::vector<uint32_t> codes, zeros;  // [K, N]; [G, N] true zero points (zero_adjust included)
+  std::vector<int32_t> qweight, qzeros, g_idx;
+  std::vector<uint16_t> scales;  // [G, N] fp16 bits
+};
+
+// Packs l.codes / l.zeros into qweight / qzeros and sets g_idx to k / group, shuffled by `rng` for act-order.
+inline void pack_layer(GptqLayer& l, int64_t K, int64_t N, int64_t G, int64_t group, int bits, int zero_adjust,
+                       bool act_order, std::mt19937& rng) {
+  PackedGptq packed = pack_gptq(l.codes, l.zeros, K, N, G, bits, zero_adjust);
+  l.qweight = std::move(packed.qweight);
+  l.qzeros = std::move(packed.qzeros);
+  l.g_idx.resize(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) l.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / group);
+  if (act_order) std::shuffle(l.g_idx.begin(), l.g_idx.end(), rng);
 }
 
 // Output (m, n) of A [M, K] fp16 times the dequantized layer, in float64, from the plain values: each weight is

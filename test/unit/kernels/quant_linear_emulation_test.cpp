@@ -31,11 +31,7 @@ struct Problem {
   bool act_order;
 };
 
-struct Layer {
-  std::vector<uint32_t> codes, zeros;  // [K, N], [G, N] true zeros
-  std::vector<int32_t> qweight, qzeros, g_idx;
-  std::vector<uint16_t> scales;
-};
+using Layer = qgru::test::GptqLayer;
 
 Layer make_layer(const Problem& p, std::mt19937& rng) {
   const uint32_t maxq = (1u << p.bits) - 1u;
@@ -47,12 +43,7 @@ Layer make_layer(const Problem& p, std::mt19937& rng) {
   for (auto& c : l.codes) c = static_cast<uint32_t>(rng()) & maxq;
   for (auto& z : l.zeros) z = static_cast<uint32_t>(rng()) % maxq + static_cast<uint32_t>(p.zero_adjust);
   for (auto& s : l.scales) s = qgru::float_to_half_bits(0.001f + static_cast<float>(static_cast<uint32_t>(rng()) % 1000) * 1e-5f);
-  qgru::test::PackedGptq packed = qgru::test::pack_gptq(l.codes, l.zeros, p.K, p.N, G, p.bits, p.zero_adjust);
-  l.qweight = std::move(packed.qweight);
-  l.qzeros = std::move(packed.qzeros);
-  l.g_idx.resize(static_cast<size_t>(p.K));
-  for (int64_t k = 0; k < p.K; ++k) l.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / p.group);
-  if (p.act_order) std::shuffle(l.g_idx.begin(), l.g_idx.end(), rng);
+  qgru::test::pack_layer(l, p.K, p.N, G, p.group, p.bits, p.zero_adjust, p.act_order, rng);
   return l;
 }
 

@@ -33,11 +33,7 @@ struct Case {
   int64_t target_blocks;
 };
 
-struct Layer {
-  std::vector<uint32_t> codes, zeros;  // [K, N]; [G, N] true zero points (zero_adjust included)
-  std::vector<int32_t> qweight, qzeros, g_idx;
-  std::vector<uint16_t> scales;
-};
+using Layer = qgru::test::GptqLayer;
 
 Layer make_layer(const Case& c, std::mt19937& rng) {
   const uint32_t maxq = (1u << c.bits) - 1u;
@@ -56,12 +52,7 @@ Layer make_layer(const Case& c, std::mt19937& rng) {
     s = c.exact_data ? qgru::float_to_half_bits(std::ldexp(1.0f, -static_cast<int>(rng() % 4)))
                      : qgru::float_to_half_bits(0.001f + static_cast<float>(static_cast<uint32_t>(rng()) % 1000) * 1e-5f);
   }
-  qgru::test::PackedGptq packed = qgru::test::pack_gptq(l.codes, l.zeros, c.K, c.N, G, c.bits, c.zero_adjust);
-  l.qweight = std::move(packed.qweight);
-  l.qzeros = std::move(packed.qzeros);
-  l.g_idx.resize(static_cast<size_t>(c.K));
-  for (int64_t k = 0; k < c.K; ++k) l.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / c.group);
-  if (c.act_order) std::shuffle(l.g_idx.begin(), l.g_idx.end(), rng);
+  qgru::test::pack_layer(l, c.K, c.N, G, c.group, c.bits, c.zero_adjust, c.act_order, rng);
   return l;
 }
 
