@@ -5,6 +5,7 @@
 
 #include "qgru/base/error.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/runtime/code_maps.h"
 
 namespace qgru {
 
@@ -66,11 +67,13 @@ QuantGruResult run_layer_loop(const QuantizedGru& model, const int32_t* q_x, int
       std::copy(q_h.begin(), q_h.end(), result.h_n_codes.begin() + static_cast<std::ptrdiff_t>(h_offset));
     }
     if (l + 1 < model.num_layers) {
-      // Requantize each direction's h codes into layer l+1's x space (shared by its directions).
+      // Requantize each direction's h codes into layer l+1's x space (shared by its directions): the QGRU_HD map
+      // the CUDA executor's device flow runs too (qgru/runtime/code_maps.h; equal to requantize_h_to_next_x).
+      const HToNextXMap maps[2] = {h_to_next_x_map(model, l, 0), h_to_next_x_map(model, l, D - 1)};
       requantized.resize(layer_output.size());
       for (size_t i = 0; i < layer_output.size(); ++i) {
         const int d = static_cast<int>((i / static_cast<size_t>(H)) % static_cast<size_t>(D));
-        requantized[i] = requantize_h_to_next_x(model, l, d, layer_output[i]);
+        requantized[i] = requantize_h_code(maps[d], layer_output[i]);
       }
       layer_input = requantized.data();
     }

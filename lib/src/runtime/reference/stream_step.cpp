@@ -5,6 +5,7 @@
 #include <string>
 
 #include "qgru/base/error.h"
+#include "qgru/runtime/code_maps.h"
 #include "qgru/runtime/quant_executor.h"
 
 namespace qgru {
@@ -32,7 +33,8 @@ void step_layer_loop(const QuantizedGru& model, const int32_t* q_x, int frames, 
       stepper.step_cell(l, layer_x, layer_h);
       if (l + 1 < model.num_layers) {
         // Layer l's new codes into layer l+1's x space: the whole-sequence loop's requantization.
-        for (size_t i = 0; i < NH; ++i) next_x[i] = requantize_h_to_next_x(model, l, 0, layer_h[i]);
+        const HToNextXMap map = h_to_next_x_map(model, l, 0);  // the QGRU_HD map of the device flow too
+        for (size_t i = 0; i < NH; ++i) next_x[i] = requantize_h_code(map, layer_h[i]);
         layer_x = next_x;
       }
     }
