@@ -1,0 +1,146 @@
+// The CUDA executor's device flow (qgru/kernels/device_flow.h) run on the host: every layer's x from
+// layer_input_code (the caller's codes or floats for layer 0, the previous layer's cell outputs requantized per
+// direction after it), each cell by its host emulation (emulate_gru_cell), the final state by the layer loop's rule,
+// the output by output_element; held to the reference executor code for code and float for float on the
+// persistent kernel's model cases (every preset, multiplier scales, 1..3 layers, one and two directions, h0,
+// lengths, both cells). The packed operand (packed_input_element) equals pack_signed_steps of the same codes,
+// padding included. The call's copy plan follows its rules.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gru_model_cases.h"
+#include "qgru/kernels/device_flow.h"
+#include "qgru/kernels/gru_step.h"
+#include "qgru/runtime/layer_loop.h"
+#include "qgru/runtime/quant_executor.h"
+
+namespace qgru {
+namespace {
+
+CodeSpace space_of(const TensorQuant& q) { return CodeSpace{q.zp, q.qmin(), q.qmax()}; }
+
+// Packs every element of the source with packed_input_element and compares with pack_signed_steps of `codes`.
+template <class Stored>
+void check_packing(const kernels::LayerInputSource& src, const std::vector<int32_t>& codes, int64_t T, int64_t N,
+                   int32_t offset) {
+  const int64_t N_p = (N + 15) / 16 * 16, cols_p = (src.cols + 15) / 16 * 16 + 16;  // extra padding columns too
+  const std::vector<Stored> expected =
+      kernels::pack_signed_steps<Stored>(codes.data(), T, N, src.cols, N_p, cols_p, offset, "x");
+  size_t differing = 0;
+  for (int64_t idx = 0; idx < T * N_p * cols_p; ++idx) {
+    differing += kernels::packed_input_element<Stored>(src, N, N_p, cols_p, offset, idx) != expected[static_cast<size_t>(idx)];
+  }
+  CHECK(differing == 0);
+}
+
+// The whole call as the device runs it, on the host. float_x: layer 0 from floats (else from codes).
+QuantGruResult emulate_device_call(const QuantizedGru& model, const std::vector<float>* float_x, const int32_t* q_x,
+                                   int T, int N, const int32_t* q_h0, const int32_t* lengths, bool want_codes) {
+  const int L = model.num_layers, D = model.num_directions, H = model.hidden_size;
+  QuantGruResult result;
+  result.T = T;
+  result.N = N;
+  result.h_n_codes.resize(static_cast<size_t>(L) * D * N * H);
+  std::vector<std::vector<int32_t>> outs(2), previous(2);
+  for (int l = 0; l < L; ++l) {
+    kernels::LayerInputSource src;
+    if (l == 0) {
+      src.cols = model.input_size;
+      src.kind = float_x != nullptr ? kernels::LayerInputKind::Floats : kernels::LayerInputKind::Codes;
+      src.values = float_x != nullptr ? float_x->data() : nullptr;
+      src.quantizer = input_quantizer(model.input_quant());
+      src.codes = q_x;
+    } else {
+      src.kind = kernels::LayerInputKind::PreviousLayer;
+      src.cols = static_cast<int64_t>(D) * H;
+      src.H = H;
+      for (int d = 0; d < D; ++d) {
+        src.previous[d] = previous[static_cast<size_t>(d)].data();
+        src.rescale[d] = h_to_next_x_map(model, l - 1, d);
+      }
+    }
+    std::vector<int32_t> x_codes(static_cast<size_t>(T) * N * src.cols);
+    for (int64_t row = 0; row < int64_t{T} * N; ++row) {
+      for (int64_t k = 0; k < src.cols; ++k) x_codes[static_cast<size_t>(row * src.cols + k)] = kernels::layer_input_code(src, row, k);
+    }
+    const TensorQuant& xq = model.cell(l, 0).q(GruTensor::x);
+    if (xq.bits <= 8) {
+      check_packing<int8_t>(src, x_codes, T, N, xq.is_unsigned ? 128 : 0);
+    } else {
+      check_packing<int16_t>(src, x_codes, T, N, xq.is_unsigned ? 32768 : 0);
+    }
+    for (int d = 0; d < D; ++d) {
+      const GruCellQuantParams& p = model.cell(l, d);
+      std::vector<int32_t> q_h = initial_h_codes(model, q_h0, l, d, N);
+      const std::vector<int32_t> h_start = q_h;
+      outs[static_cast<size_t>(d)] = kernels::emulate_gru_cell(p.view(), p.q_W.data(), p.q_R.data(), p.input_size,
+                                                              space_of(xq), x_codes.data(), T, N, h_start.data(), d == 1,
+                                                              lengths);
+      std::vector<int32_t> scratch(static_cast<size_t>(T) * N * H);  // the state rule alone (store_cell_codes)
+      store_cell_codes(outs[static_cast<size_t>(d)], T, N, H, d, q_h, scratch.data(), H, 0, lengths);
+      std::copy(q_h.begin(), q_h.end(), result.h_n_codes.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(l) * D + d) * N * H));
+    }
+    previous = outs;
+  }
+  kernels::OutputSink sink;
+  sink.H = H;
+  sink.D = D;
+  result.output.resize(static_cast<size_t>(T) * N * D * H);
+  if (want_codes) result.output_codes.resize(result.output.size());
+  sink.y = result.output.data();
+  sink.codes = want_codes ? result.output_codes.data() : nullptr;
+  for (int d = 0; d < D; ++d) {
+    sink.cell_out[d] = previous[static_cast<size_t>(d)].data();
+    sink.dequantizer[d] = code_dequantizer(model.cell(L - 1, d).q(GruTensor::h));
+  }
+  for (int64_t idx = 0; idx < static_cast<int64_t>(result.output.size()); ++idx) kernels::output_element(sink, idx);
+  return result;
+}
+
+TEST_CASE("device flow on the host equals the reference executor: codes and floats in, every model case") {
+  for (const test::GruModelCase& k : test::kPersistentModelCases) {
+    if (k.H > 64) continue;  // the 257-unit case adds time, not coverage of the chaining
+    CAPTURE(k.preset);
+    CAPTURE(k.multiplier);
+    CAPTURE(k.L);
+    CAPTURE(k.D);
+    CAPTURE(k.H);
+    const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
+    const QuantizedGru& model = m.c.quantized;
+    const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
+    const QuantGruResult got = emulate_device_call(model, nullptr, m.q_x.data(), k.T, k.N, m.h0(), m.lengths_data(), true);
+    CHECK(got.output_codes == ref.output_codes);
+    CHECK(got.h_n_codes == ref.h_n_codes);
+    CHECK(got.output == ref.output);
+    // Floats in: the reference quantizes with TensorQuant::quantize, the device with quantize_input_code.
+    std::vector<float> x = m.c.x;
+    for (float& v : x) v *= 3.0f;
+    const QuantGruResult ref_f = run_quantized_gru(model, x.data(), k.T, k.N, nullptr, nullptr, m.lengths_data());
+    const QuantGruResult got_f = emulate_device_call(model, &x, nullptr, k.T, k.N, nullptr, m.lengths_data(), false);
+    CHECK(got_f.output_codes.empty());  // not asked for
+    CHECK(got_f.output == ref_f.output);
+    CHECK(got_f.h_n_codes == ref_f.h_n_codes);
+  }
+}
+
+TEST_CASE("device call plan: one upload per given input, two downloads plus the codes when asked, streams by direction") {
+  const kernels::DeviceCallPlan floats = kernels::plan_device_call(2, true, false, false, false);
+  CHECK(floats.uploads == 1);
+  CHECK(floats.downloads == 2);
+  CHECK(floats.host_passes == 0);
+  CHECK(floats.streams == 2);
+  const kernels::DeviceCallPlan codes = kernels::plan_device_call(1, false, true, true, true);
+  CHECK(codes.uploads == 3);
+  CHECK(codes.downloads == 3);
+  CHECK(codes.host_passes == 1);
+  CHECK(codes.streams == 1);
+  CHECK(codes.total() == 6);
+  CHECK(codes.describe() == "3 up, 3 down, 1 host pass(es), 1 stream(s)");
+}
+
+}  // namespace
+}  // namespace qgru
