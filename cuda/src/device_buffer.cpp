@@ -10,13 +10,20 @@ namespace qgru::cuda {
 
 namespace {
 std::atomic<int64_t> g_host_transfers{0};
+std::atomic<int64_t> g_device_allocations{0};
 }  // namespace
+
+int64_t device_allocation_count() { return g_device_allocations.load(std::memory_order_relaxed); }
+void count_device_allocation() { g_device_allocations.fetch_add(1, std::memory_order_relaxed); }
 
 int64_t host_transfer_count() { return g_host_transfers.load(std::memory_order_relaxed); }
 void count_host_transfer() { g_host_transfers.fetch_add(1, std::memory_order_relaxed); }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) QGRU_CUDA_CHECK(cudaMalloc(&data_, bytes));
+  if (bytes > 0) {
+    QGRU_CUDA_CHECK(cudaMalloc(&data_, bytes));
+    count_device_allocation();
+  }
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/kernels/device_flow.h"
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/int8_gemm_layout.h"
@@ -64,6 +65,27 @@ __global__ void __launch_bounds__(kStepThreads)
   if (idx >= N * view.hidden_size) return;
   kernels::gru_reset_hidden_element_t<Acc, Stored>(view, gemm_x_t, gemm_h, ldc, x_offset, h_offset, h_state, rh_stored,
                                                    h_ld, idx / view.hidden_size, static_cast<int32_t>(idx % view.hidden_size));
+}
+
+// The device flow's operand packing, one thread per element of the padded operand [steps, N_p, cols_p]
+// (qgru/kernels/device_flow.h packed_input_element: the layer's x from its source, or h0 from the int32 state).
+template <class Stored>
+__global__ void __launch_bounds__(kStepThreads)
+    pack_input_kernel(const kernels::LayerInputSource source, int64_t N, int64_t N_p, int64_t cols_p, int32_t offset,
+                      int64_t count, Stored* out) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= count) return;
+  out[idx] = kernels::packed_input_element<Stored>(source, N, N_p, cols_p, offset, idx);
+}
+
+template <class Stored>
+void launch_pack_input(const kernels::LayerInputSource& source, int64_t steps, int64_t N, int64_t N_p, int64_t cols_p,
+                       int32_t offset, Stored* out, cudaStream_t stream) {
+  const int64_t count = steps * N_p * cols_p;
+  if (count == 0) return;
+  const int64_t blocks = kernels::elementwise_blocks(count, kStepThreads);
+  pack_input_kernel<Stored><<<static_cast<unsigned>(blocks), kStepThreads, 0, stream>>>(source, N, N_p, cols_p, offset, count, out);
+  QGRU_CUDA_CHECK_LAUNCH("pack_input_kernel<<<...>>>");
 }
 
 // C[b·ldc + c] = Σ_k A[c·lda + k]·B[b·ldb + k], int16 operands, int64 accumulation (qgru/kernels/wide_gemm.h:
@@ -221,17 +243,49 @@ struct GruCellCuda::Impl {
   mutable int64_t last_N = 1;                      // describe()'s batch size
 
   bool wide() const { return plan.path == kernels::GruGemmPath::Wide16; }
+  // Where a run's operands come from: the host (q_x [T, N, C] and h0 [N, H] codes, packed on the host and copied
+  // up; the state in the workspace) or the device flow (x from `source`, h0 from the caller's device state, which
+  // the run updates in place; packed by pack_input_kernel, nothing copied).
+  struct Inputs {
+    const int32_t* q_x = nullptr;
+    const std::vector<int32_t>* h0 = nullptr;
+    const kernels::LayerInputSource* source = nullptr;
+    int32_t* device_state = nullptr;
+  };
+  // The run's int32 state: the caller's (device flow) or the workspace region.
+  int32_t* state_of(const Inputs& in, int32_t* region_state) const {
+    return in.device_state != nullptr ? in.device_state : region_state;
+  }
+  template <class Stored>
+  void load_inputs(const Inputs& in, int64_t T, int64_t N, const kernels::GruGemmLayout& l, Stored* x_dev, Stored* h_dev,
+                   int32_t* h_state) const {
+    if (in.source == nullptr) {
+      upload_operands<Stored>(in.q_x, T, N, *in.h0, l, x_dev, h_dev);
+      copy_to_device(h_state, in.h0->data(), in.h0->size() * sizeof(int32_t), stream);
+      return;
+    }
+    launch_pack_input<Stored>(*in.source, T, N, l.N_p, l.C_p, plan.x_offset, x_dev, stream);
+    kernels::LayerInputSource state_source;
+    state_source.kind = kernels::LayerInputKind::Codes;
+    state_source.cols = H;
+    state_source.codes = h_state;
+    launch_pack_input<Stored>(state_source, 1, N, l.N_p, l.H_p, plan.h_offset, h_dev, stream);
+  }
+  mutable const int* last_error_word = nullptr;  // the persistent kernel's error words of the last device-flow run
+  mutable std::string last_error_plan;
   // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
-  const int32_t* run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                          const int32_t* lengths) const;
-  const int32_t* run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                          const int32_t* lengths) const;
+  // Each enqueues the run and returns the device address of the output codes [T, N, H] (workspace).
+  const int32_t* run_int8(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
+  const int32_t* run_wide(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
+  const int32_t* run_any(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
   const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                             const int32_t* lengths) const;
   // Stored / Acc: int8_t / int32_t (Int8 path), int16_t / int64_t (Wide16 path).
   template <class Stored, class Acc>
-  const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T, int64_t N,
-                                const std::vector<int32_t>& h0, bool reverse, const int32_t* lengths) const;
+  const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const Inputs& in, int64_t T, int64_t N, bool reverse,
+                                const int32_t* lengths) const;
+  // After the stream synchronized: CudaFailure when the last persistent launch's wait gave up (error words read back).
+  void check_persistent_error(const int* error_word, const std::string& plan_text, int64_t spin_limit_ns) const;
   // The persistent plan at batch N (refused with the reason on the Step recurrence, a shape that does not fit or an
   // occupancy the device cannot give), computed once per N.
   const kernels::PersistentGruPlan& persistent_plan(int64_t N) const {
@@ -356,15 +410,14 @@ std::string GruCellCuda::describe() const { return describe_path(static_cast<int
 // B-1 for every step (the path's GEMM: cuBLAS int8 or the wide kernel), then one cooperative launch of the persistent
 // kernel for all T steps.
 template <class Stored, class Acc>
-const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPlan& p, const int32_t* q_x, int64_t T,
-                                                 int64_t N, const std::vector<int32_t>& h0, bool reverse,
-                                                 const int32_t* lengths) const {
+const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPlan& p, const Inputs& in, int64_t T,
+                                                 int64_t N, bool reverse, const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::persistent_gemm_layout(plan.path, H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(kernels::persistent_gru_workspace(l, reset_before_linear));
   Stored* x_stored = region<Stored>(workspace, w, 0);
   auto* h_exchange = region<Stored>(workspace, w, 1);
   auto* gemm_x = region<Acc>(workspace, w, 2);
-  auto* h_state = region<int32_t>(workspace, w, 3);
+  auto* h_state = state_of(in, region<int32_t>(workspace, w, 3));
   auto* out = region<int32_t>(workspace, w, 4);
   const kernels::PersistentBuffers<Stored, Acc> buffers = kernels::persistent_buffers<Stored, Acc>(
       p, l, T, reverse, plan.x_offset, plan.h_offset, gemm_x, h_exchange,
@@ -375,8 +428,7 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
   launch.error = reinterpret_cast<int*>(launch.arrivals + 1);
   launch.spin_limit_ns = persistent_spin_limit_ns();
   // x for every step and h0 into exchange buffer 0 (packed, padding 0); the state; the counter and error words 0.
-  upload_operands<Stored>(q_x, T, N, h0, l, x_stored, h_exchange);
-  copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  load_inputs<Stored>(in, T, N, l, x_stored, h_exchange, h_state);
   QGRU_CUDA_CHECK(cudaMemsetAsync(launch.arrivals, 0, static_cast<size_t>(kernels::kPersistentSyncBytes), stream));
   if constexpr (sizeof(Stored) == 1) {
     QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x_stored, gemm_x));
@@ -385,38 +437,42 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
                      l.C_p, gemm_x, l.rows_p, stream);
   }
   launch_persistent_gru<Stored, Acc>(p, device_view, buffers, launch, stream);
-  const int32_t* codes = copy_out(out, l.output_bytes);  // synchronizes
-  int error[3] = {0, 0, 0};
-  QGRU_CUDA_CHECK(cudaMemcpy(error, launch.error, sizeof(error), cudaMemcpyDeviceToHost));
-  if (error[0] != 0) {
-    throw CudaFailure("persistent GRU kernel (" + p.describe() + "): block " + std::to_string(error[1]) + " waited more than " +
-                      std::to_string(launch.spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
-  }
-  return codes;
+  last_error_word = launch.error;
+  last_error_plan = p.describe();
+  return out;
 }
 
-const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
-                                           bool reverse, const int32_t* lengths) const {
+void GruCellCuda::Impl::check_persistent_error(const int* error_word, const std::string& plan_text, int64_t spin_limit_ns) const {
+  int error[3] = {0, 0, 0};
+  QGRU_CUDA_CHECK(cudaMemcpy(error, error_word, sizeof(error), cudaMemcpyDeviceToHost));
+  count_host_transfer();
+  if (error[0] != 0) {
+    throw CudaFailure("persistent GRU kernel (" + plan_text + "): block " + std::to_string(error[1]) + " waited more than " +
+                      std::to_string(spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
+  }
+}
+
+const int32_t* GruCellCuda::Impl::run_int8(const Inputs& in, int64_t T, int64_t N, bool reverse,
+                                           const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_gemm(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int8_t* x8 = region<int8_t>(workspace, w, 0);
   int8_t* h8 = region<int8_t>(workspace, w, 1);
   int32_t* gemm_x = region<int32_t>(workspace, w, 2);
   int32_t* gemm_h = region<int32_t>(workspace, w, 3);
-  int32_t* h_state = region<int32_t>(workspace, w, 4);
+  int32_t* h_state = state_of(in, region<int32_t>(workspace, w, 4));
   int32_t* out = region<int32_t>(workspace, w, 5);
   int8_t* rh8 = reset_before_linear ? region<int8_t>(workspace, w, 6) : nullptr;       // q_reset_hidden, stored like h
   int32_t* gemm_rh = reset_before_linear ? region<int32_t>(workspace, w, 7) : nullptr;  // R_n against it
   // Inputs: x for all steps and the initial state (padded rows and columns 0, every run)
-  upload_operands<int8_t>(q_x, T, N, h0, l, x8, h8);
-  copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  load_inputs<int8_t>(in, T, N, l, x8, h8, h_state);
   // q_reset_hidden's padding (columns j >= H, rows n >= N) stays 0 from here on, as h8's does
   if (rh8 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh8, 0, static_cast<size_t>(l.rh_bytes), stream));
 
   // B-1 for every step: gemm_x[t·N_p + n, c] = Σ_k W8[c, k] · x8[t·N_p + n, k]
   QGRU_CUBLAS_CHECK(int8_gemm(handle, l.rows_p, l.rows_p, T * l.N_p, l.C_p, W, x8, gemm_x));
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
+  steps.run(stream, T, N, reverse, workspace.data(), lengths, h_state, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       const int32_t* gemm_x_t = gemm_x + t * l.N_p * l.rows_p;
@@ -435,23 +491,22 @@ const int32_t* GruCellCuda::Impl::run_int8(const int32_t* q_x, int64_t T, int64_
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int32_t, int8_t><<<...>>>");
     }
   });
-  return copy_out(out, l.output_bytes);
+  return out;
 }
 
-const int32_t* GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_t N, const std::vector<int32_t>& h0,
-                                           bool reverse, const int32_t* lengths) const {
+const int32_t* GruCellCuda::Impl::run_wide(const Inputs& in, int64_t T, int64_t N, bool reverse,
+                                           const int32_t* lengths) const {
   const kernels::GruGemmLayout l = kernels::plan_gru_wide(H, C, N, T);
   const kernels::WorkspaceCarve w = reserve(workspace_carve(N, T));
   int16_t* x16 = region<int16_t>(workspace, w, 0);
   int16_t* h16 = region<int16_t>(workspace, w, 1);
   int64_t* gemm_x = region<int64_t>(workspace, w, 2);
   int64_t* gemm_h = region<int64_t>(workspace, w, 3);
-  int32_t* h_state = region<int32_t>(workspace, w, 4);
+  int32_t* h_state = state_of(in, region<int32_t>(workspace, w, 4));
   int32_t* out = region<int32_t>(workspace, w, 5);
   int16_t* rh16 = reset_before_linear ? region<int16_t>(workspace, w, 6) : nullptr;
   int64_t* gemm_rh = reset_before_linear ? region<int64_t>(workspace, w, 7) : nullptr;
-  upload_operands<int16_t>(q_x, T, N, h0, l, x16, h16);
-  copy_to_device(h_state, h0.data(), h0.size() * sizeof(int32_t), stream);
+  load_inputs<int16_t>(in, T, N, l, x16, h16, h_state);
   if (rh16 != nullptr) QGRU_CUDA_CHECK(cudaMemsetAsync(rh16, 0, static_cast<size_t>(l.rh_bytes), stream));
 
   const auto* W16 = static_cast<const int16_t*>(W);
@@ -462,7 +517,7 @@ const int32_t* GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_
   const kernels::WideGemmGeometry step_gemm = kernels::plan_wide_gemm(reset_before_linear ? l.rows_zr_p : l.rows_p, l.N_p, l.H_p);
   const kernels::WideGemmGeometry rh_gemm = kernels::plan_wide_gemm(l.rows_n_p, l.N_p, l.H_p);
   const int64_t blocks = kernels::elementwise_blocks(N * H, kStepThreads);
-  steps.run(stream, T, N, reverse, workspace.data(), lengths, [&] {
+  steps.run(stream, T, N, reverse, workspace.data(), lengths, h_state, [&] {
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       const int64_t* gemm_x_t = gemm_x + t * l.N_p * l.rows_p;
@@ -480,7 +535,18 @@ const int32_t* GruCellCuda::Impl::run_wide(const int32_t* q_x, int64_t T, int64_
       QGRU_CUDA_CHECK_LAUNCH("gru_step_kernel<int64_t, int16_t><<<...>>>");
     }
   });
-  return copy_out(out, l.output_bytes);
+  return out;
+}
+
+const int32_t* GruCellCuda::Impl::run_any(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const {
+  last_N = N;
+  last_error_word = nullptr;
+  const kernels::PersistentGruPlan& p = persistent_plan(N);
+  if (p.persistent) {
+    return wide() ? run_persistent<int16_t, int64_t>(p, in, T, N, reverse, lengths)
+                  : run_persistent<int8_t, int32_t>(p, in, T, N, reverse, lengths);
+  }
+  return wide() ? run_wide(in, T, N, reverse, lengths) : run_int8(in, T, N, reverse, lengths);
 }
 
 const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
@@ -496,13 +562,13 @@ const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, c
     copy_to_device(lengths_buffer.data(), lengths, bytes, stream);
     device_lengths = static_cast<const int32_t*>(lengths_buffer.data());
   }
-  last_N = N;
-  const kernels::PersistentGruPlan& p = persistent_plan(N);
-  if (p.persistent) {
-    return wide() ? run_persistent<int16_t, int64_t>(p, q_x, T, N, h0, reverse, device_lengths)
-                  : run_persistent<int8_t, int32_t>(p, q_x, T, N, h0, reverse, device_lengths);
-  }
-  return wide() ? run_wide(q_x, T, N, h0, reverse, device_lengths) : run_int8(q_x, T, N, h0, reverse, device_lengths);
+  Inputs in;
+  in.q_x = q_x;
+  in.h0 = &h0;
+  const int32_t* out = run_any(in, T, N, reverse, device_lengths);
+  const int32_t* codes = copy_out(out, int64_t{T} * N * H * static_cast<int64_t>(sizeof(int32_t)));  // synchronizes
+  if (last_error_word != nullptr) check_persistent_error(last_error_word, last_error_plan, persistent_spin_limit_ns());
+  return codes;
 }
 
 std::vector<int32_t> GruCellCuda::run(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
@@ -525,6 +591,27 @@ void GruCellCuda::run_into(const int32_t* q_x, int T, int N, std::vector<int32_t
   if (T == 0 || N == 0) return;
   const int32_t* codes = d.run_pinned(q_x, T, N, q_h.data(), reverse, lengths);
   store_cell_codes(codes, count, T, N, static_cast<int>(d.H), reverse ? 1 : 0, q_h, out, out_stride, out_offset, lengths);
+}
+
+}  // namespace qgru::cuda
+
+namespace qgru::cuda {
+
+const int32_t* GruCellCuda::run_on_device(const kernels::LayerInputSource& x_source, int T, int N, int32_t* h_state,
+                                          bool reverse, const int32_t* lengths) const {
+  const Impl& d = *impl_;
+  if (T <= 0 || N <= 0) throw Error("GruCellCuda::run_on_device: empty shape T=" + std::to_string(T) + " N=" + std::to_string(N));
+  Impl::Inputs in;
+  in.source = &x_source;
+  in.device_state = h_state;
+  return d.run_any(in, T, N, reverse, lengths);
+}
+
+void GruCellCuda::reserve(int T, int N) const { impl_->reserve(impl_->workspace_carve(N, T)); }
+
+void GruCellCuda::check_device_errors() const {
+  const Impl& d = *impl_;
+  if (d.last_error_word != nullptr) d.check_persistent_error(d.last_error_word, d.last_error_plan, persistent_spin_limit_ns());
 }
 
 }  // namespace qgru::cuda

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/device_buffer.h"
 
 namespace qgru::cuda {
 
@@ -25,6 +26,7 @@ class PinnedBuffer {
       data_ = nullptr;
       bytes_ = 0;
       QGRU_CUDA_CHECK(cudaMallocHost(&data_, bytes));
+      count_device_allocation();
       bytes_ = bytes;
     }
     return data_;

@@ -20,16 +20,18 @@ class StepGraph {
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
 
-  // Replays the graph captured for (T, N, reverse, workspace, lengths), capturing `issue_steps` first if needed
-  // (lengths: the device address of the run's sequence lengths, or null).
+  // Replays the graph captured for (T, N, reverse, workspace, lengths, state), capturing `issue_steps` first if needed
+  // (lengths: the device address of the run's sequence lengths, or null; state: the device address of the int32 h
+  // state the steps read and write, a region of the workspace or the caller's in the device flow).
   template <class IssueSteps>
   void run(cudaStream_t stream, int64_t T, int64_t N, bool reverse, const void* workspace, const void* lengths,
-           IssueSteps issue_steps) {
+           const void* state, IssueSteps issue_steps) {
     if (stream == nullptr) {
       issue_steps();
       return;
     }
-    if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_ || lengths != lengths_) {
+    if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_ || lengths != lengths_ ||
+        state != state_) {
       reset();
       QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       cudaGraph_t graph = nullptr;
@@ -50,6 +52,7 @@ class StepGraph {
       reverse_ = reverse;
       workspace_ = workspace;
       lengths_ = lengths;
+      state_ = state;
     }
     QGRU_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
   }
@@ -65,6 +68,7 @@ class StepGraph {
   bool reverse_ = false;
   const void* workspace_ = nullptr;
   const void* lengths_ = nullptr;
+  const void* state_ = nullptr;
 };
 
 }  // namespace qgru::cuda

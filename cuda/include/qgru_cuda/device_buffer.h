@@ -48,4 +48,10 @@ class DeviceBuffer {
 int64_t host_transfer_count();
 void count_host_transfer();
 
+// Allocations made by qgru_cuda (every DeviceBuffer of non-zero size, every growth of a pinned staging buffer),
+// counted process-wide, so a test can assert that a path allocates nothing (a streaming step: its buffers are made
+// when its state is).
+int64_t device_allocation_count();
+void count_device_allocation();
+
 }  // namespace qgru::cuda

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "qgru/fixed/gru_cell.h"
+#include "qgru/kernels/device_flow.h"
 
 namespace qgru::cuda {
 
@@ -67,6 +68,20 @@ class GruCellCuda {
   // starting codes on entry, the state after each row's last valid step on return.
   void run_into(const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, bool reverse, int32_t* out, int out_stride,
                 int out_offset, const int32_t* lengths = nullptr) const;
+
+  // The device flow (QuantGruCuda's whole call, its streaming): x from `x_source` (device pointers: the caller's
+  // codes or floats, or the previous layer's cell outputs, qgru/kernels/device_flow.h), packed on the device;
+  // h_state: device int32 [N, H], the starting codes on entry and the state after each row's last valid step on
+  // return; lengths: device [N] or null. Enqueued on the cell's stream with no host copy and no synchronization;
+  // returns the device address of the output codes [T, N, H] by input time, valid until this cell's next run.
+  // The sources must stay valid until the stream has run the call. T, N >= 1.
+  const int32_t* run_on_device(const kernels::LayerInputSource& x_source, int T, int N, int32_t* h_state, bool reverse,
+                               const int32_t* lengths) const;
+  // The workspace of a (T, N) run allocated now (a streaming state asks for T = 1 at creation: no allocation per step).
+  void reserve(int T, int N) const;
+  // After the stream of a run_on_device synchronized: CudaFailure when the persistent kernel's wait gave up (one
+  // small copy of its error words; nothing when the run took the per-step path).
+  void check_device_errors() const;
 
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
   const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not

@@ -14,8 +14,16 @@
 
 namespace qgru::cuda {
 
+class QuantGruCudaStream;
+
 class QuantGruCuda {
  public:
+  // What the last whole call moved between host and device and how often it passed over [T, N, ·] on the host
+  // (kernels::plan_device_call says what it must be; the GPU self-test requires them equal).
+  struct CallTransfers {
+    int uploads = 0, downloads = 0, host_passes = 0;
+  };
+
   // Throws NotSupported (a cell whose operands are wider than 16 bits; the message names the cell), NoDevice,
   // or CudaFailure. Creates one CUDA stream and one cuBLAS handle every cell runs on.
   // recurrence: every cell's (GruCellCuda; FromEnvironment reads QGRU_CUDA_GRU_PATH once).
@@ -29,12 +37,53 @@ class QuantGruCuda {
   // lengths [N] sequence lengths or null.
   QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0, const int32_t* lengths = nullptr) const;
   QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const;
+  // As run(), without the output codes: result.output_codes stays empty and only the floats (and h_n's codes) come
+  // back from the device.
+  QuantGruResult run_floats(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const;
+  // The device flow (docs/CUDA.md "Whole calls on the device"): x quantized (run) or copied (run_codes) to the device
+  // once, every layer's x packed there from the previous layer's cell outputs, a bidirectional layer's directions on
+  // two streams at once, the output dequantized there, one copy of the floats back. QGRU_CUDA_GRU_FLOW=host (read at
+  // construction) keeps the earlier host chaining (run_layer_loop: each cell's codes back, requantized on the host),
+  // for comparison.
+  CallTransfers last_call_transfers() const;
+  bool device_flow() const;
 
   // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
   // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".
   // Then the recurrence each cell took at the last run's batch size (N = 1 before the first run), after "; ":
   // "l0.d0 int8 cuBLAS; persistent (4 blocks x 16 units, smem 12345)" or "...; per-step: <reason>".
   std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend class QuantGruCudaStream;
+};
+
+// Streaming on the device (the runtime C API's qgru_rt_step on a CUDA context): N streams of a unidirectional model
+// advanced a frame at a time, the state h [L, N, H] kept on the device between frames. Every buffer (the state, one
+// frame in and out, pinned staging, each cell's workspace for one step) is made here; a step allocates nothing
+// (device_allocation_count(), qgru_cuda/device_buffer.h). Per frame: one copy up (the frame), each layer's cell for
+// one step (x packed on the device from the frame, or from the previous layer's codes requantized), the output
+// dequantized on the device, one copy down, one synchronization. The codes equal the reference's step_layer_loop.
+// A stream state replays each cell's captured step: several states of one executor, or whole calls between steps,
+// make the cells capture again (no allocation, but slower). The executor must outlive the stream; not thread-safe.
+class QuantGruCudaStream {
+ public:
+  // Error for a bidirectional model (streaming_refusal) or N < 1.
+  QuantGruCudaStream(const QuantGruCuda& executor, int N);
+  ~QuantGruCudaStream();
+  QuantGruCudaStream(QuantGruCudaStream&&) noexcept;
+  QuantGruCudaStream& operator=(QuantGruCudaStream&&) noexcept;
+
+  // x [frames, N, C] floats (quantized on the device); y [frames, N, H] floats or null.
+  void step(const float* x, int frames, float* y);
+  // q_x [frames, N, C] codes in layer 0's x space (range-checked here: qgru::Error, the state unchanged);
+  // y_codes [frames, N, H] the last layer's codes or null.
+  void step_codes(const int32_t* q_x, int frames, int32_t* y_codes);
+  void get_codes(int32_t* q_h) const;  // [L, N, H]
+  void set_codes(const int32_t* q_h);  // [L, N, H], each layer's codes within its h range (the caller checked)
+  int batch() const;
 
  private:
   struct Impl;

@@ -140,6 +140,7 @@ TEST_CASE("device call plan: one upload per given input, two downloads plus the 
   CHECK(codes.streams == 1);
   CHECK(codes.total() == 6);
   CHECK(codes.describe() == "3 up, 3 down, 1 host pass(es), 1 stream(s)");
+  CHECK(kernels::plan_device_call(2, true, false, false, false, 4).downloads == 6);  // four persistent cells' error words
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ QGRU_HD void output_element(const OutputSink& o, int64_t idx) {
 // executor's count to equal it; test_kernels checks the plan's rules):
 //   up:   x (floats for run, codes for run_codes), h0 codes when given, sequence lengths when given;
 //   down: the output floats, the h_n codes [L·D, N, H] (h_n's floats are dequantized from them on the host: L·D·N·H
-//         values, not a pass over [T, N, ·]), and the output codes when asked for.
+//         values, not a pass over [T, N, ·]), the output codes when asked for, and each persistent cell's error words.
 // host passes over [T, N, ·]: run_codes range-checks the caller's codes once (check_input_codes); run none.
 struct DeviceCallPlan {
   int uploads = 0;
@@ -98,11 +98,13 @@ struct DeviceCallPlan {
   }
 };
 
+// persistent_cells: the cells that took the persistent kernel, whose error words (12 bytes each) come back after the
+// synchronization.
 inline DeviceCallPlan plan_device_call(int num_directions, bool float_input, bool has_h0, bool has_lengths,
-                                       bool want_output_codes) {
+                                       bool want_output_codes, int persistent_cells = 0) {
   DeviceCallPlan p;
   p.uploads = 1 + (has_h0 ? 1 : 0) + (has_lengths ? 1 : 0);
-  p.downloads = 2 + (want_output_codes ? 1 : 0);
+  p.downloads = 2 + (want_output_codes ? 1 : 0) + persistent_cells;
   p.host_passes = float_input ? 0 : 1;
   p.streams = num_directions;
   return p;
