@@ -29,4 +29,12 @@ int check_capi_linear();
 // for code, each line naming the path taken; small: the short list for compute-sanitizer (persistent_gru_check.cpp).
 int check_persistent_gru(bool small);
 
+// QuantGruCuda's whole call on the device (run_codes, run, run_floats) against the reference executor, code for code
+// and float for float, on the per-step and persistent paths, with each call's copies as planned (device_flow_check.cpp).
+int check_device_flow();
+
+// QuantGruCudaStream frame by frame against one whole reference run, no allocation while streaming
+// (device_flow_check.cpp).
+int check_cuda_stream();
+
 }  // namespace qgru::cuda_test

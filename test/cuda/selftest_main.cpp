@@ -3,7 +3,8 @@
 // executor code for code, the float GRU vs the CPU float executor within tolerance, and the C API's CUDA
 // linear vs its CPU path, and the persistent GRU kernel vs the CPU references. Without a GPU it says so plainly and
 // does NOT pass: exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
-// --filter NAME runs only the check NAME (dequant, linear, gru_cell, quant_gru, float_gru, capi_linear, persistent;
+// --filter NAME runs only the check NAME (dequant, linear, gru_cell, quant_gru, float_gru, capi_linear, persistent,
+// device_flow, cuda_stream;
 // persistent-small: the persistent kernel's short list, for compute-sanitizer, which no full run includes).
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
       {"capi_linear", qgru::cuda_test::check_capi_linear},
       {"persistent", [] { return qgru::cuda_test::check_persistent_gru(false); }},
       {"persistent-small", [] { return qgru::cuda_test::check_persistent_gru(true); }},
+      {"device_flow", qgru::cuda_test::check_device_flow},
+      {"cuda_stream", qgru::cuda_test::check_cuda_stream},
   };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0) {

@@ -1,0 +1,149 @@
+// The CUDA executor's whole call on the device and its streaming, against the CPU reference, code for code and float
+// for float (the device dequantizes with the same function: equal floats, not a tolerance):
+//   device_flow: QuantGruCuda's run_codes / run / run_floats on the model cases of the persistent kernel's list and
+//   more (every preset, multiplier scales, 1 to 3 layers, one and two directions, h0, sequence lengths, both cells),
+//   on the per-step path and the persistent one; each call's copies equal kernels::plan_device_call's, and the host
+//   chaining (QGRU_CUDA_GRU_FLOW=host is the environment's; here the same model on the device flow) is not needed;
+//   cuda_stream: QuantGruCudaStream frame by frame (codes and floats) against one whole reference run of the sequence,
+//   from zero and from a set state; no allocation on any step.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../unit/support/gru_model_cases.h"
+#include "gpu_checks.h"
+#include "qgru/kernels/device_flow.h"
+#include "qgru/runtime/quant_executor.h"
+#include "qgru/verify/device_compare.h"
+#include "qgru_cuda/device_buffer.h"
+#include "qgru_cuda/quant_gru_cuda.h"
+
+namespace qgru::cuda_test {
+
+namespace {
+
+// Model cases beyond the persistent list: the linear_before_reset = 0 cell bidirectional over 3 layers, int16 with
+// multiplier scales and lengths, a single-step sequence.
+constexpr test::GruModelCase kFlowExtraCases[] = {
+    {"int8", false, 20, 3, 2, 4, 5, true, true, false},
+    {"int16", true, 17, 2, 2, 5, 3, false, true, true},
+    {"int16-activations", true, 9, 3, 1, 2, 1, true, false, false},
+};
+
+int count_persistent(const std::string& described) {
+  int count = 0;
+  for (size_t at = described.find("; persistent ("); at != std::string::npos; at = described.find("; persistent (", at + 1)) ++count;
+  return count;
+}
+
+bool transfers_match(const cuda::QuantGruCuda& gpu, const kernels::DeviceCallPlan& plan, std::string& why) {
+  const cuda::QuantGruCuda::CallTransfers t = gpu.last_call_transfers();
+  if (t.uploads == plan.uploads && t.downloads == plan.downloads && t.host_passes == plan.host_passes) return true;
+  why = "copies " + std::to_string(t.uploads) + " up, " + std::to_string(t.downloads) + " down, " +
+        std::to_string(t.host_passes) + " host pass(es); planned " + plan.describe();
+  return false;
+}
+
+int check_flow_case(const test::GruModelCase& k, cuda::GruRecurrence recurrence) {
+  const test::PreparedGruModel m = test::prepare_gru_model(k, 6);
+  const QuantizedGru& model = m.c.quantized;
+  const cuda::QuantGruCuda gpu(model, recurrence);
+  int failures = 0;
+  std::string why;
+  const char* path = recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step";
+  // Codes in.
+  const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
+  const QuantGruResult got = gpu.run_codes(m.q_x.data(), k.T, k.N, m.h0(), m.lengths_data());
+  const int persistent = count_persistent(gpu.describe());
+  const CodeComparison cmp = compare_quant_codes(ref, got, k.H, k.D);
+  bool ok = cmp.equal() && got.output == ref.output && got.h_n == ref.h_n &&
+            transfers_match(gpu, kernels::plan_device_call(k.D, false, m.h0() != nullptr, m.lengths_data() != nullptr, true, persistent), why);
+  std::printf("%s device flow run_codes %-17s mult=%d H=%d L=%d D=%d N=%d T=%d h0=%d lengths=%d lbr=%d %s [%s]: %zu differ%s%s%s\n",
+              ok ? "ok  " : "FAIL", k.preset, k.multiplier ? 1 : 0, k.H, k.L, k.D, k.N, k.T, k.with_h0 ? 1 : 0,
+              k.with_lengths ? 1 : 0, k.linear_before_reset ? 1 : 0, path, gpu.describe().c_str(), cmp.mismatches,
+              cmp.first.empty() ? "" : "; first at ", cmp.first.c_str(), why.empty() ? "" : ("; " + why).c_str());
+  failures += ok ? 0 : 1;
+  // Floats in (quantized on the device), with and without the codes back.
+  std::vector<float> x = m.c.x;
+  for (float& v : x) v *= 3.0f;
+  const QuantGruResult ref_f = run_quantized_gru(model, x.data(), k.T, k.N, nullptr, nullptr, m.lengths_data());
+  const QuantGruResult got_f = gpu.run(x.data(), k.T, k.N, nullptr, m.lengths_data());
+  why.clear();
+  ok = compare_quant_codes(ref_f, got_f, k.H, k.D).equal() && got_f.output == ref_f.output &&
+       transfers_match(gpu, kernels::plan_device_call(k.D, true, false, m.lengths_data() != nullptr, true, persistent), why);
+  const QuantGruResult floats = gpu.run_floats(x.data(), k.T, k.N, nullptr, m.lengths_data());
+  ok = ok && floats.output_codes.empty() && floats.output == ref_f.output && floats.h_n_codes == ref_f.h_n_codes &&
+       transfers_match(gpu, kernels::plan_device_call(k.D, true, false, m.lengths_data() != nullptr, false, persistent), why);
+  std::printf("%s device flow run/run_floats %-17s H=%d L=%d D=%d N=%d T=%d %s%s%s\n", ok ? "ok  " : "FAIL", k.preset, k.H, k.L,
+              k.D, k.N, k.T, path, why.empty() ? "" : ": ", why.c_str());
+  failures += ok ? 0 : 1;
+  return failures;
+}
+
+// A unidirectional model streamed frame by frame equals one whole reference run: each frame's output the whole run's
+// step, the final state its h_n; step_codes from a set state (h0), step with floats from zero.
+int check_stream_case(const char* preset, bool multiplier, int H, int L, int N, int T, bool linear_before_reset,
+                      cuda::GruRecurrence recurrence) {
+  const test::GruModelCase k{preset, multiplier, H, L, 1, N, T, true, false, linear_before_reset};
+  const test::PreparedGruModel m = test::prepare_gru_model(k, 6);
+  const QuantizedGru& model = m.c.quantized;
+  const cuda::QuantGruCuda gpu(model, recurrence);
+  cuda::QuantGruCudaStream stream(gpu, N);
+  const int64_t allocations = cuda::device_allocation_count();
+  // Codes from h0.
+  const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), T, N, m.h0(), nullptr, nullptr);
+  stream.set_codes(m.h0());
+  std::vector<int32_t> y_codes(static_cast<size_t>(T) * N * H), state(static_cast<size_t>(L) * N * H);
+  const size_t frame = static_cast<size_t>(N) * model.input_size;
+  for (int t = 0; t < T; ++t) stream.step_codes(m.q_x.data() + t * frame, 1, y_codes.data() + static_cast<size_t>(t) * N * H);
+  stream.get_codes(state.data());
+  bool ok = y_codes == ref.output_codes && state == ref.h_n_codes;
+  // Floats from zero: reset by setting each layer's zp_h.
+  std::vector<float> x = m.c.x;
+  for (float& v : x) v *= 3.0f;
+  const QuantGruResult ref_f = run_quantized_gru(model, x.data(), T, N, nullptr, nullptr, nullptr);
+  std::vector<int32_t> zero(state.size());
+  for (int l = 0; l < L; ++l) {
+    std::fill(zero.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * N * H),
+              zero.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * N * H), model.cell(l, 0).q(GruTensor::h).zp);
+  }
+  stream.set_codes(zero.data());
+  std::vector<float> y(static_cast<size_t>(T) * N * H);
+  for (int t = 0; t < T; ++t) stream.step(x.data() + t * frame, 1, y.data() + static_cast<size_t>(t) * N * H);
+  stream.get_codes(state.data());
+  ok = ok && y == ref_f.output && state == ref_f.h_n_codes;
+  const int64_t allocated = cuda::device_allocation_count() - allocations;
+  ok = ok && allocated == 0;
+  std::printf("%s CUDA streaming %-17s mult=%d H=%d L=%d N=%d T=%d lbr=%d %s [%s]: %lld allocation(s) while streaming\n",
+              ok ? "ok  " : "FAIL", preset, multiplier ? 1 : 0, H, L, N, T, linear_before_reset ? 1 : 0,
+              recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step", gpu.describe().c_str(),
+              static_cast<long long>(allocated));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int check_device_flow() {
+  int failures = 0;
+  for (const cuda::GruRecurrence r : {cuda::GruRecurrence::Step, cuda::GruRecurrence::Persistent}) {
+    for (const test::GruModelCase& k : test::kPersistentModelCases) failures += check_flow_case(k, r);
+    for (const test::GruModelCase& k : kFlowExtraCases) failures += check_flow_case(k, r);
+  }
+  return failures;
+}
+
+int check_cuda_stream() {
+  int failures = 0;
+  for (const cuda::GruRecurrence r : {cuda::GruRecurrence::Step, cuda::GruRecurrence::Persistent}) {
+    failures += check_stream_case("int8", false, 33, 1, 1, 6, true, r);
+    failures += check_stream_case("int8", true, 64, 3, 4, 5, true, r);
+    failures += check_stream_case("int8", false, 31, 2, 3, 4, false, r);
+    failures += check_stream_case("int16-activations", false, 17, 2, 2, 5, true, r);
+    failures += check_stream_case("int16", true, 40, 3, 1, 4, false, r);
+  }
+  return failures;
+}
+
+}  // namespace qgru::cuda_test
