@@ -37,4 +37,7 @@ int check_device_flow();
 // (device_flow_check.cpp).
 int check_cuda_stream();
 
+// The runtime C API's streaming on a CUDA context against one whole reference run (capi_stream_check.cpp).
+int check_capi_stream();
+
 }  // namespace qgru::cuda_test

@@ -4,7 +4,7 @@
 // linear vs its CPU path, and the persistent GRU kernel vs the CPU references. Without a GPU it says so plainly and
 // does NOT pass: exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
 // --filter NAME runs only the check NAME (dequant, linear, gru_cell, quant_gru, float_gru, capi_linear, persistent,
-// device_flow, cuda_stream;
+// device_flow, cuda_stream, capi_stream;
 // persistent-small: the persistent kernel's short list, for compute-sanitizer, which no full run includes).
 #include <cstdio>
 #include <cstring>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       {"persistent-small", [] { return qgru::cuda_test::check_persistent_gru(true); }},
       {"device_flow", qgru::cuda_test::check_device_flow},
       {"cuda_stream", qgru::cuda_test::check_cuda_stream},
+      {"capi_stream", qgru::cuda_test::check_capi_stream},
   };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0) {

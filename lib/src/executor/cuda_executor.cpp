@@ -35,6 +35,29 @@ auto with_device(int device_id, Fn&& fn) {
   }
 }
 
+// QuantGruCudaStream on the executor's device, CUDA's exceptions as ExecutorError.
+class CudaDeviceStepper : public DeviceStepper {
+ public:
+  CudaDeviceStepper(const cuda::QuantGruCuda& executor, int N, int device_id)
+      : device_id_(device_id), stream_(with_device(device_id, [&] { return cuda::QuantGruCudaStream(executor, N); })) {}
+  void step(const float* x, int frames, float* y) override {
+    with_device(device_id_, [&] { stream_.step(x, frames, y); });
+  }
+  void step_codes(const int32_t* q_x, int frames, int32_t* y_codes) override {
+    with_device(device_id_, [&] { stream_.step_codes(q_x, frames, y_codes); });
+  }
+  void get_codes(int32_t* q_h) const override {
+    with_device(device_id_, [&] { stream_.get_codes(q_h); });
+  }
+  void set_codes(const int32_t* q_h) override {
+    with_device(device_id_, [&] { stream_.set_codes(q_h); });
+  }
+
+ private:
+  int device_id_;
+  cuda::QuantGruCudaStream stream_;
+};
+
 class CudaExecutor : public Executor {
  public:
   CudaExecutor(const QuantizedGru& model, int device_id)
@@ -48,6 +71,9 @@ class CudaExecutor : public Executor {
     return with_device(device_id_, [&] { return executor_.run(x, T, N, h0, lengths); });
   }
   std::unique_ptr<GruCellStepper> make_stepper(int) const override { return nullptr; }
+  std::unique_ptr<DeviceStepper> make_device_stepper(int N) const override {
+    return std::make_unique<CudaDeviceStepper>(executor_, N, device_id_);
+  }
 
  private:
   int device_id_;

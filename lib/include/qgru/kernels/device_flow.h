@@ -41,8 +41,11 @@ struct LayerInputSource {
 QGRU_HD int32_t layer_input_code(const LayerInputSource& s, int64_t row, int64_t k) {
   if (s.kind == LayerInputKind::Codes) return s.codes[row * s.cols + k];
   if (s.kind == LayerInputKind::Floats) return quantize_input_code(s.quantizer, s.values[row * s.cols + k]);
-  const int64_t d = k / s.H;  // 0 or 1
-  return requantize_h_code(s.rescale[d], s.previous[d][row * s.H + (k - d * s.H)]);
+  // Direction 0 or 1 chosen by a select, not an index: a run-time index into a kernel parameter's array would copy
+  // the array to local memory (a stack frame, scripts/check_cuda_spills.sh).
+  const bool second = k >= s.H;
+  const int32_t q_h = (second ? s.previous[1] : s.previous[0])[row * s.H + (second ? k - s.H : k)];
+  return requantize_h_code(second ? s.rescale[1] : s.rescale[0], q_h);
 }
 
 // Element idx of the packed operand [steps, N_p, cols_p] (steps·N_p·cols_p elements): code - offset, or 0 in the
@@ -73,10 +76,10 @@ struct OutputSink {
 QGRU_HD void output_element(const OutputSink& o, int64_t idx) {
   const int64_t DH = o.D * o.H;
   const int64_t row = idx / DH;
-  const int64_t d = (idx % DH) / o.H;
+  const bool second = (idx % DH) >= o.H;  // direction 1; a select, not an index (see layer_input_code)
   const int64_t j = idx % o.H;
-  const int32_t code = o.cell_out[d][row * o.H + j];
-  o.y[idx] = dequantize_code(o.dequantizer[d], code);
+  const int32_t code = (second ? o.cell_out[1] : o.cell_out[0])[row * o.H + j];
+  o.y[idx] = dequantize_code(second ? o.dequantizer[1] : o.dequantizer[0], code);
   if (o.codes != nullptr) o.codes[idx] = code;
 }
 

@@ -86,6 +86,12 @@ class Executor {
   // The streaming cell for a batch of N on the CPU (the fast one where it applies, else the reference's); null on
   // a device (its runs are whole sequences).
   virtual std::unique_ptr<GruCellStepper> make_stepper(int N) const = 0;
+  // A streaming state of N streams kept on the device (CUDA: the state never leaves it between frames; its buffers
+  // made here, none per step); null on the CPU. A unidirectional model only (streaming_refusal).
+  virtual std::unique_ptr<DeviceStepper> make_device_stepper(int N) const {
+    (void)N;
+    return nullptr;
+  }
 
  protected:
   std::string name_;

@@ -35,6 +35,19 @@ class GruCellStepper {
   virtual int batch() const = 0;
 };
 
+// A streaming state held by a device executor (the CUDA executor's QuantGruCudaStream: h stays on the device
+// between frames, every buffer made with the state). The runtime C API's states on a device context step through it;
+// its codes equal step_layer_loop's. Shapes as step_layer_loop: x [frames, N, C], y [frames, N, H], the state
+// [L, N, H] codes.
+class DeviceStepper {
+ public:
+  virtual ~DeviceStepper() = default;
+  virtual void step(const float* x, int frames, float* y) = 0;                  // floats quantized on the device; y or null
+  virtual void step_codes(const int32_t* q_x, int frames, int32_t* y_codes) = 0;  // q_x range-checked first
+  virtual void get_codes(int32_t* q_h) const = 0;
+  virtual void set_codes(const int32_t* q_h) = 0;  // codes within each layer's h range (the caller checked)
+};
+
 // The reference executor's cell (quant_executor.cpp: the same integer GEMMs and gru_cell_element), with
 // [N, 3H] accumulators allocated here once.
 std::unique_ptr<GruCellStepper> make_reference_stepper(const QuantizedGru& model, int N);

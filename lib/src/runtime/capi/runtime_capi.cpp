@@ -115,6 +115,7 @@ void fill_state_with_zero_codes(qgru_rt_state& s) {
     std::fill_n(s.q_h.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * per_layer), per_layer,
                 model.cell(l, 0).q(qgru::GruTensor::h).zp);
   }
+  if (s.device) s.device->set_codes(s.q_h.data());
 }
 
 // One frame's codes advanced through the state: the CPU stepper, or a whole run of `frames` on a device.
@@ -336,6 +337,7 @@ qgru_rt_status qgru_rt_state_create(const qgru_rt_context* context, int N, qgru_
     s->frame_x.resize(static_cast<size_t>(N) * model.input_size);
     s->frame_y.resize(NH);
     s->stepper = context->impl->make_stepper(N);
+    if (!s->stepper) s->device = context->impl->make_device_stepper(N);  // a device: its own state, kept there
     fill_state_with_zero_codes(*s);
     *state = s.release();
   });
@@ -354,7 +356,11 @@ qgru_rt_status qgru_rt_state_get_codes(const qgru_rt_state* state, int32_t* h_co
   return guarded(QGRU_RT_INTERNAL_ERROR, [&] {
     require(state, "qgru_rt_state_get_codes", "state");
     require(h_codes, "qgru_rt_state_get_codes", "h_codes");
-    std::copy(state->q_h.begin(), state->q_h.end(), h_codes);
+    if (state->device) {
+      state->device->get_codes(h_codes);
+    } else {
+      std::copy(state->q_h.begin(), state->q_h.end(), h_codes);
+    }
   });
 }
 
@@ -365,6 +371,7 @@ qgru_rt_status qgru_rt_state_set_codes(qgru_rt_state* state, const int32_t* h_co
     const qgru::QuantizedGru& model = *state->context->model;
     check_h_codes(model, h_codes, model.num_layers, model.num_directions, state->N, "state");
     std::copy(h_codes, h_codes + state->q_h.size(), state->q_h.begin());
+    if (state->device) state->device->set_codes(h_codes);
   });
 }
 
@@ -374,6 +381,10 @@ qgru_rt_status qgru_rt_step_codes(qgru_rt_state* state, const int32_t* x_codes, 
     require(x_codes, "qgru_rt_step_codes", "x_codes");
     require_positive(frames, "qgru_rt_step_codes", "frames");
     check_x_codes(*state->context->model, x_codes, frames, state->N);
+    if (state->device) {
+      state->device->step_codes(x_codes, frames, y_codes);
+      return;
+    }
     advance(*state, x_codes, frames, y_codes);
   });
 }
@@ -384,6 +395,10 @@ qgru_rt_status qgru_rt_step(qgru_rt_state* state, const float* x, int frames, fl
     require(x, "qgru_rt_step", "x");
     require_positive(frames, "qgru_rt_step", "frames");
     qgru_rt_state& s = *state;
+    if (s.device) {  // one frame in, one frame out per device step: quantized, stepped and dequantized there
+      s.device->step(x, frames, y);
+      return;
+    }
     const qgru::QuantizedGru& model = *s.context->model;
     const qgru::TensorQuant& xq = model.input_quant();
     const qgru::TensorQuant& yq = model.cell(model.num_layers - 1, 0).q(qgru::GruTensor::h);

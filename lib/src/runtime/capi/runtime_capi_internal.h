@@ -36,6 +36,8 @@ struct Context {
   }
   // The CPU stepper for a batch of N (the fast one where it applies); null on a device.
   std::unique_ptr<GruCellStepper> make_stepper(int N) const { return executor->make_stepper(N); }
+  // The device's streaming state (CUDA: h kept on the device between frames); null on the CPU.
+  std::unique_ptr<DeviceStepper> make_device_stepper(int N) const { return executor->make_device_stepper(N); }
 };
 
 }  // namespace qgru::runtime_capi
@@ -52,7 +54,8 @@ struct qgru_rt_state {
   std::shared_ptr<const qgru::runtime_capi::Context> context;
   int N = 0;
   std::vector<int32_t> q_h;                            // [L, N, H]
-  std::unique_ptr<qgru::GruCellStepper> stepper;       // CPU; null on a device (steps run whole there)
+  std::unique_ptr<qgru::GruCellStepper> stepper;       // CPU; null on a device
+  std::unique_ptr<qgru::DeviceStepper> device;         // a device's own streaming state (q_h then unused); or null
   std::vector<int32_t> next_x;                         // [N, H] step_layer_loop's scratch
   std::vector<int32_t> frame_x, frame_y;               // [N, C], [N, H] one frame of the float step
 };
