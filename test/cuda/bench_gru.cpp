@@ -5,15 +5,24 @@
 // the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
 // "no usable GPU: <reason>" and exits 77, with no table.
 // Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]
-//                       [--recurrence step|persistent] [--json-lines]
+//                       [--recurrence step|persistent] [--json-lines] [--streaming]
 //   --shape and --preset narrow the table to one shape and one executor (e.g. to profile it under ncu).
 //   --recurrence: the quantized cells' recurrence (qgru_cuda/gru_cell_cuda.h GruRecurrence; default
 //   QGRU_CUDA_GRU_PATH); --json-lines: also one line per row, "JSON {...}" with H, T, N, engine, preset, recurrence,
 //   path (the executor's describe()), median_ms, min_ms, us_per_step (scripts/bench_cuda_gru_peers.py reads them).
+// --streaming: instead, the streaming step's latency per frame (one frame of N streams in, one out, floats, as the
+//   runtime C API's qgru_rt_step): on the GPU (QuantGruCudaStream: h on the device, per frame one copy each way and one
+//   synchronization) beside the CPU's (the executor chooser's CPU stepper, one thread: quantize, step_layer_loop,
+//   dequantize), median over --runs frames after --warmup, for each preset at (H, N, L) in {(64, 1, 1), (256, 1, 1),
+//   (256, 16, 1), (1024, 1, 1), (256, 1, 3)}; --json-lines adds "JSON {...}" rows with kind "stream".
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +32,9 @@
 #include "qgru_cuda/float_gru_cuda.h"
 #include "qgru_cuda/quant_gru_cuda.h"
 #include "qgru/quant/bitwidth_presets.h"
+#include "qgru/runtime/executor.h"
+#include "qgru/runtime/quantize_input.h"
+#include "qgru/runtime/stream_step.h"
 
 namespace {
 
@@ -35,7 +47,7 @@ struct Shape {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float] "
-               "[--recurrence step|persistent] [--json-lines]\n",
+               "[--recurrence step|persistent] [--json-lines] [--streaming]\n",
                argv0);
   return 2;
 }
@@ -58,6 +70,82 @@ void print_json_line(const Shape& s, const char* engine, const char* preset, con
               1000.0 * t.median_ms / s.T);
 }
 
+// Median and minimum in milliseconds of `runs` host-timed calls of fn after `warmup` (the CPU side: no CUDA events).
+qgru::cuda::bench::CallTimes time_host_calls(const std::function<void()>& fn, int warmup, int runs) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times.front()};
+}
+
+// The streaming rows (--streaming): per-frame latency on the GPU and on the CPU, the same model and frames.
+int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::cuda::GruRecurrence recurrence, bool json_lines) {
+  struct StreamShape {
+    int H, N, L;
+  };
+  const StreamShape shapes[] = {{64, 1, 1}, {256, 1, 1}, {256, 16, 1}, {1024, 1, 1}, {256, 1, 3}};
+  std::printf("GPU: %s; streaming, one frame per call (floats in and out), median of %d frames after %d warm-up\n\n",
+              qgru::cuda::device_name().c_str(), runs, warmup);
+  std::printf("| C = H | N | layers | preset | GPU µs per frame | CPU µs per frame (%s, 1 thread) | GPU path |\n"
+              "|---|---|---|---|---|---|---|\n", "fast");
+  for (const StreamShape& s : shapes) {
+    for (const char* preset : {"int8", "int16-activations", "int16"}) {
+      if (!only_preset.empty() && only_preset != preset) continue;
+      const int T = 8;  // the calibration sequence; the timed frames cycle over it
+      qgru::test::CalibratedCase c;
+      try {
+        c = qgru::test::calibrated_case(s.H, s.H, s.L, 1, T, s.N, qgru::load_bitwidth_config(preset), 5u + static_cast<uint32_t>(s.H));
+      } catch (const qgru::Error& e) {
+        std::printf("| %d | %d | %d | %s | not quantized: %s | | |\n", s.H, s.N, s.L, preset, e.what());
+        continue;
+      }
+      const qgru::QuantizedGru& model = c.quantized;
+      const size_t frame_x = static_cast<size_t>(s.N) * s.H, frame_y = static_cast<size_t>(s.N) * s.H;
+      std::vector<float> y(frame_y);
+      int frame = 0;
+      // GPU
+      const qgru::cuda::QuantGruCuda executor(model, recurrence);
+      qgru::cuda::QuantGruCudaStream stream(executor, s.N);
+      const auto gpu = time_calls([&] {
+        stream.step(c.x.data() + static_cast<size_t>(frame++ % T) * frame_x, 1, y.data());
+      }, warmup, runs);
+      const std::string path = executor.describe();
+      // CPU: what qgru_rt_step does on a CPU context, one thread
+      qgru::ExecutorRequest request;
+      request.fast.threads = 1;
+      const std::unique_ptr<qgru::Executor> cpu_executor = qgru::make_executor(model, request);
+      const std::unique_ptr<qgru::GruCellStepper> stepper = cpu_executor->make_stepper(s.N);
+      std::vector<int32_t> q_h(static_cast<size_t>(s.L) * frame_y), next_x(frame_y), q_x(frame_x), q_y(frame_y);
+      for (int l = 0; l < s.L; ++l) {
+        std::fill_n(q_h.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * frame_y), frame_y,
+                    model.cell(l, 0).q(qgru::GruTensor::h).zp);
+      }
+      const qgru::TensorQuant& yq = model.cell(s.L - 1, 0).q(qgru::GruTensor::h);
+      const auto cpu = time_host_calls([&] {
+        qgru::quantize_fast(model.input_quant(), c.x.data() + static_cast<size_t>(frame++ % T) * frame_x, frame_x, q_x.data());
+        qgru::step_layer_loop(model, q_x.data(), 1, q_h.data(), q_y.data(), next_x.data(), *stepper);
+        for (size_t i = 0; i < frame_y; ++i) y[i] = static_cast<float>(yq.dequantize(q_y[i]));
+      }, warmup, runs);
+      std::printf("| %d | %d | %d | %s | %.1f | %.1f | %s |\n", s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms,
+                  1000.0 * cpu.median_ms, path.c_str());
+      if (json_lines) {
+        std::printf("JSON {\"kind\": \"stream\", \"H\": %d, \"N\": %d, \"layers\": %d, \"preset\": \"%s\", "
+                    "\"gpu_us_per_frame\": %.3f, \"gpu_min_us\": %.3f, \"cpu_us_per_frame\": %.3f, \"cpu_min_us\": %.3f, "
+                    "\"cpu\": \"%s\", \"path\": \"%s\"}\n",
+                    s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms, 1000.0 * gpu.min_ms, 1000.0 * cpu.median_ms,
+                    1000.0 * cpu.min_ms, json_escaped(cpu_executor->name()).c_str(), json_escaped(path).c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +154,7 @@ int main(int argc, char** argv) {
   Shape only{0, 0, 0};
   std::string only_preset;
   bool json_lines = false;
+  bool streaming = false;
   qgru::cuda::GruRecurrence recurrence = qgru::cuda::GruRecurrence::FromEnvironment;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
@@ -91,6 +180,8 @@ int main(int argc, char** argv) {
       recurrence = v == "step" ? qgru::cuda::GruRecurrence::Step : qgru::cuda::GruRecurrence::Persistent;
     } else if (std::strcmp(argv[i], "--json-lines") == 0) {
       json_lines = true;
+    } else if (std::strcmp(argv[i], "--streaming") == 0) {
+      streaming = true;
     } else {
       return usage(argv[0]);
     }
@@ -102,6 +193,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
+    if (streaming) return streaming_rows(runs, warmup, only_preset == "float" ? "none" : only_preset, recurrence, json_lines);
     std::vector<Shape> shapes = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
     if (small) shapes = {{64, 100, 1}, {256, 100, 64}};
     if (only.H > 0) shapes = {only};
