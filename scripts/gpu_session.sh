@@ -3,8 +3,9 @@
 # when time runs out. Binaries come from scripts/gpu_pack.sh (built where the project builds, carried there);
 # nothing is compiled on the GPU machine.
 #   check: the card, the driver and the toolkit; the GPU self-test (test_cuda_gpu --require-gpu: every CUDA path
-#          against the CPU reference, code for code; the linear's engines within their bound); qgru verify
-#          --device cuda and run cpu|cuda byte for byte on the bundled example (every preset); the whole self-test
+#          against the CPU reference, code for code; the linear's engines within their bound; the whole call on the
+#          device and streaming on the GPU); qgru verify --device cuda and run cpu|cuda byte for byte on the bundled
+#          example (every preset; again with the persistent recurrence and with QGRU_CUDA_GRU_FLOW=device); the whole self-test
 #          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent); compute-sanitizer
 #          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small) and
 #          racecheck over the linear's kernels (--filter linear).
@@ -97,8 +98,9 @@ if [ "$mode" != bench ]; then
   }
   export -f verify_all
   export bin example scratch
-  step "verify and run cpu|cuda (bundled example)" 60 bash -c verify_all
-  step "verify and run cpu|cuda, persistent recurrence" 60 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
+  step "verify and run cpu|cuda (bundled example)" 45 bash -c verify_all
+  step "verify and run cpu|cuda, persistent recurrence" 45 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
+  step "verify and run cpu|cuda, whole call on the device" 45 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all
   rm -rf "$scratch"
 fi
 

@@ -38,20 +38,21 @@ class CudaCellRunner : public GruCellRunner {
   int D_;
 };
 
-// QGRU_CUDA_GRU_FLOW: unset or "device" = the device flow, "host" = the host chaining; qgru::Error otherwise.
-bool device_flow_from_environment() {
+}  // namespace
+
+GruFlow gru_flow_from_environment() {
   const char* value = std::getenv("QGRU_CUDA_GRU_FLOW");
-  if (value == nullptr || std::string(value).empty() || std::string(value) == "device") return true;
-  if (std::string(value) == "host") return false;
+  if (value == nullptr || std::string(value).empty() || std::string(value) == "host") return GruFlow::Host;
+  if (std::string(value) == "device") return GruFlow::Device;
   throw Error("QGRU_CUDA_GRU_FLOW=" + std::string(value) + ": expected device or host");
 }
 
-}  // namespace
-
-QuantGruCuda::QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence) : impl_(std::make_unique<Impl>()) {
+QuantGruCuda::QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence, GruFlow flow)
+    : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   if (recurrence == GruRecurrence::FromEnvironment) recurrence = recurrence_from_environment();
-  d.device_flow = device_flow_from_environment();
+  if (flow == GruFlow::FromEnvironment) flow = gru_flow_from_environment();
+  d.device_flow = flow == GruFlow::Device;
   d.model = model;
   if (model.cells.empty() || model.cells.size() != static_cast<size_t>(model.num_layers) * model.num_directions) {
     throw Error("CUDA executor: the model has " + std::to_string(model.cells.size()) + " cells, expected " +

@@ -28,7 +28,7 @@ inline void counted_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKin
 
 struct QuantGruCuda::Impl {
   QuantizedGru model;
-  bool device_flow = true;          // QGRU_CUDA_GRU_FLOW=host: false
+  bool device_flow = false;         // GruFlow::Device
   cudaStream_t stream = nullptr;    // direction 0's cells and everything between the cells
   cudaStream_t stream1 = nullptr;   // direction 1's cells (bidirectional models)
   cudaEvent_t layer_ready = nullptr;   // recorded on `stream` when a layer's x is ready; stream1 waits for it

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 namespace qgru::cuda_test {
 
 int check_capi_stream() {
+  // The C API's CUDA states stream on the device on the device flow only (opt-in until this check has passed on a GPU).
+  ::setenv("QGRU_CUDA_GRU_FLOW", "device", 1);
   int failures = 0;
   for (const char* preset : {"int8", "int16-activations", "int16"}) {
     for (const int L : {1, 3}) {

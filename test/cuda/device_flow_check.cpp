@@ -2,8 +2,8 @@
 // for float (the device dequantizes with the same function: equal floats, not a tolerance):
 //   device_flow: QuantGruCuda's run_codes / run / run_floats on the model cases of the persistent kernel's list and
 //   more (every preset, multiplier scales, 1 to 3 layers, one and two directions, h0, sequence lengths, both cells),
-//   on the per-step path and the persistent one; each call's copies equal kernels::plan_device_call's, and the host
-//   chaining (QGRU_CUDA_GRU_FLOW=host is the environment's; here the same model on the device flow) is not needed;
+//   on the per-step path and the persistent one (GruFlow::Device whatever the environment); each call's copies equal
+//   kernels::plan_device_call's;
 //   cuda_stream: QuantGruCudaStream frame by frame (codes and floats) against one whole reference run of the sequence,
 //   from zero and from a set state; no allocation on any step.
 #include <algorithm>
@@ -49,7 +49,7 @@ bool transfers_match(const cuda::QuantGruCuda& gpu, const kernels::DeviceCallPla
 int check_flow_case(const test::GruModelCase& k, cuda::GruRecurrence recurrence) {
   const test::PreparedGruModel m = test::prepare_gru_model(k, 6);
   const QuantizedGru& model = m.c.quantized;
-  const cuda::QuantGruCuda gpu(model, recurrence);
+  const cuda::QuantGruCuda gpu(model, recurrence, cuda::GruFlow::Device);
   int failures = 0;
   std::string why;
   const char* path = recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step";

@@ -16,6 +16,14 @@ namespace qgru::cuda {
 
 class QuantGruCudaStream;
 
+// How a whole call is organised: Device (docs/CUDA.md "Whole calls on the device": x up once, the layers chained on
+// the device, the directions on two streams, one copy of the floats back), Host (the shared layer loop with each
+// cell's codes back on the host), or FromEnvironment: QGRU_CUDA_GRU_FLOW=device or host, unset = host. Host is the
+// default until the GPU self-test has passed on a GPU (then the default flips, as the persistent recurrence's will).
+enum class GruFlow { FromEnvironment, Host, Device };
+// QGRU_CUDA_GRU_FLOW read: Host when unset or "host", Device for "device"; qgru::Error naming the variable otherwise.
+GruFlow gru_flow_from_environment();
+
 class QuantGruCuda {
  public:
   // What the last whole call moved between host and device and how often it passed over [T, N, ·] on the host
@@ -27,7 +35,9 @@ class QuantGruCuda {
   // Throws NotSupported (a cell whose operands are wider than 16 bits; the message names the cell), NoDevice,
   // or CudaFailure. Creates one CUDA stream and one cuBLAS handle every cell runs on.
   // recurrence: every cell's (GruCellCuda; FromEnvironment reads QGRU_CUDA_GRU_PATH once).
-  explicit QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence = GruRecurrence::FromEnvironment);
+  // flow: GruFlow above (FromEnvironment is resolved here, once).
+  explicit QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence = GruRecurrence::FromEnvironment,
+                        GruFlow flow = GruFlow::FromEnvironment);
   ~QuantGruCuda();
   QuantGruCuda(QuantGruCuda&&) noexcept;
   QuantGruCuda& operator=(QuantGruCuda&&) noexcept;
@@ -40,13 +50,9 @@ class QuantGruCuda {
   // As run(), without the output codes: result.output_codes stays empty and only the floats (and h_n's codes) come
   // back from the device.
   QuantGruResult run_floats(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const;
-  // The device flow (docs/CUDA.md "Whole calls on the device"): x quantized (run) or copied (run_codes) to the device
-  // once, every layer's x packed there from the previous layer's cell outputs, a bidirectional layer's directions on
-  // two streams at once, the output dequantized there, one copy of the floats back. QGRU_CUDA_GRU_FLOW=host (read at
-  // construction) keeps the earlier host chaining (run_layer_loop: each cell's codes back, requantized on the host),
-  // for comparison.
+  // The last call's copies (zero on the Host flow, which does not count them).
   CallTransfers last_call_transfers() const;
-  bool device_flow() const;
+  bool device_flow() const;  // the flow resolved at construction is GruFlow::Device
 
   // "int8 cuBLAS" / "16-bit wide kernel" per cell, e.g. "l0.d0 int8 cuBLAS, l0.d1 int8 cuBLAS"; an int8 cell
   // that cuBLAS refused says why: "l0.d0 16-bit wide kernel (cuBLAS int8 GEMM answered ... m=.. n=16 k=..)".

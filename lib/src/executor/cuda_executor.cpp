@@ -71,7 +71,10 @@ class CudaExecutor : public Executor {
     return with_device(device_id_, [&] { return executor_.run(x, T, N, h0, lengths); });
   }
   std::unique_ptr<GruCellStepper> make_stepper(int) const override { return nullptr; }
+  // On the device flow only (QGRU_CUDA_GRU_FLOW=device, until the GPU self-test has passed); else null, and the C API
+  // steps by whole runs of the frames from the state, as before.
   std::unique_ptr<DeviceStepper> make_device_stepper(int N) const override {
+    if (!executor_.device_flow()) return nullptr;
     return std::make_unique<CudaDeviceStepper>(executor_, N, device_id_);
   }
 
