@@ -127,6 +127,65 @@ TEST_CASE("device flow on the host equals the reference executor: codes and floa
   }
 }
 
+// QuantGruCudaStream's frame on the host: layer 0's x from the frame's codes, each layer's cell one step from its
+// state (updated in place), the next layer's x from that cell's output requantized, the output by output_element.
+TEST_CASE("device streaming on the host equals one whole reference run, frame by frame") {
+  for (const test::GruModelCase& k : test::kPersistentModelCases) {
+    if (k.D != 1) continue;
+    CAPTURE(k.preset);
+    CAPTURE(k.multiplier);
+    CAPTURE(k.L);
+    CAPTURE(k.H);
+    const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
+    const QuantizedGru& model = m.c.quantized;
+    const int L = k.L, H = k.H, N = k.N, C = model.input_size;
+    const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), k.T, N, m.h0(), nullptr, nullptr);
+    std::vector<int32_t> state = m.q_h0.empty() ? std::vector<int32_t>(static_cast<size_t>(L) * N * H) : m.q_h0;
+    if (m.q_h0.empty()) {
+      for (int l = 0; l < L; ++l) {
+        std::fill_n(state.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * N * H), static_cast<size_t>(N) * H,
+                    model.cell(l, 0).q(GruTensor::h).zp);
+      }
+    }
+    std::vector<int32_t> y_codes(static_cast<size_t>(k.T) * N * H);
+    std::vector<float> y(y_codes.size());
+    for (int f = 0; f < k.T; ++f) {
+      kernels::LayerInputSource src;
+      src.kind = kernels::LayerInputKind::Codes;
+      src.cols = C;
+      src.codes = m.q_x.data() + static_cast<size_t>(f) * N * C;
+      std::vector<int32_t> out;
+      for (int l = 0; l < L; ++l) {
+        const GruCellQuantParams& p = model.cell(l, 0);
+        std::vector<int32_t> x(static_cast<size_t>(N) * src.cols);
+        for (int64_t n = 0; n < N; ++n) {
+          for (int64_t c = 0; c < src.cols; ++c) x[static_cast<size_t>(n * src.cols + c)] = kernels::layer_input_code(src, n, c);
+        }
+        int32_t* h = state.data() + static_cast<size_t>(l) * N * H;
+        out = kernels::emulate_gru_cell(p.view(), p.q_W.data(), p.q_R.data(), p.input_size, space_of(p.q(GruTensor::x)),
+                                        x.data(), 1, N, h, false);
+        std::copy(out.begin(), out.end(), h);  // one step: the output is the new state (the kernel writes both)
+        src = kernels::LayerInputSource{};
+        src.kind = kernels::LayerInputKind::PreviousLayer;
+        src.cols = H;
+        src.H = H;
+        src.previous[0] = h;
+        if (l + 1 < L) src.rescale[0] = h_to_next_x_map(model, l, 0);
+      }
+      kernels::OutputSink sink;
+      sink.H = H;
+      sink.cell_out[0] = out.data();
+      sink.dequantizer[0] = code_dequantizer(model.cell(L - 1, 0).q(GruTensor::h));
+      sink.y = y.data() + static_cast<size_t>(f) * N * H;
+      sink.codes = y_codes.data() + static_cast<size_t>(f) * N * H;
+      for (int64_t idx = 0; idx < int64_t{N} * H; ++idx) kernels::output_element(sink, idx);
+    }
+    CHECK(y_codes == ref.output_codes);
+    CHECK(y == ref.output);
+    CHECK(state == ref.h_n_codes);
+  }
+}
+
 TEST_CASE("device call plan: one upload per given input, two downloads plus the codes when asked, streams by direction") {
   const kernels::DeviceCallPlan floats = kernels::plan_device_call(2, true, false, false, false);
   CHECK(floats.uploads == 1);
