@@ -23,6 +23,11 @@ namespace {
 
 CodeSpace space_of(const TensorQuant& q) { return CodeSpace{q.zp, q.qmin(), q.qmax()}; }
 
+std::string case_name(const test::GruModelCase& k) {
+  return std::string(k.preset) + (k.multiplier ? " multiplier" : "") + " H=" + std::to_string(k.H) + " L=" +
+         std::to_string(k.L) + " D=" + std::to_string(k.D) + " N=" + std::to_string(k.N) + " T=" + std::to_string(k.T);
+}
+
 // Packs every element of the source with packed_input_element and compares with pack_signed_steps of `codes`.
 template <class Stored>
 void check_packing(const kernels::LayerInputSource& src, const std::vector<int32_t>& codes, int64_t T, int64_t N,
@@ -104,11 +109,7 @@ QuantGruResult emulate_device_call(const QuantizedGru& model, const std::vector<
 TEST_CASE("device flow on the host equals the reference executor: codes and floats in, every model case") {
   for (const test::GruModelCase& k : test::kPersistentModelCases) {
     if (k.H > 64) continue;  // the 257-unit case adds time, not coverage of the chaining
-    CAPTURE(k.preset);
-    CAPTURE(k.multiplier);
-    CAPTURE(k.L);
-    CAPTURE(k.D);
-    CAPTURE(k.H);
+    INFO(case_name(k));
     const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
     const QuantizedGru& model = m.c.quantized;
     const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
@@ -132,10 +133,7 @@ TEST_CASE("device flow on the host equals the reference executor: codes and floa
 TEST_CASE("device streaming on the host equals one whole reference run, frame by frame") {
   for (const test::GruModelCase& k : test::kPersistentModelCases) {
     if (k.D != 1) continue;
-    CAPTURE(k.preset);
-    CAPTURE(k.multiplier);
-    CAPTURE(k.L);
-    CAPTURE(k.H);
+    INFO(case_name(k));
     const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
     const QuantizedGru& model = m.c.quantized;
     const int L = k.L, H = k.H, N = k.N, C = model.input_size;
