@@ -12,8 +12,8 @@
 #   bench: the GRU executors against torch.nn.GRU on cuDNN fp32 / fp16 (scripts/bench_cuda_gru_peers.py) and the
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
-#          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming: cuda-stream.md, its
-#          JSON rows inside).
+#          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
+#          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside).
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
@@ -122,13 +122,16 @@ if [ "$mode" = check ]; then
 fi
 
 if [ "$mode" = bench ]; then
-  step "GRU side by side (qgru, cuDNN fp32 / fp16)" 250 python3 "$root/scripts/bench_cuda_gru_peers.py" \
+  step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
     --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md"
-  step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 250 bash -c \
+  step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 240 bash -c \
     "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
      status=\$?; cat '$out/cuda-linear.md'; exit \$status"
-  step "streaming per frame, GPU beside CPU" 40 bash -c \
-    "'$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines > '$out/cuda-stream.md'; \
+  # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
+  step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
+    "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \
+       '$bin/bench_cuda_gru' --shapes small --preset int8 --flow host && \
+       '$bin/bench_cuda_gru' --shapes small --preset int8 --flow device; } > '$out/cuda-stream.md'; \
      status=\$?; cat '$out/cuda-stream.md'; exit \$status"
 fi
 echo "=== gpu_session: $mode, $(($(date +%s) - started)) s, first failing status ${first_failure}" | tee -a "$log"

@@ -5,8 +5,10 @@
 // the executor is built once, outside the timing). Prints a markdown table. Without a GPU it prints
 // "no usable GPU: <reason>" and exits 77, with no table.
 // Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]
-//                       [--recurrence step|persistent] [--json-lines] [--streaming]
+//                       [--recurrence step|persistent] [--flow host|device] [--json-lines] [--streaming]
 //   --shape and --preset narrow the table to one shape and one executor (e.g. to profile it under ncu).
+//   --flow: the quantized executor's whole-call flow (qgru_cuda/quant_gru_cuda.h GruFlow; default QGRU_CUDA_GRU_FLOW):
+//   host chaining or the whole call on the device; rows then name it ("int8 [device flow]").
 //   --recurrence: the quantized cells' recurrence (qgru_cuda/gru_cell_cuda.h GruRecurrence; default
 //   QGRU_CUDA_GRU_PATH); --json-lines: also one line per row, "JSON {...}" with H, T, N, engine, preset, recurrence,
 //   path (the executor's describe()), median_ms, min_ms, us_per_step (scripts/bench_cuda_gru_peers.py reads them).
@@ -47,7 +49,7 @@ struct Shape {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float] "
-               "[--recurrence step|persistent] [--json-lines] [--streaming]\n",
+               "[--recurrence step|persistent] [--flow host|device] [--json-lines] [--streaming]\n",
                argv0);
   return 2;
 }
@@ -156,6 +158,7 @@ int main(int argc, char** argv) {
   bool json_lines = false;
   bool streaming = false;
   qgru::cuda::GruRecurrence recurrence = qgru::cuda::GruRecurrence::FromEnvironment;
+  qgru::cuda::GruFlow flow = qgru::cuda::GruFlow::FromEnvironment;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
@@ -178,6 +181,10 @@ int main(int argc, char** argv) {
       const std::string v = argv[++i];
       if (v != "step" && v != "persistent") return usage(argv[0]);
       recurrence = v == "step" ? qgru::cuda::GruRecurrence::Step : qgru::cuda::GruRecurrence::Persistent;
+    } else if (std::strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "host" && v != "device") return usage(argv[0]);
+      flow = v == "host" ? qgru::cuda::GruFlow::Host : qgru::cuda::GruFlow::Device;
     } else if (std::strcmp(argv[i], "--json-lines") == 0) {
       json_lines = true;
     } else if (std::strcmp(argv[i], "--streaming") == 0) {
@@ -214,11 +221,12 @@ int main(int argc, char** argv) {
           continue;
         }
         const std::vector<int32_t> q_x = qgru::quantize_values(c.quantized.input_quant(), c.x.data(), c.x.size());
-        const qgru::cuda::QuantGruCuda executor(c.quantized, recurrence);
+        const qgru::cuda::QuantGruCuda executor(c.quantized, recurrence, flow);
+        const std::string label = std::string(preset) + (executor.device_flow() ? " [device flow]" : "");
         // run_codes is synchronous: it returns after the results are back on the host.
         const auto t = time_calls([&] { executor.run_codes(q_x.data(), s.T, s.N, nullptr); }, warmup, runs);
         const std::string path = executor.describe();  // after a run: the recurrence at this N
-        std::printf("| %d | %d | %d | %s (%s) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, preset, path.c_str(),
+        std::printf("| %d | %d | %d | %s (%s) | %.3f | %.3f | %.1f |\n", s.H, s.T, s.N, label.c_str(), path.c_str(),
                     t.median_ms, t.min_ms, 1000.0 * t.median_ms / s.T);
         if (json_lines) {
           const bool persistent = path.find("persistent (") != std::string::npos;
