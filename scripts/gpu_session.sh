@@ -7,8 +7,9 @@
 #          device and streaming on the GPU); qgru verify --device cuda and run cpu|cuda byte for byte on the bundled
 #          example (every preset; again with the persistent recurrence and with QGRU_CUDA_GRU_FLOW=device); the whole self-test
 #          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent); compute-sanitizer
-#          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small) and
-#          racecheck over the linear's kernels (--filter linear).
+#          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small),
+#          racecheck over the linear's kernels (--filter linear) and memcheck over the device flow's short list
+#          (--filter device-flow-small).
 #   bench: the GRU executors against torch.nn.GRU on cuDNN fp32 / fp16 (scripts/bench_cuda_gru_peers.py) and the
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
@@ -98,9 +99,9 @@ if [ "$mode" != bench ]; then
   }
   export -f verify_all
   export bin example scratch
-  step "verify and run cpu|cuda (bundled example)" 45 bash -c verify_all
-  step "verify and run cpu|cuda, persistent recurrence" 45 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
-  step "verify and run cpu|cuda, whole call on the device" 45 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all
+  step "verify and run cpu|cuda (bundled example)" 40 bash -c verify_all
+  step "verify and run cpu|cuda, persistent recurrence" 40 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
+  step "verify and run cpu|cuda, whole call on the device" 40 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all
   rm -rf "$scratch"
 fi
 
@@ -115,6 +116,8 @@ if [ "$mode" = check ]; then
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
     step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
+    step "memcheck (device-flow-small)" 40 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter device-flow-small
   else
     echo "=== compute-sanitizer not found: memcheck and racecheck NOT RUN" | tee -a "$log"
     [ "$first_failure" != 0 ] || first_failure=1

@@ -134,6 +134,20 @@ int check_device_flow() {
   return failures;
 }
 
+int check_device_flow_small() {
+  // The compute-sanitizer list: one bidirectional 2-layer case with h0 and lengths and one linear_before_reset = 0
+  // case, on both recurrences, and one streamed 2-layer model.
+  int failures = 0;
+  const test::GruModelCase bidirectional{"int8", false, 33, 2, 2, 3, 4, true, true, true};
+  const test::GruModelCase reset_before{"int16", false, 17, 2, 1, 2, 3, false, false, false};
+  for (const cuda::GruRecurrence r : {cuda::GruRecurrence::Step, cuda::GruRecurrence::Persistent}) {
+    failures += check_flow_case(bidirectional, r);
+    failures += check_flow_case(reset_before, r);
+  }
+  failures += check_stream_case("int8", false, 31, 2, 3, 3, false, cuda::GruRecurrence::Step);
+  return failures;
+}
+
 int check_cuda_stream() {
   int failures = 0;
   for (const cuda::GruRecurrence r : {cuda::GruRecurrence::Step, cuda::GruRecurrence::Persistent}) {

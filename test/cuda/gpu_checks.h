@@ -32,6 +32,8 @@ int check_persistent_gru(bool small);
 // QuantGruCuda's whole call on the device (run_codes, run, run_floats) against the reference executor, code for code
 // and float for float, on the per-step and persistent paths, with each call's copies as planned (device_flow_check.cpp).
 int check_device_flow();
+// A few of those cases and one streamed model: the compute-sanitizer list (device_flow_check.cpp).
+int check_device_flow_small();
 
 // QuantGruCudaStream frame by frame against one whole reference run, no allocation while streaming
 // (device_flow_check.cpp).
