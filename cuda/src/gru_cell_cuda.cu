@@ -273,11 +273,12 @@ struct GruCellCuda::Impl {
   }
   mutable const int* last_error_word = nullptr;  // the persistent kernel's error words of the last device-flow run
   mutable std::string last_error_plan;
-  // Each returns the output codes [T, N, H] in out_pinned (valid until the next run of this cell).
   // Each enqueues the run and returns the device address of the output codes [T, N, H] (workspace).
   const int32_t* run_int8(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
   const int32_t* run_wide(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
   const int32_t* run_any(const Inputs& in, int64_t T, int64_t N, bool reverse, const int32_t* lengths) const;
+  // The host path: run_any from host codes, the output codes copied back into out_pinned (valid until the next run of
+  // this cell); synchronizes.
   const int32_t* run_pinned(const int32_t* q_x, int T, int N, const int32_t* q_h0, bool reverse,
                             const int32_t* lengths) const;
   // Stored / Acc: int8_t / int32_t (Int8 path), int16_t / int64_t (Wide16 path).
