@@ -70,6 +70,9 @@ class CudaExecutor : public Executor {
   QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const override {
     return with_device(device_id_, [&] { return executor_.run(x, T, N, h0, lengths); });
   }
+  QuantGruResult run_floats(const float* x, int T, int N, const float* h0, const int32_t* lengths) const override {
+    return with_device(device_id_, [&] { return executor_.run_floats(x, T, N, h0, lengths); });
+  }
   std::unique_ptr<GruCellStepper> make_stepper(int) const override { return nullptr; }
   // On the device flow only (QGRU_CUDA_GRU_FLOW=device, until the GPU self-test has passed); else null, and the C API
   // steps by whole runs of the frames from the state, as before.

@@ -83,6 +83,11 @@ class Executor {
   virtual QuantGruResult run_codes(const int32_t* q_x, int T, int N, const int32_t* q_h0,
                                    const int32_t* lengths = nullptr) const = 0;
   virtual QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const = 0;
+  // run() for a caller that reads no codes: result.output_codes may be left empty (the CUDA executor's device flow
+  // then copies only the floats back); the CPU executors return run()'s result.
+  virtual QuantGruResult run_floats(const float* x, int T, int N, const float* h0, const int32_t* lengths = nullptr) const {
+    return run(x, T, N, h0, lengths);
+  }
   // The streaming cell for a batch of N on the CPU (the fast one where it applies, else the reference's); null on
   // a device (its runs are whole sequences).
   virtual std::unique_ptr<GruCellStepper> make_stepper(int N) const = 0;

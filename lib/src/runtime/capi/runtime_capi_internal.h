@@ -32,7 +32,7 @@ struct Context {
   // the fast executor its float entry, which quantizes x straight into the VNNI operand bytes (one pass where
   // quantize_values + run_codes make three: int32 codes, int16, u8), the same codes.
   QuantGruResult run(const float* x, int T, int N, const float* h0, const int32_t* lengths) const {
-    return executor->run(x, T, N, h0, lengths);
+    return executor->run_floats(x, T, N, h0, lengths);  // the C API's float runs read no codes
   }
   // The CPU stepper for a batch of N (the fast one where it applies); null on a device.
   std::unique_ptr<GruCellStepper> make_stepper(int N) const { return executor->make_stepper(N); }
