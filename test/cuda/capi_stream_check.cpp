@@ -17,7 +17,10 @@
 namespace qgru::cuda_test {
 
 int check_capi_stream() {
-  // The C API's CUDA states stream on the device on the device flow only (opt-in until this check has passed on a GPU).
+  // The C API's CUDA states stream on the device on the device flow only (opt-in until this check has passed on a GPU);
+  // the environment's value comes back at the end, for the checks after this one.
+  const char* before = std::getenv("QGRU_CUDA_GRU_FLOW");
+  const std::string saved = before != nullptr ? before : "";
   ::setenv("QGRU_CUDA_GRU_FLOW", "device", 1);
   int failures = 0;
   for (const char* preset : {"int8", "int16-activations", "int16"}) {
@@ -61,6 +64,11 @@ int check_capi_stream() {
         failures += ok ? 0 : 1;
       }
     }
+  }
+  if (before != nullptr) {
+    ::setenv("QGRU_CUDA_GRU_FLOW", saved.c_str(), 1);
+  } else {
+    ::unsetenv("QGRU_CUDA_GRU_FLOW");
   }
   return failures;
 }
