@@ -25,7 +25,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 size_t at(int64_t row, int64_t ld, int64_t col) { return static_cast<size_t>(row * ld + col); }
 
-void check_options(const GptqOptions& options) {
+}  // namespace
+
+void check_gptq_options(const GptqOptions& options) {
   check_bits(options.bits);
   if (options.group_size != -1 && options.group_size <= 0) {
     throw Error("gptq: group size " + std::to_string(options.group_size) + " is invalid, expected -1 or > 0");
@@ -36,7 +38,7 @@ void check_options(const GptqOptions& options) {
   }
 }
 
-void check_shapes(const std::vector<double>& W, int64_t N, int64_t K) {
+void check_gptq_weight(const std::vector<double>& W, int64_t N, int64_t K) {
   if (N <= 0 || K <= 0 || static_cast<int64_t>(W.size()) != N * K) {
     throw Error("gptq: weight holds " + std::to_string(W.size()) + " values, expected N·K = " +
                 std::to_string(N) + "·" + std::to_string(K));
@@ -45,6 +47,24 @@ void check_shapes(const std::vector<double>& W, int64_t N, int64_t K) {
     if (!std::isfinite(w)) throw Error("gptq: weight has a non-finite value");
   }
 }
+
+void check_gptq_hessian(const std::vector<double>& H, int64_t K) {
+  if (static_cast<int64_t>(H.size()) != K * K) {
+    throw Error("gptq: Hessian holds " + std::to_string(H.size()) + " values, expected K·K with K = " +
+                std::to_string(K));
+  }
+  for (double h : H) {
+    if (!std::isfinite(h)) throw Error("gptq: Hessian has a non-finite entry (NaN or Inf in the activations?)");
+  }
+}
+
+void throw_not_positive_definite(double damp, int tries) {
+  throw Error("gptq: H + damp·mean(diag H)·I is not positive definite even with damp = " + std::to_string(damp) +
+              " (" + std::to_string(tries) +
+              " tries); the activations are degenerate (check them for constant or repeated features)");
+}
+
+namespace {
 
 // U = the upper Cholesky factor of H⁻¹ (H⁻¹ = Uᵀ·U), in place (row-major; the strict lower part zeroed).
 // The reference computes it as cholesky(cholesky_inverse(cholesky(H)), upper=True): 4K³/3 flops. The same
@@ -103,15 +123,9 @@ int64_t group_count(int64_t K, int64_t group_size) {
 
 GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, std::vector<double> H,
                          const GptqOptions& options) {
-  check_options(options);
-  check_shapes(W_in, N, K);
-  if (static_cast<int64_t>(H.size()) != K * K) {
-    throw Error("gptq: Hessian holds " + std::to_string(H.size()) + " values, expected K·K with K = " +
-                std::to_string(K));
-  }
-  for (double h : H) {
-    if (!std::isfinite(h)) throw Error("gptq: Hessian has a non-finite entry (NaN or Inf in the activations?)");
-  }
+  check_gptq_options(options);
+  check_gptq_weight(W_in, N, K);
+  check_gptq_hessian(H, K);
   auto start = std::chrono::steady_clock::now();
   const int64_t maxq = max_code(options.bits);
   const bool grouped = options.group_size != -1;
@@ -186,9 +200,7 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
     for (int64_t i = 0; i < K; ++i) U[at(i, K, i)] += damp * mean_diag;
     if (upper_cholesky_of_inverse(U, K)) break;
     if (attempt >= options.max_damp_retries) {
-      throw Error("gptq: H + damp·mean(diag H)·I is not positive definite even with damp = " +
-                  std::to_string(damp) + " (" + std::to_string(attempt + 1) +
-                  " tries); the activations are degenerate (check them for constant or repeated features)");
+      throw_not_positive_definite(damp, attempt + 1);
     }
     log()->warn("gptq: H + {}·mean(diag H)·I is not positive definite; retrying with damp = {}", damp,
                 damp * 10.0);
@@ -242,8 +254,8 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
 }
 
 GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, const GptqOptions& options) {
-  check_options(options);
-  check_shapes(W, N, K);
+  check_gptq_options(options);
+  check_gptq_weight(W, N, K);
   const int64_t maxq = max_code(options.bits);
   const int64_t gs = options.group_size == -1 ? K : std::min(options.group_size, K);  // as gptq_quantize
   GptqResult result;
