@@ -12,16 +12,19 @@
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them).
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
+#   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq) and its benchmark
+#          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
+#          the JSON). check and bench run the same two steps among theirs.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).
-# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick]
+# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]
 # PACK: the folder gpu_pack.sh wrote (.gpu, holding pack.tar.xz), the archive itself, or an unpacked folder.
 # With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 590;
 # then the same with bench.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick]"
+usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]"
 pack_arg="${1:?$usage}"
 if [ -f "$pack_arg" ]; then  # scripts/gpu_pack.sh's archive
   pack="$(mktemp -d)"
@@ -36,7 +39,7 @@ else
 fi
 out="${2:?$usage}"
 mode="${3:-check}"
-case "$mode" in check | bench | quick) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
+case "$mode" in check | bench | quick | gptq) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
 mkdir -p "$out"
 # cuBLAS: the GPU image may carry it only inside PyTorch's CUDA wheels (nvidia/cu13/lib).
 cublas_dir=$(python3 -c 'import nvidia, os; print(os.path.join(os.path.dirname(nvidia.__path__[0]), "nvidia", "cu13", "lib"))' 2>/dev/null || true)
@@ -66,7 +69,21 @@ step "machine" 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.tot
   head -n 2 '$pack/MANIFEST'; '$bin/qgru' --version; \
   python3 -c 'import torch; print(\"torch\", torch.__version__, \"cudnn\", torch.backends.cudnn.version())'"
 
-if [ "$mode" != bench ]; then
+gptq_check() {
+  step "GPTQ on the GPU against the CPU path (test_cuda_gpu --filter gptq)" 120 "$bin/test_cuda_gpu" --require-gpu \
+    --filter gptq
+}
+gptq_bench() {
+  step "GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq)" 240 bash -c \
+    "'$bin/bench_cuda_gptq' --commit '$QGRU_COMMIT' --json '$out/gptq-cuda.json' > '$out/gptq-cuda.md'; \
+     status=\$?; cat '$out/gptq-cuda.md'; exit \$status"
+}
+if [ "$mode" = gptq ]; then
+  gptq_check
+  gptq_bench
+fi
+
+if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
   step "self-test" 120 "$bin/test_cuda_gpu" --require-gpu
   example="$root/examples/digits"
   scratch="$(mktemp -d)"
@@ -101,6 +118,7 @@ if [ "$mode" != bench ]; then
 fi
 
 if [ "$mode" = check ]; then
+  gptq_check
   step "self-test, persistent recurrence forced" 120 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
   sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [ -x "$sanitizer" ]; then
@@ -123,6 +141,7 @@ if [ "$mode" = bench ]; then
   step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 270 bash -c \
     "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
      status=\$?; cat '$out/cuda-linear.md'; exit \$status"
+  gptq_bench
 fi
 echo "=== gpu_session: $mode, $(($(date +%s) - started)) s, first failing status ${first_failure}" | tee -a "$log"
 exit "$first_failure"

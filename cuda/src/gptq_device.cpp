@@ -319,15 +319,22 @@ DeviceGptqOutput gptq_quantize_device(const std::vector<double>& W, int64_t N, i
   return out;
 }
 
-gptq::GptqResult gptq_quantize_cuda(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
-                                    const gptq::GptqOptions& options) {
+DeviceGptqOutput gptq_quantize_device(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
+                                      const gptq::GptqOptions& options, const DeviceGptqRequest& request,
+                                      void* stream_handle) {
   gptq::check_gptq_options(options);
   gptq::check_gptq_weight(W, N, K);
   gptq::check_gptq_hessian(H, K);
   require_device();
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   DeviceBuffer device_H(H.size() * sizeof(double));
-  upload_async(device_H, H, nullptr);
-  DeviceGptqOutput out = gptq_quantize_device(W, N, K, ptr<double>(device_H), options, {}, nullptr);
+  upload_async(device_H, H, stream);
+  return gptq_quantize_device(W, N, K, ptr<double>(device_H), options, request, stream);
+}
+
+gptq::GptqResult gptq_quantize_cuda(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
+                                    const gptq::GptqOptions& options) {
+  DeviceGptqOutput out = gptq_quantize_device(W, N, K, H, options);
   log()->debug("gptq --device cuda: {:.3f} s on the device", out.seconds);
   return std::move(out.result);
 }

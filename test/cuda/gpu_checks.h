@@ -29,4 +29,8 @@ int check_capi_linear();
 // for code, each line naming the path taken; small: the short list for compute-sanitizer (persistent_gru_check.cpp).
 int check_persistent_gru(bool small);
 
+// GPTQ on the GPU (qgru_cuda/gptq_device.h) against the CPU path: the Hessian within summation-order rounding,
+// codes equal up to each row's first near-tie, errors within 1% (gptq_check.cpp).
+int check_gptq();
+
 }  // namespace qgru::cuda_test

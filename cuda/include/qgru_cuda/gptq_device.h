@@ -69,7 +69,12 @@ DeviceGptqOutput gptq_quantize_device(const std::vector<double>& W, int64_t N, i
                                       const gptq::GptqOptions& options, const DeviceGptqRequest& request = {},
                                       void* stream = nullptr);
 
-// The same from a host H (uploaded first): what `qgru gptq --device cuda` runs.
+// The same from a host H (checked as gptq_quantize checks it, then uploaded).
+DeviceGptqOutput gptq_quantize_device(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
+                                      const gptq::GptqOptions& options, const DeviceGptqRequest& request = {},
+                                      void* stream = nullptr);
+
+// The result of the above: what `qgru gptq --device cuda` runs.
 gptq::GptqResult gptq_quantize_cuda(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
                                     const gptq::GptqOptions& options);
 

@@ -11,6 +11,7 @@
 
 #include "gptq_test_util.h"
 #include "qgru/gptq/column_plan.h"
+#include "qgru/gptq/device_plan.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru/gptq/pack.h"
 #include "qgru/gptq/quantizer.h"
@@ -206,4 +207,33 @@ TEST_CASE("gptq_stream_word_packs_as_the_checkpoint_packer") {
       }
     }
   }
+}
+
+TEST_CASE("gptq_device_plan_sizes_chunks_and_refuses_what_does_not_fit") {
+  // 12 bytes per value: 256 MiB holds 2^28 / (12·4096) = 5461 rows of K = 4096; never more than M, at least 1.
+  CHECK(qgru::gptq::hessian_chunk_rows(4096, 262144, uint64_t{256} << 20) == 5461);
+  CHECK(qgru::gptq::hessian_chunk_rows(4096, 100, uint64_t{256} << 20) == 100);
+  CHECK(qgru::gptq::hessian_chunk_rows(1 << 24, 100, 1024) == 1);
+  // Every buffer, each rounded up to 256 bytes, for N = 10, K = 96, B = 40, G = 3, 4 bits.
+  const auto up = [](uint64_t bytes) { return (bytes + 255) / 256 * 256; };
+  const auto b = qgru::gptq::device_gptq_bytes(10, 96, 40, 3, 4, false);
+  CHECK(b.weight == 2 * up(10 * 96 * 8));
+  CHECK(b.matrices == 3 * up(96 * 96 * 8));
+  CHECK(b.block == up(40 * 10 * 8));
+  CHECK(b.tables == up(3 * 10 * 16));
+  CHECK(b.codes == 2 * up(96 * 10 * 4) + up(12 * 10 * 4));
+  CHECK(b.small == 3 * up(96 * 8) + up(96 * 4));
+  CHECK(b.tie_margin == 0);
+  CHECK(b.total == b.weight + b.matrices + b.block + b.tables + b.codes + b.small);
+  const auto with_ties = qgru::gptq::device_gptq_bytes(10, 96, 40, 3, 4, true);
+  CHECK(with_ties.total == b.total + up(96 * 10 * 8));
+  CHECK(qgru::gptq::device_gptq_bytes(10, 96, int64_t{1} << 40, 3, 4, false).block == up(96 * 10 * 8));  // B <= K
+  CHECK(qgru::gptq::device_gptq_bytes(int64_t{1} << 40, int64_t{1} << 40, 128, 1, 4, false).total == UINT64_MAX);
+  // The 4096 × 11008 benchmark layer: three 11008² float64 matrices dominate (2.7 GiB of 3.7).
+  const auto big = qgru::gptq::device_gptq_bytes(4096, 11008, 128, 86, 4, false);
+  CHECK(big.matrices == 3 * up(uint64_t{11008} * 11008 * 8));
+  CHECK(qgru::gptq::device_memory_refusal(4096, 11008, big.total, big.total).empty());
+  const std::string refusal = qgru::gptq::device_memory_refusal(4096, 11008, big.total, big.total - 1);
+  CHECK(refusal.find("[4096, 11008] layer needs 3.") != std::string::npos);
+  CHECK(refusal.find("GiB are free") != std::string::npos);
 }
