@@ -244,7 +244,7 @@ DeviceGptqOutput gptq_quantize_device(const std::vector<double>& W, int64_t N, i
   double mean_diag = 0.0;
   for (int64_t p = 0; p < K; ++p) mean_diag += diagonal[static_cast<size_t>(plan.perm[static_cast<size_t>(p)])];
   mean_diag /= static_cast<double>(K);
-  gptq_launch::Solver solver(K, stream);
+  gptq_launch::Solver solver(K, ptr<double>(R), stream);
   double damp = options.damp;
   for (int attempt = 0;; ++attempt) {
     gptq_launch::reverse_shifted(ptr<double>(Hp), K, damp * mean_diag, ptr<double>(R), stream);

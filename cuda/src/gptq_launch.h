@@ -46,7 +46,8 @@ void pack_qweight(const int32_t* codes, int64_t K, int64_t N, int bits, int32_t*
 // into U. Returns false when potrf or trtri reports a non-positive pivot / singular factor. Synchronizes.
 class Solver {
  public:
-  Solver(int64_t K, cudaStream_t stream);
+  // `work` is a K×K device matrix the workspace queries see (the matrices later factored are of its size).
+  Solver(int64_t K, double* work, cudaStream_t stream);
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;

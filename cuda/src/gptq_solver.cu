@@ -35,7 +35,7 @@ struct Solver::State {
   size_t trtri_device_bytes = 0, trtri_host_bytes = 0;
 };
 
-Solver::Solver(int64_t K, cudaStream_t stream) : state_(new State) {
+Solver::Solver(int64_t K, double* work, cudaStream_t stream) : state_(new State) {
   State& s = *state_;
   s.K = K;
   s.stream = stream;
@@ -43,9 +43,9 @@ Solver::Solver(int64_t K, cudaStream_t stream) : state_(new State) {
     QGRU_CUSOLVER_CHECK(cusolverDnCreate(&s.handle));
     QGRU_CUSOLVER_CHECK(cusolverDnSetStream(s.handle, stream));
     const int n = static_cast<int>(K);
-    QGRU_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(s.handle, CUBLAS_FILL_MODE_UPPER, n, nullptr, n, &s.potrf_lwork));
+    QGRU_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(s.handle, CUBLAS_FILL_MODE_UPPER, n, work, n, &s.potrf_lwork));
     QGRU_CUSOLVER_CHECK(cusolverDnXtrtri_bufferSize(s.handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, K,
-                                                    CUDA_R_64F, nullptr, K, &s.trtri_device_bytes,
+                                                    CUDA_R_64F, work, K, &s.trtri_device_bytes,
                                                     &s.trtri_host_bytes));
     s.potrf_work = DeviceBuffer(static_cast<size_t>(s.potrf_lwork) * sizeof(double) + 8);
     s.trtri_work = DeviceBuffer(s.trtri_device_bytes + 8);
