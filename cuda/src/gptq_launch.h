@@ -41,17 +41,16 @@ void gather_double_rows(const double* src, int64_t K, int64_t N, const int64_t* 
 // qweight[w, n] = stream_word(codes[·, n] along K, w, bits), w < K·bits/32 (codes [K, N], original order).
 void pack_qweight(const int32_t* codes, int64_t K, int64_t N, int bits, int32_t* qweight, cudaStream_t stream);
 
-// cuSOLVER (gptq_solver.cu): the upper Cholesky factor of the inverse of the matrix whose reversal R holds
-// (row-major), as gptq.cpp's upper_cholesky_of_inverse: potrf of R (lower, row-major), V from R, trtri of V
-// into U. Returns false when potrf or trtri reports a non-positive pivot / singular factor. Synchronizes.
+// cuSOLVER (gptq_solver.cu): dpotrf and dtrtri (non-unit) on column-major matrices, on one stream; each returns
+// the info after synchronizing the stream. Workspaces are queried for each call's size and kept.
 class Solver {
  public:
-  // `work` is a K×K device matrix the workspace queries see (the matrices later factored are of its size).
-  Solver(int64_t K, double* work, cudaStream_t stream);
+  explicit Solver(cudaStream_t stream);
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
-  bool upper_cholesky_of_inverse(double* R, double* U);
+  int dpotrf(bool upper, int64_t n, double* A, int64_t lda);
+  int dtrtri(bool upper, int64_t n, double* A, int64_t lda);
 
  private:
   struct State;

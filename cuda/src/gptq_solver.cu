@@ -1,11 +1,10 @@
-// The cuSOLVER steps of GPTQ on the GPU (gptq_launch.h Solver): the CPU path's upper_cholesky_of_inverse
-// (gptq.cpp) on the device. Row-major K×K matrices are column-major transposes, so the CPU's "lower, row-major"
-// potrf is cuSOLVER's upper and its "upper, row-major" trtri is cuSOLVER's lower: the factors are the same
-// matrices. Host code only (no kernel): kept out of the .cpp driver so that the host files checked against
-// the CUDA 12 headers (scripts/check_cuda12.sh) need no cuSOLVER header.
+// The cuSOLVER calls of GPTQ on the GPU (gptq_launch.h Solver). Host code only (no kernel): kept out of the .cpp
+// files so that the host files checked against the CUDA 12 headers (scripts/check_cuda12.sh) need no cuSOLVER
+// header.
 #include <cusolverDn.h>
 
 #include <string>
+#include <vector>
 
 #include "gptq_launch.h"
 #include "qgru_cuda/check.h"
@@ -23,36 +22,36 @@ void check_solver(cusolverStatus_t status, const char* call) {
 }
 #define QGRU_CUSOLVER_CHECK(call) check_solver((call), #call)
 
+cublasFillMode_t fill_of(bool upper) { return upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER; }
+
 }  // namespace
 
 struct Solver::State {
-  int64_t K = 0;
   cudaStream_t stream = nullptr;
   cusolverDnHandle_t handle = nullptr;
-  DeviceBuffer potrf_work, trtri_work, info;
-  std::string trtri_host_work;
-  int potrf_lwork = 0;
-  size_t trtri_device_bytes = 0, trtri_host_bytes = 0;
+  DeviceBuffer work, info;
+  std::vector<unsigned char> host_work;
+
+  // Grows the device workspace to `bytes` (kept for later calls).
+  void reserve(size_t bytes) {
+    if (work.bytes() < bytes) work = DeviceBuffer(bytes);
+  }
+  int read_info() {
+    int value = 0;
+    QGRU_CUDA_CHECK(cudaMemcpyAsync(&value, info.data(), sizeof value, cudaMemcpyDeviceToHost, stream));
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return value;
+  }
 };
 
-Solver::Solver(int64_t K, double* work, cudaStream_t stream) : state_(new State) {
-  State& s = *state_;
-  s.K = K;
-  s.stream = stream;
+Solver::Solver(cudaStream_t stream) : state_(new State) {
+  state_->stream = stream;
   try {
-    QGRU_CUSOLVER_CHECK(cusolverDnCreate(&s.handle));
-    QGRU_CUSOLVER_CHECK(cusolverDnSetStream(s.handle, stream));
-    const int n = static_cast<int>(K);
-    QGRU_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(s.handle, CUBLAS_FILL_MODE_UPPER, n, work, n, &s.potrf_lwork));
-    QGRU_CUSOLVER_CHECK(cusolverDnXtrtri_bufferSize(s.handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, K,
-                                                    CUDA_R_64F, work, K, &s.trtri_device_bytes,
-                                                    &s.trtri_host_bytes));
-    s.potrf_work = DeviceBuffer(static_cast<size_t>(s.potrf_lwork) * sizeof(double) + 8);
-    s.trtri_work = DeviceBuffer(s.trtri_device_bytes + 8);
-    s.trtri_host_work.resize(s.trtri_host_bytes + 8);
-    s.info = DeviceBuffer(sizeof(int));
+    QGRU_CUSOLVER_CHECK(cusolverDnCreate(&state_->handle));
+    QGRU_CUSOLVER_CHECK(cusolverDnSetStream(state_->handle, stream));
+    state_->info = DeviceBuffer(sizeof(int));
   } catch (...) {
-    if (s.handle != nullptr) cusolverDnDestroy(s.handle);
+    if (state_->handle != nullptr) cusolverDnDestroy(state_->handle);
     delete state_;
     throw;
   }
@@ -63,25 +62,28 @@ Solver::~Solver() {
   delete state_;
 }
 
-bool Solver::upper_cholesky_of_inverse(double* R, double* U) {
+int Solver::dpotrf(bool upper, int64_t n, double* A, int64_t lda) {
   State& s = *state_;
-  const int n = static_cast<int>(s.K);
-  int info = 0;
-  // J·H·J = L'·L'ᵀ (row-major lower = cuSOLVER's upper on the column-major view).
-  QGRU_CUSOLVER_CHECK(cusolverDnDpotrf(s.handle, CUBLAS_FILL_MODE_UPPER, n, R, n,
-                                       static_cast<double*>(s.potrf_work.data()), s.potrf_lwork,
+  int lwork = 0;
+  QGRU_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(s.handle, fill_of(upper), static_cast<int>(n), A, static_cast<int>(lda),
+                                                  &lwork));
+  s.reserve(static_cast<size_t>(lwork) * sizeof(double) + sizeof(double));
+  QGRU_CUSOLVER_CHECK(cusolverDnDpotrf(s.handle, fill_of(upper), static_cast<int>(n), A, static_cast<int>(lda),
+                                       static_cast<double*>(s.work.data()), lwork, static_cast<int*>(s.info.data())));
+  return s.read_info();
+}
+
+int Solver::dtrtri(bool upper, int64_t n, double* A, int64_t lda) {
+  State& s = *state_;
+  size_t device_bytes = 0, host_bytes = 0;
+  QGRU_CUSOLVER_CHECK(cusolverDnXtrtri_bufferSize(s.handle, fill_of(upper), CUBLAS_DIAG_NON_UNIT, n, CUDA_R_64F, A, lda,
+                                                  &device_bytes, &host_bytes));
+  s.reserve(device_bytes + sizeof(double));
+  if (s.host_work.size() < host_bytes + 8) s.host_work.resize(host_bytes + 8);
+  QGRU_CUSOLVER_CHECK(cusolverDnXtrtri(s.handle, fill_of(upper), CUBLAS_DIAG_NON_UNIT, n, CUDA_R_64F, A, lda,
+                                       s.work.data(), device_bytes, s.host_work.data(), host_bytes,
                                        static_cast<int*>(s.info.data())));
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(&info, s.info.data(), sizeof info, cudaMemcpyDeviceToHost, s.stream));
-  QGRU_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  if (info != 0) return false;
-  upper_from_reversed(R, s.K, U, s.stream);  // V
-  // U = V⁻¹ (row-major upper = cuSOLVER's lower).
-  QGRU_CUSOLVER_CHECK(cusolverDnXtrtri(s.handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, s.K, CUDA_R_64F, U,
-                                       s.K, s.trtri_work.data(), s.trtri_device_bytes, s.trtri_host_work.data(),
-                                       s.trtri_host_bytes, static_cast<int*>(s.info.data())));
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(&info, s.info.data(), sizeof info, cudaMemcpyDeviceToHost, s.stream));
-  QGRU_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return info == 0;
+  return s.read_info();
 }
 
 }  // namespace qgru::cuda::gptq_launch

@@ -77,4 +77,20 @@ ColumnPlan plan_columns(const std::vector<double>& diagonal, const GptqOptions& 
   return plan;
 }
 
+std::vector<PlanBlock> plan_blocks(const ColumnPlan& plan, int64_t block_size) {
+  const int64_t B = std::min(block_size, plan.K);
+  std::vector<PlanBlock> blocks;
+  size_t next = 0;
+  for (int64_t begin = 0; begin < plan.K; begin += B) {
+    PlanBlock block;
+    block.begin = begin;
+    block.end = std::min(begin + B, plan.K);
+    block.find_begin = next;
+    while (next < plan.find_at.size() && plan.find_at[next] < block.end) ++next;
+    block.find_end = next;
+    blocks.push_back(block);
+  }
+  return blocks;
+}
+
 }  // namespace qgru::gptq

@@ -219,13 +219,11 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
   const int64_t B = std::min(options.block_size, K);
   std::vector<double> Err1(static_cast<size_t>(N * B));
   std::vector<int32_t> codes_perm(static_cast<size_t>(N * K));
-  size_t next_find = 0;
-  for (int64_t i1 = 0; i1 < K; i1 += B) {
-    const int64_t i2 = std::min(i1 + B, K);
-    const int64_t count = i2 - i1;
-    for (; next_find < plan.find_at.size() && plan.find_at[next_find] < i2; ++next_find) {
-      const int64_t col = plan.find_at[next_find];
-      fill_table(plan.find_slot[next_find], find_params(W.data(), N, K, col, col + gs, options.bits, options.sym));
+  for (const PlanBlock& block : plan_blocks(plan, B)) {
+    const int64_t i1 = block.begin, i2 = block.end, count = i2 - i1;
+    for (size_t f = block.find_begin; f < block.find_end; ++f) {
+      const int64_t col = plan.find_at[f];
+      fill_table(plan.find_slot[f], find_params(W.data(), N, K, col, col + gs, options.bits, options.sym));
     }
     for (int64_t n = 0; n < N; ++n) {
       gptq_row_block<kRowBlockTile>(&W[at(n, K, i1)], 1, &Err1[at(n, B, 0)], 1, &codes_perm[at(n, K, i1)], 1,

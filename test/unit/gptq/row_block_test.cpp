@@ -181,6 +181,19 @@ TEST_CASE("gptq_column_plan_slots_and_g_idx_follow_the_options") {
   plan = qgru::gptq::plan_columns(diagonal, options);
   CHECK(plan.find_slot == std::vector<int32_t>{1, 3, 2, 0});
   for (int64_t p = 0; p < 16; ++p) CHECK(plan.slot[static_cast<size_t>(p)] == plan.perm[static_cast<size_t>(p)] / 4);
+  // Blocks of 6 over 16 columns: [0, 6) finds at 0, 4; [6, 12) at 8; [12, 16) at 12.
+  const auto blocks = qgru::gptq::plan_blocks(plan, 6);
+  REQUIRE(blocks.size() == 3);
+  CHECK(blocks[0].begin == 0);
+  CHECK(blocks[0].end == 6);
+  CHECK(blocks[0].find_begin == 0);
+  CHECK(blocks[0].find_end == 2);
+  CHECK(blocks[1].find_begin == 2);
+  CHECK(blocks[1].find_end == 3);
+  CHECK(blocks[2].begin == 12);
+  CHECK(blocks[2].end == 16);
+  CHECK(blocks[2].find_end == 4);
+  CHECK(qgru::gptq::plan_blocks(plan, int64_t{1} << 40).size() == 1);  // a block wider than K is K wide
   options.group_size = -1;
   plan = qgru::gptq::plan_columns(diagonal, options);
   CHECK(plan.tables == 1);

@@ -26,6 +26,15 @@ struct ColumnPlan {
   std::vector<int32_t> g_idx; // [K] group of each original column, as the checkpoint stores it
 };
 
+// The lazy-update blocks of block_size columns (the last one shorter; a block wider than K is K wide), each
+// with the range [find_begin, find_end) of the plan's find_at entries that fall inside it: the group
+// parameters found, from W as the earlier blocks left it, before the block's rows run.
+struct PlanBlock {
+  int64_t begin = 0, end = 0;
+  size_t find_begin = 0, find_end = 0;
+};
+std::vector<PlanBlock> plan_blocks(const ColumnPlan& plan, int64_t block_size);
+
 // The processing order (gptq.h step 4) of K columns from diag(H) after the dead-column fix.
 std::vector<int64_t> column_order(const std::vector<double>& diagonal, int64_t group_size, const GptqOptions& options);
 
