@@ -46,7 +46,7 @@ endforeach()
 set(qgru_toolchain_link_deps "")
 if(QGRU_HAVE_CUDA)
   list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_gptq>)
-  list(APPEND qgru_toolchain_link_deps CUDA::cusolver)  # GPTQ on the GPU (qgru_cuda_gptq)
+  list(APPEND qgru_toolchain_link_deps ${CMAKE_DL_LIBS})  # GPTQ on the GPU loads cuSOLVER at run time
 endif()
 add_library(qgru_toolchain STATIC ${qgru_toolchain_objects})
 target_link_libraries(qgru_toolchain INTERFACE nlohmann_json::nlohmann_json ${qgru_runtime_link_deps}

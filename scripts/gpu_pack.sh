@@ -20,7 +20,8 @@ done
 mkdir -p "$pack/bin" "$pack/lib"
 # Libraries the GPU image provides itself (glibc and the loader, the C++ runtime, the NVIDIA driver and the CUDA
 # toolkit's libraries): loading ours instead could mismatch the driver.
-# cuSOLVER (GPTQ on the GPU) and what it loads (cuSPARSE, nvJitLink) come with the image's CUDA wheels too.
+# cuSOLVER (loaded at run time by GPTQ on the GPU) and what it loads (cuSPARSE, nvJitLink) come with the image's
+# CUDA wheels too.
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libgcc_s\.|libstdc\+\+\.|libcuda\.|libcublas|libcublasLt|libcudart|libcusolver|libcusparse|libnvJitLink|libnvidia)'
 for b in "${binaries[@]}"; do
   cp "$build/$b" "$pack/bin/"
