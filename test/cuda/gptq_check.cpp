@@ -7,8 +7,9 @@
 //             (cublasDgemm / OpenBLAS) round differently, so a value that is quantized sits a few ulps apart.
 //             A code may then differ only where the value is a near-tie: its rounding margin (row_block.h,
 //             distance to the rounding boundary in grid steps) below kNearTie = 1e-6 on the device — far above
-//             the paths' drift (about 1e-10 steps for these layers) and far below a typical margin (uniform in
-//             [0, ½]). Once a row's codes part at a near-tie its later values legitimately differ (error
+//             the paths' drift (float64 roundings of values a few grid steps wide: expected well under 1e-9
+//             steps; this check is where it is first seen on a GPU) and far below a typical margin (uniform
+//             in [0, ½]). Once a row's codes part at a near-tie its later values legitimately differ (error
 //             feedback), so per row only the first differing code in processing order is judged. Group
 //             parameters (scale, zero) likewise: equal to 1e-9 relative, or in a row that parted earlier.
 //             Error ‖(W − Ŵ)X‖² / ‖WX‖² within 1% of the CPU path's.
