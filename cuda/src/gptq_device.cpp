@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -30,7 +31,7 @@ cublasFillMode_t fill_of(gptq::DeviceOps::Fill fill) {
 
 class CudaOps final : public gptq::DeviceOps {
  public:
-  explicit CudaOps(cudaStream_t stream) : stream_(stream), blas_(stream), solver_(stream), flag_(sizeof(int)) {}
+  explicit CudaOps(cudaStream_t stream) : stream_(stream), blas_(stream), flag_(sizeof(int)) {}
 
   void* allocate(size_t bytes) override {
     void* device = nullptr;
@@ -119,16 +120,22 @@ class CudaOps final : public gptq::DeviceOps {
                                   &beta, C, as_int(ldc)));
   }
   int dpotrf(Fill fill, int64_t n, double* A, int64_t lda) override {
-    return solver_.dpotrf(fill == Fill::Upper, n, A, lda);
+    return solver().dpotrf(fill == Fill::Upper, n, A, lda);
   }
   int dtrtri(Fill fill, int64_t n, double* A, int64_t lda) override {
-    return solver_.dtrtri(fill == Fill::Upper, n, A, lda);
+    return solver().dtrtri(fill == Fill::Upper, n, A, lda);
   }
 
  private:
+  // Created at the first factorization (loading cuSOLVER): a Hessian alone needs none.
+  gptq_launch::Solver& solver() {
+    if (!solver_) solver_ = std::make_unique<gptq_launch::Solver>(stream_);
+    return *solver_;
+  }
+
   cudaStream_t stream_;
   BlasHandle blas_;
-  gptq_launch::Solver solver_;
+  std::unique_ptr<gptq_launch::Solver> solver_;
   DeviceBuffer flag_;
 };
 
