@@ -12,7 +12,8 @@
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them).
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
-#   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq) and its benchmark
+#   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
+#          cuda against --device cpu on test/data/gptq, every order) and its benchmark
 #          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
 #          the JSON). check and bench run the same two steps among theirs.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
@@ -72,7 +73,30 @@ step "machine" 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.tot
 gptq_check() {
   step "GPTQ on the GPU against the CPU path (test_cuda_gpu --filter gptq)" 120 "$bin/test_cuda_gpu" --require-gpu \
     --filter gptq
+  step "qgru gptq --device cuda against --device cpu (test/data/gptq)" 30 bash -c gptq_cli_devices
 }
+# The CLI end to end on both devices (the Hessian from two activation files, every order): the stdout tables'
+# gptq_rel_err (column 5) within a hundredth of each other, relative.
+gptq_cli_devices() {
+  local q="$bin/qgru" data="$root/test/data/gptq" s status=0
+  s=$(mktemp -d)
+  for order in group-aware act-order natural; do
+    for device in cpu cuda; do
+      mkdir -p "$s/$order-$device"
+      "$q" -q gptq --weights "$data/model.safetensors" --tensor fc1.weight --activations "$data/x1.npy" \
+        --activations "$data/x2.npy" --group-size 32 --order "$order" --device "$device" \
+        -o "$s/$order-$device/out.safetensors" > "$s/$order-$device.tsv" || { echo "$order $device: failed"; status=1; }
+    done
+    paste "$s/$order-cpu.tsv" "$s/$order-cuda.tsv" | awk -F'\t' -v order="$order" 'NR == 2 {
+      d = $5 - $13; if (d < 0) d = -d
+      printf "%s: gptq_rel_err cpu %s cuda %s\n", order, $5, $13
+      exit !(d <= 0.01 * $5) }' || { echo "$order: errors more than a hundredth apart"; status=1; }
+  done
+  rm -rf "$s"
+  return $status
+}
+export -f gptq_cli_devices
+export bin root
 gptq_bench() {
   step "GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq)" 240 bash -c \
     "'$bin/bench_cuda_gptq' --commit '$QGRU_COMMIT' --json '$out/gptq-cuda.json' > '$out/gptq-cuda.md'; \
