@@ -2,7 +2,8 @@
 //   hessian   `rows` activation rows generated on the device (gptq_rows.cu; their generation timed apart and
 //             not counted), widened and accumulated by DeviceHessian (cublasDsyrk);
 //   gptq      gptq_quantize_device on that H, with `qgru gptq`'s defaults (4 bits, group 128, group-aware
-//             order, damp 0.01, block 128): W uploaded, plan, Cholesky, blocks, packing, qweight downloaded.
+//             order, damp 0.01, block 128): W uploaded, plan, Cholesky, blocks, packing, qweight, scales and
+//             zero points downloaded (DeviceGptqOutput::seconds).
 //   seconds = hessian + gptq, host wall clock around synchronized work, after one small warm-up layer.
 // rel_err = ‖(W − Ŵ)X‖² / ‖WX‖² through H (gptq::output_energy), Ŵ from the device's codes and scales; cpu_rel_err
 // the same for the CPU path (gptq_quantize) run on the same H downloaded (so the two differ only by the GPTQ
@@ -77,10 +78,11 @@ Row run_shape(int64_t N, int64_t K, int64_t M, bool cpu, bool report) {
   const double hessian_seconds = std::max(0.0, seconds_since(start) - generate_seconds);
   qgru::cuda::DeviceGptqRequest request;
   request.want_codes = report;
-  start = Clock::now();
   const qgru::cuda::DeviceGptqOutput out =
       qgru::cuda::gptq_quantize_device(W, N, K, H, qgru::gptq::recommended_options(), request);
-  const double gptq_seconds = seconds_since(start);
+  // The driver's own clock: from its first step to the packed words, scales and zero points on the host (the
+  // codes the error below needs are downloaded after it stops).
+  const double gptq_seconds = out.seconds;
   Row row{N, K, M, hessian_seconds + gptq_seconds, hessian_seconds, gptq_seconds, generate_seconds, NAN, NAN, NAN};
   if (!report) return row;
   const std::vector<double> H_host = hessian.hessian();
