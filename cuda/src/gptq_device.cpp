@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -142,14 +143,23 @@ class CudaOps final : public gptq::DeviceOps {
 }  // namespace
 
 struct DeviceHessian::State {
-  explicit State(int64_t K, cudaStream_t stream) : ops(stream), sum(ops, K, kHessianStagingBytes) {}
+  State(int64_t K, cudaStream_t stream, gptq::HessianProduct product)
+      : ops(stream), sum(ops, K, kHessianStagingBytes, product) {}
   CudaOps ops;
   gptq::DeviceHessianSum sum;
 };
 
-DeviceHessian::DeviceHessian(int64_t K, void* stream) {
+gptq::HessianProduct default_hessian_product() {
+  const char* value = std::getenv("QGRU_CUDA_GPTQ_HESSIAN");
+  if (value == nullptr || *value == '\0') return gptq::HessianProduct::kSyrk;
+  return gptq::parse_hessian_product(value, "QGRU_CUDA_GPTQ_HESSIAN");
+}
+
+DeviceHessian::DeviceHessian(int64_t K, void* stream) : DeviceHessian(K, stream, default_hessian_product()) {}
+
+DeviceHessian::DeviceHessian(int64_t K, void* stream, gptq::HessianProduct product) {
   require_device();
-  state_ = std::make_unique<State>(K, static_cast<cudaStream_t>(stream));
+  state_ = std::make_unique<State>(K, static_cast<cudaStream_t>(stream), product);
 }
 
 DeviceHessian::~DeviceHessian() = default;

@@ -1,7 +1,7 @@
 // GPTQ on the GPU (qgru_cuda/gptq_device.h) against the CPU path (qgru/gptq/gptq.h) on the same data:
-//   Hessian   DeviceHessian (float32 rows widened, cublasDsyrk) against HessianAccumulator (OpenBLAS dsyrk):
-//             both are float64 sums of exact products, so they differ by summation order only:
-//             max |ΔH| <= 1e-11 · max |H|.
+//   Hessian   DeviceHessian (float32 rows widened; cublasDsyrk or cublasDgemm; from host rows, host columns
+//             and device rows) against HessianAccumulator (OpenBLAS dsyrk): both are float64 sums of exact
+//             products, so they differ by summation order only: max |ΔH| <= 1e-11 · max |H|; exactly symmetric.
 //   GPTQ      gptq_quantize_device against gptq_quantize on the CPU's H (so only the GPTQ steps differ): the
 //             two run the same arithmetic per row (row_block.h) but their U (cuSOLVER / LAPACK) and lazy updates
 //             (cublasDgemm / OpenBLAS) round differently, so a value that is quantized sits a few ulps apart.
@@ -28,6 +28,7 @@
 #include "gpu_checks.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru/gptq/hessian.h"
+#include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gptq_device.h"
 
 namespace qgru::cuda_test {
@@ -154,21 +155,42 @@ int check_gptq() {
     gptq::HessianAccumulator cpu_h(layer.K);
     cpu_h.add_token_major(layer.rows.data(), layer.M);
     const std::vector<double> H = cpu_h.hessian();
-    cuda::DeviceHessian dev_h(layer.K);
-    dev_h.add_token_major(layer.rows.data(), layer.M / 2);
-    dev_h.add_token_major(layer.rows.data() + layer.M / 2 * layer.K, layer.M - layer.M / 2);
-    const std::vector<double> Hd = dev_h.hessian();
-    double max_h = 0.0, max_diff = 0.0;
-    for (size_t i = 0; i < H.size(); ++i) {
-      max_h = std::max(max_h, std::fabs(H[i]));
-      max_diff = std::max(max_diff, std::fabs(H[i] - Hd[i]));
-    }
-    if (!(max_diff <= 1e-11 * max_h) || dev_h.tokens() != layer.M) {
-      std::printf("FAIL gptq hessian (%s): max |dH| %.3g vs max |H| %.3g, tokens %lld\n", correlated ? "corr" : "iso",
-                  max_diff, max_h, static_cast<long long>(dev_h.tokens()));
-      ++failures;
-    } else {
-      std::printf("gptq hessian (%s): max |dH| / max |H| = %.3g\n", correlated ? "corr" : "iso", max_diff / max_h);
+    // Every way in: host rows (the CLI), host columns (the C API), device rows (the benchmark), each product.
+    std::vector<float> columns(layer.rows.size());  // [K, M]
+    for (int64_t t = 0; t < layer.M; ++t)
+      for (int64_t k = 0; k < layer.K; ++k) columns[static_cast<size_t>(k * layer.M + t)] = layer.rows[static_cast<size_t>(t * layer.K + k)];
+    const cuda::DeviceBuffer device_rows = cuda::DeviceBuffer::from(layer.rows);
+    for (gptq::HessianProduct product : {gptq::HessianProduct::kSyrk, gptq::HessianProduct::kGemm}) {
+      for (int way = 0; way < 3; ++way) {
+        cuda::DeviceHessian dev_h(layer.K, nullptr, product);
+        if (way == 0) {
+          dev_h.add_token_major(layer.rows.data(), layer.M / 2);
+          dev_h.add_token_major(layer.rows.data() + layer.M / 2 * layer.K, layer.M - layer.M / 2);
+        } else if (way == 1) {
+          dev_h.add_feature_major(columns.data(), layer.M);
+        } else {
+          dev_h.add_device_rows(static_cast<const float*>(device_rows.data()), layer.M, layer.K);
+        }
+        const std::vector<double> Hd = dev_h.hessian();
+        double max_h = 0.0, max_diff = 0.0;
+        bool symmetric = true;
+        for (size_t i = 0; i < H.size(); ++i) {
+          max_h = std::max(max_h, std::fabs(H[i]));
+          max_diff = std::max(max_diff, std::fabs(H[i] - Hd[i]));
+          const size_t r = i / static_cast<size_t>(layer.K), c = i % static_cast<size_t>(layer.K);
+          symmetric = symmetric && Hd[i] == Hd[c * static_cast<size_t>(layer.K) + r];
+        }
+        const char* ways[] = {"host rows", "host columns", "device rows"};
+        if (!(max_diff <= 1e-11 * max_h) || !symmetric || dev_h.tokens() != layer.M) {
+          std::printf("FAIL gptq hessian (%s, %s, %s): max |dH| %.3g vs max |H| %.3g, symmetric %d, tokens %lld\n",
+                      correlated ? "corr" : "iso", gptq::hessian_product_name(product), ways[way], max_diff, max_h,
+                      static_cast<int>(symmetric), static_cast<long long>(dev_h.tokens()));
+          ++failures;
+        } else {
+          std::printf("gptq hessian (%s, %s, %s): max |dH| / max |H| = %.3g\n", correlated ? "corr" : "iso",
+                      gptq::hessian_product_name(product), ways[way], max_diff / max_h);
+        }
+      }
     }
     struct Case {
       const char* name;

@@ -19,7 +19,9 @@ using gptq::DeviceGptqRequest;
 // `stream` is a cudaStream_t (nullptr: the default stream); the object's work is ordered on it.
 class DeviceHessian {
  public:
+  // product: dsyrk or dgemm per chunk (gptq::HessianProduct); default_hessian_product() unless given.
   explicit DeviceHessian(int64_t K, void* stream = nullptr);
+  DeviceHessian(int64_t K, void* stream, gptq::HessianProduct product);
   ~DeviceHessian();
   DeviceHessian(const DeviceHessian&) = delete;
   DeviceHessian& operator=(const DeviceHessian&) = delete;
@@ -37,6 +39,9 @@ class DeviceHessian {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// The environment's QGRU_CUDA_GPTQ_HESSIAN (syrk or gemm; unset or empty: syrk); another value throws qgru::Error.
+gptq::HessianProduct default_hessian_product();
 
 // GPTQ of W [N, K] (host, row-major float64) with H on the device (symmetric K×K float64, as DeviceHessian gives
 // it; not modified) on `stream` (synchronized: the plan needs diag(H) and the factorization's status on the

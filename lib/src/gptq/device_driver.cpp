@@ -196,8 +196,16 @@ DeviceGptqOutput device_gptq(DeviceOps& ops, const std::vector<double>& W, int64
   return out;
 }
 
-DeviceHessianSum::DeviceHessianSum(DeviceOps& ops, int64_t K, uint64_t staging_bytes)
-    : ops_(ops), K_(K), chunk_rows_(hessian_chunk_rows(K, int64_t{1} << 40, staging_bytes)) {
+const char* hessian_product_name(HessianProduct product) { return product == HessianProduct::kGemm ? "gemm" : "syrk"; }
+
+HessianProduct parse_hessian_product(const std::string& name, const std::string& what) {
+  if (name == "syrk") return HessianProduct::kSyrk;
+  if (name == "gemm") return HessianProduct::kGemm;
+  throw Error(what + ": '" + name + "' is not a Hessian product, expected syrk or gemm");
+}
+
+DeviceHessianSum::DeviceHessianSum(DeviceOps& ops, int64_t K, uint64_t staging_bytes, HessianProduct product)
+    : ops_(ops), product_(product), K_(K), chunk_rows_(hessian_chunk_rows(K, int64_t{1} << 40, staging_bytes)) {
   if (K <= 0) throw Error("gptq: Hessian needs K > 0, got " + std::to_string(K));
   H_ = static_cast<double*>(ops_.allocate(static_cast<size_t>(K) * static_cast<size_t>(K) * sizeof(double)));
   try {
@@ -222,9 +230,13 @@ void DeviceHessianSum::add_device_rows(const float* rows, int64_t M, int64_t ld)
   for (int64_t t0 = 0; t0 < M; t0 += chunk_rows_) {
     const int64_t count = std::min(chunk_rows_, M - t0);
     ops_.widen_rows(rows + t0 * ld, ld, count, K_, widened_);
-    // Column-major, the widened [count, K] rows are A = [K, count] (ld K): H += 2·A·Aᵀ on the column-major
-    // lower triangle, which is the row-major upper one.
-    ops_.dsyrk(Fill::Lower, Op::N, K_, count, 2.0, widened_, K_, 1.0, H_, K_);
+    // Column-major, the widened [count, K] rows are A = [K, count] (ld K): H += 2·A·Aᵀ, by dsyrk on the
+    // column-major lower triangle (the row-major upper one), or by dgemm on all of it.
+    if (product_ == HessianProduct::kGemm) {
+      ops_.dgemm(Op::N, Op::T, K_, K_, count, 2.0, widened_, K_, widened_, K_, 1.0, H_, K_);
+    } else {
+      ops_.dsyrk(Fill::Lower, Op::N, K_, count, 2.0, widened_, K_, 1.0, H_, K_);
+    }
   }
   tokens_ += M;
   mirrored_ = false;
@@ -247,7 +259,11 @@ void DeviceHessianSum::add_feature_major(const float* X, int64_t M) {
     ops_.upload(staging_, chunk.data(), chunk.size() * sizeof(float));
     ops_.widen_rows(staging_, count, K_, count, widened_);
     // The widened [K, count] is, column-major, B = [count, K] (ld count): H += 2·Bᵀ·B.
-    ops_.dsyrk(Fill::Lower, Op::T, K_, count, 2.0, widened_, count, 1.0, H_, K_);
+    if (product_ == HessianProduct::kGemm) {
+      ops_.dgemm(Op::T, Op::N, K_, K_, count, 2.0, widened_, count, widened_, count, 1.0, H_, K_);
+    } else {
+      ops_.dsyrk(Fill::Lower, Op::T, K_, count, 2.0, widened_, count, 1.0, H_, K_);
+    }
   }
   tokens_ += M;
   mirrored_ = false;

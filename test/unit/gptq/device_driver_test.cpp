@@ -97,9 +97,10 @@ TEST_CASE("gptq_device_hessian_on_emulated_ops_matches_the_cpu_accumulator") {
   cpu.add_token_major(rows.data(), M);
   const auto H = cpu.hessian();
   EmulatedOps ops;
-  {
+  for (const char* product : {"syrk", "gemm"}) {
+    CAPTURE(product);
     // 7 rows per chunk (12 bytes per value): chunks, a short last chunk, and both host layouts.
-    qgru::gptq::DeviceHessianSum sum(ops, K, 12 * K * 7);
+    qgru::gptq::DeviceHessianSum sum(ops, K, 12 * K * 7, qgru::gptq::parse_hessian_product(product, "test"));
     sum.add_token_major(rows.data(), 60);
     std::vector<float> rest(static_cast<size_t>(K * (M - 60)));  // tokens 60.. as [K, M − 60]
     for (int64_t k = 0; k < K; ++k)
@@ -113,9 +114,12 @@ TEST_CASE("gptq_device_hessian_on_emulated_ops_matches_the_cpu_accumulator") {
       max_diff = std::max(max_diff, std::fabs(H[i] - Hd[i]));
     }
     CHECK(max_diff <= 1e-12 * max_h);
-    CHECK(Hd[static_cast<size_t>(1 * K + 0)] == Hd[static_cast<size_t>(0 * K + 1)]);  // both triangles
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t j = 0; j < i; ++j) CHECK(Hd[static_cast<size_t>(i * K + j)] == Hd[static_cast<size_t>(j * K + i)]);
   }
   CHECK(ops.live.empty());
+  CHECK_THROWS_WITH_AS(qgru::gptq::parse_hessian_product("herk", "--hessian"),
+                       "--hessian: 'herk' is not a Hessian product, expected syrk or gemm", qgru::Error);
 }
 
 TEST_CASE("gptq_device_driver_on_emulated_ops_matches_the_cpu_path_up_to_near_ties") {

@@ -3,6 +3,7 @@
 // The CUDA library calls it with its kernels, cuBLAS and cuSOLVER (qgru_cuda/gptq_device.h); the CPU tests with
 // an emulation of them. Steps and their reasons: docs/GPTQ.md, "On the GPU".
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "qgru/gptq/device_ops.h"
@@ -28,11 +29,19 @@ struct DeviceGptqRequest {
 DeviceGptqOutput device_gptq(DeviceOps& ops, const std::vector<double>& W, int64_t N, int64_t K, const double* H,
                              const GptqOptions& options, const DeviceGptqRequest& request = {});
 
-// H = 2·XᵀX accumulated in device memory of `ops` in float64: float32 rows widened, dsyrk on the upper
-// triangle (row-major), mirrored when read.
+// How a chunk's product is formed: dsyrk on one triangle (half the flops), or dgemm on the whole matrix (twice
+// the flops, but the routine libraries tune hardest; which is faster on a GPU is for the benchmark to say).
+enum class HessianProduct { kSyrk, kGemm };
+// "syrk" / "gemm"; parse throws qgru::Error naming `what` for another name.
+const char* hessian_product_name(HessianProduct product);
+HessianProduct parse_hessian_product(const std::string& name, const std::string& what);
+
+// H = 2·XᵀX accumulated in device memory of `ops` in float64: float32 rows widened, the product on the upper
+// triangle (row-major) or the whole matrix, the lower triangle mirrored from the upper when read (so H is
+// exactly symmetric either way).
 class DeviceHessianSum {
  public:
-  DeviceHessianSum(DeviceOps& ops, int64_t K, uint64_t staging_bytes);
+  DeviceHessianSum(DeviceOps& ops, int64_t K, uint64_t staging_bytes, HessianProduct product = HessianProduct::kSyrk);
   ~DeviceHessianSum();
   DeviceHessianSum(const DeviceHessianSum&) = delete;
   DeviceHessianSum& operator=(const DeviceHessianSum&) = delete;
@@ -47,6 +56,7 @@ class DeviceHessianSum {
 
  private:
   DeviceOps& ops_;
+  HessianProduct product_;
   int64_t K_, chunk_rows_, tokens_ = 0;
   double* H_ = nullptr;
   float* staging_ = nullptr;
