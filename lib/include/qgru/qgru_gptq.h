@@ -18,8 +18,9 @@
  * QGRU_DEVICE_CUDA (device_id = the CUDA device ordinal): qgruQuantizeLinearGPTQ runs on the W4A16 GPU kernels
  * (docs/CUDA.md); qgruQuantizeGPTQ runs GPTQ on the GPU (docs/GPTQ.md, "On the GPU": the Hessian, the Cholesky
  * factors and the column loop on the device, the CPU path's algorithm and options; a and b are read through the
- * host, the call returns after synchronizing `stream`; codes equal the CPU descriptor's except where a value
- * sits within rounding noise of a rounding boundary). On a CUDA descriptor b, c, a, packed_weights,
+ * host, the call returns after synchronizing `stream`; it allocates its own device memory for H and its
+ * factors, about 4·K²·8 bytes besides the weight's copies, and frees it before returning; codes equal the CPU
+ * descriptor's except where a value sits within rounding noise of a rounding boundary). On a CUDA descriptor b, c, a, packed_weights,
  * b_scale, zero and the workspace are device memory of that device and `stream` is a cudaStream_t (NULL:
  * the default stream); the call returns when c is written (it synchronizes `stream`: the weights and a are
  * re-laid out through the host on every call), unless the weights are resident (qgruSetQuantizeGPTQWeights
