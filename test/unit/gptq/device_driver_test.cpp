@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "emulated_ops.h"
@@ -17,6 +18,7 @@
 #include "qgru/gptq/device_plan.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru/gptq/hessian.h"
+#include "qgru/gptq/job.h"
 #include "qgru/gptq/pack.h"
 
 namespace {
@@ -194,5 +196,68 @@ TEST_CASE("gptq_device_driver_refuses_as_the_cpu_path_and_releases_its_memory") 
   CHECK_THROWS_WITH_AS(qgru::gptq::device_gptq(ops, W, N, K, device_H, options),
                        doctest::Contains("gptq --device cuda: a [8, 16] layer needs"), qgru::Error);
   ops.release(device_H);
+  CHECK(ops.live.empty());
+}
+
+// run_job with a JobDevice (what `qgru gptq --device cuda` sets) whose Hessian and GPTQ run on the emulated ops:
+// the job takes its tokens, Hessian and result from the device, and the report agrees with the CPU job's.
+TEST_CASE("gptq_job_on_a_device_reports_as_the_cpu_job") {
+  const int64_t N = 32, K = 64, M = 300;
+  const auto X = activations_kmajor(K, M, 4, 9);
+  const auto rows = to_rows(X, K, M);
+  std::vector<float> weight(static_cast<size_t>(N * K));
+  const auto w = normal_values(weight.size(), 4, 0.02);
+  for (size_t i = 0; i < w.size(); ++i) weight[i] = static_cast<float>(w[i]);
+  qgru::SafetensorsFile input;
+  input.tensors["fc.weight"] = qgru::Tensor::from_vector<float>({N, K}, weight);
+  const auto job_for = [&](qgru::SafetensorsFile* checkpoint) {
+    qgru::gptq::JobOptions job;
+    job.weights_path = "weights (in memory)";
+    job.weights = &input;
+    job.layers.push_back({"fc.weight", {}, ""});
+    job.activation_arrays["fc.weight"].emplace_back("x0", qgru::Tensor::from_vector<float>({200, K}, std::vector<float>(rows.begin(), rows.begin() + 200 * K)));
+    job.activation_arrays["fc.weight"].emplace_back("x1", qgru::Tensor::from_vector<float>({M - 200, K}, std::vector<float>(rows.begin() + 200 * K, rows.end())));
+    job.checkpoint = checkpoint;
+    return job;
+  };
+  qgru::SafetensorsFile cpu_checkpoint, device_checkpoint;
+  const auto cpu = qgru::gptq::run_job(job_for(&cpu_checkpoint));
+
+  EmulatedOps ops;
+  struct EmulatedHessian : qgru::gptq::JobDevice::Hessian {
+    EmulatedHessian(EmulatedOps& o, int64_t K) : sum(o, K, 12 * K * 64) {}
+    void add(const std::vector<float>& values, int64_t count, bool feature_major) override {
+      if (feature_major) sum.add_feature_major(values.data(), count);
+      else sum.add_token_major(values.data(), count);
+    }
+    std::vector<double> finish() override { return sum.hessian(); }
+    qgru::gptq::DeviceHessianSum sum;
+  };
+  int hessians = 0, quantizations = 0;
+  auto job = job_for(&device_checkpoint);
+  job.device.name = "emulated";
+  job.device.hessian = [&](int64_t k) {
+    ++hessians;
+    return std::make_unique<EmulatedHessian>(ops, k);
+  };
+  job.device.quantize = [&](const std::vector<double>& W, int64_t n, int64_t k, const std::vector<double>& H,
+                            const qgru::gptq::GptqOptions& options) {
+    ++quantizations;
+    double* device_H = static_cast<double*>(ops.allocate(H.size() * sizeof(double)));
+    ops.upload(device_H, H.data(), H.size() * sizeof(double));
+    auto out = qgru::gptq::device_gptq(ops, W, n, k, device_H, options);
+    ops.release(device_H);
+    return out.result;
+  };
+  const auto device = qgru::gptq::run_job(job);
+  CHECK(hessians == 1);
+  CHECK(quantizations == 1);
+  REQUIRE(device.size() == 1);
+  CHECK(device[0].tokens == M);
+  CHECK(device[0].tokens == cpu[0].tokens);
+  CHECK(std::fabs(device[0].gptq_error - cpu[0].gptq_error) <= 0.01 * cpu[0].gptq_error);
+  CHECK(device[0].rtn_error == cpu[0].rtn_error);
+  CHECK(device_checkpoint.tensors.count("fc.qweight") == 1);
+  CHECK(device_checkpoint.tensors.at("fc.g_idx").bytes == cpu_checkpoint.tensors.at("fc.g_idx").bytes);
   CHECK(ops.live.empty());
 }
