@@ -43,12 +43,14 @@ foreach(area ${qgru_toolchain_areas})
     list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_${area}>)
   endif()
 endforeach()
+set(qgru_toolchain_link_deps "")
 if(QGRU_HAVE_CUDA)
-  list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda>)
+  list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_gptq>)
+  list(APPEND qgru_toolchain_link_deps ${CMAKE_DL_LIBS})  # GPTQ on the GPU loads cuSOLVER at run time
 endif()
 add_library(qgru_toolchain STATIC ${qgru_toolchain_objects})
 target_link_libraries(qgru_toolchain INTERFACE nlohmann_json::nlohmann_json ${qgru_runtime_link_deps}
-                      ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} lapacke onnx_proto)
+                      ${qgru_toolchain_link_deps} ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES} lapacke onnx_proto)
 set_target_properties(qgru_toolchain PROPERTIES EXPORT_NAME toolchain)
 target_include_directories(qgru_toolchain INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 

@@ -13,14 +13,16 @@ build="${1:-$root/build}"
 out="${2:-$root/.gpu}"
 pack="$(mktemp -d)"
 trap 'rm -rf "$pack"' EXIT
-binaries=(apps/qgru/qgru test/test_cuda_gpu test/bench_cuda_gru test/bench_cuda_linear)
+binaries=(apps/qgru/qgru test/test_cuda_gpu test/bench_cuda_gru test/bench_cuda_linear test/bench_cuda_gptq)
 for b in "${binaries[@]}"; do
   [ -x "$build/$b" ] || { echo "gpu_pack: $build/$b is missing: build with CUDA first (scripts/build.sh)" >&2; exit 1; }
 done
 mkdir -p "$pack/bin" "$pack/lib"
 # Libraries the GPU image provides itself (glibc and the loader, the C++ runtime, the NVIDIA driver and the CUDA
 # toolkit's libraries): loading ours instead could mismatch the driver.
-provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libgcc_s\.|libstdc\+\+\.|libcuda\.|libcublas|libcublasLt|libcudart|libnvidia)'
+# cuSOLVER (loaded at run time by GPTQ on the GPU) and what it loads (cuSPARSE, nvJitLink) come with the image's
+# CUDA wheels too.
+provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libgcc_s\.|libstdc\+\+\.|libcuda\.|libcublas|libcublasLt|libcudart|libcusolver|libcusparse|libnvJitLink|libnvidia)'
 for b in "${binaries[@]}"; do
   cp "$build/$b" "$pack/bin/"
   ldd "$build/$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do

@@ -16,16 +16,20 @@
 #          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
 #          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside).
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
+#   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
+#          cuda against --device cpu on test/data/gptq, every order) and its benchmark
+#          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
+#          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).
-# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick]
+# Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]
 # PACK: the folder gpu_pack.sh wrote (.gpu, holding pack.tar.xz), the archive itself, or an unpacked folder.
 # With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 590;
-# then the same with bench.
+# then the same with bench, then gptq (in that order of importance: 15 minutes of device time hold about two).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick]"
+usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]"
 pack_arg="${1:?$usage}"
 if [ -f "$pack_arg" ]; then  # scripts/gpu_pack.sh's archive
   pack="$(mktemp -d)"
@@ -40,7 +44,7 @@ else
 fi
 out="${2:?$usage}"
 mode="${3:-check}"
-case "$mode" in check | bench | quick) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
+case "$mode" in check | bench | quick | gptq) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
 mkdir -p "$out"
 # cuBLAS: the GPU image may carry it only inside PyTorch's CUDA wheels (nvidia/cu13/lib).
 cublas_dir=$(python3 -c 'import nvidia, os; print(os.path.join(os.path.dirname(nvidia.__path__[0]), "nvidia", "cu13", "lib"))' 2>/dev/null || true)
@@ -70,7 +74,44 @@ step "machine" 20 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.tot
   head -n 2 '$pack/MANIFEST'; '$bin/qgru' --version; \
   python3 -c 'import torch; print(\"torch\", torch.__version__, \"cudnn\", torch.backends.cudnn.version())'"
 
-if [ "$mode" != bench ]; then
+gptq_check() {
+  step "GPTQ on the GPU against the CPU path (test_cuda_gpu --filter gptq)" 120 "$bin/test_cuda_gpu" --require-gpu \
+    --filter gptq
+  step "qgru gptq --device cuda against --device cpu (test/data/gptq)" 30 bash -c gptq_cli_devices
+}
+# The CLI end to end on both devices (the Hessian from two activation files, every order): the stdout tables'
+# gptq_rel_err (column 5) within a hundredth of each other, relative.
+gptq_cli_devices() {
+  local q="$bin/qgru" data="$root/test/data/gptq" s status=0
+  s=$(mktemp -d)
+  for order in group-aware act-order natural; do
+    for device in cpu cuda; do
+      mkdir -p "$s/$order-$device"
+      "$q" -q gptq --weights "$data/model.safetensors" --tensor fc1.weight --activations "$data/x1.npy" \
+        --activations "$data/x2.npy" --group-size 32 --order "$order" --device "$device" \
+        -o "$s/$order-$device/out.safetensors" > "$s/$order-$device.tsv" || { echo "$order $device: failed"; status=1; }
+    done
+    paste "$s/$order-cpu.tsv" "$s/$order-cuda.tsv" | awk -F'\t' -v order="$order" 'NR == 2 {
+      d = $5 - $13; if (d < 0) d = -d
+      printf "%s: gptq_rel_err cpu %s cuda %s\n", order, $5, $13
+      exit !(d <= 0.01 * $5) }' || { echo "$order: errors more than a hundredth apart"; status=1; }
+  done
+  rm -rf "$s"
+  return $status
+}
+export -f gptq_cli_devices
+export bin root
+gptq_bench() {
+  step "GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq)" 240 bash -c \
+    "'$bin/bench_cuda_gptq' --commit '$QGRU_COMMIT' --json '$out/gptq-cuda.json' > '$out/gptq-cuda.md'; \
+     status=\$?; cat '$out/gptq-cuda.md'; exit \$status"
+}
+if [ "$mode" = gptq ]; then
+  gptq_check
+  gptq_bench
+fi
+
+if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
   step "self-test" 120 "$bin/test_cuda_gpu" --require-gpu
   example="$root/examples/digits"
   scratch="$(mktemp -d)"
@@ -106,7 +147,7 @@ if [ "$mode" != bench ]; then
 fi
 
 if [ "$mode" = check ]; then
-  step "self-test, persistent recurrence forced" 120 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
+  step "self-test, persistent recurrence forced" 100 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
   sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [ -x "$sanitizer" ]; then
     # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.

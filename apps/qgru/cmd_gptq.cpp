@@ -8,15 +8,20 @@
 #include "qgru/base/log.h"
 #include "qgru/base/message_text.h"
 #include "qgru/base/output_policy.h"
+#include "device_option.h"
 #include "qgru/gptq/job.h"
 #include "shared_checks.h"
 #include "subcommand.h"
+
+#ifdef QGRU_WITH_CUDA
+#include "qgru_cuda/gptq_device.h"
+#endif
 
 namespace {
 
 struct GptqCli {
   qgru::gptq::JobOptions job;
-  std::string tensor, manifest, hessian, format = "gptq";
+  std::string tensor, manifest, hessian, format = "gptq", device = "cpu";
   std::string order = qgru::gptq::column_order_name(qgru::gptq::recommended_options());
   bool act_order = false;
   std::vector<std::string> activations;
@@ -35,6 +40,28 @@ void check_gptq_files(const GptqCli& cli) {
   qgru::check_command_files(inputs, {{"-o", job.output_path},
                                      {"-o (its quantize_config.json)", qgru::gptq::quantize_config_path_beside(job.output_path)},
                                      {"--save-hessian", job.save_hessian_path}});
+}
+
+// --device cuda: the Hessian and GPTQ on the GPU (qgru_cuda/gptq_device.h). resolve_device refuses, in one
+// line, a build without CUDA or a machine without a usable device, before anything is read or written.
+void use_device(const std::string& device, qgru::gptq::JobDevice& job_device) {
+  if (qgru::cli::resolve_device(device) != qgru::cli::Device::Cuda) return;
+#ifdef QGRU_WITH_CUDA
+  struct CudaHessian : qgru::gptq::JobDevice::Hessian {
+    explicit CudaHessian(int64_t K) : device(K) {}
+    void add(const std::vector<float>& values, int64_t M, bool feature_major) override {
+      if (feature_major) device.add_feature_major(values.data(), M);
+      else device.add_token_major(values.data(), M);
+    }
+    std::vector<double> finish() override { return device.hessian(); }
+    qgru::cuda::DeviceHessian device;
+  };
+  job_device.name = "cuda";
+  job_device.hessian = [](int64_t K) { return std::make_unique<CudaHessian>(K); };
+  job_device.quantize = qgru::cuda::gptq_quantize_cuda;
+#else
+  (void)job_device;  // resolve_device has refused Cuda in a build without it
+#endif
 }
 
 // Called by run_job after each layer, before anything is written: a layer whose activations have no rows, or
@@ -107,6 +134,10 @@ std::function<int()> setup_gptq(CLI::App& command) {
       ->capture_default_str();
   command.add_option("--format", cli->format, "Checkpoint format: gptq (v1, zeros stored minus one) or gptq_v2")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}))->capture_default_str();
+  command.add_option("--device", cli->device,
+                     "Where the Hessian and GPTQ run: cpu, or cuda (the same algorithm on the GPU; docs/GPTQ.md, "
+                     "\"On the GPU\")")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   command.add_flag("--keep-other-tensors", cli->job.keep_other_tensors,
                    "Copy every tensor that is not quantized into the output unchanged (a whole-model checkpoint)");
   command.add_option("-o,--output", cli->job.output_path,
@@ -121,6 +152,7 @@ std::function<int()> setup_gptq(CLI::App& command) {
   command.get_option("--damp")->check(qgru::cli::finite_number());
   return [cli]() {
     auto& job = cli->job;
+    use_device(cli->device, job.device);
     if (cli->tensor.empty() == cli->manifest.empty()) throw qgru::Error("gptq: give exactly one of --tensor or --manifest");
     if (!cli->manifest.empty()) {
       if (!cli->activations.empty() || !cli->hessian.empty()) {

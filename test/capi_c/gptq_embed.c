@@ -73,9 +73,10 @@ static int check_cuda_device_type(qgruTensorDescriptor_t c_desc, qgruTensorDescr
     printf("gptq_embed: CUDA device type: not built in (%s)\n", qgruGetLastErrorMessage());
   } else if (available == QGRU_STATUS_SUCCESS) {
     CHECK_STATUS(created, QGRU_STATUS_SUCCESS);
-    /* GPTQ itself runs on the CPU: refused on a CUDA descriptor before any pointer is read. */
+    /* GPTQ runs on a CUDA descriptor too; its arguments are checked before any device work: a 1-byte
+       workspace is refused (the numbers: test_cuda_gpu's capi_linear and gptq checks). */
     CHECK_STATUS(qgruQuantizeGPTQ(desc, scratch, 1, scratch, scratch, scratch, scratch, scratch, NULL),
-                 QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED);
+                 QGRU_STATUS_INSUFFICIENT_WORKSPACE);
     CHECK_STATUS(qgruDestroyQuantizeGPTQDescriptor(desc), QGRU_STATUS_SUCCESS);
     printf("gptq_embed: CUDA device type: %d GPU(s); descriptor created (numbers: test_cuda_gpu)\n", count);
   } else {

@@ -150,6 +150,10 @@ expect_error kmajor_mismatch "expected \[K, M\] with K = 128" "${W[@]}" --tensor
 expect_error not_npy "x" "${W[@]}" --tensor fc1.weight --activations "$DATA/model.safetensors"
 expect_error damp_zero "--damp 0 is outside (0, 1)" "${W[@]}" --tensor fc1.weight --activations "$DATA/x1.npy" \
   --damp 0
+# --device cuda without a usable device (the driver's answer stood in for by QGRU_TEST_CUDA_DRIVER_VERSION=0, so this
+# holds on a GPU machine too; a build without CUDA says so in the same line).
+QGRU_TEST_CUDA_DRIVER_VERSION=0 expect_error no_cuda_device "--device cuda: no usable CUDA device: " "${W[@]}" \
+  --tensor fc1.weight --activations "$DATA/x1.npy" --device cuda
 mkdir err_config && echo '{"bits": 4' >err_config/quantize_config.json
 "$QGRU" -q gptq "${W[@]}" --tensor fc1.weight --activations "$DATA/x1.npy" -o err_config/out.safetensors 2>err_config.stderr
 [ $? -eq 1 ] || fail "an unreadable quantize_config.json in the output folder should be refused"

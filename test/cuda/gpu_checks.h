@@ -41,5 +41,8 @@ int check_cuda_stream();
 
 // The runtime C API's streaming on a CUDA context against one whole reference run (capi_stream_check.cpp).
 int check_capi_stream();
+// GPTQ on the GPU (qgru_cuda/gptq_device.h) against the CPU path: the Hessian within summation-order rounding,
+// codes equal up to each row's first near-tie, errors within 1% (gptq_check.cpp).
+int check_gptq();
 
 }  // namespace qgru::cuda_test

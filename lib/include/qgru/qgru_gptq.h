@@ -15,9 +15,12 @@
  * qgruGetLastErrorMessage() says what was wrong (thread-local, valid until the next call on the thread).
  *
  * Devices. QGRU_DEVICE_CPU: every pointer is host memory; `stream` is accepted and ignored.
- * QGRU_DEVICE_CUDA (device_id = the CUDA device ordinal): only qgruQuantizeLinearGPTQ runs there, on the
- * W4A16 GPU kernels (docs/CUDA.md); qgruQuantizeGPTQ answers DEVICE_TYPE_NOT_SUPPORTED (GPTQ runs on a CPU
- * descriptor; its outputs feed a CUDA descriptor's linear). On a CUDA descriptor c, a, packed_weights,
+ * QGRU_DEVICE_CUDA (device_id = the CUDA device ordinal): qgruQuantizeLinearGPTQ runs on the W4A16 GPU kernels
+ * (docs/CUDA.md); qgruQuantizeGPTQ runs GPTQ on the GPU (docs/GPTQ.md, "On the GPU": the Hessian, the Cholesky
+ * factors and the column loop on the device, the CPU path's algorithm and options; a and b are read through the
+ * host, the call returns after synchronizing `stream`; it allocates its own device memory for H and its
+ * factors, about 4·K²·8 bytes besides the weight's copies, and frees it before returning; codes equal the CPU
+ * descriptor's except where a value sits within rounding noise of a rounding boundary). On a CUDA descriptor b, c, a, packed_weights,
  * b_scale, zero and the workspace are device memory of that device and `stream` is a cudaStream_t (NULL:
  * the default stream); the call returns when c is written (it synchronizes `stream`: the weights and a are
  * re-laid out through the host on every call), unless the weights are resident (qgruSetQuantizeGPTQWeights
@@ -113,7 +116,8 @@ qgruStatus_t qgruSetQuantizeGPTQDamping(qgruQuantizeGPTQDescriptor_t desc, doubl
 
 /* GPTQ of b [N, K] with calibration inputs a [K, M]: writes packed_weights, b_scale, zero.
  * SUCCESS, NULL_POINTER, INSUFFICIENT_WORKSPACE, DEVICE_TYPE_NOT_SUPPORTED, INTERNAL_ERROR (e.g. non-finite
- * inputs, or H not positive definite even after raising the damping). */
+ * inputs, or H not positive definite even after raising the damping); on CUDA also DEVICE_UNAVAILABLE and
+ * EXECUTION_FAILED. */
 qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
                               void* packed_weights, void* b_scale, void* zero, const void* a, const void* b,
                               void* stream);

@@ -12,7 +12,9 @@
 
 #include "qgru/base/error.h"
 #include "qgru/base/log.h"
+#include "qgru/gptq/column_plan.h"
 #include "qgru/gptq/quantizer.h"
+#include "qgru/gptq/row_block.h"
 
 namespace qgru::gptq {
 namespace {
@@ -23,7 +25,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 size_t at(int64_t row, int64_t ld, int64_t col) { return static_cast<size_t>(row * ld + col); }
 
-void check_options(const GptqOptions& options) {
+}  // namespace
+
+void check_gptq_options(const GptqOptions& options) {
   check_bits(options.bits);
   if (options.group_size != -1 && options.group_size <= 0) {
     throw Error("gptq: group size " + std::to_string(options.group_size) + " is invalid, expected -1 or > 0");
@@ -34,7 +38,7 @@ void check_options(const GptqOptions& options) {
   }
 }
 
-void check_shapes(const std::vector<double>& W, int64_t N, int64_t K) {
+void check_gptq_weight(const std::vector<double>& W, int64_t N, int64_t K) {
   if (N <= 0 || K <= 0 || static_cast<int64_t>(W.size()) != N * K) {
     throw Error("gptq: weight holds " + std::to_string(W.size()) + " values, expected N·K = " +
                 std::to_string(N) + "·" + std::to_string(K));
@@ -43,6 +47,24 @@ void check_shapes(const std::vector<double>& W, int64_t N, int64_t K) {
     if (!std::isfinite(w)) throw Error("gptq: weight has a non-finite value");
   }
 }
+
+void check_gptq_hessian(const std::vector<double>& H, int64_t K) {
+  if (static_cast<int64_t>(H.size()) != K * K) {
+    throw Error("gptq: Hessian holds " + std::to_string(H.size()) + " values, expected K·K with K = " +
+                std::to_string(K));
+  }
+  for (double h : H) {
+    if (!std::isfinite(h)) throw Error("gptq: Hessian has a non-finite entry (NaN or Inf in the activations?)");
+  }
+}
+
+void throw_not_positive_definite(double damp, int tries) {
+  throw Error("gptq: H + damp·mean(diag H)·I is not positive definite even with damp = " + std::to_string(damp) +
+              " (" + std::to_string(tries) +
+              " tries); the activations are degenerate (check them for constant or repeated features)");
+}
+
+namespace {
 
 // U = the upper Cholesky factor of H⁻¹ (H⁻¹ = Uᵀ·U), in place (row-major; the strict lower part zeroed).
 // The reference computes it as cholesky(cholesky_inverse(cholesky(H)), upper=True): 4K³/3 flops. The same
@@ -64,40 +86,6 @@ bool upper_cholesky_of_inverse(std::vector<double>& Hd, int64_t K) {
     if (!(Hd[at(i, K, i)] > 0.0) || !std::isfinite(Hd[at(i, K, i)])) return false;
   }
   return true;
-}
-
-// Processing order of the K columns (perm[p] = original column), from diag(H) after the dead-column fix.
-// act_order: descending over all columns. group_aware: storage groups [g·gs, (g+1)·gs) stay whole, each in
-// descending order inside, groups in descending order of their largest entry; a shorter last group stays
-// last in column order (GPTQModel's compute_local_perms / compute_global_perm / extend_perm_with_tail).
-// Sorts are stable, so equal entries keep column order. Natural: the identity.
-std::vector<int64_t> column_order(const std::vector<double>& H, int64_t K, int64_t gs, const GptqOptions& options) {
-  std::vector<int64_t> perm(static_cast<size_t>(K));
-  std::iota(perm.begin(), perm.end(), int64_t{0});
-  auto diag = [&](int64_t i) { return H[at(i, K, i)]; };
-  auto descending = [&](int64_t a, int64_t b) { return diag(a) > diag(b); };
-  if (options.act_order) {
-    std::stable_sort(perm.begin(), perm.end(), descending);
-  } else if (options.group_aware) {
-    const int64_t full_groups = K / gs;
-    std::vector<int64_t> group_order(static_cast<size_t>(full_groups));
-    std::vector<double> group_max(static_cast<size_t>(full_groups));
-    std::iota(group_order.begin(), group_order.end(), int64_t{0});
-    for (int64_t g = 0; g < full_groups; ++g) {
-      auto first = perm.begin() + g * gs;
-      std::stable_sort(first, first + gs, descending);
-      group_max[static_cast<size_t>(g)] = diag(*first);
-    }
-    std::stable_sort(group_order.begin(), group_order.end(), [&](int64_t a, int64_t b) {
-      return group_max[static_cast<size_t>(a)] > group_max[static_cast<size_t>(b)];
-    });
-    std::vector<int64_t> within = perm;
-    for (int64_t j = 0; j < full_groups; ++j) {
-      const int64_t g = group_order[static_cast<size_t>(j)];
-      std::copy(within.begin() + g * gs, within.begin() + (g + 1) * gs, perm.begin() + j * gs);
-    }
-  }
-  return perm;
 }
 
 }  // namespace
@@ -135,15 +123,9 @@ int64_t group_count(int64_t K, int64_t group_size) {
 
 GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, std::vector<double> H,
                          const GptqOptions& options) {
-  check_options(options);
-  check_shapes(W_in, N, K);
-  if (static_cast<int64_t>(H.size()) != K * K) {
-    throw Error("gptq: Hessian holds " + std::to_string(H.size()) + " values, expected K·K with K = " +
-                std::to_string(K));
-  }
-  for (double h : H) {
-    if (!std::isfinite(h)) throw Error("gptq: Hessian has a non-finite entry (NaN or Inf in the activations?)");
-  }
+  check_gptq_options(options);
+  check_gptq_weight(W_in, N, K);
+  check_gptq_hessian(H, K);
   auto start = std::chrono::steady_clock::now();
   const int64_t maxq = max_code(options.bits);
   const bool grouped = options.group_size != -1;
@@ -156,37 +138,42 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
   result.K = K;
   result.bits = options.bits;
   result.G = group_count(K, options.group_size);
-  result.scales.assign(static_cast<size_t>(result.G * N), 0.0);
-  result.zeros.assign(static_cast<size_t>(result.G * N), 0);
-  result.g_idx.assign(static_cast<size_t>(K), 0);
   result.codes.assign(static_cast<size_t>(N * K), 0);
 
   std::vector<double> W = W_in;
+  // The parameter tables scale[T, N], zero[T, N] (T = G; one row without groups) that every column reads
+  // through the plan's slot (column_plan.h).
+  std::vector<double> scale_table(static_cast<size_t>(result.G * N)), zero_table(static_cast<size_t>(result.G * N));
+  const auto fill_table = [&](int64_t row, const RowParams& p) {
+    std::copy(p.scale.begin(), p.scale.end(), scale_table.begin() + row * N);
+    std::copy(p.zero.begin(), p.zero.end(), zero_table.begin() + row * N);
+  };
   // 1. Per-row parameters from the original W (before dead columns are zeroed, as the reference).
-  RowParams current = find_params(W.data(), N, K, 0, K, options.bits, options.sym);
+  if (!grouped) fill_table(0, find_params(W.data(), N, K, 0, K, options.bits, options.sym));
 
   // 2. Dead inputs.
+  std::vector<double> diagonal(static_cast<size_t>(K));
   for (int64_t i = 0; i < K; ++i) {
     if (H[at(i, K, i)] == 0.0) {
       H[at(i, K, i)] = 1.0;
       for (int64_t n = 0; n < N; ++n) W[at(n, K, i)] = 0.0;
       ++result.dead_columns;
     }
+    diagonal[static_cast<size_t>(i)] = H[at(i, K, i)];
   }
 
   // 3. Static groups: parameters from W (dead columns zeroed) before any update, in original column order.
-  std::vector<RowParams> static_params;
   if (grouped && options.static_groups) {
     for (int64_t g = 0; g < result.G; ++g) {
-      static_params.push_back(find_params(W.data(), N, K, g * gs, (g + 1) * gs, options.bits, options.sym));
+      fill_table(g, find_params(W.data(), N, K, g * gs, (g + 1) * gs, options.bits, options.sym));
     }
   }
 
   // 4. Act-order (descending diag(H) over all columns) or group-aware act-order (within each storage group,
-  // groups by their largest diag(H)); ties kept in column order.
-  // The group size as asked: a group wider than K is a shorter last group, which group-aware order keeps in
-  // column order (with gs clamped to K it would be one full group, sorted).
-  std::vector<int64_t> perm = column_order(H, K, grouped ? options.group_size : K, options);
+  // groups by their largest diag(H)); ties kept in column order. The plan also says which table row each
+  // column quantizes with and where groups find their parameters.
+  const ColumnPlan plan = plan_columns(diagonal, options);
+  const std::vector<int64_t>& perm = plan.perm;
   if (options.act_order || options.group_aware) {
     std::vector<double> Wp(W.size()), Hp(H.size());
     for (int64_t n = 0; n < N; ++n) {
@@ -213,9 +200,7 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
     for (int64_t i = 0; i < K; ++i) U[at(i, K, i)] += damp * mean_diag;
     if (upper_cholesky_of_inverse(U, K)) break;
     if (attempt >= options.max_damp_retries) {
-      throw Error("gptq: H + damp·mean(diag H)·I is not positive definite even with damp = " +
-                  std::to_string(damp) + " (" + std::to_string(attempt + 1) +
-                  " tries); the activations are degenerate (check them for constant or repeated features)");
+      throw_not_positive_definite(damp, attempt + 1);
     }
     log()->warn("gptq: H + {}·mean(diag H)·I is not positive definite; retrying with damp = {}", damp,
                 damp * 10.0);
@@ -227,57 +212,24 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
   double lazy_seconds = 0.0;
 
   // 6. Blocks with lazy batch updates. Rows are independent inside a block: the group parameters come from
-  // W (updated by earlier blocks only), so they are found at block start and each row then runs alone.
-  // A block wider than K is K wide (one block: the same arithmetic), so the block buffers below hold at most
+  // W (updated by earlier blocks only), so they are found at block start and each row then runs alone
+  // (gptq_row_block, the arithmetic the device shares).
+  // A block wider than K is K wide (one block: the same arithmetic), so the block buffer below holds at most
   // the N·K values the weight itself has, whatever --block-size asks for.
   const int64_t B = std::min(options.block_size, K);
-  std::vector<double> W1(static_cast<size_t>(N * B)), Err1(static_cast<size_t>(N * B));
+  std::vector<double> Err1(static_cast<size_t>(N * B));
   std::vector<int32_t> codes_perm(static_cast<size_t>(N * K));
-  std::vector<const RowParams*> params_of(static_cast<size_t>(B));
-  std::vector<RowParams> group_params(static_cast<size_t>(result.G));  // non-static groups, found at their start
-  if (!grouped) {
-    for (int64_t n = 0; n < N; ++n) {
-      result.scales[static_cast<size_t>(n)] = current.scale[static_cast<size_t>(n)];
-      result.zeros[static_cast<size_t>(n)] = static_cast<int32_t>(current.zero[static_cast<size_t>(n)]);
-    }
-  }
-  const RowParams* active = &current;
-  for (int64_t i1 = 0; i1 < K; i1 += B) {
-    const int64_t i2 = std::min(i1 + B, K);
-    const int64_t count = i2 - i1;
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t col = i1 + i;
-      if (grouped && !options.static_groups && col % gs == 0) {
-        // The group that starts here, in storage terms: act-order numbers groups in processing order (g_idx
-        // follows the permutation); natural and group-aware order keep the storage groups, which a
-        // group-aware permutation moves whole.
-        const int64_t g = options.act_order ? col / gs : perm[col] / gs;
-        group_params[static_cast<size_t>(g)] = find_params(W.data(), N, K, col, col + gs, options.bits, options.sym);
-        active = &group_params[static_cast<size_t>(g)];
-        for (int64_t n = 0; n < N; ++n) {
-          result.scales[at(g, N, n)] = active->scale[static_cast<size_t>(n)];
-          result.zeros[at(g, N, n)] = static_cast<int32_t>(active->zero[static_cast<size_t>(n)]);
-        }
-      } else if (grouped && options.static_groups) {
-        active = &static_params[static_cast<size_t>(perm[col] / gs)];
-      }
-      params_of[static_cast<size_t>(i)] = active;
+  for (const PlanBlock& block : plan_blocks(plan, B)) {
+    const int64_t i1 = block.begin, i2 = block.end, count = i2 - i1;
+    for (size_t f = block.find_begin; f < block.find_end; ++f) {
+      const int64_t col = plan.find_at[f];
+      fill_table(plan.find_slot[f], find_params(W.data(), N, K, col, col + gs, options.bits, options.sym));
     }
     for (int64_t n = 0; n < N; ++n) {
-      double* w1 = &W1[at(n, B, 0)];
-      double* e1 = &Err1[at(n, B, 0)];
-      std::copy(&W[at(n, K, i1)], &W[at(n, K, i2)], w1);
-      for (int64_t i = 0; i < count; ++i) {
-        const RowParams& p = *params_of[static_cast<size_t>(i)];
-        const double scale = p.scale[static_cast<size_t>(n)];
-        const double zero = p.zero[static_cast<size_t>(n)];
-        const int32_t q = quantize_code(w1[i], scale, zero, maxq);
-        codes_perm[at(n, K, i1 + i)] = q;
-        const double* u = &U[at(i1 + i, K, i1)];  // U[col, i1:i2]
-        const double err = (w1[i] - dequantize_code(q, scale, zero)) / u[i];
-        e1[i] = err;
-        for (int64_t j = i + 1; j < count; ++j) w1[j] -= err * u[j];
-      }
+      gptq_row_block<kRowBlockTile>(&W[at(n, K, i1)], 1, &Err1[at(n, B, 0)], 1, &codes_perm[at(n, K, i1)], 1,
+                                    &U[at(i1, K, i1)], K, count, &plan.slot[static_cast<size_t>(i1)],
+                                    &scale_table[static_cast<size_t>(n)], &zero_table[static_cast<size_t>(n)], N,
+                                    maxq);
     }
     if (i2 < K) {  // W[:, i2:] -= Err1 · U[i1:i2, i2:]
       const auto lazy_start = std::chrono::steady_clock::now();
@@ -289,30 +241,19 @@ GptqResult gptq_quantize(const std::vector<double>& W_in, int64_t N, int64_t K, 
   }
   log()->debug("gptq: blocks {:.3f} s, of which lazy updates (dgemm) {:.3f} s", seconds_since(start), lazy_seconds);
 
-  // Back to the original column order; g_idx as AutoGPTQ / GPTQModel write it.
+  // Back to the original column order; g_idx as AutoGPTQ / GPTQModel write it; the tables as stored.
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t p = 0; p < K; ++p) result.codes[at(n, K, perm[p])] = codes_perm[at(n, K, p)];
   }
-  if (grouped && options.static_groups) {
-    for (int64_t g = 0; g < result.G; ++g) {
-      for (int64_t n = 0; n < N; ++n) {
-        result.scales[at(g, N, n)] = static_params[static_cast<size_t>(g)].scale[static_cast<size_t>(n)];
-        result.zeros[at(g, N, n)] =
-            static_cast<int32_t>(static_params[static_cast<size_t>(g)].zero[static_cast<size_t>(n)]);
-      }
-    }
-    for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
-  } else if (grouped && options.act_order) {
-    for (int64_t p = 0; p < K; ++p) result.g_idx[static_cast<size_t>(perm[p])] = static_cast<int32_t>(p / gs);
-  } else if (grouped) {
-    for (int64_t k = 0; k < K; ++k) result.g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(k / gs);
-  }
+  result.scales = scale_table;
+  result.zeros.assign(zero_table.begin(), zero_table.end());  // integral values in [0, maxq]
+  result.g_idx = plan.g_idx;
   return result;
 }
 
 GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, const GptqOptions& options) {
-  check_options(options);
-  check_shapes(W, N, K);
+  check_gptq_options(options);
+  check_gptq_weight(W, N, K);
   const int64_t maxq = max_code(options.bits);
   const int64_t gs = options.group_size == -1 ? K : std::min(options.group_size, K);  // as gptq_quantize
   GptqResult result;

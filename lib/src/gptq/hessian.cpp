@@ -70,10 +70,15 @@ void check_activations(const Tensor& activations, int64_t K, bool feature_major,
   }
 }
 
-void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_major, const std::string& source) {
-  check_activations(activations, K_, feature_major, source);
-  const std::vector<float> values = tensor_to_f32(activations);
+std::vector<float> activation_values(const Tensor& activations, int64_t K, bool feature_major, const std::string& source) {
+  check_activations(activations, K, feature_major, source);
+  std::vector<float> values = tensor_to_f32(activations);
   require_finite(values, source + ": ", " (as float32); activations must be finite");
+  return values;
+}
+
+void HessianAccumulator::add_tensor(const Tensor& activations, bool feature_major, const std::string& source) {
+  const std::vector<float> values = activation_values(activations, K_, feature_major, source);
   const int64_t M = activations.numel() / K_;
   if (feature_major) add_feature_major(values.data(), M);
   else add_token_major(values.data(), M);

@@ -254,26 +254,37 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
         // Each activation file is read (memory bounded by its size) and checked against K before the
         // K×K accumulator exists, so a wrong file is refused without allocating the Hessian.
         std::optional<HessianAccumulator> accumulator;
+        std::unique_ptr<JobDevice::Hessian> device_accumulator;
         const auto accumulate = [&](const Tensor& activations, const std::string& name) {
           const std::string what = name + " (activations of '" + job.tensor + "')";
           check_activations(activations, report.K, options.activations_feature_major, what);
+          if (options.device.hessian) {
+            if (!device_accumulator) device_accumulator = options.device.hessian(report.K);
+            const std::vector<float> values =
+                activation_values(activations, report.K, options.activations_feature_major, what);
+            const int64_t M = activations.numel() / report.K;
+            device_accumulator->add(values, M, options.activations_feature_major);
+            report.tokens += M;
+            return;
+          }
           if (!accumulator) accumulator.emplace(report.K);
           accumulator->add_tensor(activations, options.activations_feature_major, what);
+          report.tokens = accumulator->tokens();
         };
         for (const std::string& path : job.activations) accumulate(read_npy(path), path);
         const auto arrays = options.activation_arrays.find(job.tensor);
         if (arrays != options.activation_arrays.end()) {
           for (const auto& [name, activations] : arrays->second) accumulate(activations, name);
         }
-        report.tokens = accumulator->tokens();
-        H = accumulator->hessian();
+        H = device_accumulator ? device_accumulator->finish() : accumulator->hessian();
       }
       report.hessian_seconds = seconds_since(start);
       if (!options.save_hessian_path.empty()) saved_hessian = H;
 
       W = tensor_to_f64(weight);
       start = std::chrono::steady_clock::now();
-      result = gptq_quantize(W, report.N, report.K, H, options.gptq);
+      result = options.device.quantize ? options.device.quantize(W, report.N, report.K, H, options.gptq)
+                                       : gptq_quantize(W, report.N, report.K, H, options.gptq);
     } catch (const std::bad_alloc&) {
       throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
                   ": out of memory for its K×K Hessian and work copies (about " +

@@ -1,6 +1,7 @@
 #pragma once
 // Seeded test data for the GPTQ tests: weights, isotropic and correlated activations, H = 2·X·Xᵀ written
 // plainly (no BLAS), so the library's Hessian and error figures are checked against independent sums.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -63,6 +64,49 @@ inline double output_error_plain(const std::vector<double>& W, const std::vector
     }
   }
   return total;
+}
+
+// A⁻¹ by Gauss-Jordan with partial pivoting.
+inline std::vector<double> plain_inverse(std::vector<double> A, int64_t K) {
+  std::vector<double> inv(static_cast<size_t>(K * K), 0.0);
+  for (int64_t i = 0; i < K; ++i) inv[static_cast<size_t>(i * K + i)] = 1.0;
+  for (int64_t c = 0; c < K; ++c) {
+    int64_t pivot = c;
+    for (int64_t r = c + 1; r < K; ++r) {
+      if (std::fabs(A[static_cast<size_t>(r * K + c)]) > std::fabs(A[static_cast<size_t>(pivot * K + c)])) pivot = r;
+    }
+    for (int64_t j = 0; j < K; ++j) {
+      std::swap(A[static_cast<size_t>(c * K + j)], A[static_cast<size_t>(pivot * K + j)]);
+      std::swap(inv[static_cast<size_t>(c * K + j)], inv[static_cast<size_t>(pivot * K + j)]);
+    }
+    const double d = A[static_cast<size_t>(c * K + c)];
+    for (int64_t j = 0; j < K; ++j) {
+      A[static_cast<size_t>(c * K + j)] /= d;
+      inv[static_cast<size_t>(c * K + j)] /= d;
+    }
+    for (int64_t r = 0; r < K; ++r) {
+      if (r == c) continue;
+      const double f = A[static_cast<size_t>(r * K + c)];
+      for (int64_t j = 0; j < K; ++j) {
+        A[static_cast<size_t>(r * K + j)] -= f * A[static_cast<size_t>(c * K + j)];
+        inv[static_cast<size_t>(r * K + j)] -= f * inv[static_cast<size_t>(c * K + j)];
+      }
+    }
+  }
+  return inv;
+}
+
+// U upper with A = Uᵀ·U (textbook Cholesky–Banachiewicz on the upper factor).
+inline std::vector<double> plain_upper_cholesky(const std::vector<double>& A, int64_t K) {
+  std::vector<double> U(static_cast<size_t>(K * K), 0.0);
+  for (int64_t i = 0; i < K; ++i) {
+    for (int64_t j = i; j < K; ++j) {
+      double sum = A[static_cast<size_t>(i * K + j)];
+      for (int64_t p = 0; p < i; ++p) sum -= U[static_cast<size_t>(p * K + i)] * U[static_cast<size_t>(p * K + j)];
+      U[static_cast<size_t>(i * K + j)] = i == j ? std::sqrt(sum) : sum / U[static_cast<size_t>(i * K + i)];
+    }
+  }
+  return U;
 }
 
 }  // namespace gptq_test

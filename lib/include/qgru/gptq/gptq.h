@@ -67,6 +67,14 @@ struct GptqResult {
 GptqResult gptq_quantize(const std::vector<double>& W, int64_t N, int64_t K, std::vector<double> H,
                          const GptqOptions& options);
 
+// gptq_quantize's checks, shared with the CUDA path (qgru_cuda/gptq_device.h): options (bits, group size, block
+// size, damp), the weight's size and finiteness, the Hessian's size and finiteness. Each throws qgru::Error.
+void check_gptq_options(const GptqOptions& options);
+void check_gptq_weight(const std::vector<double>& W, int64_t N, int64_t K);
+void check_gptq_hessian(const std::vector<double>& H, int64_t K);
+// The error gptq_quantize throws after `tries` damping attempts, the last with `damp`.
+[[noreturn]] void throw_not_positive_definite(double damp, int tries);
+
 // Round-to-nearest with the same grid choices (bits, group size, sym), parameters from the original W per
 // group of consecutive columns: the baseline GPTQ is compared with.
 GptqResult rtn_quantize(const std::vector<double>& W, int64_t N, int64_t K, const GptqOptions& options);

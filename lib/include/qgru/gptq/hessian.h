@@ -15,6 +15,10 @@ namespace qgru::gptq {
 // [K, M]) without allocating anything. Throws qgru::Error naming `source` and the expected shape.
 void check_activations(const Tensor& activations, int64_t K, bool feature_major, const std::string& source);
 
+// The activation tensor as float32 values after check_activations and a finiteness check (the messages name
+// `source`): what add_tensor accumulates, and what a device accumulator (qgru_cuda/gptq_device.h) is given.
+std::vector<float> activation_values(const Tensor& activations, int64_t K, bool feature_major, const std::string& source);
+
 class HessianAccumulator {
  public:
   explicit HessianAccumulator(int64_t K);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,24 @@ struct LayerJob {
 // A manifest: a JSON list of {"tensor": NAME, "activations": [paths...]} or {"tensor": NAME, "hessian": path};
 // relative paths are relative to the manifest's folder.
 std::vector<LayerJob> read_manifest(const std::string& path);
+
+// Where a job's Hessians are accumulated and GPTQ runs, when not on the CPU: `qgru gptq --device cuda` fills it
+// from qgru_cuda_gptq (qgru_cuda/gptq_device.h), which this library does not link. The results are the CPU
+// path's algorithm on another device (docs/GPTQ.md, "On the GPU").
+struct JobDevice {
+  std::string name;  // "cuda": named in the log
+  // A Hessian accumulator for K features: add(values, M, feature_major) takes float32 activations as
+  // activation_values gives them ([M, K], or [K, M] when feature_major); finish() returns the symmetric H.
+  struct Hessian {
+    virtual ~Hessian() = default;
+    virtual void add(const std::vector<float>& values, int64_t M, bool feature_major) = 0;
+    virtual std::vector<double> finish() = 0;
+  };
+  std::function<std::unique_ptr<Hessian>(int64_t K)> hessian;
+  std::function<GptqResult(const std::vector<double>& W, int64_t N, int64_t K, const std::vector<double>& H,
+                           const GptqOptions& options)>
+      quantize;
+};
 
 struct JobOptions {
   std::string weights_path;
@@ -46,6 +65,8 @@ struct JobOptions {
   const SafetensorsFile* weights = nullptr;
   std::map<std::string, std::vector<std::pair<std::string, Tensor>>> activation_arrays;
   SafetensorsFile* checkpoint = nullptr;
+  // Unset (no quantize): the CPU. Errors, the round-to-nearest baseline and the checkpoint are on the CPU either way.
+  JobDevice device;
 };
 
 // Bytes of the K×K float64 matrices GPTQ holds at once for one layer of input size K (4 matrices, 5 with

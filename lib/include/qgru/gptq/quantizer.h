@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "qgru/gptq/row_block.h"
+
 namespace qgru::gptq {
 
 inline int64_t max_code(int bits) { return (int64_t{1} << bits) - 1; }
@@ -28,21 +30,10 @@ struct RowParams {
 RowParams find_params(const double* W, int64_t rows, int64_t ld, int64_t col_begin, int64_t col_end, int bits,
                       bool sym);
 
-// code = clamp(round(w / scale) + zero, 0, maxq).
-inline int32_t quantize_code(double w, double scale, double zero, int64_t maxq);
-inline double dequantize_code(int32_t code, double scale, double zero) { return scale * (code - zero); }
-
-}  // namespace qgru::gptq
-
-#include <cmath>
-
-namespace qgru::gptq {
-
+// code = clamp(round(w / scale) + zero, 0, maxq); the arithmetic of row_block.h, which the device shares.
 inline int32_t quantize_code(double w, double scale, double zero, int64_t maxq) {
-  double q = std::nearbyint(w / scale) + zero;
-  if (q < 0) q = 0;
-  if (q > static_cast<double>(maxq)) q = static_cast<double>(maxq);
-  return static_cast<int32_t>(q);
+  return grid_code(w, scale, zero, maxq);
 }
+inline double dequantize_code(int32_t code, double scale, double zero) { return grid_value(code, scale, zero); }
 
 }  // namespace qgru::gptq

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/gptq/gptq.h"
 #include "qgru/qgru_gptq.h"
 
 struct qgruHandle {
@@ -70,7 +71,23 @@ struct CheckpointLayer {
 CheckpointLayer capi_to_checkpoint(qgruDtype_t dtype, int64_t N, int64_t K, int64_t G, const int32_t* packed,
                                    const void* scale, const void* zero);
 
+// qgruQuantizeGPTQ's options from the descriptor (4 bits, group K / G or per row, damp, act-order with static
+// groups), the same for both devices.
+gptq::GptqOptions capi_gptq_options(const qgruQuantizeGPTQDescriptor& d);
+// Writes GPTQ's result as qgruQuantizeGPTQ's outputs into host memory with the given row strides (elements):
+// packed [N, K/8] (8 four-bit codes along K per word, lowest first), scale and zero [N, G] in d.dtype. Throws
+// qgru::Error if a column's group is not k / group_size (the [N, G] layout has no g_idx).
+void capi_write_gptq_result(const qgruQuantizeGPTQDescriptor& d, const gptq::GptqResult& result, void* packed,
+                            int64_t stride_packed, void* scale, int64_t stride_scale, void* zero, int64_t stride_zero);
+
 #ifdef QGRU_CAPI_WITH_CUDA
+// qgruQuantizeGPTQ on the GPU (qgru_cuda/gptq_device.h): a and b are read from the device (through the host:
+// b as GPTQ's float64 W, a uploaded again in chunks to the device Hessian), GPTQ runs on the device on
+// `stream`, the outputs are written to the device pointers; returns after synchronizing `stream`. Statuses as
+// cuda_linear; GPTQ's own failures (H not positive definite) propagate as qgru::Error.
+Outcome cuda_quantize(const qgruQuantizeGPTQDescriptor& d, void* packed_weights, void* b_scale, void* zero,
+                      const void* a, const void* b, void* stream);
+
 // Number of usable CUDA devices (SUCCESS), or DEVICE_UNAVAILABLE with the runtime's reason.
 Outcome cuda_device_count(int* count);
 

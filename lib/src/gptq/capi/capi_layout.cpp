@@ -1,9 +1,11 @@
 // The C API's [N, K/8] / [N, G] weights in the GPTQ checkpoint layout the GPU kernels read (capi_internal.h).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "capi_internal.h"
+#include "qgru/gptq/pack.h"
 #include "qgru/half.h"
 
 namespace qgru::capi {
@@ -20,7 +22,45 @@ uint16_t load_half_bits(qgruDtype_t dtype, const void* base, size_t index) {
   return qgru::float_to_half_bits(static_cast<const float*>(base)[index]);
 }
 
+void store(qgruDtype_t dtype, void* base, size_t index, float value) {
+  if (dtype == QGRU_DTYPE_F32) static_cast<float*>(base)[index] = value;
+  else static_cast<uint16_t*>(base)[index] = qgru::float_to_half_bits(value);
+}
+
 }  // namespace
+
+gptq::GptqOptions capi_gptq_options(const qgruQuantizeGPTQDescriptor& d) {
+  gptq::GptqOptions options;
+  options.bits = 4;
+  options.group_size = d.G == 1 ? -1 : d.K / d.G;
+  options.damp = d.damp;
+  options.act_order = d.act_order;
+  options.static_groups = d.act_order;  // groups stay [g·size, (g+1)·size): the [N, G] layout has no g_idx
+  return options;
+}
+
+void capi_write_gptq_result(const qgruQuantizeGPTQDescriptor& d, const gptq::GptqResult& result, void* packed,
+                            int64_t stride_packed, void* scale, int64_t stride_scale, void* zero, int64_t stride_zero) {
+  for (int64_t k = 0; k < d.K; ++k) {
+    if (result.g_idx[static_cast<size_t>(k)] != k / (d.K / d.G)) {
+      throw qgru::Error("column " + std::to_string(k) + " landed in group " +
+                        std::to_string(result.g_idx[static_cast<size_t>(k)]) + ", not k / group_size");
+    }
+  }
+  auto* words = static_cast<uint32_t*>(packed);
+  for (int64_t n = 0; n < d.N; ++n) {
+    uint32_t* row = words + n * stride_packed;
+    std::fill(row, row + d.K / 8, 0u);
+    for (int64_t k = 0; k < d.K; ++k) {
+      gptq::put_code(row, 1, k, 4, static_cast<uint32_t>(result.codes[static_cast<size_t>(n * d.K + k)]));
+    }
+    for (int64_t g = 0; g < d.G; ++g) {
+      const size_t src = static_cast<size_t>(g * d.N + n);
+      store(d.dtype, scale, static_cast<size_t>(n * stride_scale + g), static_cast<float>(result.scales[src]));
+      store(d.dtype, zero, static_cast<size_t>(n * stride_zero + g), static_cast<float>(result.zeros[src]));
+    }
+  }
+}
 
 CheckpointLayer capi_to_checkpoint(qgruDtype_t dtype, int64_t N, int64_t K, int64_t G, const int32_t* packed,
                                    const void* scale, const void* zero) {

@@ -333,17 +333,13 @@ qgruStatus_t qgruSetQuantizeGPTQDamping(qgruQuantizeGPTQDescriptor_t desc, doubl
 
 namespace {
 
-// Argument checks of a call, in this order, before any device is touched: desc, tensor pointers, whether
-// the operator runs on the descriptor's device, workspace size, workspace pointer.
+// Argument checks of a call, in this order, before any device is touched: desc, tensor pointers, workspace
+// size, workspace pointer. (Both operators run on both devices.)
 qgruStatus_t check_call(const char* fn, qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
-                        std::initializer_list<const void*> pointers, bool runs_on_cuda) {
+                        std::initializer_list<const void*> pointers) {
   if (!desc) return fail(QGRU_STATUS_NULL_POINTER, std::string(fn) + ": desc is NULL");
   for (const void* p : pointers) {
     if (!p) return fail(QGRU_STATUS_NULL_POINTER, std::string(fn) + ": a tensor pointer is NULL");
-  }
-  if (desc->device == QGRU_DEVICE_CUDA && !runs_on_cuda) {
-    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED,
-                std::string(fn) + ": runs on the CPU only; create its descriptor on a CPU handle");
   }
   const size_t need = workspace_bytes(*desc);
   if (workspace_size < need) {
@@ -358,10 +354,21 @@ qgruStatus_t check_call(const char* fn, qgruQuantizeGPTQDescriptor_t desc, void*
 
 qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace, size_t workspace_size,
                               void* packed_weights, void* b_scale, void* zero, const void* a, const void* b,
-                              void* /*stream*/) {
+                              void* stream) {
   const qgruStatus_t status =
-      check_call("qgruQuantizeGPTQ", desc, workspace, workspace_size, {packed_weights, b_scale, zero, a, b}, false);
+      check_call("qgruQuantizeGPTQ", desc, workspace, workspace_size, {packed_weights, b_scale, zero, a, b});
   if (status != QGRU_STATUS_SUCCESS) return status;
+  if (desc->device == QGRU_DEVICE_CUDA) {
+#ifdef QGRU_CAPI_WITH_CUDA
+    return guarded("qgruQuantizeGPTQ", [&] {
+      return answer("qgruQuantizeGPTQ", qgru::capi::cuda_quantize(*desc, packed_weights, b_scale, zero, a, b, stream));
+    });
+#else
+    // Unreachable: without CUDA no CUDA descriptor can be created. Kept as an answer, not a crash.
+    return fail(QGRU_STATUS_DEVICE_TYPE_NOT_SUPPORTED, std::string("qgruQuantizeGPTQ: ") + kNoCudaBuilt);
+#endif
+  }
+  (void)stream;  // the CPU ignores streams
   return guarded("qgruQuantizeGPTQ", [&] {
     const auto& d = *desc;
     Carver carve(workspace);
@@ -372,32 +379,9 @@ qgruStatus_t qgruQuantizeGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* workspace
     hessian.add_feature_major(A, d.M);
     std::vector<double> W(static_cast<size_t>(d.N * d.K));
     for (int64_t i = 0; i < d.N * d.K; ++i) W[static_cast<size_t>(i)] = load(d.dtype, b, i);
-    qgru::gptq::GptqOptions options;
-    options.bits = 4;
-    options.group_size = d.G == 1 ? -1 : d.K / d.G;
-    options.damp = d.damp;
-    options.act_order = d.act_order;
-    options.static_groups = d.act_order;  // groups stay [g·size, (g+1)·size): the [N, G] layout has no g_idx
-    const auto result = qgru::gptq::gptq_quantize(W, d.N, d.K, hessian.hessian(), options);
-    for (int64_t k = 0; k < d.K; ++k) {
-      if (result.g_idx[static_cast<size_t>(k)] != k / (d.K / d.G)) {
-        throw qgru::Error("column " + std::to_string(k) + " landed in group " +
-                          std::to_string(result.g_idx[static_cast<size_t>(k)]) + ", not k / group_size");
-      }
-    }
-    auto* words = static_cast<uint32_t*>(packed_weights);
-    for (int64_t n = 0; n < d.N; ++n) {
-      uint32_t* row = words + n * d.stride_packed;
-      std::fill(row, row + d.K / 8, 0u);
-      for (int64_t k = 0; k < d.K; ++k) {
-        qgru::gptq::put_code(row, 1, k, 4, static_cast<uint32_t>(result.codes[static_cast<size_t>(n * d.K + k)]));
-      }
-      for (int64_t g = 0; g < d.G; ++g) {
-        const size_t src = static_cast<size_t>(g * d.N + n);
-        store(d.dtype, b_scale, n * d.stride_scale + g, static_cast<float>(result.scales[src]));
-        store(d.dtype, zero, n * d.stride_zero + g, static_cast<float>(result.zeros[src]));
-      }
-    }
+    const auto result = qgru::gptq::gptq_quantize(W, d.N, d.K, hessian.hessian(), qgru::capi::capi_gptq_options(d));
+    qgru::capi::capi_write_gptq_result(d, result, packed_weights, d.stride_packed, b_scale, d.stride_scale, zero,
+                                       d.stride_zero);
     return ok();
   });
 }
@@ -410,8 +394,8 @@ qgruStatus_t qgruQuantizeLinearGPTQ(qgruQuantizeGPTQDescriptor_t desc, void* wor
                         (packed_weights == nullptr || packed_weights == desc->resident_packed) &&
                         (b_scale == nullptr || b_scale == desc->resident_scale) && (zero == nullptr || zero == desc->resident_zero);
   const qgruStatus_t status =
-      resident ? check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a}, true)
-               : check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero}, true);
+      resident ? check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a})
+               : check_call("qgruQuantizeLinearGPTQ", desc, workspace, workspace_size, {c, a, packed_weights, b_scale, zero});
   if (status != QGRU_STATUS_SUCCESS) return status;
   if (desc->device == QGRU_DEVICE_CUDA) {
 #ifdef QGRU_CAPI_WITH_CUDA

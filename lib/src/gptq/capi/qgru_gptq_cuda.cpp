@@ -28,6 +28,7 @@
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
+#include "qgru_cuda/gptq_device.h"
 #include "qgru_cuda/layout_convert.h"
 #include "qgru_cuda/quant_linear.h"
 #include "qgru_cuda/status.h"
@@ -67,6 +68,24 @@ std::vector<unsigned char> download_rows(const void* device, int64_t rows, int64
   QGRU_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), row_bytes, device, static_cast<size_t>(stride) * esize, row_bytes,
                                     static_cast<size_t>(rows), cudaMemcpyDeviceToHost, stream));
   return host;
+}
+
+// A packed host buffer of rows × cols elements copied into the device tensor with row stride `stride` (elements).
+void upload_rows(void* device, const std::vector<unsigned char>& host, int64_t rows, int64_t cols, int64_t stride,
+                 size_t esize, cudaStream_t stream) {
+  const size_t row_bytes = static_cast<size_t>(cols) * esize;
+  cuda::count_host_transfer();
+  QGRU_CUDA_CHECK(cudaMemcpy2DAsync(device, static_cast<size_t>(stride) * esize, host.data(), row_bytes, row_bytes,
+                                    static_cast<size_t>(rows), cudaMemcpyHostToDevice, stream));
+}
+
+float load_float(qgruDtype_t dtype, const std::vector<unsigned char>& bytes, size_t index) {
+  if (dtype == QGRU_DTYPE_F32) {
+    float value = 0.0f;
+    std::memcpy(&value, bytes.data() + 4 * index, 4);
+    return value;
+  }
+  return qgru::half_bits_to_float(load_half(dtype, bytes, index));
 }
 
 // Makes device_id current for the call and gives the caller's current device back afterwards.
@@ -281,6 +300,34 @@ Outcome cuda_linear_resident(const qgruQuantizeGPTQDescriptor& d, void* workspac
     void* c_rows = c_direct ? c : c_stage;
     d.resident->layer.run(a_rows, M, c_rows, layer_workspace, stream);
     if (!c_direct) cuda::transpose_convert(c_stage, false, N, c, f32, d.stride_c, M, N, stream);  // C [M, N] -> c [N, M]
+  });
+}
+
+Outcome cuda_quantize(const qgruQuantizeGPTQDescriptor& d, void* packed_weights, void* b_scale, void* zero,
+                      const void* a, const void* b, void* stream_handle) {
+  return on_device(d.device_id, [&] {
+    const auto stream = static_cast<cudaStream_t>(stream_handle);
+    const int64_t N = d.N, K = d.K, M = d.M, G = d.G, words = K / 8;
+    const size_t esize = element_bytes(d.dtype);
+    const std::vector<unsigned char> a_host = download_rows(a, K, M, d.stride_a, esize, stream);
+    const std::vector<unsigned char> b_host = download_rows(b, N, K, K, esize, stream);  // b is contiguous
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> A(static_cast<size_t>(K * M));  // [K, M] as the CPU path reads it
+    for (size_t i = 0; i < A.size(); ++i) A[i] = load_float(d.dtype, a_host, i);
+    std::vector<double> W(static_cast<size_t>(N * K));
+    for (size_t i = 0; i < W.size(); ++i) W[i] = load_float(d.dtype, b_host, i);
+    cuda::DeviceHessian hessian(K, stream);
+    hessian.add_feature_major(A.data(), M);
+    cuda::DeviceGptqOutput out =
+        cuda::gptq_quantize_device(W, N, K, hessian.device_hessian(), capi_gptq_options(d), {}, stream);
+    // The outputs in the C API's layout on the host (rows unpadded), then to the caller's padded rows.
+    std::vector<unsigned char> packed_host(static_cast<size_t>(N * words) * 4), scale_host(static_cast<size_t>(N * G) * esize),
+        zero_host(scale_host.size());
+    capi_write_gptq_result(d, out.result, packed_host.data(), words, scale_host.data(), G, zero_host.data(), G);
+    upload_rows(packed_weights, packed_host, N, words, d.stride_packed, 4, stream);
+    upload_rows(b_scale, scale_host, N, G, d.stride_scale, esize, stream);
+    upload_rows(zero, zero_host, N, G, d.stride_zero, esize, stream);
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
 }
 
