@@ -225,6 +225,58 @@ void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tab
                       const int64_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                       uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
 
+// cell_rows_avx512_multiplier: cell_rows_avx512 for a multiplier-scale cell (docs/FIXED_POINT.md §1a): every rescale
+// multiply_rshift_round(v, m, s) = rshift_round(v·m, s), v·m by vpmullq (the exact int64 product: the artifact's
+// overflow proof bounds |v|·m by 2^62 for every rescale, which is also rshift_round_v's input contract), the
+// per-channel multipliers of B-1 / B-2 read beside their shifts. Otherwise the same lanes and operations.
+//
+// reset_hidden_avx512(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, q_reset_hidden), and its
+// _multiplier form: C-2 and C-2a of the linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) for j in [j0, j1):
+//   q_reset_hidden[j] = gru_cell_reset_hidden_gates(p, requantize_gemm_x(p, H + j, gx[H + j] + offset_x[H + j]),
+//                                                   requantize_gemm_h(p, H + j, gh[H + j] + offset_h[H + j]), h_old[j])
+// p: the cell's own view (its real reset gate, a Table; byte_tables prepared from it); gx, gh: the row's raw B-1
+// and B-2 sums [3H] (only the reset channels are read); q_reset_hidden: int16 codes in h's space (the operand of
+// the step's second GEMM). Eight int64 lanes, cell_rows_avx512's operations for the reset channel, then
+// (r - zp_r)·(h - zp_h) by vpmullq (|.| < 2^32 for code ranges of at most 16 bits) rescaled into h's space and
+// saturated into its code range.
+// A sigmoid gate's input (compute_sigmoid_gate_input, C-1 / C-2) as the int64 kernels of both levels read it: the
+// two rescales (multiplier, read only in a multiplier-scale cell, and shift) into the gate input's space, and its codes.
+struct SigmoidGateRescales {
+  int32_t multiplier_ih, shift_ih, multiplier_hh, shift_hh;
+  CodeSpace input;
+};
+inline SigmoidGateRescales update_gate_rescales(const GruCellParamsView& p) {
+  return {p.multiplier_weight_ih_linear_to_update_gate_input, p.shift_weight_ih_linear_to_update_gate_input,
+          p.multiplier_weight_hh_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input};
+}
+inline SigmoidGateRescales reset_gate_rescales(const GruCellParamsView& p) {
+  return {p.multiplier_weight_ih_linear_to_reset_gate_input, p.shift_weight_ih_linear_to_reset_gate_input,
+          p.multiplier_weight_hh_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input};
+}
+#define QGRU_FAST_DECLARE_I64_KERNELS(GX, GH)                                                                              \
+  void cell_rows_avx512_multiplier(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x,  \
+                                   const int64_t* offset_h, const GX* gx, const GH* gh, const int16_t* h_old, int j0,      \
+                                   int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);             \
+  void reset_hidden_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x,          \
+                           const int64_t* offset_h, const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,      \
+                           int16_t* q_reset_hidden);                                                                       \
+  void reset_hidden_avx512_multiplier(const GruCellParamsView& p, const CellByteTables& byte_tables,                       \
+                                      const int64_t* offset_x, const int64_t* offset_h, const GX* gx, const GH* gh,        \
+                                      const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);                      \
+  void cell_rows_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx, \
+                                 const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,   \
+                                 int32_t h_bias, int32_t* dst);                                                            \
+  void reset_hidden_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx,        \
+                         const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);                     \
+  void reset_hidden_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,           \
+                                    const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,                      \
+                                    int16_t* q_reset_hidden);
+QGRU_FAST_DECLARE_I64_KERNELS(int32_t, int32_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int32_t, int64_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int64_t, int32_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int64_t, int64_t)
+#undef QGRU_FAST_DECLARE_I64_KERNELS
+
 // True when the AVX2 kernels were compiled in (x86-64 with GCC or Clang).
 bool avx2_kernels_built();
 
@@ -324,8 +376,14 @@ void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_
 // rshift_round operand within 2^62 by the artifact's overflow proof), tables by gathers from p's int32 tables.
 // AVX2 has no 64-bit multiply: the three products use vpmuldq, exact when both factors lie within int32, which
 // cell_avx2_i64_applies proves per cell from the code ranges (|r - zp_r|, |hh - zp_hh|, |u - zp_u|, |h - zp_h|,
-// |1 - u| and |n aligned to h|), together with every activation being a table and every shift in -62..62.
+// |1 - u| and |n aligned to h|), together with every activation being a table and every shift in -62..62; in a
+// multiplier-scale cell (cell_rows_avx2_multiplier) also every multiplier positive: a value times a multiplier is
+// two 32-bit multiplies (vpmuludq of the low half, vpmuldq of the high half, joined in wrapping 64-bit arithmetic:
+// exact because the overflow proof bounds |v|·m by 2^62).
 bool cell_avx2_i64_applies(const GruCellParamsView& p);
+// reset_hidden_avx2 / _multiplier (reset_hidden_avx512's contract on four int64 lanes) apply: the reset gate a table,
+// its shifts and those of B-1 / B-2 in -62..62, multipliers positive, |r - zp_r| and |h - zp_h| within int32.
+bool reset_hidden_avx2_applies(const GruCellParamsView& p);
 void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int32_t* gx,
                     const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
                     int32_t h_bias, int32_t* dst);
