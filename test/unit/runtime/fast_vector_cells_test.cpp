@@ -63,7 +63,7 @@ TEST_CASE("multiplier-scale cells and the linear_before_reset = 0 cell's C-2 / C
         CAPTURE(preset);
         CAPTURE(multiplier_scales);
         CAPTURE(linear_before_reset);
-        const test::CalibratedCase c = test::calibrated_case(/*C=*/6, /*H=*/9, /*L=*/2, /*D=*/2, /*T=*/3, /*N=*/2,
+        const test::CalibratedCase c = test::calibrated_case(/*C=*/6, /*H=*/9, /*L=*/1, /*D=*/1, /*T=*/3, /*N=*/2,
                                                              scales_config(preset, multiplier_scales), 71u, {},
                                                              linear_before_reset);
         REQUIRE(c.quantized.cells.front().multiplier_scales == multiplier_scales);
@@ -100,7 +100,7 @@ TEST_CASE("the vector kernels of multiplier-scale and linear_before_reset = 0 ce
       for (bool linear_before_reset : {true, false}) {
         if (!multiplier_scales && linear_before_reset) continue;  // the power-of-two cell: fast_executor_test
         for (const Shape& s : shapes) {
-          if (preset != "int8" && s.H > 13) continue;  // 16-bit activations (tabulated pwl gates): keep the case cheap
+          if (preset != "int8" && s.H > 7) continue;  // 16-bit activations (tabulated pwl gates): keep the case cheap
           CAPTURE(preset);
           CAPTURE(multiplier_scales);
           CAPTURE(linear_before_reset);
