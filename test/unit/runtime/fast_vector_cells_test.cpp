@@ -1,6 +1,6 @@
 // The fast executor's vector kernels for the cells beside the power-of-two linear_before_reset = 1 one (fast_kernels.h:
-// cell_rows_avx512_multiplier, cell_rows_avx2_multiplier, reset_hidden_avx512, reset_hidden_avx2 and their
-// multiplier forms): the plan chooses them on both levels (a silent fall back to the element-by-element kernel fails
+// cell_rows_avx512_multiplier, cell_rows_avx2_multiplier, reset_hidden_avx512, reset_hidden_avx2, their multiplier
+// forms, and reset_hidden_avx512_i32, reset_hidden_avx2_i32 beside the int32 cell): the plan chooses them on both levels (a silent fall back to the element-by-element kernel fails
 // here), and their codes equal the reference executor's on every preset, both scale kinds, both levels, odd H, two
 // layers, both directions, typical and edge codes, h0 and sequence lengths.
 #include <doctest/doctest.h>
@@ -79,8 +79,9 @@ TEST_CASE("multiplier-scale cells and the linear_before_reset = 0 cell's C-2 / C
             CHECK(name != "element");
             if (multiplier_scales) CHECK(name == level_prefix(isa) + " int64 multiplier");
             CHECK((pc.kernels.reset_hidden != nullptr) == !linear_before_reset);
-            if (!linear_before_reset) {
-              CHECK(reset_hidden == level_prefix(isa) + (multiplier_scales ? " int64 multiplier" : " int64"));
+            if (!linear_before_reset) {  // int32 lanes with the int32 cell (the int8 preset), else int64 lanes
+              const char* lanes = multiplier_scales ? " int64 multiplier" : preset == "int8" ? " int32" : " int64";
+              CHECK(reset_hidden == level_prefix(isa) + lanes);
             }
           }
         }

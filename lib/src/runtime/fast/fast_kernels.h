@@ -132,8 +132,8 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
 //   of the kernel (one per time step) reads each where it is used instead of broadcasting ~40 of them first
 //   (a fifth of a step's instructions at H = 64).
 struct alignas(64) Cell32Lanes {
-  // The eight uniform shifts of C-1 .. C-4, in this order.
-  enum Shift { IhZ, HhZ, IhR, HhR, IhN, RhN, NToH, U, kShifts };
+  // The eight uniform shifts of C-1 .. C-4, in this order, then C-2a's (the linear_before_reset = 0 cell's r ⊙ h).
+  enum Shift { IhZ, HhZ, IhR, HhR, IhN, RhN, NToH, U, RhH, kShifts };
   int32_t ih_lo[16], ih_hi[16], hh_lo[16], hh_hi[16];   // linear code - zp ranges (ih: weight_ih_linear)
   int32_t gate_lo[3][16], gate_hi[3][16], gate_add[3][16];  // z, r, n
   int32_t h_zp[16], h_min[16], h_max[16];
@@ -180,6 +180,18 @@ struct FloatCopy {
   float scale = 0.0f;
   int32_t zp = 0;
 };
+// C-2 and C-2a of the linear_before_reset = 0 cell on int32 lanes (reset_hidden_avx512's contract; sixteen lanes here,
+// eight in reset_hidden_avx2_i32): p the cell's own view (its reset gate a table; byte_tables prepared from it), plan
+// the int32 plan of the cell's product-form view (cell_fits_int32 held for it: C-2's operations and bounds are the
+// reset gate's in both views, which differ only in that gate's table), gx, gh int32 sums. The reset gate as
+// cell_rows_avx512_i32 computes it, then (r - zp_r)·(h - zp_h) by vpmulld (|.| <= |r - zp_r|max·|h - zp_h|max <= 2^30
+// by reset_hidden_fits_int32, so exact), rshift_round by the plan's RhH shift (the bounds of rshift_round_u32: the
+// shifted value plus zp_h within 2^30, proved there too), plus zp_h, clamped into h's codes.
+bool reset_hidden_fits_int32(const GruCellParamsView& p);
+void reset_hidden_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                             const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);
+void reset_hidden_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                           const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);
 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                           const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                           uint8_t* h_new_u8, int32_t h_bias, int32_t* dst, const FloatCopy& y = FloatCopy{});

@@ -306,6 +306,18 @@ void reset_hidden_element(const PackedCell& pc, const void* gx_, const void* gh_
     q_reset_hidden[j] = static_cast<int16_t>(gru_cell_reset_hidden_gates(view, q_ih_r, q_hh_r, hc[j]));  // h's codes fit int16
   }
 }
+// On int32 lanes (the cell's int32 plan; both sides' sums int32).
+template <bool Avx512>
+void reset_hidden_i32_row(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
+                          int16_t* q_reset_hidden) {
+  const int32_t* gx32 = static_cast<const int32_t*>(gx);
+  const int32_t* gh32 = static_cast<const int32_t*>(gh);
+  if constexpr (Avx512) {
+    reset_hidden_avx512_i32(pc.reset_view, pc.reset_byte_tables, pc.plan32, gx32, gh32, hc, j0, j1, q_reset_hidden);
+  } else {
+    reset_hidden_avx2_i32(pc.reset_view, pc.plan32, gx32, gh32, hc, j0, j1, q_reset_hidden);
+  }
+}
 template <bool Mult, class GX, class GH>
 void reset_hidden_avx2_row(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
                            int16_t* q_reset_hidden) {
@@ -460,12 +472,16 @@ void prepare_cell(const GruCellQuantParams& params, FastIsa isa, PackedCell& pc)
   } else {
     k = {"element", for_types<ElementKernel>(gx32, gh32)};
   }
-  // The linear_before_reset = 0 cell's C-2 / C-2a (reset_before_step) on the cell's own view: its reset gate a table
-  // (the avx512-vnni level; the avx2 level with reset_hidden_avx2_applies), else element by element.
+  // The linear_before_reset = 0 cell's C-2 / C-2a (reset_before_step) on the cell's own view: on int32 lanes with the
+  // int32 cell (its plan, reset_hidden_fits_int32); else on int64 lanes where the reset gate is a table (the
+  // avx512-vnni level; the avx2 level with reset_hidden_avx2_applies); else element by element.
   const GruCellParamsView& rv = pc.reset_view;
   if (!rv.reset_before_linear) return;
-  if (isa == FastIsa::Avx512Vnni && rv.reset_gate.impl == ActivationImpl::Table) {
-    prepare_byte_tables(rv, &pc.reset_byte_tables);
+  if (isa == FastIsa::Avx512Vnni && rv.reset_gate.impl == ActivationImpl::Table) prepare_byte_tables(rv, &pc.reset_byte_tables);
+  if (cell32 && rv.reset_gate.impl == ActivationImpl::Table && reset_hidden_fits_int32(rv)) {
+    k.reset_hidden_name = avx2 ? "avx2 int32" : "avx512 int32";
+    k.reset_hidden = avx2 ? reset_hidden_i32_row<false> : reset_hidden_i32_row<true>;
+  } else if (isa == FastIsa::Avx512Vnni && rv.reset_gate.impl == ActivationImpl::Table) {
     k.reset_hidden_name = multiplier ? "avx512 int64 multiplier" : "avx512 int64";
     k.reset_hidden = multiplier ? for_types<ResetHiddenAvx512<true>::Kernel>(gx32, gh32)
                                 : for_types<ResetHiddenAvx512<false>::Kernel>(gx32, gh32);
