@@ -66,11 +66,12 @@
 //
 // The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast/reset_before_loop.cpp,
 // run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a of
-// every unit on the level's int64 lanes (fast::reset_hidden_avx512, fast::reset_hidden_avx2; element by element
-// where they do not apply) into q_reset_hidden, codes in h's space, so R's packing and proof serve the second GEMM
-// R_n (r ⊙ h) unchanged; then the level's cell kernel on the cell's view rewritten in the other cell's C-3 form
-// (ResetBeforeForm: a reset gate of code zp_r + 1 everywhere and the sum's shift give the product form the sum's
-// codes exactly); batch rows split over the threads, no unit split.
+// every unit on the level's vector lanes (int32 beside the int32 cell, fast::reset_hidden_avx512_i32 and _avx2_i32;
+// else int64, fast::reset_hidden_avx512 and _avx2; element by element where none applies) into q_reset_hidden,
+// codes in h's space, so R's packing and proof serve the second GEMM R_n (r ⊙ h) unchanged; then the level's cell
+// kernel on the cell's view rewritten in the other cell's C-3 form (ResetBeforeForm: a reset gate of code zp_r + 1
+// everywhere and the sum's shift give the product form the sum's codes exactly); batch rows split over the threads,
+// no unit split.
 //
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
 // e.g. the int16 preset with 16-bit weights; an observer is attached), the reference executor runs.
