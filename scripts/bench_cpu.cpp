@@ -10,6 +10,10 @@
 //                                          6 = fast int8 with B-1 pipelined beside a one-thread recurrence
 //                                          (min_pipelined_b1_macs = 0, never split over units; N = 1,
 //                                          two threads). N = 1 at H in {128, 192, 384, 512}: paths 1, 4, 6.
+//                                          7 = fast int8 with multiplier scales ("scales": "multiplier" on every
+//                                          tensor, docs/FIXED_POINT.md §1a), 8 = the same at the avx2 level,
+//                                          9 = fast int8 with the linear_before_reset = 0 cell (§3a), 10 = the
+//                                          same at the avx2 level (one thread, H in {64, 256}).
 //   BM_madd_peak                            the machine's int16 multiply-add rate with _mm256_madd_epi16
 //                                          (register-only, 10 independent chains): MACs/s in items_per_second.
 //   BM_vnni_peak                            the same for AVX-512 VNNI vpdpbusd (u8 x s8, 64 MACs per
@@ -29,6 +33,7 @@
 // the same input, as the unit tests do.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -53,9 +58,14 @@ struct Case {
   qgru::test::CalibratedCase c;
 };
 
-std::unique_ptr<Case> make_case(int H, int T, int N, const char* preset) {
+std::unique_ptr<Case> make_case(int H, int T, int N, const char* preset, bool multiplier_scales = false,
+                                bool linear_before_reset = true) {
   auto k = std::make_unique<Case>();
-  k->c = qgru::test::calibrated_case(H, H, 1, 1, T, N, qgru::load_bitwidth_config(preset), 1234u);
+  qgru::BitwidthConfig config = qgru::load_bitwidth_config(preset);
+  if (multiplier_scales) {
+    for (qgru::TensorBitwidth& t : config.tensors) t.multiplier_scale = true;
+  }
+  k->c = qgru::test::calibrated_case(H, H, 1, 1, T, N, config, 1234u, {}, linear_before_reset);
   return k;
 }
 
@@ -73,10 +83,11 @@ void BM_gru(benchmark::State& state) {
   const int T = static_cast<int>(state.range(2));
   const int N = static_cast<int>(state.range(3));
   const int threads = static_cast<int>(state.range(4));
-  auto k = make_case(H, T, N, path == 2 ? "int16-activations" : "int8");
+  auto k = make_case(H, T, N, path == 2 ? "int16-activations" : "int8", path == 7 || path == 8, path != 9 && path != 10);
   const auto& c = k->c;
   qgru::FastExecutorOptions options;
   options.threads = threads;
+  if (path == 8 || path == 10) options.isa = qgru::FastIsa::Avx2;
   if (path == 4) {
     options.min_units_per_thread = 1;
     options.adaptive_split = false;
@@ -380,6 +391,12 @@ void shapes(benchmark::internal::Benchmark* b) {
   for (int H : {128, 192, 384, 512}) {
     b->Args({1, H, 100, 1, 1});
     for (int path : {1, 4, 6}) b->Args({path, H, 100, 1, 2});
+  }
+  // The cells beside the power-of-two linear_before_reset = 1 one: multiplier scales, linear_before_reset = 0
+  for (int path : {7, 8, 9, 10}) {
+    for (const auto& s : {std::array<int, 3>{64, 100, 1}, std::array<int, 3>{256, 100, 1}, std::array<int, 3>{256, 100, 64}}) {
+      b->Args({path, s[0], s[1], s[2], 1});
+    }
   }
 }
 BENCHMARK(BM_gru)->Apply(shapes)->ArgNames({"path", "H", "T", "N", "threads"})->MeasureProcessCPUTime()->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -46,15 +46,17 @@
 //                16 channels, at batch 1 the GEMV gemv_avx2_packed_s8). Cells the int32 proof covers run the
 //                cell step on eight int32 lanes (fast::cell_rows_avx2_i32, tables by gathers, rshift_round in
 //                its floor form where every shift lies in [1, 30]), others (16-bit activations) on four int64 lanes (fast::cell_rows_avx2, products by
-//                vpmuldq where fast::cell_avx2_i64_applies proves every factor within int32), the rest element
-//                by element (the QGRU_HD functions); other weights go through the madd GEMMs above.
+//                vpmuldq where fast::cell_avx2_i64_applies proves every factor within int32; multiplier-scale
+//                cells too, each rescale's 64-bit product by two 32-bit multiplies), the rest element by element
+//                (the QGRU_HD functions); other weights go through the madd GEMMs above.
 //   avx512-vnni: (AVX512F/BW/DQ/VL/VBMI + AVX512-VNNI: Ice Lake, Sapphire Rapids, Zen 4) GEMMs whose
 //                operands are 8-bit (x or h codes in [-128, 127] or [0, 255], int8 weights, K <= 65536) by
 //                vpdpbusd: u8 x s8 with the activation codes shifted into u8 by a_bias and a_bias·Σ_k W[c, k]
 //                subtracted once per output (exact in int32); weights prepacked at load in groups of 64
 //                rows x 4 k. The cell step a row at a time with the same integer operations as
 //                gru_cell_element: on sixteen int32 lanes when a per-cell proof (fast::cell_fits_int32)
-//                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes. Contracts
+//                bounds every intermediate by 2^30 (the int8 preset), else on eight int64 lanes (multiplier-scale
+//                cells there too: each rescale's 64-bit product by vpmullq, then the rounding shift). Contracts
 //                and proofs in lib/src/runtime/fast/fast_kernels.h. 16-bit activation codes against int8
 //                weights (the int16-activations preset) go through the same instruction as two u8 planes,
 //                low byte and high byte + 128, each weight vector read once for both (gemm_vnni_s16s8: the
@@ -63,11 +65,13 @@
 //   Forcing a level the CPU lacks runs the reference (support().reason says so).
 //
 // The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) runs a time loop of its own (fast/reset_before_loop.cpp,
-// run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a per
-// unit element by element (q_reset_hidden, codes in h's space, so R's packing and proof serve the second GEMM
-// R_n (r ⊙ h) unchanged), then the level's cell kernel on the cell's view rewritten in the other cell's C-3 form
-// (ResetBeforeForm: a reset gate of code zp_r + 1 everywhere and the sum's shift give the product form the sum's
-// codes exactly); batch rows split over the threads, no unit split.
+// run_cell_fast_reset_before; the stepper runs its step): per step B-1, B-2 on R's z and r rows, C-2 and C-2a of
+// every unit on the level's vector lanes (int32 beside the int32 cell, fast::reset_hidden_avx512_i32 and _avx2_i32;
+// else int64, fast::reset_hidden_avx512 and _avx2; element by element where none applies) into q_reset_hidden,
+// codes in h's space, so R's packing and proof serve the second GEMM R_n (r ⊙ h) unchanged; then the level's cell
+// kernel on the cell's view rewritten in the other cell's C-3 form (ResetBeforeForm: a reset gate of code zp_r + 1
+// everywhere and the sum's shift give the product form the sum's codes exactly); batch rows split over the threads,
+// no unit split.
 //
 // When the fast path does not apply (no AVX2; operands outside int16 or a madd pair that could overflow,
 // e.g. the int16 preset with 16-bit weights; an observer is attached), the reference executor runs.

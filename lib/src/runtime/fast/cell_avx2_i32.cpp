@@ -127,6 +127,14 @@ QGRU_AVX2 inline __m256i cell_block32(const Cell32Lanes& L, const int32_t* t_z, 
       lanes8(L.h_max));
 }
 
+// The int16 codes of [j, j + count) as int32 lanes: all eight, or the first `count` (the other lanes 0).
+QGRU_AVX2 inline __m256i load_h8(const int16_t* h, const Lanes& k, int count) {
+  if (k.full) return _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  alignas(16) int16_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::memcpy(part, h, static_cast<size_t>(count) * sizeof(int16_t));
+  return _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
+}
+
 // XTerms: gx holds x_terms_avx2_i32's output instead of the raw B-1 accumulators. FloorX, FloorH: the plan's
 // floor_x, floor_h (the rounding form of the two linears).
 template <bool XTerms, bool FloorX, bool FloorH>
@@ -149,16 +157,8 @@ QGRU_AVX2 void cell_impl32(const GruCellParamsView& p, const Cell32Plan& plan, c
       hh_diff[g] = linear_diff32<FloorH>(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c, plan.left_h.data() + c,
                                  plan.half_h.data() + c, k, lanes8(L.hh_lo), lanes8(L.hh_hi));
     }
-    __m128i h_old16;
-    if (k.full) {
-      h_old16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h_old + j));
-    } else {
-      alignas(16) int16_t part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::memcpy(part, h_old + j, static_cast<size_t>(count) * sizeof(int16_t));
-      h_old16 = _mm_load_si128(reinterpret_cast<const __m128i*>(part));
-    }
     const __m256i q_h_new = cell_block32(L, p.update_gate.table, p.reset_gate.table, p.new_gate.table, x_term, hh_diff,
-                                         _mm256_cvtepi16_epi32(h_old16));
+                                         load_h8(h_old + j, k, count));
     // h's codes lie in int16 (and, with the u8 copy, codes + h_bias in [0, 255]): the saturating packs are exact
     const __m128i h16 = _mm_packs_epi32(_mm256_castsi256_si128(q_h_new), _mm256_extracti128_si256(q_h_new, 1));
     const __m128i hu8 = _mm_packus_epi16(_mm_add_epi16(h16, _mm_set1_epi16(static_cast<int16_t>(h_bias))), _mm_setzero_si128());
@@ -192,6 +192,40 @@ QGRU_AVX2 void cell_dispatch32(const GruCellParamsView& p, const Cell32Plan& pla
     cell_impl32<XTerms, false, true>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
   } else {
     cell_impl32<XTerms, false, false>(p, plan, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);
+  }
+}
+
+// C-2 / C-2a of the linear_before_reset = 0 cell on eight int32 lanes (reset_hidden_avx512_i32's operations; contract
+// and bounds in fast_kernels.h). FloorX, FloorH: the plan's rounding forms of the two linears.
+template <bool FloorX, bool FloorH>
+QGRU_AVX2 void reset_hidden_impl32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                                   const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden) {
+  const int H = p.hidden_size;
+  const Cell32Lanes& L = plan.lanes;
+  for (int j = j0; j < j1; j += 8) {
+    const int count = std::min(8, j1 - j);
+    const Lanes k = lanes_for(count);
+    const size_t c = static_cast<size_t>(H) + j;  // the reset channel
+    const __m256i hh_diff = linear_diff32<FloorH>(gh + c, plan.offset_h.data() + c, plan.right_h.data() + c,
+                                                  plan.left_h.data() + c, plan.half_h.data() + c, k, lanes8(L.hh_lo), lanes8(L.hh_hi));
+    // C-2: the two shifted terms (|sum| + |zp| <= 2^30, cell_fits_int32), saturated and clamped into the table at once
+    const __m256i r_sum = _mm256_add_epi32(x_term32<FloorX>(plan, gx + c, c, k, 1), rshift_round_u32(hh_diff, L, Cell32Lanes::HhR));
+    const __m256i q_reset_gate_output = gate_output32(r_sum, L, 1, p.reset_gate.table);
+    // C-2a: |(r - zp_r)·(h - zp_h)| <= 2^30 (reset_hidden_fits_int32), exact in vpmulld
+    const __m256i product = _mm256_mullo_epi32(_mm256_sub_epi32(q_reset_gate_output, lanes8(L.zp_reset_gate_output)),
+                                               _mm256_sub_epi32(load_h8(h_old + j, k, count), lanes8(L.h_zp)));  // S_r·S_h
+    const __m256i q = _mm256_min_epi32(
+        _mm256_max_epi32(_mm256_add_epi32(rshift_round_u32(product, L, Cell32Lanes::RhH), lanes8(L.h_zp)), lanes8(L.h_min)),
+        lanes8(L.h_max));  // S_h
+    // h's codes lie in int16: the saturating pack is exact
+    const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    if (k.full) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q_reset_hidden + j), q16);
+    } else {
+      alignas(16) int16_t part16[8];
+      _mm_store_si128(reinterpret_cast<__m128i*>(part16), q16);
+      std::memcpy(q_reset_hidden + j, part16, static_cast<size_t>(count) * sizeof(int16_t));
+    }
   }
 }
 
@@ -239,7 +273,25 @@ QGRU_AVX2 void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& pl
   }
 }
 
+QGRU_AVX2 void reset_hidden_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                                     const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden) {
+  if (plan.floor_x && plan.floor_h) {
+    reset_hidden_impl32<true, true>(p, plan, gx, gh, h_old, j0, j1, q_reset_hidden);
+  } else if (plan.floor_x) {
+    reset_hidden_impl32<true, false>(p, plan, gx, gh, h_old, j0, j1, q_reset_hidden);
+  } else if (plan.floor_h) {
+    reset_hidden_impl32<false, true>(p, plan, gx, gh, h_old, j0, j1, q_reset_hidden);
+  } else {
+    reset_hidden_impl32<false, false>(p, plan, gx, gh, h_old, j0, j1, q_reset_hidden);
+  }
+}
+
 #else  // not x86-64: the fast executor never calls these (avx2_kernels_built() is false)
+
+void reset_hidden_avx2_i32(const GruCellParamsView&, const Cell32Plan&, const int32_t*, const int32_t*, const int16_t*, int, int,
+                           int16_t*) {
+  std::abort();
+}
 
 void cell_rows_avx2_i32(const GruCellParamsView&, const Cell32Plan&, const int32_t*, const int32_t*, const int16_t*, int, int,
                         int16_t*, uint8_t*, int32_t, int32_t*) {

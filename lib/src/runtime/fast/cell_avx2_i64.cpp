@@ -1,13 +1,16 @@
-// The AVX2 level's cell step on int64 lanes (contract in fast_kernels.h: cell_rows_avx2): the avx512-vnni
-// level's cell_rows_avx512 (gru_cell_element's integer operations in the same order) on four int64 lanes,
-// for cells outside the int32 proof (16-bit activations). AVX2 has no 64-bit multiply, min, max or abs:
-// products by vpmuldq (exact for factors within int32: cell_avx2_i64_applies proves it per cell), min/max by
-// compare and blend, |v| as (v ^ s) - s. Compiled for any x86-64: every function carries
+// The AVX2 level's cell step on int64 lanes (contracts in fast_kernels.h: cell_rows_avx2 and its multiplier-scale
+// form, reset_hidden_avx2): the avx512-vnni level's cell_rows_avx512 (gru_cell_element's integer operations in the
+// same order) on four int64 lanes, for cells outside the int32 proof (16-bit activations), multiplier-scale cells and
+// the linear_before_reset = 0 cell's C-2 / C-2a. AVX2 has no 64-bit multiply, min, max or abs: products of code
+// differences by vpmuldq (exact for factors within int32: cell_avx2_i64_applies proves it per cell), a value times a
+// multiplier by two 32-bit multiplies (mul64x32), min/max by compare and blend, |v| as (v ^ s) - s. Compiled for any x86-64: every function carries
 // __attribute__((target("avx2"))) and is only called after the CPU was found to have AVX2
 // (fast_plan.cpp, choose_isa); on other architectures the entry points exist but are never called.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "avx2_target.h"
 #include "../model/cell_bounds.h"
@@ -18,6 +21,28 @@ namespace qgru::fast {
 namespace {
 constexpr int64_t kFactorLimit = (int64_t{1} << 31) - 1;  // vpmuldq multiplies the low 32 bits as int32
 bool shift_in_range(int s) { return s >= -62 && s <= 62; }
+
+// Every per-channel shift of B-1 / B-2 in -62..62 and, in a multiplier-scale cell, every multiplier positive (mul64x32
+// reads it as an unsigned and a signed 32-bit factor).
+bool linears_apply(const GruCellParamsView& p) {
+  for (int c = 0; c < 3 * p.hidden_size; ++c) {
+    if (!shift_in_range(p.shift_gemm_x_to_weight_ih_linear[c]) || !shift_in_range(p.shift_gemm_h_to_weight_hh_linear[c])) return false;
+    if (p.multiplier_scales && (p.multiplier_gemm_x_to_weight_ih_linear[c] < 1 || p.multiplier_gemm_h_to_weight_hh_linear[c] < 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+// The uniform rescales: shifts in -62..62, multipliers positive.
+bool rescales_apply(const GruCellParamsView& p, std::initializer_list<std::pair<int32_t, int32_t>> rescales) {
+  for (const auto& [multiplier, shift] : rescales) {
+    if (!shift_in_range(shift) || (p.multiplier_scales && multiplier < 1)) return false;
+  }
+  return true;
+}
+bool gate_applies(const GruCellParamsView& p, const SigmoidGateRescales& g) {
+  return rescales_apply(p, {{g.multiplier_ih, g.shift_ih}, {g.multiplier_hh, g.shift_hh}});
+}
 }  // namespace
 
 bool cell_avx2_i64_applies(const GruCellParamsView& p) {
@@ -25,14 +50,13 @@ bool cell_avx2_i64_applies(const GruCellParamsView& p) {
       p.new_gate.impl != ActivationImpl::Table) {
     return false;
   }
-  for (int c = 0; c < 3 * p.hidden_size; ++c) {
-    if (!shift_in_range(p.shift_gemm_x_to_weight_ih_linear[c]) || !shift_in_range(p.shift_gemm_h_to_weight_hh_linear[c])) return false;
-  }
-  for (int s : {p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
-                p.shift_weight_ih_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input,
-                p.shift_weight_ih_linear_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input,
-                p.shift_new_gate_output_to_h, p.shift_update_gate_output}) {
-    if (!shift_in_range(s)) return false;
+  if (!linears_apply(p)) return false;
+  if (!gate_applies(p, update_gate_rescales(p)) || !gate_applies(p, reset_gate_rescales(p)) ||
+      !rescales_apply(p, {{p.multiplier_weight_ih_linear_to_new_gate_input, p.shift_weight_ih_linear_to_new_gate_input},
+                          {p.multiplier_reset_mul_hh_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input},
+                          {p.multiplier_new_gate_output_to_h, p.shift_new_gate_output_to_h},
+                          {p.multiplier_update_gate_output, p.shift_update_gate_output}})) {
+    return false;
   }
   // the six factors of C-3 and C-4 within int32
   const int64_t d_hh = max_abs_diff(p.weight_hh_linear.q_min, p.weight_hh_linear.q_max, p.weight_hh_linear.zp);
@@ -42,11 +66,24 @@ bool cell_avx2_i64_applies(const GruCellParamsView& p) {
   const int64_t one = p.quant_one_in_update_gate_scale;
   const int64_t one_minus_u = std::max(std::abs(one - p.update_gate.q_out_min), std::abs(one - p.update_gate.q_out_max));
   const int64_t d_n = max_abs_diff(p.new_gate.q_out_min, p.new_gate.q_out_max, p.zp_new_gate_output);
-  const int64_t n_aligned = shifted_bound(d_n, p.shift_new_gate_output_to_h, int64_t{1} << 62, 62);
+  // |n - zp_n|·m <= 2^16·2^31 (int64), the rescale's bound taken from it
+  const int64_t n_times_m = d_n * (p.multiplier_scales ? int64_t{p.multiplier_new_gate_output_to_h} : 1);
+  const int64_t n_aligned = shifted_bound(n_times_m, p.shift_new_gate_output_to_h, int64_t{1} << 62, 62);
   for (int64_t factor : {d_hh, d_r, d_u, d_h, one_minus_u, n_aligned}) {
     if (factor > kFactorLimit) return false;
   }
   return true;
+}
+
+bool reset_hidden_avx2_applies(const GruCellParamsView& p) {
+  if (p.reset_gate.impl != ActivationImpl::Table || !linears_apply(p)) return false;
+  if (!gate_applies(p, reset_gate_rescales(p)) || !rescales_apply(p, {{p.multiplier_reset_mul_h_to_h, p.shift_reset_mul_h_to_h}})) {
+    return false;
+  }
+  // the two factors of C-2a within int32
+  const int64_t d_r = max_abs_diff(p.reset_gate.q_out_min, p.reset_gate.q_out_max, p.zp_reset_gate_output);
+  const int64_t d_h = max_abs_diff(p.h.q_min, p.h.q_max, p.h.zp);
+  return d_r <= kFactorLimit && d_h <= kFactorLimit;
 }
 
 #if QGRU_FAST_HAVE_AVX2
@@ -100,6 +137,29 @@ QGRU_AVX2 inline __m256i rshift_round_u(__m256i v, const UniformShift& u) {
   return _mm256_sll_epi64(v, u.count);  // v·2^-s
 }
 
+// v·m for an int64 lane v and m in 1..2^31-1 (a multiplier, as int64 lanes): v = hi·2^32 + lo with hi the signed
+// high half (int32) and lo the unsigned low half; lo·m by vpmuludq (< 2^32·2^31 = 2^63, exact in uint64), hi·m by
+// vpmuldq (both within int32, exact), and (hi·m)·2^32 + lo·m in wrapping 64-bit arithmetic is v·m modulo 2^64,
+// which is v·m itself since the overflow proof bounds |v|·m by 2^62.
+QGRU_AVX2 inline __m256i mul64x32(__m256i v, __m256i m) {
+  const __m256i lo = _mm256_mul_epu32(v, m);
+  const __m256i hi = _mm256_mul_epi32(_mm256_srli_epi64(v, 32), m);  // vpmuldq reads the high half as int32
+  return _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));
+}
+
+// A rescale the same for every lane (gru_cell.h's rescale): its shift and, in a multiplier-scale cell, its multiplier.
+struct UniformRescale {
+  UniformShift shift;
+  __m256i multiplier;
+};
+QGRU_AVX2 inline UniformRescale uniform_rescale(int32_t multiplier, int s) { return {uniform_shift(s), _mm256_set1_epi64x(multiplier)}; }
+// rshift_round(v, s), or with Mult multiply_rshift_round(v, m, s) = rshift_round(v·m, s) (v·m by mul64x32, exact).
+template <bool Mult>
+QGRU_AVX2 inline __m256i rescale_u(__m256i v, const UniformRescale& r) {
+  if constexpr (Mult) v = mul64x32(v, r.multiplier);
+  return rshift_round_u(v, r.shift);
+}
+
 struct SpaceV {
   __m256i zp, q_min, q_max;
 };
@@ -120,11 +180,40 @@ QGRU_AVX2 inline __m256i load4(const T* p, int count) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes));
 }
 
-// requantize (rounding.h) of accumulator + folded offset into a linear's code space, per-channel shifts.
-template <class AT>
-QGRU_AVX2 inline __m256i linear_v(const AT* acc, const int64_t* offset, const int32_t* shift, int count, const SpaceV& space) {
-  const __m256i sum = _mm256_add_epi64(load4(acc, count), load4(offset, count));  // S_W[c]·S_x
+// requantize_gemm_x / _h (gru_cell.h) of accumulator + folded offset into a linear's code space, per-channel shifts
+// and, with Mult, per-channel multipliers (sum·m by mul64x32: exact, the overflow proof bounds |sum|·m by 2^62).
+template <bool Mult, class AT>
+QGRU_AVX2 inline __m256i linear_v(const AT* acc, const int64_t* offset, const int32_t* shift, const int32_t* multiplier,
+                                  int count, const SpaceV& space) {
+  __m256i sum = _mm256_add_epi64(load4(acc, count), load4(offset, count));  // S_W[c]·S_x
+  if constexpr (Mult) sum = mul64x32(sum, load4(multiplier, count));
   return saturate_v(_mm256_add_epi64(rshift_round_v(sum, load4(shift, count)), space.zp), space);
+}
+
+// A sigmoid gate's input (compute_sigmoid_gate_input, C-1 / C-2): each linear's code difference rescaled into the
+// gate input's space, the two added with its zero point, saturated (each term bounded by the overflow proof).
+struct SigmoidGateV {
+  UniformRescale ih, hh;
+  SpaceV input;
+};
+template <bool Mult>
+QGRU_AVX2 inline __m256i sigmoid_gate_input_v(const SigmoidGateV& g, __m256i ih_diff, __m256i hh_diff) {
+  return saturate_v(_mm256_add_epi64(_mm256_add_epi64(rescale_u<Mult>(ih_diff, g.ih), rescale_u<Mult>(hh_diff, g.hh)), g.input.zp),
+                    g.input);
+}
+QGRU_AVX2 inline SigmoidGateV sigmoid_gate_v(const SigmoidGateRescales& g) {
+  return {uniform_rescale(g.multiplier_ih, g.shift_ih), uniform_rescale(g.multiplier_hh, g.shift_hh), space_v(g.input)};
+}
+
+// Codes of [j, j + count) from four int64 lanes (within int16: h's codes, checked at pack time) into int32 lanes.
+QGRU_AVX2 inline __m128i low_halves(__m256i v) {
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+// Four int16 codes of [j, j + count) as int64 lanes (masked-off lanes 0).
+QGRU_AVX2 inline __m256i load_h4(const int16_t* h, int count) {
+  int16_t four[4] = {0, 0, 0, 0};
+  std::memcpy(four, h, static_cast<size_t>(std::min(count, 4)) * sizeof(int16_t));
+  return _mm256_cvtepi16_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(four)));
 }
 
 // evaluate_activation of a Table activation: table[sat(q) - q_in_min] (the index saturated into the table).
@@ -137,22 +226,19 @@ QGRU_AVX2 inline __m256i activation_v(const TableV& t, __m256i q) {
   return _mm256_cvtepi32_epi64(_mm256_i64gather_epi32(reinterpret_cast<const int*>(t.table), index, 4));
 }
 
-template <class GX, class GH>
+template <bool Mult, class GX, class GH>
 QGRU_AVX2 void cell_impl64(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx,
                            const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
                            int32_t h_bias, int32_t* dst) {
   const int H = p.hidden_size;
   const SpaceV ih_space = space_v(p.weight_ih_linear), hh_space = space_v(p.weight_hh_linear);
-  const SpaceV z_in = space_v(p.update_gate_input), r_in = space_v(p.reset_gate_input), n_in = space_v(p.new_gate_input);
+  const SpaceV n_in = space_v(p.new_gate_input);
   const SpaceV h_space = space_v(p.h);
-  const UniformShift s_ih_z = uniform_shift(p.shift_weight_ih_linear_to_update_gate_input);
-  const UniformShift s_hh_z = uniform_shift(p.shift_weight_hh_linear_to_update_gate_input);
-  const UniformShift s_ih_r = uniform_shift(p.shift_weight_ih_linear_to_reset_gate_input);
-  const UniformShift s_hh_r = uniform_shift(p.shift_weight_hh_linear_to_reset_gate_input);
-  const UniformShift s_ih_n = uniform_shift(p.shift_weight_ih_linear_to_new_gate_input);
-  const UniformShift s_rh_n = uniform_shift(p.shift_reset_mul_hh_to_new_gate_input);
-  const UniformShift s_n_h = uniform_shift(p.shift_new_gate_output_to_h);
-  const UniformShift s_u = uniform_shift(p.shift_update_gate_output);
+  const SigmoidGateV z_gate = sigmoid_gate_v(update_gate_rescales(p)), r_gate = sigmoid_gate_v(reset_gate_rescales(p));
+  const UniformRescale s_ih_n = uniform_rescale(p.multiplier_weight_ih_linear_to_new_gate_input, p.shift_weight_ih_linear_to_new_gate_input);
+  const UniformRescale s_rh_n = uniform_rescale(p.multiplier_reset_mul_hh_to_new_gate_input, p.shift_reset_mul_hh_to_new_gate_input);
+  const UniformRescale s_n_h = uniform_rescale(p.multiplier_new_gate_output_to_h, p.shift_new_gate_output_to_h);
+  const UniformRescale s_u = uniform_rescale(p.multiplier_update_gate_output, p.shift_update_gate_output);
   const __m256i zp_z_out = _mm256_set1_epi64x(p.zp_update_gate_output);
   const __m256i zp_r_out = _mm256_set1_epi64x(p.zp_reset_gate_output);
   const __m256i zp_n_out = _mm256_set1_epi64x(p.zp_new_gate_output);
@@ -162,44 +248,38 @@ QGRU_AVX2 void cell_impl64(const GruCellParamsView& p, const int64_t* offset_x, 
   const TableV tn{p.new_gate.table, _mm256_set1_epi64x(p.new_gate.q_in_min), _mm256_set1_epi64x(p.new_gate.q_in_max)};
   const int32_t* shift_x = p.shift_gemm_x_to_weight_ih_linear;
   const int32_t* shift_h = p.shift_gemm_h_to_weight_hh_linear;
+  const int32_t* mult_x = p.multiplier_gemm_x_to_weight_ih_linear;  // read only with Mult
+  const int32_t* mult_h = p.multiplier_gemm_h_to_weight_hh_linear;
 
   for (int j = j0; j < j1; j += 4) {
     const int count = std::min(4, j1 - j);
     __m256i ih_diff[3], hh_diff[3];  // S_weight_ih_linear, S_weight_hh_linear
     for (int g = 0; g < 3; ++g) {
       const size_t c = static_cast<size_t>(g) * H + j;
-      ih_diff[g] = _mm256_sub_epi64(linear_v(gx + c, offset_x + c, shift_x + c, count, ih_space), ih_space.zp);
-      hh_diff[g] = _mm256_sub_epi64(linear_v(gh + c, offset_h + c, shift_h + c, count, hh_space), hh_space.zp);
+      ih_diff[g] = _mm256_sub_epi64(linear_v<Mult>(gx + c, offset_x + c, shift_x + c, Mult ? mult_x + c : nullptr, count, ih_space), ih_space.zp);
+      hh_diff[g] = _mm256_sub_epi64(linear_v<Mult>(gh + c, offset_h + c, shift_h + c, Mult ? mult_h + c : nullptr, count, hh_space), hh_space.zp);
     }
-    // C-1, C-2 (compute_sigmoid_gate_input): each term rounded into the gate input's space, then added
-    const __m256i q_update_gate_input = saturate_v(
-        _mm256_add_epi64(_mm256_add_epi64(rshift_round_u(ih_diff[0], s_ih_z), rshift_round_u(hh_diff[0], s_hh_z)), z_in.zp), z_in);
-    const __m256i q_update_gate_output = activation_v(tz, q_update_gate_input);
-    const __m256i q_reset_gate_input = saturate_v(
-        _mm256_add_epi64(_mm256_add_epi64(rshift_round_u(ih_diff[1], s_ih_r), rshift_round_u(hh_diff[1], s_hh_r)), r_in.zp), r_in);
-    const __m256i q_reset_gate_output = activation_v(tr, q_reset_gate_input);
+    // C-1, C-2 (compute_sigmoid_gate_input): each term rescaled into the gate input's space, then added
+    const __m256i q_update_gate_output = activation_v(tz, sigmoid_gate_input_v<Mult>(z_gate, ih_diff[0], hh_diff[0]));
+    const __m256i q_reset_gate_output = activation_v(tr, sigmoid_gate_input_v<Mult>(r_gate, ih_diff[1], hh_diff[1]));
     // C-3 (compute_new_gate_input); both factors within int32 (cell_avx2_i64_applies)
     const __m256i product = mul64(_mm256_sub_epi64(q_reset_gate_output, zp_r_out), hh_diff[2]);  // S_r·S_hh
-    const __m256i q_rh = rshift_round_u(product, s_rh_n);                                           // S_new_gate_input
-    const __m256i ih_shifted = rshift_round_u(ih_diff[2], s_ih_n);                                  // S_new_gate_input
+    const __m256i q_rh = rescale_u<Mult>(product, s_rh_n);                                          // S_new_gate_input
+    const __m256i ih_shifted = rescale_u<Mult>(ih_diff[2], s_ih_n);                                 // S_new_gate_input
     const __m256i q_new_gate_input = saturate_v(_mm256_add_epi64(_mm256_add_epi64(ih_shifted, q_rh), n_in.zp), n_in);
     const __m256i q_new_gate_output = activation_v(tn, q_new_gate_input);
     // C-4 (compute_hidden_state); every factor within int32 (cell_avx2_i64_applies)
-    int16_t old4[4] = {0, 0, 0, 0};
-    std::memcpy(old4, h_old + j, static_cast<size_t>(count) * sizeof(int16_t));
-    const __m256i q_h_old = _mm256_cvtepi16_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(old4)));
+    const __m256i q_h_old = load_h4(h_old + j, count);
     const __m256i q_new_gate_aligned_to_h =
-        _mm256_add_epi64(rshift_round_u(_mm256_sub_epi64(q_new_gate_output, zp_n_out), s_n_h), h_space.zp);  // S_h
+        _mm256_add_epi64(rescale_u<Mult>(_mm256_sub_epi64(q_new_gate_output, zp_n_out), s_n_h), h_space.zp);  // S_h
     const __m256i q_old_contribution_mul =
         mul64(_mm256_sub_epi64(q_update_gate_output, zp_z_out), _mm256_sub_epi64(q_h_old, h_space.zp));  // S_u·S_h
     const __m256i q_new_contribution_mul =
         mul64(_mm256_sub_epi64(one_u, q_update_gate_output), _mm256_sub_epi64(q_new_gate_aligned_to_h, h_space.zp));  // S_u·S_h
     const __m256i q_combined = _mm256_add_epi64(q_old_contribution_mul, q_new_contribution_mul);  // S_u·S_h
-    const __m256i q_h_new = saturate_v(_mm256_add_epi64(rshift_round_u(q_combined, s_u), h_space.zp), h_space);
-    // the four codes (within int16: checked at pack time) from the low halves of the int64 lanes
-    const __m128i q32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(q_h_new, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+    const __m256i q_h_new = saturate_v(_mm256_add_epi64(rescale_u<Mult>(q_combined, s_u), h_space.zp), h_space);
     alignas(16) int32_t out32[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(out32), q32);
+    _mm_store_si128(reinterpret_cast<__m128i*>(out32), low_halves(q_h_new));
     for (int i = 0; i < count; ++i) {
       dst[j + i] = out32[i];
       h_new16[j + i] = static_cast<int16_t>(out32[i]);
@@ -208,13 +288,58 @@ QGRU_AVX2 void cell_impl64(const GruCellParamsView& p, const int64_t* offset_x, 
   }
 }
 
+// C-2 and C-2a of the linear_before_reset = 0 cell on four int64 lanes (reset_hidden_avx512's operations):
+// (r - zp_r)·(h - zp_h) by vpmuldq, both factors within int32 (reset_hidden_avx2_applies), |.| < 2^32.
+template <bool Mult, class GX, class GH>
+QGRU_AVX2 void reset_hidden_impl(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx,
+                                 const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden) {
+  const int H = p.hidden_size;
+  const SpaceV ih_space = space_v(p.weight_ih_linear), hh_space = space_v(p.weight_hh_linear);
+  const SpaceV h_space = space_v(p.h);
+  const SigmoidGateV r_gate = sigmoid_gate_v(reset_gate_rescales(p));
+  const UniformRescale s_rh = uniform_rescale(p.multiplier_reset_mul_h_to_h, p.shift_reset_mul_h_to_h);
+  const __m256i zp_r_out = _mm256_set1_epi64x(p.zp_reset_gate_output);
+  const TableV tr{p.reset_gate.table, _mm256_set1_epi64x(p.reset_gate.q_in_min), _mm256_set1_epi64x(p.reset_gate.q_in_max)};
+  const int32_t* mult_x = p.multiplier_gemm_x_to_weight_ih_linear;  // read only with Mult
+  const int32_t* mult_h = p.multiplier_gemm_h_to_weight_hh_linear;
+  for (int j = j0; j < j1; j += 4) {
+    const int count = std::min(4, j1 - j);
+    const size_t c = static_cast<size_t>(H) + j;  // the reset channel
+    const __m256i q_ih = linear_v<Mult>(gx + c, offset_x + c, p.shift_gemm_x_to_weight_ih_linear + c, Mult ? mult_x + c : nullptr, count, ih_space);
+    const __m256i q_hh = linear_v<Mult>(gh + c, offset_h + c, p.shift_gemm_h_to_weight_hh_linear + c, Mult ? mult_h + c : nullptr, count, hh_space);
+    const __m256i q_reset_gate_output =
+        activation_v(tr, sigmoid_gate_input_v<Mult>(r_gate, _mm256_sub_epi64(q_ih, ih_space.zp), _mm256_sub_epi64(q_hh, hh_space.zp)));
+    // C-2a (compute_reset_hidden)
+    const __m256i product =
+        mul64(_mm256_sub_epi64(q_reset_gate_output, zp_r_out), _mm256_sub_epi64(load_h4(h_old + j, count), h_space.zp));  // S_r·S_h
+    const __m256i q = saturate_v(_mm256_add_epi64(rescale_u<Mult>(product, s_rh), h_space.zp), h_space);  // S_h
+    alignas(16) int32_t out32[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(out32), low_halves(q));
+    for (int i = 0; i < count; ++i) q_reset_hidden[j + i] = static_cast<int16_t>(out32[i]);  // h's codes fit int16
+  }
+}
+
 }  // namespace
 
-#define QGRU_CELL_AVX2_I64(GX, GH)                                                                                       \
-  QGRU_AVX2 void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx, \
-                                const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,  \
-                                int32_t h_bias, int32_t* dst) {                                                           \
-    cell_impl64(p, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);                            \
+#define QGRU_CELL_AVX2_I64(GX, GH)                                                                                          \
+  QGRU_AVX2 void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx,   \
+                                const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,     \
+                                int32_t h_bias, int32_t* dst) {                                                              \
+    cell_impl64<false>(p, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);                        \
+  }                                                                                                                          \
+  QGRU_AVX2 void cell_rows_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,      \
+                                           const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,                 \
+                                           int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst) {              \
+    cell_impl64<true>(p, offset_x, offset_h, gx, gh, h_old, j0, j1, h_new16, h_new_u8, h_bias, dst);                         \
+  }                                                                                                                          \
+  QGRU_AVX2 void reset_hidden_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx, \
+                                   const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden) {            \
+    reset_hidden_impl<false>(p, offset_x, offset_h, gx, gh, h_old, j0, j1, q_reset_hidden);                                  \
+  }                                                                                                                          \
+  QGRU_AVX2 void reset_hidden_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,   \
+                                              const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,              \
+                                              int16_t* q_reset_hidden) {                                                     \
+    reset_hidden_impl<true>(p, offset_x, offset_h, gx, gh, h_old, j0, j1, q_reset_hidden);                                   \
   }
 QGRU_CELL_AVX2_I64(int32_t, int32_t)
 QGRU_CELL_AVX2_I64(int32_t, int64_t)
@@ -227,6 +352,18 @@ QGRU_CELL_AVX2_I64(int64_t, int64_t)
 #define QGRU_CELL_AVX2_I64(GX, GH)                                                                                        \
   void cell_rows_avx2(const GruCellParamsView&, const int64_t*, const int64_t*, const GX*, const GH*, const int16_t*, int, \
                       int, int16_t*, uint8_t*, int32_t, int32_t*) {                                                       \
+    std::abort();                                                                                                         \
+  }                                                                                                                       \
+  void cell_rows_avx2_multiplier(const GruCellParamsView&, const int64_t*, const int64_t*, const GX*, const GH*,          \
+                                 const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*) {                       \
+    std::abort();                                                                                                         \
+  }                                                                                                                       \
+  void reset_hidden_avx2(const GruCellParamsView&, const int64_t*, const int64_t*, const GX*, const GH*, const int16_t*,  \
+                         int, int, int16_t*) {                                                                            \
+    std::abort();                                                                                                         \
+  }                                                                                                                       \
+  void reset_hidden_avx2_multiplier(const GruCellParamsView&, const int64_t*, const int64_t*, const GX*, const GH*,       \
+                                    const int16_t*, int, int, int16_t*) {                                                 \
     std::abort();                                                                                                         \
   }
 QGRU_CELL_AVX2_I64(int32_t, int32_t)

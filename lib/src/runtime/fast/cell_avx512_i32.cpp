@@ -383,7 +383,37 @@ QGRU_AVX512 void x_terms_avx512_i32(const GruCellParamsView& p, const Cell32Plan
   }
 }
 
+// C-2 / C-2a of the linear_before_reset = 0 cell on sixteen int32 lanes (contract and bounds in fast_kernels.h): the
+// reset gate as cell_blocks32 computes it, then r ⊙ h into h's space.
+QGRU_AVX512 void reset_hidden_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                                         const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1,
+                                         int16_t* q_reset_hidden) {
+  const int H = p.hidden_size;
+  const Cell32Lanes& L = plan.lanes;
+  const CellTables32 tables = cell_tables32(p, byte_tables);
+  for (int j = j0; j < j1; j += 16) {
+    const __mmask16 k = units_mask(j1 - j);
+    const size_t c = static_cast<size_t>(H) + j;  // the reset channel
+    // C-2: the two shifted terms (|sum| + |zp| <= 2^30, cell_fits_int32), saturated and clamped into the table at once
+    const __m512i r_sum = _mm512_add_epi32(x_term32(plan, gx + c, c, k, 1), rshift_round_u32(hh_diff32(plan, gh + c, c, k), L, Cell32Lanes::HhR));
+    const __m512i q_reset_gate_output = table_read32(tables, 1, gate_index32(r_sum, L, 1));
+    // C-2a: |(r - zp_r)·(h - zp_h)| <= 2^30 (reset_hidden_fits_int32), exact in vpmulld
+    const __m512i q_h_old = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, h_old + j));
+    const __m512i product = _mm512_mullo_epi32(_mm512_sub_epi32(q_reset_gate_output, lanes(L.zp_reset_gate_output)),
+                                               _mm512_sub_epi32(q_h_old, lanes(L.h_zp)));  // S_r·S_h
+    const __m512i q = _mm512_min_epi32(
+        _mm512_max_epi32(_mm512_add_epi32(rshift_round_u32(product, L, Cell32Lanes::RhH), lanes(L.h_zp)), lanes(L.h_min)),
+        lanes(L.h_max));  // S_h
+    _mm512_mask_cvtepi32_storeu_epi16(q_reset_hidden + j, k, q);  // h's codes fit int16 (checked at pack time)
+  }
+}
+
 #else  // not x86-64: the fast executor never calls these (avx512_kernels_built() is false)
+
+void reset_hidden_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*, const int32_t*,
+                             const int16_t*, int, int, int16_t*) {
+  std::abort();
+}
 
 void cell_rows_avx512_i32(const GruCellParamsView&, const CellByteTables&, const Cell32Plan&, const int32_t*,
                           const int32_t*, const int16_t*, int, int, int16_t*, uint8_t*, int32_t, int32_t*, const FloatCopy&) {

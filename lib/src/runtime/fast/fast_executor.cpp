@@ -35,6 +35,28 @@ namespace qgru {
 
 namespace {
 
+// requantize_h_to_next_x for one layer and direction with its rescale derived once (the reference derives it per
+// code: h_to_next_x_rescale's float64 frexp and scalbn, most of a multiplier-scale model's time between layers):
+// saturate(multiply_rshift_round(q_h - zp_h, m, s) + zp_x), the reference's integers; a power-of-two pair has
+// m = 1, where multiply_rshift_round is rshift_round, the reference's requantize. q_h - zp_h is int64 (two 16-bit
+// codes), the product within 2^62 by the overflow proof (overflow_check: the same rescale and bound).
+struct HToNextX {
+  int32_t zp_h, zp_x, q_min, q_max;
+  MultiplierRescale rescale;
+  HToNextX(const QuantizedGru& model, int layer, int direction) {
+    const TensorQuant& h = model.cell(layer, direction).q(GruTensor::h);
+    const TensorQuant& next_x = model.cell(layer + 1, 0).q(GruTensor::x);  // shared by layer l+1's directions
+    zp_h = h.zp;
+    zp_x = next_x.zp;
+    q_min = next_x.qmin();
+    q_max = next_x.qmax();
+    rescale = h_to_next_x_rescale(h, next_x);
+  }
+  int32_t operator()(int32_t q_h) const {
+    return saturate(multiply_rshift_round(static_cast<int64_t>(q_h) - zp_h, rescale.multiplier, rescale.shift) + zp_x, q_min, q_max);
+  }
+};
+
 using fast::CellRunArgs;
 using fast::CellRunFn;
 using fast::FloatOutput;
@@ -234,9 +256,11 @@ QuantGruResult FastQuantGru::run_prepared(const int32_t* q_x, const Layer0Operan
       C = D * H;
       Kx = pad16(C);
       x16 = LineArray<int16_t>(rows * Kx, 0);
+      std::vector<HToNextX> to_next_x;
+      for (int d = 0; d < D; ++d) to_next_x.emplace_back(model, l, d);
       for (size_t r = 0; r < rows; ++r) {
         for (int k = 0; k < C; ++k) {
-          x16[r * Kx + k] = static_cast<int16_t>(requantize_h_to_next_x(model, l, k / H, layer_output[r * C + k]));
+          x16[r * Kx + k] = static_cast<int16_t>(to_next_x[static_cast<size_t>(k / H)](layer_output[r * C + k]));
         }
       }
     }

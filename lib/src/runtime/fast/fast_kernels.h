@@ -132,8 +132,8 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
 //   of the kernel (one per time step) reads each where it is used instead of broadcasting ~40 of them first
 //   (a fifth of a step's instructions at H = 64).
 struct alignas(64) Cell32Lanes {
-  // The eight uniform shifts of C-1 .. C-4, in this order.
-  enum Shift { IhZ, HhZ, IhR, HhR, IhN, RhN, NToH, U, kShifts };
+  // The eight uniform shifts of C-1 .. C-4, in this order, then C-2a's (the linear_before_reset = 0 cell's r ⊙ h).
+  enum Shift { IhZ, HhZ, IhR, HhR, IhN, RhN, NToH, U, RhH, kShifts };
   int32_t ih_lo[16], ih_hi[16], hh_lo[16], hh_hi[16];   // linear code - zp ranges (ih: weight_ih_linear)
   int32_t gate_lo[3][16], gate_hi[3][16], gate_add[3][16];  // z, r, n
   int32_t h_zp[16], h_min[16], h_max[16];
@@ -180,6 +180,18 @@ struct FloatCopy {
   float scale = 0.0f;
   int32_t zp = 0;
 };
+// C-2 and C-2a of the linear_before_reset = 0 cell on int32 lanes (reset_hidden_avx512's contract; sixteen lanes here,
+// eight in reset_hidden_avx2_i32): p the cell's own view (its reset gate a table; byte_tables prepared from it), plan
+// the int32 plan of the cell's product-form view (cell_fits_int32 held for it: C-2's operations and bounds are the
+// reset gate's in both views, which differ only in that gate's table), gx, gh int32 sums. The reset gate as
+// cell_rows_avx512_i32 computes it, then (r - zp_r)·(h - zp_h) by vpmulld (|.| <= |r - zp_r|max·|h - zp_h|max <= 2^30
+// by reset_hidden_fits_int32, so exact), rshift_round by the plan's RhH shift (the bounds of rshift_round_u32: the
+// shifted value plus zp_h within 2^30, proved there too), plus zp_h, clamped into h's codes.
+bool reset_hidden_fits_int32(const GruCellParamsView& p);
+void reset_hidden_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
+                             const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);
+void reset_hidden_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, const int32_t* gx, const int32_t* gh,
+                           const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);
 void cell_rows_avx512_i32(const GruCellParamsView& p, const CellByteTables& byte_tables, const Cell32Plan& plan,
                           const int32_t* gx, const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                           uint8_t* h_new_u8, int32_t h_bias, int32_t* dst, const FloatCopy& y = FloatCopy{});
@@ -224,6 +236,58 @@ void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tab
 void cell_rows_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x, const int64_t* offset_h,
                       const int64_t* gx, const int64_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16,
                       uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);
+
+// cell_rows_avx512_multiplier: cell_rows_avx512 for a multiplier-scale cell (docs/FIXED_POINT.md §1a): every rescale
+// multiply_rshift_round(v, m, s) = rshift_round(v·m, s), v·m by vpmullq (the exact int64 product: the artifact's
+// overflow proof bounds |v|·m by 2^62 for every rescale, which is also rshift_round_v's input contract), the
+// per-channel multipliers of B-1 / B-2 read beside their shifts. Otherwise the same lanes and operations.
+//
+// reset_hidden_avx512(p, byte_tables, offset_x, offset_h, gx, gh, h_old, j0, j1, q_reset_hidden), and its
+// _multiplier form: C-2 and C-2a of the linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a) for j in [j0, j1):
+//   q_reset_hidden[j] = gru_cell_reset_hidden_gates(p, requantize_gemm_x(p, H + j, gx[H + j] + offset_x[H + j]),
+//                                                   requantize_gemm_h(p, H + j, gh[H + j] + offset_h[H + j]), h_old[j])
+// p: the cell's own view (its real reset gate, a Table; byte_tables prepared from it); gx, gh: the row's raw B-1
+// and B-2 sums [3H] (only the reset channels are read); q_reset_hidden: int16 codes in h's space (the operand of
+// the step's second GEMM). Eight int64 lanes, cell_rows_avx512's operations for the reset channel, then
+// (r - zp_r)·(h - zp_h) by vpmullq (|.| < 2^32 for code ranges of at most 16 bits) rescaled into h's space and
+// saturated into its code range.
+// A sigmoid gate's input (compute_sigmoid_gate_input, C-1 / C-2) as the int64 kernels of both levels read it: the
+// two rescales (multiplier, read only in a multiplier-scale cell, and shift) into the gate input's space, and its codes.
+struct SigmoidGateRescales {
+  int32_t multiplier_ih, shift_ih, multiplier_hh, shift_hh;
+  CodeSpace input;
+};
+inline SigmoidGateRescales update_gate_rescales(const GruCellParamsView& p) {
+  return {p.multiplier_weight_ih_linear_to_update_gate_input, p.shift_weight_ih_linear_to_update_gate_input,
+          p.multiplier_weight_hh_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input, p.update_gate_input};
+}
+inline SigmoidGateRescales reset_gate_rescales(const GruCellParamsView& p) {
+  return {p.multiplier_weight_ih_linear_to_reset_gate_input, p.shift_weight_ih_linear_to_reset_gate_input,
+          p.multiplier_weight_hh_linear_to_reset_gate_input, p.shift_weight_hh_linear_to_reset_gate_input, p.reset_gate_input};
+}
+#define QGRU_FAST_DECLARE_I64_KERNELS(GX, GH)                                                                              \
+  void cell_rows_avx512_multiplier(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x,  \
+                                   const int64_t* offset_h, const GX* gx, const GH* gh, const int16_t* h_old, int j0,      \
+                                   int j1, int16_t* h_new16, uint8_t* h_new_u8, int32_t h_bias, int32_t* dst);             \
+  void reset_hidden_avx512(const GruCellParamsView& p, const CellByteTables& byte_tables, const int64_t* offset_x,          \
+                           const int64_t* offset_h, const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,      \
+                           int16_t* q_reset_hidden);                                                                       \
+  void reset_hidden_avx512_multiplier(const GruCellParamsView& p, const CellByteTables& byte_tables,                       \
+                                      const int64_t* offset_x, const int64_t* offset_h, const GX* gx, const GH* gh,        \
+                                      const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);                      \
+  void cell_rows_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx, \
+                                 const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,   \
+                                 int32_t h_bias, int32_t* dst);                                                            \
+  void reset_hidden_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const GX* gx,        \
+                         const GH* gh, const int16_t* h_old, int j0, int j1, int16_t* q_reset_hidden);                     \
+  void reset_hidden_avx2_multiplier(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h,           \
+                                    const GX* gx, const GH* gh, const int16_t* h_old, int j0, int j1,                      \
+                                    int16_t* q_reset_hidden);
+QGRU_FAST_DECLARE_I64_KERNELS(int32_t, int32_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int32_t, int64_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int64_t, int32_t)
+QGRU_FAST_DECLARE_I64_KERNELS(int64_t, int64_t)
+#undef QGRU_FAST_DECLARE_I64_KERNELS
 
 // True when the AVX2 kernels were compiled in (x86-64 with GCC or Clang).
 bool avx2_kernels_built();
@@ -324,8 +388,14 @@ void x_terms_avx2_i32(const GruCellParamsView& p, const Cell32Plan& plan, int32_
 // rshift_round operand within 2^62 by the artifact's overflow proof), tables by gathers from p's int32 tables.
 // AVX2 has no 64-bit multiply: the three products use vpmuldq, exact when both factors lie within int32, which
 // cell_avx2_i64_applies proves per cell from the code ranges (|r - zp_r|, |hh - zp_hh|, |u - zp_u|, |h - zp_h|,
-// |1 - u| and |n aligned to h|), together with every activation being a table and every shift in -62..62.
+// |1 - u| and |n aligned to h|), together with every activation being a table and every shift in -62..62; in a
+// multiplier-scale cell (cell_rows_avx2_multiplier) also every multiplier positive: a value times a multiplier is
+// two 32-bit multiplies (vpmuludq of the low half, vpmuldq of the high half, joined in wrapping 64-bit arithmetic:
+// exact because the overflow proof bounds |v|·m by 2^62).
 bool cell_avx2_i64_applies(const GruCellParamsView& p);
+// reset_hidden_avx2 / _multiplier (reset_hidden_avx512's contract on four int64 lanes) apply: the reset gate a table,
+// its shifts and those of B-1 / B-2 in -62..62, multipliers positive, |r - zp_r| and |h - zp_h| within int32.
+bool reset_hidden_avx2_applies(const GruCellParamsView& p);
 void cell_rows_avx2(const GruCellParamsView& p, const int64_t* offset_x, const int64_t* offset_h, const int32_t* gx,
                     const int32_t* gh, const int16_t* h_old, int j0, int j1, int16_t* h_new16, uint8_t* h_new_u8,
                     int32_t h_bias, int32_t* dst);

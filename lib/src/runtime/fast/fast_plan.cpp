@@ -244,8 +244,8 @@ inline int32_t fused_cell_element(const GruCellParamsView& p, const int64_t* off
   return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
 }
 
-// Element by element: every cell the vector kernels do not take (Pwl activations, multiplier rescales, the
-// linear_before_reset = 0 cell outside the product form).
+// Element by element: every cell the vector kernels do not take (Pwl activations, the linear_before_reset = 0 cell
+// outside the product form, a cell outside the avx2 level's int64 proof).
 template <class GX, class GH>
 void cell_element(const PackedCell& pc, const void* gx_, const void* gh_, const int16_t* hc, int j0, int j1, int16_t* hn,
                   uint8_t* hn_u8, int32_t* dst, const FloatOutput& out_f, float* y) {
@@ -262,20 +262,85 @@ void cell_element(const PackedCell& pc, const void* gx_, const void* gh_, const 
   if (y) out_f.rows_of(dst, y, j0, j1);
 }
 
-// The int64-lane kernels (fast::cell_rows_avx2 with products by vpmuldq, fast::cell_rows_avx512).
-template <class GX, class GH>
+// The int64-lane kernels (fast::cell_rows_avx2 with products by vpmuldq, fast::cell_rows_avx512), power-of-two or
+// (Mult) multiplier-scale rescales.
+template <bool Mult, class GX, class GH>
 void cell_avx2_i64(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1, int16_t* hn,
                    uint8_t* hn_u8, int32_t* dst, const FloatOutput& out_f, float* y) {
-  cell_rows_avx2(pc.view, pc.folded.x.data(), pc.folded.h.data(), static_cast<const GX*>(gx), static_cast<const GH*>(gh),
-                 hc, j0, j1, hn, hn_u8, pc.R.a_bias, dst);
+  const GX* gx_ = static_cast<const GX*>(gx);
+  const GH* gh_ = static_cast<const GH*>(gh);
+  if constexpr (Mult) {
+    cell_rows_avx2_multiplier(pc.view, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, hn, hn_u8, pc.R.a_bias, dst);
+  } else {
+    cell_rows_avx2(pc.view, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, hn, hn_u8, pc.R.a_bias, dst);
+  }
   if (y) out_f.rows_of(dst, y, j0, j1);
 }
-template <class GX, class GH>
+template <bool Mult, class GX, class GH>
 void cell_avx512_i64(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1, int16_t* hn,
                      uint8_t* hn_u8, int32_t* dst, const FloatOutput& out_f, float* y) {
-  cell_rows_avx512(pc.view, pc.byte_tables, pc.folded.x.data(), pc.folded.h.data(), static_cast<const GX*>(gx),
-                   static_cast<const GH*>(gh), hc, j0, j1, hn, hn_u8, pc.R.a_bias, dst);
+  const GX* gx_ = static_cast<const GX*>(gx);
+  const GH* gh_ = static_cast<const GH*>(gh);
+  if constexpr (Mult) {
+    cell_rows_avx512_multiplier(pc.view, pc.byte_tables, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, hn,
+                                hn_u8, pc.R.a_bias, dst);
+  } else {
+    cell_rows_avx512(pc.view, pc.byte_tables, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, hn, hn_u8,
+                     pc.R.a_bias, dst);
+  }
   if (y) out_f.rows_of(dst, y, j0, j1);
+}
+
+// C-2 / C-2a of the linear_before_reset = 0 cell (ResetHiddenFn): element by element, gru_cell_reset_hidden_gates
+// itself after B-1 / B-2 of the reset channel with the folded offsets (the fallback), or the vector kernels.
+template <class GX, class GH>
+void reset_hidden_element(const PackedCell& pc, const void* gx_, const void* gh_, const int16_t* hc, int j0, int j1,
+                          int16_t* q_reset_hidden) {
+  const GruCellParamsView& view = pc.reset_view;
+  const GX* gx = static_cast<const GX*>(gx_);
+  const GH* gh = static_cast<const GH*>(gh_);
+  for (int j = j0; j < j1; ++j) {
+    const int32_t c = view.hidden_size + j;
+    const int32_t q_ih_r = requantize_gemm_x(view, c, static_cast<int64_t>(gx[c]) + pc.folded.x[static_cast<size_t>(c)]);
+    const int32_t q_hh_r = requantize_gemm_h(view, c, static_cast<int64_t>(gh[c]) + pc.folded.h[static_cast<size_t>(c)]);
+    q_reset_hidden[j] = static_cast<int16_t>(gru_cell_reset_hidden_gates(view, q_ih_r, q_hh_r, hc[j]));  // h's codes fit int16
+  }
+}
+// On int32 lanes (the cell's int32 plan; both sides' sums int32).
+template <bool Avx512>
+void reset_hidden_i32_row(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
+                          int16_t* q_reset_hidden) {
+  const int32_t* gx32 = static_cast<const int32_t*>(gx);
+  const int32_t* gh32 = static_cast<const int32_t*>(gh);
+  if constexpr (Avx512) {
+    reset_hidden_avx512_i32(pc.reset_view, pc.reset_byte_tables, pc.plan32, gx32, gh32, hc, j0, j1, q_reset_hidden);
+  } else {
+    reset_hidden_avx2_i32(pc.reset_view, pc.plan32, gx32, gh32, hc, j0, j1, q_reset_hidden);
+  }
+}
+template <bool Mult, class GX, class GH>
+void reset_hidden_avx2_row(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
+                           int16_t* q_reset_hidden) {
+  const GX* gx_ = static_cast<const GX*>(gx);
+  const GH* gh_ = static_cast<const GH*>(gh);
+  if constexpr (Mult) {
+    reset_hidden_avx2_multiplier(pc.reset_view, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, q_reset_hidden);
+  } else {
+    reset_hidden_avx2(pc.reset_view, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1, q_reset_hidden);
+  }
+}
+template <bool Mult, class GX, class GH>
+void reset_hidden_avx512_row(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
+                             int16_t* q_reset_hidden) {
+  const GX* gx_ = static_cast<const GX*>(gx);
+  const GH* gh_ = static_cast<const GH*>(gh);
+  if constexpr (Mult) {
+    reset_hidden_avx512_multiplier(pc.reset_view, pc.reset_byte_tables, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc,
+                                   j0, j1, q_reset_hidden);
+  } else {
+    reset_hidden_avx512(pc.reset_view, pc.reset_byte_tables, pc.folded.x.data(), pc.folded.h.data(), gx_, gh_, hc, j0, j1,
+                        q_reset_hidden);
+  }
 }
 
 // The int32-lane kernels (both sides' sums int32, cell_fits_int32 proved): AVX2 (then the floats from dst) and
@@ -307,7 +372,7 @@ void cell_avx512_i32(const PackedCell& pc, const void* gx, const void* gh, const
 
 // A kernel template for the cell's accumulator types (W's and R's sums: int32 when their proofs say so).
 template <template <class, class> class K>
-CellRowFn for_types(bool gx32, bool gh32) {
+auto for_types(bool gx32, bool gh32) -> std::remove_const_t<decltype(K<int32_t, int32_t>::fn)> {
   if (gx32 && gh32) return K<int32_t, int32_t>::fn;
   if (gx32) return K<int32_t, int64_t>::fn;
   if (gh32) return K<int64_t, int32_t>::fn;
@@ -317,13 +382,37 @@ template <class GX, class GH>
 struct ElementKernel {
   static constexpr CellRowFn fn = cell_element<GX, GH>;
 };
-template <class GX, class GH>
-struct Avx2I64Kernel {
-  static constexpr CellRowFn fn = cell_avx2_i64<GX, GH>;
+template <bool Mult>
+struct Avx2I64 {
+  template <class GX, class GH>
+  struct Kernel {
+    static constexpr CellRowFn fn = cell_avx2_i64<Mult, GX, GH>;
+  };
+};
+template <bool Mult>
+struct Avx512I64 {
+  template <class GX, class GH>
+  struct Kernel {
+    static constexpr CellRowFn fn = cell_avx512_i64<Mult, GX, GH>;
+  };
 };
 template <class GX, class GH>
-struct Avx512I64Kernel {
-  static constexpr CellRowFn fn = cell_avx512_i64<GX, GH>;
+struct ResetHiddenElement {
+  static constexpr ResetHiddenFn fn = reset_hidden_element<GX, GH>;
+};
+template <bool Mult>
+struct ResetHiddenAvx2 {
+  template <class GX, class GH>
+  struct Kernel {
+    static constexpr ResetHiddenFn fn = reset_hidden_avx2_row<Mult, GX, GH>;
+  };
+};
+template <bool Mult>
+struct ResetHiddenAvx512 {
+  template <class GX, class GH>
+  struct Kernel {
+    static constexpr ResetHiddenFn fn = reset_hidden_avx512_row<Mult, GX, GH>;
+  };
 };
 
 // The cell's constants and kernel table for level `isa` (the constructor's setup, once per cell).
@@ -337,15 +426,16 @@ void prepare_cell(const GruCellQuantParams& params, FastIsa isa, PackedCell& pc)
   const bool all_tables = v.update_gate.impl == ActivationImpl::Table && v.reset_gate.impl == ActivationImpl::Table &&
                           v.new_gate.impl == ActivationImpl::Table;
   const bool avx2 = isa == FastIsa::Avx2;
+  const bool multiplier = v.multiplier_scales;
   bool vector_cell = isa == FastIsa::Avx512Vnni && all_tables;  // the avx512-vnni level's cell kernels
   prepare_byte_tables(v, &pc.byte_tables);
-  bool cell32 = (vector_cell || (avx2 && all_tables)) && pc.W.out_int32 && pc.R.out_int32 &&
+  // The int32 cells shift only (their proof has no multipliers): a multiplier-scale cell takes the int64 lanes.
+  bool cell32 = (vector_cell || (avx2 && all_tables)) && !multiplier && pc.W.out_int32 && pc.R.out_int32 &&
                 cell_fits_int32(v, pc.W.acc_max_abs, pc.R.acc_max_abs, pc.folded.x.data(), pc.folded.h.data());
   if (cell32) prepare_cell32_plan(v, pc.folded.x.data(), pc.folded.h.data(), &pc.plan32);  // narrowing proved exact above
   bool cell64_avx2 = avx2 && !cell32 && cell_avx2_i64_applies(v);
-  // Not in the product form, or multiplier rescales (the vector kernels shift only): element by element,
-  // gru_cell_gates itself (docs/BENCHMARKS.md has its cost).
-  if (v.reset_before_linear || v.multiplier_scales) vector_cell = cell32 = cell64_avx2 = false;
+  // Not in the product form: element by element, gru_cell_gates itself (docs/BENCHMARKS.md has its cost).
+  if (v.reset_before_linear) vector_cell = cell32 = cell64_avx2 = false;
   // The avx512-vnni int32 cell's per-channel additions (the offset, and in the floor form half) folded into
   // the u8 VNNI GEMMs' bias row sums, so that each linear of the cell does two operations and a load fewer
   // (Cell32Plan::sums_folded_x, _h). Only where nothing else reads those sums: not for the
@@ -364,6 +454,7 @@ void prepare_cell(const GruCellQuantParams& params, FastIsa isa, PackedCell& pc)
     pc.plan32.sums_folded_h = fold(pc.R, false);
   }
   CellKernels& k = pc.kernels;
+  const bool gx32 = pc.W.out_int32, gh32 = pc.R.out_int32;
   if (cell32 && avx2) {
     k = {"avx2 int32", cell_avx2_i32<false>, cell_avx2_i32<true>, x_terms_avx2_i32, nullptr};
   } else if (cell32) {
@@ -373,11 +464,34 @@ void prepare_cell(const GruCellQuantParams& params, FastIsa isa, PackedCell& pc)
       k.small_recurrence = recurrence_small_avx512_i32;
     }
   } else if (cell64_avx2) {
-    k = {"avx2 int64", for_types<Avx2I64Kernel>(pc.W.out_int32, pc.R.out_int32), nullptr, nullptr, nullptr};
+    k = {multiplier ? "avx2 int64 multiplier" : "avx2 int64",
+         multiplier ? for_types<Avx2I64<true>::Kernel>(gx32, gh32) : for_types<Avx2I64<false>::Kernel>(gx32, gh32)};
   } else if (vector_cell) {
-    k = {"avx512 int64", for_types<Avx512I64Kernel>(pc.W.out_int32, pc.R.out_int32), nullptr, nullptr, nullptr};
+    k = {multiplier ? "avx512 int64 multiplier" : "avx512 int64",
+         multiplier ? for_types<Avx512I64<true>::Kernel>(gx32, gh32) : for_types<Avx512I64<false>::Kernel>(gx32, gh32)};
   } else {
-    k = {"element", for_types<ElementKernel>(pc.W.out_int32, pc.R.out_int32), nullptr, nullptr, nullptr};
+    k = {"element", for_types<ElementKernel>(gx32, gh32)};
+  }
+  // The linear_before_reset = 0 cell's C-2 / C-2a (reset_before_step) on the cell's own view: on int32 lanes with the
+  // int32 cell (its plan, reset_hidden_fits_int32); else on int64 lanes where the reset gate is a table (the
+  // avx512-vnni level; the avx2 level with reset_hidden_avx2_applies); else element by element.
+  const GruCellParamsView& rv = pc.reset_view;
+  if (!rv.reset_before_linear) return;
+  if (isa == FastIsa::Avx512Vnni && rv.reset_gate.impl == ActivationImpl::Table) prepare_byte_tables(rv, &pc.reset_byte_tables);
+  if (cell32 && rv.reset_gate.impl == ActivationImpl::Table && reset_hidden_fits_int32(rv)) {
+    k.reset_hidden_name = avx2 ? "avx2 int32" : "avx512 int32";
+    k.reset_hidden = avx2 ? reset_hidden_i32_row<false> : reset_hidden_i32_row<true>;
+  } else if (isa == FastIsa::Avx512Vnni && rv.reset_gate.impl == ActivationImpl::Table) {
+    k.reset_hidden_name = multiplier ? "avx512 int64 multiplier" : "avx512 int64";
+    k.reset_hidden = multiplier ? for_types<ResetHiddenAvx512<true>::Kernel>(gx32, gh32)
+                                : for_types<ResetHiddenAvx512<false>::Kernel>(gx32, gh32);
+  } else if (avx2 && reset_hidden_avx2_applies(rv)) {
+    k.reset_hidden_name = multiplier ? "avx2 int64 multiplier" : "avx2 int64";
+    k.reset_hidden = multiplier ? for_types<ResetHiddenAvx2<true>::Kernel>(gx32, gh32)
+                                : for_types<ResetHiddenAvx2<false>::Kernel>(gx32, gh32);
+  } else {
+    k.reset_hidden_name = "element";
+    k.reset_hidden = for_types<ResetHiddenElement>(gx32, gh32);
   }
 }
 

@@ -155,6 +155,12 @@ using SmallRecurrenceFn = void (*)(const GruCellParamsView& p, const CellByteTab
                                    const int32_t* x_terms, int T, bool reverse, const std::atomic<int>* steps_ready,
                                    const int16_t* h16_in, int16_t* h16_out, int32_t* out, size_t out_stride);
 
+// C-2 and C-2a of the linear_before_reset = 0 cell for one batch row and the units [j0, j1) (reset_hidden_avx512's
+// contract, fast_kernels.h, on PackedCell::reset_view): gx, gh the row's B-1 and B-2 sums (int32 or int64 as the
+// matrices' proofs say; only the reset channels H + j are read), hc the row's h codes; writes q_reset_hidden[j].
+using ResetHiddenFn = void (*)(const PackedCell& pc, const void* gx, const void* gh, const int16_t* hc, int j0, int j1,
+                               int16_t* q_reset_hidden);
+
 // A cell's kernel table, chosen once by make_fast_plan from the level and the cell's proofs.
 struct CellKernels {
   const char* name = "";                      // the cell kernel, for tests and messages
@@ -162,6 +168,9 @@ struct CellKernels {
   CellRowFn cell_xterms = nullptr;            // on the x terms (int32 cells only, with x_terms)
   XTermsFn x_terms = nullptr;                 // the int32 cell's x side out of the time loop (null: none)
   SmallRecurrenceFn small_recurrence = nullptr;  // batch 1, one thread, H in {16, 32, 48, 64} (null: none)
+  // The linear_before_reset = 0 cell only (null otherwise): its C-2 / C-2a kernel, and its name for tests and messages.
+  ResetHiddenFn reset_hidden = nullptr;
+  const char* reset_hidden_name = "";
 };
 
 // Everything the time loop of one cell needs, prepared once at load.
@@ -176,6 +185,7 @@ struct PackedCell {
   // The linear_before_reset = 0 cell: `view` in the product form when reset_form applied (else the cell's own view,
   // run element by element), reset_view the cell's own (its reset gate for C-2 and C-2a).
   GruCellParamsView reset_view{};
+  CellByteTables reset_byte_tables{};  // of reset_view (its real reset gate), for the avx512-vnni level's reset_hidden
   ResetBeforeForm reset_form;
   CellKernels kernels;
 };

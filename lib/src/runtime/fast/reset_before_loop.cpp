@@ -17,10 +17,10 @@
 namespace qgru::fast {
 
 // ---- The linear_before_reset = 0 cell (docs/FIXED_POINT.md §3a): a time loop of its own ----------------------------
-// Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (q_reset_hidden: codes
-// in h's space, so R's packing, operand form and proof, made for h, hold for them), the second GEMM R_n against
-// them into gemm_h's n channels, then the cell kernel on the cell's view in the product form (ResetBeforeForm), so the
-// level's vector cell kernel runs the second half. Threads: batch rows split over the parts, each with its own
+// Per step and batch row: B-1, B-2 on R's z and r rows against h, C-2 and C-2a of every unit (the cell's
+// reset_hidden kernel; q_reset_hidden: codes in h's space, so R's packing, operand form and proof, made for h, hold
+// for them), the second GEMM R_n against them into gemm_h's n channels, then the cell kernel on the cell's view in
+// the product form (ResetBeforeForm), so the level's vector cell kernel runs the second half. Threads: batch rows split over the parts, each with its own
 // scratch; every part runs the whole time loop on its rows.
 
 template <class GX, class GH>
@@ -33,19 +33,9 @@ void reset_before_step(const PackedCell& pc, const int16_t* x16, const int16_t* 
   const int Kh = pc.R.Kp;
   packed_gemm_rows(pc.W, x16, N, s.a.data(), s.b.data(), 0, G, gx, static_cast<size_t>(G));          // B-1
   packed_gemm_rows(pc.R, h16, N, s.a.data(), s.b.data(), 0, 2 * H, gh, static_cast<size_t>(G));      // B-2, z and r
-  const int64_t* offset_x = pc.folded.x.data();
-  const int64_t* offset_h = pc.folded.h.data();
-  for (int i = 0; i < N; ++i) {  // C-2, C-2a of every unit (B-1/B-2 of the r channel with the folded offsets)
-    const GX* gxr = gx + static_cast<size_t>(i) * G;
-    const GH* ghr = gh + static_cast<size_t>(i) * G;
-    const int16_t* hc = h16 + static_cast<size_t>(i) * Kh;
-    int16_t* rh = s.rh16.data() + static_cast<size_t>(i) * Kh;
-    for (int j = 0; j < H; ++j) {
-      const int32_t c = H + j;
-      const int32_t q_ih_r = requantize_gemm_x(view, c, static_cast<int64_t>(gxr[c]) + offset_x[c]);
-      const int32_t q_hh_r = requantize_gemm_h(view, c, static_cast<int64_t>(ghr[c]) + offset_h[c]);
-      rh[j] = static_cast<int16_t>(gru_cell_reset_hidden_gates(view, q_ih_r, q_hh_r, hc[j]));  // h's codes fit int16
-    }
+  for (int i = 0; i < N; ++i) {  // C-2, C-2a of every unit (the level's kernel: B-1/B-2 of the r channel, folded offsets)
+    pc.kernels.reset_hidden(pc, gx + static_cast<size_t>(i) * G, gh + static_cast<size_t>(i) * G, h16 + static_cast<size_t>(i) * Kh,
+                            0, H, s.rh16.data() + static_cast<size_t>(i) * Kh);
   }
   packed_gemm_rows(pc.R, s.rh16.data(), N, s.a.data(), s.b.data(), 2 * H, G, gh, static_cast<size_t>(G));  // R_n (r ⊙ h)
   for (int i = 0; i < N; ++i) {

@@ -105,6 +105,15 @@ bool cell_fits_int32(const GruCellParamsView& p, int64_t gemm_x_max_abs, int64_t
   return true;
 }
 
+bool reset_hidden_fits_int32(const GruCellParamsView& p) {
+  const int64_t L = kLane32Limit;
+  // C-2a: the product (r - zp_r)·(h - zp_h), then its shifted value plus h's zero point
+  const int64_t d_r = max_abs_diff(p.reset_gate.q_out_min, p.reset_gate.q_out_max, p.zp_reset_gate_output);
+  const int64_t d_h = max_abs_diff(p.h.q_min, p.h.q_max, p.h.zp);
+  if (d_r > L || d_h > L || d_r * d_h > L) return false;
+  return shifted_bound(d_r * d_h, p.shift_reset_mul_h_to_h) + std::abs(int64_t{p.h.zp}) <= L;
+}
+
 int32_t cell32_sum_fold(const Cell32Plan& plan, bool x_side, size_t c) {
   const std::vector<int32_t>& offset = x_side ? plan.offset_x : plan.offset_h;
   const bool floor = x_side ? plan.floor_x : plan.floor_h;
@@ -178,7 +187,8 @@ void prepare_cell32_plan(const GruCellParamsView& p, const int64_t* offset_x, co
       p.shift_weight_ih_linear_to_update_gate_input, p.shift_weight_hh_linear_to_update_gate_input,
       p.shift_weight_ih_linear_to_reset_gate_input,  p.shift_weight_hh_linear_to_reset_gate_input,
       p.shift_weight_ih_linear_to_new_gate_input,    p.shift_reset_mul_hh_to_new_gate_input,
-      p.shift_new_gate_output_to_h,                  p.shift_update_gate_output};
+      p.shift_new_gate_output_to_h,                  p.shift_update_gate_output,
+      p.shift_reset_mul_h_to_h};
   for (int i = 0; i < Cell32Lanes::kShifts; ++i) {
     const int32_t sh = shifts[i];
     L.shift_sign[i] = sh > 0 ? 1 : sh == 0 ? 0 : -1;
