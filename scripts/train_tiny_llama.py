@@ -7,11 +7,13 @@ folder, sorted by name), which every Python installation ships; every 20th file 
 never trained on. Tokenizer: a byte-level BPE (``tokenizers``) of ``--vocab`` tokens trained on the training
 files only. Model: ``transformers.LlamaConfig`` with hidden 256, MLP 768, 4 layers, 8 heads (every linear's K is
 256 or 768, multiples of the group size 128 and of every packing), untied embeddings. AdamW with a one-cycle
-schedule, fixed seeds, ``--threads`` torch threads. Writes OUT/ (``save_pretrained``: config.json,
+schedule, fixed seeds, ``--threads`` torch threads (1 by default: on the shared 2-core development machine, busy
+with other work, torch's OpenMP team of 2 threads waited at its barriers for a core and ran each step more than
+ten times slower than 1 thread did). Writes OUT/ (``save_pretrained``: config.json,
 model.safetensors, the tokenizer files) and OUT/corpus.json (the interpreter's version, the files of each split
 and the sha256 of their text, so the evaluation reads the same held-out text).
 
-Usage: train_tiny_llama.py --out DIR [--steps 200] [--threads 2]
+Usage: train_tiny_llama.py --out DIR [--steps 800] [--threads 1]
 """
 import argparse
 import hashlib
@@ -22,7 +24,7 @@ import sysconfig
 import time
 
 SEQ = 128
-BATCH = 8
+BATCH = 16
 
 
 def corpus_files():
@@ -58,8 +60,8 @@ def train_tokenizer(text, vocab):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--vocab", type=int, default=2048)
     args = parser.parse_args()
 
