@@ -17,7 +17,9 @@ GPTQModel in a venv: docs/benchmarks/gptq.md has the command and the figures).
      loads GPTQ checkpoints through optimum and GPTQModel): per layer, the loader's dequantize_weight() against
      the weight qgru.gptq_model left in the model (equal as they are, and after rounding both to fp16), the
      loaded model's held-out perplexity and logits, and greedy generation from held-out prompts against qgru's
-     dequantized model (identical sequences; where one parts, the position and qgru's top-two logit margin).
+     dequantized model (identical sequences; where one parts, the position and qgru's top-two logit margin);
+     the same folder loaded by GPTQModel.load (BACKEND.TORCH, fp16: its Ŵ, perplexity, and generation against
+     qgru's model in fp16).
 Prints a Markdown table and writes OUT/results.json.
 
 Usage: gptq_model_eval.py --model DIR --out DIR [--bits 4] [--group-size 128] [--threads 1] [--skip-gptqmodel]
@@ -220,6 +222,29 @@ def main():
     del loaded
 
     if not args.skip_gptqmodel:
+        from gptqmodel import BACKEND, GPTQModel
+
+        # GPTQModel's own loader with its plain torch kernel, which takes fp16 (its default CPU kernel,
+        # TorchFusedLinear, computes in bfloat16 whatever dtype it is given, for its own folders as for qgru's);
+        # compared with qgru's dequantized model in fp16.
+        direct = GPTQModel.load(qgru_dir, device="cpu", backend=BACKEND.TORCH, dtype=torch.float16).model.eval()
+        modules = dict(direct.named_modules())
+        with torch.no_grad():
+            equal_fp16 = sum(int(torch.equal(modules[n].dequantize_weight().T.half(), ours[n].weight.half()))
+                             for n in (layer["name"] for layer in report.layers))
+        ppl_direct, loss_direct = perplexity(direct, windows)
+        qgru_fp16 = copy.deepcopy(qgru_model).half()
+        identical, partings = generation_check(direct, qgru_fp16, held_ids, args.generate, tokenizer.eos_token_id)
+        del qgru_fp16
+        results["gptqmodel_load"] = {"weights_equal_in_fp16": equal_fp16, "perplexity": ppl_direct,
+                                     "generation_identical": identical, "generation_partings": partings}
+        print(f"GPTQModel.load {qgru_dir}: dequantize_weight() equal to qgru's Ŵ after rounding both to fp16 in "
+              f"{equal_fp16} of {len(report.layers)} layers; perplexity {ppl_direct:.4f}; greedy generation identical "
+              f"for {identical} of {args.generate} prompts with qgru's model in fp16, the others part at {partings}",
+              flush=True)
+        rows.append(("qgru's folder loaded by GPTQModel.load (fp16)", ppl_direct, loss_direct, 0.0,
+                     type(modules[report.layers[0]["name"]]).__name__))
+        del direct
         try:
             import gptqmodel
 
