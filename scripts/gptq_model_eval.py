@@ -152,8 +152,10 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    args.model, args.out = os.path.abspath(args.model), os.path.abspath(args.out)
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)
+    os.chdir(args.out)  # GPTQModel writes a logs/ folder into the working folder
     train_text, held_out_text = held_out_and_train_text(args.model)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     train_ids = torch.tensor(tokenizer(train_text)["input_ids"], dtype=torch.long)
