@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package with PyTorch (python/tests_torch): torch.nn.GRU / GRUCell / Linear modules and torch tensors
-# given to qgru equal their state dicts and arrays, and the README's Python example prints the CLI's SQNR.
+# given to qgru equal their state dicts and arrays, the README's Python example prints the CLI's SQNR, and
+# qgru.gptq_model quantizes tiny random transformers Llama / Qwen2 models (transformers pinned too).
 # Not run by CI: PyPI's torch wheel pulls the CUDA runtime packages (gigabytes; docs in python/README.md), so
 # CI's check of the model path is the state-dict one (python/tests). Run it after scripts/test_python.sh, which
 # built the wheel: this installs the same build into a second venv ($QGRU_TORCH_VENV, default
@@ -11,14 +12,15 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-${QGRU_BUILD_DIR:-$root/build}}" && pwd)"
 venv="${QGRU_TORCH_VENV:-$build/python-torch-venv}"
 torch_pin=torch==2.15.0
+transformers_pin=transformers==5.24.0
 source "$root/test/cli/common.bash"
 [ -d "$build/python-wheel" ] || fail "no $build/python-wheel: run scripts/test_python.sh (ctest -R python_package) first"
 
 started=$SECONDS
-if ! "$venv/bin/python" -c "import torch, scikit_build_core, nanobind, pytest" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import torch, transformers, scikit_build_core, nanobind, pytest" 2>/dev/null; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_pin" scikit-build-core==1.1.2 nanobind==3.1.0
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_pin" "$transformers_pin" scikit-build-core==1.1.2 nanobind==3.1.0
 fi
 echo "python-torch: venv ready in $((SECONDS - started)) s ($("$venv/bin/python" -c 'import torch; print(torch.__version__)'))" >&2
 prefix="$build/python-torch-prefix"

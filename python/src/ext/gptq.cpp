@@ -96,6 +96,15 @@ nb::ndarray<nb::numpy, float> gptq_linear(const std::string& checkpoint, const s
   return numpy_owning(std::move(y), {static_cast<size_t>(M), static_cast<size_t>(layer.layer.N)});
 }
 
+// The quantize_config.json `qgru gptq` writes for these options and format (checkpoint_config, then
+// quantize_config_json: one source for the keys), as text; the whole-model writer puts it into config.json.
+std::string quantize_config_text(const gptq::GptqOptions& options, const std::string& format) {
+  gptq::JobOptions job;
+  job.gptq = options;
+  job.format = gptq::parse_format(format);
+  return gptq::quantize_config_json(gptq::checkpoint_config(job));
+}
+
 std::vector<std::string> checkpoint_layers(const std::string& checkpoint) {
   return gptq::list_layers(read_safetensors(checkpoint));
 }
@@ -123,6 +132,7 @@ void bind_gptq(nb::module_& m) {
   m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"),
         nb::arg("with_bias"));
   m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));
+  m.def("quantize_config_text", &quantize_config_text, nb::arg("options"), nb::arg("format"));
 }
 
 }  // namespace qgru::python

@@ -351,11 +351,14 @@ void bind_toolchain(nb::module_& m) {
     for (const auto& [name, tensor] : read_safetensors(path).tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
     return tensors;
   }, nb::arg("path"));
-  m.def("write_tensors", [](const std::string& path, const std::map<std::string, HostArray>& arrays) {
+  // metadata: the file's __metadata__ (string to string; e.g. {"format": "pt"}, which transformers writes).
+  m.def("write_tensors", [](const std::string& path, const std::map<std::string, HostArray>& arrays,
+                            const std::map<std::string, std::string>& metadata) {
     SafetensorsFile file;
     for (const auto& [name, array] : arrays) file.tensors[name] = tensor_from_array(array, path + ": tensor '" + name + "'");
+    file.metadata = metadata;
     write_safetensors(path, file);
-  }, nb::arg("path"), nb::arg("tensors"));
+  }, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata") = std::map<std::string, std::string>());
   m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"),
         nb::arg("prefix"));
 

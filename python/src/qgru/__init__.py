@@ -9,13 +9,15 @@ never imported by qgru):
     report = qgru.verify(gru, artifact, x_test)   # report.sqnr_db, report.to_html("verify.html")
     artifact.save("model.qgru.json")              # what `qgru run` and the runtime C API read
 
-and GPTQ: ``qgru.gptq(weight, activations, bits=4, group_size=128)``, ``qgru.gptq_linear(checkpoint, x)``.
+and GPTQ: ``qgru.gptq(weight, activations, bits=4, group_size=128)``, ``qgru.gptq_linear(checkpoint, x)``, and
+for a whole transformers causal LM ``qgru.gptq_model(model, calibration, output_dir)`` (a folder transformers loads).
 Arrays are in PyTorch's layout, ``[T, N, C]`` (or ``batch_first=True``). Errors raise ``qgru.Error`` with the
 CLI's one-line message. Logs go to stderr; ``qgru.set_log_level("info")`` shows the CLI's progress lines.
 """
 
 from . import _qgru
 from ._gptq import GptqResult, gptq, gptq_defaults, gptq_linear
+from ._gptq_model import GptqModelResult, gptq_model
 from ._runtime import Artifact, Stream
 from ._toolchain import Metrics, Report, Statistics, calibrate, load, quantize, verify
 
@@ -37,14 +39,16 @@ def read_tensors(path):
     return _qgru.read_tensors(os.fspath(path))
 
 
-def write_tensors(path, tensors):
+def write_tensors(path, tensors, metadata=None):
     """Write a mapping of names to arrays or tensors as ``.safetensors`` (atomically; qgru's own writer), e.g. a
-    ``torch.nn.GRU``'s ``state_dict()`` for ``qgru calibrate --model``."""
+    ``torch.nn.GRU``'s ``state_dict()`` for ``qgru calibrate --model``; ``metadata`` (str -> str) becomes the
+    file's ``__metadata__``."""
     import os
 
     from ._inputs import host_array
 
-    _qgru.write_tensors(os.fspath(path), {str(name): host_array(value) for name, value in tensors.items()})
+    _qgru.write_tensors(os.fspath(path), {str(name): host_array(value) for name, value in tensors.items()},
+                        {str(key): str(value) for key, value in (metadata or {}).items()})
 
 
 _LEVELS = {"warning": 0, "info": 1, "debug": 2}
@@ -59,6 +63,6 @@ def set_log_level(level):
 
 _qgru.set_log_verbosity(0)
 
-__all__ = ["Artifact", "Error", "GptqResult", "Metrics", "Report", "Statistics", "Stream", "calibrate", "gptq",
-           "gptq_defaults", "gptq_linear", "load", "presets", "quantize", "read_tensors", "set_log_level",
-           "verify", "write_tensors"]
+__all__ = ["Artifact", "Error", "GptqModelResult", "GptqResult", "Metrics", "Report", "Statistics", "Stream",
+           "calibrate", "gptq", "gptq_defaults", "gptq_linear", "gptq_model", "load", "presets", "quantize",
+           "read_tensors", "set_log_level", "verify", "write_tensors"]

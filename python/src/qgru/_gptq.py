@@ -21,6 +21,24 @@ def gptq_defaults():
     return values
 
 
+def make_gptq_options(bits, group_size, order, act_order, options, caller):
+    """The library's GptqOptions: the CLI's defaults, then bits, group size, the column order (``order`` or
+    ``act_order``, as --order and --act-order) and any other option field by name (TypeError for an unknown one)."""
+    gptq_options = _qgru.gptq_cli_defaults()
+    gptq_options.bits = int(bits)
+    gptq_options.group_size = int(group_size)
+    if act_order and order is not None:
+        raise TypeError(f"{caller} takes order= or act_order=True, not both (as --order and --act-order)")
+    if act_order or order is not None:
+        _qgru.set_column_order(gptq_options, "act-order" if act_order else str(order))
+    known = gptq_option_names()
+    for key, value in options.items():
+        if key not in known:
+            raise TypeError(f"{caller} got an unknown option {key!r}; the options are {', '.join(known)}")
+        setattr(gptq_options, key, value)
+    return gptq_options
+
+
 class GptqResult:
     """One layer quantized by GPTQ, in the checkpoint's layout (AutoGPTQ / GPTQModel):
 
@@ -80,18 +98,7 @@ def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=F
         weight = module.weight
         if bias is None and getattr(module, "bias", None) is not None:
             bias = module.bias
-    gptq_options = _qgru.gptq_cli_defaults()
-    gptq_options.bits = int(bits)
-    gptq_options.group_size = int(group_size)
-    if act_order and order is not None:
-        raise TypeError("gptq() takes order= or act_order=True, not both (as --order and --act-order)")
-    if act_order or order is not None:
-        _qgru.set_column_order(gptq_options, "act-order" if act_order else str(order))
-    known = gptq_option_names()
-    for key, value in options.items():
-        if key not in known:
-            raise TypeError(f"gptq() got an unknown option {key!r}; the options are {', '.join(known)}")
-        setattr(gptq_options, key, value)
+    gptq_options = make_gptq_options(bits, group_size, order, act_order, options, "gptq()")
     if isinstance(activations, (list, tuple)):
         chunks = [host_array(chunk) for chunk in activations]
     else:

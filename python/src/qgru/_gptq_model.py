@@ -1,0 +1,415 @@
+"""``qgru.gptq_model``: GPTQ of a whole PyTorch causal LM (Llama, Mistral, Qwen2 style), block by block, into a
+checkpoint folder transformers and GPTQModel load (docs/GPTQ.md, "Whole models from Python").
+
+The walk is GPTQModel's: the embeddings run once and the first decoder block's inputs are caught (hidden
+states and the keyword arguments the model gives its blocks: attention mask, position embeddings, ...); then,
+block after block, the block's linear layers are quantized by ``qgru.gptq`` from their inputs, each set of
+layers that reads the same input (q/k/v, then o, then gate/up, then down) from the block as it stands with the
+sets before it already replaced by their dequantized weights (``true_sequential``), and the block's outputs
+with every layer quantized become the next block's inputs. PyTorch is imported only here, and only when a
+model is given.
+"""
+
+import hashlib
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _qgru
+from ._gptq import gptq, gptq_option_names, make_gptq_options
+from ._gptq_checkpoint import (PROGRESS_DIR, Progress, check_output_dir, dequantize, packing_unit,
+                               quantization_config, write_checkpoint)
+from ._inputs import host_array
+
+# Where causal LMs of the Llama family keep their decoder blocks: LlamaForCausalLM (and Mistral, Qwen2, ...)
+# as model.model.layers, the bare LlamaModel as model.layers.
+BLOCK_PATHS = ("model.layers", "layers")
+
+
+class _Stop(Exception):
+    """Raised by a hook to end a forward pass once what it needed has been seen."""
+
+
+class GptqModelResult:
+    """What ``qgru.gptq_model`` did: ``output_dir``; ``layers``, one dict per quantized linear in order (``name``,
+    ``N``, ``K``, ``tokens``, ``gptq_error``, ``rtn_error``, ``seconds``: ``qgru gptq``'s report on the inputs the
+    layer saw); ``blocks`` and ``blocks_resumed`` (taken from the progress folder of an interrupted run);
+    ``seconds`` (the whole call)."""
+
+    def __init__(self, output_dir, layers, blocks, blocks_resumed, seconds):
+        self.output_dir = output_dir
+        self.layers = layers
+        self.blocks = blocks
+        self.blocks_resumed = blocks_resumed
+        self.seconds = seconds
+
+    def __repr__(self):
+        return (f"qgru.GptqModelResult({self.output_dir!r}: {len(self.layers)} layers in {self.blocks} blocks, "
+                f"{self.blocks_resumed} resumed, {self.seconds:.1f} s)")
+
+
+def find_blocks(model):
+    """(path, ModuleList) of the model's decoder blocks, or a one-line error naming what was looked for."""
+    import torch
+
+    for path in BLOCK_PATHS:
+        found = model
+        for part in path.split("."):
+            found = getattr(found, part, None)
+        if isinstance(found, torch.nn.ModuleList) and len(found) > 0:
+            return path, found
+    raise _qgru.Error(f"gptq_model: a {type(model).__name__} has no decoder blocks: looked for "
+                      f"{' and '.join(BLOCK_PATHS)}, a non-empty torch.nn.ModuleList (as Llama, Mistral and Qwen2 "
+                      "causal LMs have)")
+
+
+def block_linears(block):
+    import torch
+
+    return {name: module for name, module in block.named_modules() if isinstance(module, torch.nn.Linear)}
+
+
+def check_layers(blocks_path, blocks, bits, group_size):
+    """Every linear of every block must pack into whole int32 words and, for the loaders, whole groups."""
+    unit = packing_unit(bits)
+    for index, block in enumerate(blocks):
+        linears = block_linears(block)
+        if not linears:
+            raise _qgru.Error(f"gptq_model: {blocks_path}.{index} holds no torch.nn.Linear to quantize")
+        for name, linear in linears.items():
+            N, K = linear.weight.shape
+            tensor = f"{blocks_path}.{index}.{name}.weight"
+            if K % unit or N % unit:
+                raise _qgru.Error(f"gptq_model: tensor '{tensor}' is [{N}, {K}]; {bits}-bit GPTQ checkpoints need N "
+                                  f"and K multiples of {unit} (codes fill whole int32 words)")
+            if group_size > 0 and K % group_size:
+                raise _qgru.Error(f"gptq_model: tensor '{tensor}' is [{N}, {K}]; K must be a multiple of group_size "
+                                  f"{group_size} (the loaders of GPTQ checkpoints take whole groups only)")
+
+
+def calibration_items(calibration):
+    """The model's keyword arguments per calibration item (``input_ids`` [B, T] int64, plus an item's own keys
+    when it is a mapping such as a tokenizer's output), and the number of tokens in all."""
+    import torch
+
+    items = list(calibration) if isinstance(calibration, (list, tuple)) else [calibration]
+    if not items:
+        raise _qgru.Error("gptq_model: calibration is empty; expected token-id tensors")
+    result, tokens = [], 0
+    for index, item in enumerate(items):
+        kwargs = dict(item) if isinstance(item, Mapping) else {"input_ids": item}
+        if "input_ids" not in kwargs:
+            raise _qgru.Error(f"gptq_model: calibration[{index}] has no input_ids")
+        ids = torch.as_tensor(kwargs["input_ids"])
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise _qgru.Error(f"gptq_model: calibration[{index}] is {ids.dtype}; expected token ids (integers)")
+        if ids.dim() == 1:
+            ids = ids.unsqueeze(0)
+        if ids.dim() != 2 or ids.numel() == 0:
+            raise _qgru.Error(f"gptq_model: calibration[{index}] has shape {list(ids.shape)}; expected [T] or [B, T] "
+                              "token ids, T > 0")
+        kwargs["input_ids"] = ids.long()
+        mask = kwargs.get("attention_mask")
+        tokens += int(torch.as_tensor(mask).sum()) if mask is not None else ids.numel()
+        result.append(kwargs)
+    return result, tokens
+
+
+def calibration_sha256(items):
+    digest = hashlib.sha256()
+    for kwargs in items:
+        for key in sorted(kwargs):
+            value = kwargs[key]
+            digest.update(key.encode())
+            if hasattr(value, "shape"):
+                digest.update(str(list(value.shape)).encode())
+                digest.update(host_array(value).tobytes())
+            else:
+                digest.update(repr(value).encode())
+    return digest.hexdigest()
+
+
+def block_sha256(block):
+    """sha256 of a block's tensors as they are now (names sorted, raw bytes): the float weights a finished
+    block of an interrupted run must have been quantized from."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(block.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(str(tensor.dtype).encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def gptq_device_options(model_device, device):
+    """``device=`` for ``qgru.gptq`` where this qgru offers one: the model's device by default (CUDA when the
+    model is on a GPU), the CPU otherwise; asking for a device this qgru's GPTQ lacks is refused."""
+    offers_device = "device" in inspect.signature(gptq).parameters or "device" in gptq_option_names()
+    if device is None:
+        device = "cuda" if model_device.type == "cuda" and offers_device else "cpu"
+    device = str(device)
+    if not offers_device:
+        if device != "cpu":
+            raise _qgru.Error(f"gptq_model: device '{device}': this qgru's GPTQ runs on the CPU only")
+        return {}
+    return {"device": device}
+
+
+def catch_first_block_inputs(model, first_block, items):
+    """Runs the model on each calibration item until its first decoder block is called and keeps, per item,
+    what the block was called with: (positional args, keyword args), tensors detached."""
+    caught = []
+
+    def hook(module, args, kwargs):
+        caught.append((tuple(args), dict(kwargs)))
+        raise _Stop
+
+    device = model.get_input_embeddings().weight.device
+    handle = first_block.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        for kwargs in items:
+            moved = {key: value.to(device) if hasattr(value, "to") else value for key, value in kwargs.items()}
+            try:
+                model(**moved, use_cache=False)
+            except _Stop:
+                pass
+            else:
+                raise _qgru.Error("gptq_model: the model's forward never called its first decoder block")
+    finally:
+        handle.remove()
+    return caught
+
+
+def hidden_of(call):
+    args, kwargs = call
+    return args[0] if args else kwargs["hidden_states"]
+
+
+def with_hidden(call, hidden):
+    args, kwargs = call
+    if args:
+        return (hidden,) + tuple(args[1:]), kwargs
+    return args, dict(kwargs, hidden_states=hidden)
+
+
+def run_block(block, calls):
+    """The block's outputs on each call, as the next block's calls."""
+    outputs = []
+    for call in calls:
+        args, kwargs = call
+        out = block(*args, **kwargs)
+        outputs.append(with_hidden(call, out[0] if isinstance(out, (tuple, list)) else out))
+    return outputs
+
+
+def call_groups(block, linears, call):
+    """The block's linears in the order its forward calls them, grouped by input: consecutive calls on the same
+    input tensor (q, k, v; gate, up) form one group. Every linear must be called."""
+    seen = []  # (name, input tensor), first call of each linear
+
+    def hook(name):
+        def record(module, inputs):
+            if all(name != done for done, _ in seen):
+                seen.append((name, inputs[0]))
+        return record
+
+    handles = [linear.register_forward_pre_hook(hook(name)) for name, linear in linears.items()]
+    try:
+        args, kwargs = call
+        block(*args, **kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    missing = [name for name in linears if all(name != done for done, _ in seen)]
+    if missing:
+        raise _qgru.Error(f"gptq_model: the block's forward never called {', '.join(missing)}; every linear of a "
+                          "decoder block is quantized from its inputs")
+    groups = []
+    for position, (name, tensor) in enumerate(seen):
+        if position and tensor is seen[position - 1][1]:
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    return groups
+
+
+def capture_inputs(block, linears, groups, calls):
+    """Each group's input rows (float32 [tokens, K] per call) over all calls; the forward stops after the last
+    layer of the last group was called."""
+    chunks = {group[0]: [] for group in groups}
+    last = groups[-1][-1]
+
+    def hook(name):
+        def record(module, inputs):
+            if name in chunks:
+                x = inputs[0].detach()
+                chunks[name].append(host_array(x.reshape(-1, x.shape[-1]).float()))
+            if name == last:
+                raise _Stop
+        return record
+
+    names = {group[0] for group in groups} | {last}
+    handles = [linears[name].register_forward_pre_hook(hook(name)) for name in names]
+    try:
+        for args, kwargs in calls:
+            try:
+                block(*args, **kwargs)
+            except _Stop:
+                pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return chunks
+
+
+def set_dequantized(linear, tensors, prefix, bits, format):
+    """The linear's weight := Ŵ as decoded from its packed tensors, its bias := the fp16 bias the checkpoint
+    holds, so the model computes what a loader of the checkpoint computes (up to its arithmetic)."""
+    import torch
+
+    N, K = linear.weight.shape
+    W_hat = dequantize(tensors, prefix, bits, format, N, K)
+    linear.weight.copy_(torch.from_numpy(W_hat).to(linear.weight.dtype))
+    if linear.bias is not None:
+        linear.bias.copy_(torch.from_numpy(np.asarray(tensors[f"{prefix}.bias"]).astype(np.float32)))
+
+
+def untouched_tensors(model, quantized_prefixes):
+    """Every tensor of the model's state dict but the quantized layers' weights and biases; a tensor that shares
+    its storage with one taken already (tied embeddings) is left out, as transformers does."""
+    taken, seen = {}, set()
+    replaced = {f"{prefix}.{part}" for prefix in quantized_prefixes for part in ("weight", "bias")}
+    for name, tensor in model.state_dict().items():
+        if name in replaced:
+            continue
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        if key in seen:
+            continue
+        seen.add(key)
+        taken[name] = host_array(tensor)
+    return taken
+
+
+def log(verbose, text):
+    if verbose:
+        print(f"qgru gptq_model: {text}", file=sys.stderr, flush=True)
+
+
+def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=None, act_order=False,
+               format="gptq", true_sequential=True, tokenizer=None, device=None, verbose=True, **options):
+    """GPTQ of every linear layer of a causal LM's decoder blocks, written as a checkpoint folder.
+
+    Args:
+        model: a transformers causal LM of the Llama family (decoder blocks in ``model.model.layers``, or
+            ``model.layers`` for a bare decoder), in eval mode or not (it runs under ``torch.no_grad``).
+            Every ``torch.nn.Linear`` inside a block is quantized; embeddings, norms and ``lm_head`` are not.
+            On return its layers hold their dequantized weights Ŵ (the float weights are not kept).
+        calibration: token ids, ``[T]`` or ``[B, T]`` (a tensor, or anything ``torch.as_tensor`` takes), or a list
+            of them, or of mappings with ``input_ids`` (and ``attention_mask``), as a tokenizer returns them.
+        output_dir: the checkpoint folder to write (new, empty, or holding the progress of an interrupted run
+            with the same model, calibration and options, which is resumed).
+        bits, group_size, order, act_order, format, **options: as ``qgru.gptq`` (``sym``, ``damp``,
+            ``static_groups``, ...).
+        true_sequential: each set of layers reading the same input is quantized from the block with the sets
+            before it already quantized (GPTQModel's default); False: all layers of a block from the float
+            block's inputs.
+        tokenizer: saved into the folder (``save_pretrained``) when given.
+        device: where qgru's GPTQ computes, where this qgru offers a choice (default: the model's device).
+        verbose: progress per block on stderr.
+
+    Returns:
+        GptqModelResult.
+    """
+    import torch
+
+    started = time.time()
+    output_dir = os.fspath(output_dir)
+    blocks_path, blocks = find_blocks(model)
+    gptq_options = make_gptq_options(bits, group_size, order, act_order, options, "gptq_model()")
+    quant_config = quantization_config(gptq_options, format, true_sequential)
+    check_layers(blocks_path, blocks, gptq_options.bits, gptq_options.group_size)
+    items, tokens = calibration_items(calibration)
+    if gptq_options.group_size > 0 and tokens < gptq_options.group_size:
+        raise _qgru.Error(f"gptq_model: calibration has {tokens} tokens, fewer than one group ({gptq_options.group_size}); "
+                          "GPTQ needs at least a group's worth of tokens per layer")
+    config_dict = json.loads(model.config.to_json_string(use_diff=False))
+    if config_dict.get("quantization_config"):
+        raise _qgru.Error("gptq_model: the model's config has a quantization_config already; expected a float model")
+    if not os.path.isdir(os.path.join(output_dir, PROGRESS_DIR)):
+        check_output_dir(output_dir)
+    device_options = gptq_device_options(model.get_input_embeddings().weight.device, device)
+    identity = {"qgru": _qgru.version, "model": type(model).__name__, "blocks": f"{blocks_path} x {len(blocks)}",
+                "quantization_config": quant_config, "calibration_sha256": calibration_sha256(items),
+                "calibration_tokens": tokens}
+    progress = Progress(output_dir, identity)
+    call_options = dict(bits=bits, group_size=group_size, order=order, act_order=act_order, format=format,
+                        **options, **device_options)
+    layers, resumed = [], 0
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            calls = catch_first_block_inputs(model, blocks[0], items)
+            for index, block in enumerate(blocks):
+                block_started = time.time()
+                prefix = f"{blocks_path}.{index}"
+                linears = block_linears(block)
+                float_sha256 = block_sha256(block)
+                if progress.finished(index):
+                    tensors = progress.read_block(index, float_sha256)
+                    for name, linear in linears.items():
+                        set_dequantized(linear, tensors, f"{prefix}.{name}", gptq_options.bits, format)
+                    block_layers = progress.blocks[index]["layers"]
+                    resumed += 1
+                    what = "resumed from " + PROGRESS_DIR
+                else:
+                    tensors, block_layers = {}, []
+                    groups = call_groups(block, linears, calls[0])
+                    phases = [[group] for group in groups] if true_sequential else [groups]
+                    for phase in phases:
+                        chunks = capture_inputs(block, linears, phase, calls)
+                        for group in phase:
+                            for name in group:
+                                layer_prefix = f"{prefix}.{name}"
+                                result = gptq(linears[name], chunks[group[0]], name=f"{layer_prefix}.weight",
+                                              **call_options)
+                                set_dequantized(linears[name], result.tensors, layer_prefix, gptq_options.bits, format)
+                                tensors.update(result.tensors)
+                                block_layers.append({"name": layer_prefix, "N": result.N, "K": result.K,
+                                                     "tokens": result.tokens, "gptq_error": result.gptq_error,
+                                                     "rtn_error": result.rtn_error, "seconds": result.seconds})
+                        del chunks
+                    progress.write_block(index, tensors, float_sha256, block_layers)
+                    ratio = np.exp(np.mean([np.log(max(layer["gptq_error"], 1e-300) / max(layer["rtn_error"], 1e-300))
+                                            for layer in block_layers]))
+                    what = (f"{len(block_layers)} layers in {len(groups)} input groups, GPTQ/RTN error {ratio:.3f} "
+                            "(geo-mean)")
+                layers += block_layers
+                if index + 1 < len(blocks):
+                    calls = run_block(block, calls)
+                log(verbose, f"block {index + 1}/{len(blocks)} ({prefix}): {what}, {time.time() - block_started:.1f} s")
+    finally:
+        model.train(was_training)
+
+    packed = {}
+    for index in range(len(blocks)):
+        packed.update(_qgru.read_tensors(progress.block_path(index)))
+    tensors = untouched_tensors(model, [layer["name"] for layer in layers])
+    tensors.update(packed)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(output_dir)
+    generation_config = getattr(model, "generation_config", None)
+    if generation_config is not None:
+        generation_config.save_pretrained(output_dir)
+    write_checkpoint(output_dir, tensors, config_dict, quant_config,
+                     {"quantizer": f"qgru {_qgru.version}", "calibration_sha256": identity["calibration_sha256"]})
+    progress.remove()
+    seconds = time.time() - started
+    log(verbose, f"wrote {output_dir} ({len(layers)} layers, {len(blocks)} blocks, {resumed} resumed) in {seconds:.1f} s")
+    return GptqModelResult(output_dir, layers, len(blocks), resumed, seconds)
