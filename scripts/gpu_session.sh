@@ -128,8 +128,13 @@ if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
         "$q" -q run --model "$scratch/$preset.qgru.json" --input "$example/test.npy" --device "$device" \
           --output "$scratch/$preset.$device.npy" --codes "$scratch/$preset.$device.codes.npy" || status=1
       done
+      # floats only (no --codes): the executor's float entry point (with QGRU_CUDA_GRU_FLOW=device, x quantized on
+      # the GPU and only the floats copied back)
+      "$q" -q run --model "$scratch/$preset.qgru.json" --input "$example/test.npy" --device cuda \
+        --output "$scratch/$preset.cuda-floats.npy" || status=1
       if cmp -s "$scratch/$preset.cpu.codes.npy" "$scratch/$preset.cuda.codes.npy" &&
-         cmp -s "$scratch/$preset.cpu.npy" "$scratch/$preset.cuda.npy"; then
+         cmp -s "$scratch/$preset.cpu.npy" "$scratch/$preset.cuda.npy" &&
+         cmp -s "$scratch/$preset.cpu.npy" "$scratch/$preset.cuda-floats.npy"; then
         echo "run --device cpu|cuda, $preset: byte-identical codes and outputs"
       else
         echo "run --device cpu|cuda, $preset: FILES DIFFER"

@@ -177,14 +177,25 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   std::vector<int32_t> lengths_values;
   if (!options.lengths_path.empty()) lengths_values = read_sequence_lengths(options.lengths_path, x.N, x.T);
   const int32_t* lengths = lengths_values.empty() ? nullptr : lengths_values.data();
-  // Every executor runs on codes: float x is quantized here with x's parameters (docs/FIXED_POINT.md §5), as
-  // each executor's float entry point would, so that the time below is the executor's alone. quantize_fast gives
+  // On a device, a float call whose caller reads no codes (no --codes, --h0-codes or extra output) goes through the
+  // executor's float entry point: with the CUDA device flow, x is quantized on the device and only the floats come
+  // back (run_floats; h0 quantized by quantize_initial_state inside, as read_quant_run_initial_state does here).
+  // The time then includes the upload and the quantization of x.
+  const bool floats_on_device = summary.executor == "cuda" && !x.is_codes && options.codes_path.empty() &&
+                                options.h0_codes_path.empty() && !(options.extra_output && !options.extra_output_path.empty());
+  // Otherwise every executor runs on codes: float x is quantized here with x's parameters (docs/FIXED_POINT.md §5),
+  // as each executor's float entry point would, so that the time below is the executor's alone. quantize_fast gives
   // TensorQuant::quantize's codes exactly, vectorized (the scalar loop costs about 10 ns per value).
-  std::vector<int32_t> q_x_quantized(x.is_codes ? 0 : x.values.size());
-  if (!x.is_codes) quantize_fast(model.input_quant(), x.values.data(), x.values.size(), q_x_quantized.data());
+  std::vector<int32_t> q_x_quantized(x.is_codes || floats_on_device ? 0 : x.values.size());
+  if (!x.is_codes && !floats_on_device) quantize_fast(model.input_quant(), x.values.data(), x.values.size(), q_x_quantized.data());
   const int32_t* q_x = x.is_codes ? x.q_x.data() : q_x_quantized.data();
+  std::vector<float> h0_floats;
+  if (floats_on_device && !options.h0_path.empty()) h0_floats = read_initial_state(options.h0_path, LD, x.N, H);
   const auto start = std::chrono::steady_clock::now();
-  const QuantGruResult result = executor->run_codes(q_x, x.T, x.N, q_h0_data, lengths);
+  const QuantGruResult result =
+      floats_on_device
+          ? executor->run_floats(x.values.data(), x.T, x.N, h0_floats.empty() ? nullptr : h0_floats.data(), lengths)
+          : executor->run_codes(q_x, x.T, x.N, q_h0_data, lengths);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int F = model.num_directions * H;
