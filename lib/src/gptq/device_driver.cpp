@@ -226,17 +226,23 @@ DeviceHessianSum::~DeviceHessianSum() {
   ops_.release(H_);
 }
 
+void DeviceHessianSum::accumulate_widened(Op tokens_op, int64_t count, int64_t ld) {
+  // dsyrk on the column-major lower triangle (the row-major upper one), or dgemm on all of it; the second
+  // operand of dgemm is the first transposed.
+  if (product_ == HessianProduct::kGemm) {
+    const Op other = tokens_op == Op::N ? Op::T : Op::N;
+    ops_.dgemm(tokens_op, other, K_, K_, count, 2.0, widened_, ld, widened_, ld, 1.0, H_, K_);
+  } else {
+    ops_.dsyrk(Fill::Lower, tokens_op, K_, count, 2.0, widened_, ld, 1.0, H_, K_);
+  }
+}
+
 void DeviceHessianSum::add_device_rows(const float* rows, int64_t M, int64_t ld) {
   for (int64_t t0 = 0; t0 < M; t0 += chunk_rows_) {
     const int64_t count = std::min(chunk_rows_, M - t0);
     ops_.widen_rows(rows + t0 * ld, ld, count, K_, widened_);
-    // Column-major, the widened [count, K] rows are A = [K, count] (ld K): H += 2·A·Aᵀ, by dsyrk on the
-    // column-major lower triangle (the row-major upper one), or by dgemm on all of it.
-    if (product_ == HessianProduct::kGemm) {
-      ops_.dgemm(Op::N, Op::T, K_, K_, count, 2.0, widened_, K_, widened_, K_, 1.0, H_, K_);
-    } else {
-      ops_.dsyrk(Fill::Lower, Op::N, K_, count, 2.0, widened_, K_, 1.0, H_, K_);
-    }
+    // Column-major, the widened [count, K] rows are A = [K, count] (ld K): H += 2·A·Aᵀ.
+    accumulate_widened(Op::N, count, K_);
   }
   tokens_ += M;
   mirrored_ = false;
@@ -259,11 +265,7 @@ void DeviceHessianSum::add_feature_major(const float* X, int64_t M) {
     ops_.upload(staging_, chunk.data(), chunk.size() * sizeof(float));
     ops_.widen_rows(staging_, count, K_, count, widened_);
     // The widened [K, count] is, column-major, B = [count, K] (ld count): H += 2·Bᵀ·B.
-    if (product_ == HessianProduct::kGemm) {
-      ops_.dgemm(Op::T, Op::N, K_, K_, count, 2.0, widened_, count, widened_, count, 1.0, H_, K_);
-    } else {
-      ops_.dsyrk(Fill::Lower, Op::T, K_, count, 2.0, widened_, count, 1.0, H_, K_);
-    }
+    accumulate_widened(Op::T, count, count);
   }
   tokens_ += M;
   mirrored_ = false;

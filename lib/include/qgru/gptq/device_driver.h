@@ -55,6 +55,11 @@ class DeviceHessianSum {
   std::vector<double> hessian();
 
  private:
+  // H += 2·Aᵀ·A (column-major) for the widened chunk of `count` tokens: A = op(widened_) is [count, K] with
+  // widened_'s leading dimension ld; Op::N when widened_ is [K, count] column-major (token-major rows), Op::T when
+  // it is [count, K] (feature-major). dsyrk fills the lower triangle, dgemm all of H.
+  void accumulate_widened(DeviceOps::Op tokens_op, int64_t count, int64_t ld);
+
   DeviceOps& ops_;
   HessianProduct product_;
   int64_t K_, chunk_rows_, tokens_ = 0;
