@@ -30,6 +30,7 @@
 #include "qgru_cuda/gru_cell_cuda.h"
 #include "blas_handle.h"
 #include "cuda_uploader.h"
+#include "environment_setting.h"
 #include "persistent_gru_launch.h"
 #include "pinned_buffer.h"
 #include "step_graph.h"
@@ -211,10 +212,7 @@ kernels::PersistentGruTuning persistent_tuning_from_environment() {
 }  // namespace
 
 GruRecurrence recurrence_from_environment() {
-  const char* value = std::getenv("QGRU_CUDA_GRU_PATH");
-  if (value == nullptr || std::string(value).empty() || std::string(value) == "step") return GruRecurrence::Step;
-  if (std::string(value) == "persistent") return GruRecurrence::Persistent;
-  throw Error("QGRU_CUDA_GRU_PATH=" + std::string(value) + ": expected persistent or step");
+  return environment_says("QGRU_CUDA_GRU_PATH", "step", "persistent") ? GruRecurrence::Persistent : GruRecurrence::Step;
 }
 
 struct GruCellCuda::Impl {

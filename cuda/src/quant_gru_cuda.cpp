@@ -17,6 +17,7 @@
 #include "qgru_cuda/gru_cell_cuda.h"
 #include "blas_handle.h"
 #include "device_flow_launch.h"
+#include "environment_setting.h"
 #include "quant_gru_cuda_impl.h"
 
 namespace qgru::cuda {
@@ -41,10 +42,7 @@ class CudaCellRunner : public GruCellRunner {
 }  // namespace
 
 GruFlow gru_flow_from_environment() {
-  const char* value = std::getenv("QGRU_CUDA_GRU_FLOW");
-  if (value == nullptr || std::string(value).empty() || std::string(value) == "host") return GruFlow::Host;
-  if (std::string(value) == "device") return GruFlow::Device;
-  throw Error("QGRU_CUDA_GRU_FLOW=" + std::string(value) + ": expected device or host");
+  return environment_says("QGRU_CUDA_GRU_FLOW", "host", "device") ? GruFlow::Device : GruFlow::Host;
 }
 
 QuantGruCuda::QuantGruCuda(const QuantizedGru& model, GruRecurrence recurrence, GruFlow flow)
