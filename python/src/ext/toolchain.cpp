@@ -359,6 +359,9 @@ void bind_toolchain(nb::module_& m) {
     file.metadata = metadata;
     write_safetensors(path, file);
   }, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata") = std::map<std::string, std::string>());
+  // A text file written as every qgru output is (qgru/base/atomic_file.h: a temporary beside it, then renamed).
+  m.def("write_text", [](const std::string& path, const std::string& text) { write_file_atomic(path, text); },
+        nb::arg("path"), nb::arg("text"));
   m.def("model_from_tensors", &model_from_tensors, nb::arg("tensors"), nb::arg("layout"), nb::arg("source"),
         nb::arg("prefix"));
 

@@ -71,13 +71,7 @@ def dequantize(tensors, prefix, bits, format, N, K):
 
 
 def _write_json_atomically(path, value):
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    _qgru.write_text(path, json.dumps(value, indent=2) + "\n")
 
 
 class Progress:
