@@ -143,16 +143,35 @@ QuantRunInput read_quant_run_input(const std::string& path, const QuantizedGru& 
   return input;
 }
 
-std::vector<int32_t> read_quant_run_initial_state(const std::string& h0_path, const std::string& h0_codes_path,
-                                                 const QuantizedGru& model, int N) {
+namespace {
+
+// The initial state as given: codes (--h0-codes) or floats (--h0) and their codes; both empty when neither.
+struct InitialState {
+  std::vector<float> floats;
+  std::vector<int32_t> codes;
+};
+
+InitialState read_initial_state_once(const std::string& h0_path, const std::string& h0_codes_path,
+                                     const QuantizedGru& model, int N) {
   if (!h0_path.empty() && !h0_codes_path.empty()) {
     throw UsageError("--h0 " + h0_path + " and --h0-codes " + h0_codes_path + ": give the initial state once, as floats "
                      "or as codes");
   }
-  if (!h0_codes_path.empty()) return read_initial_state_codes(h0_codes_path, model, N);
-  if (h0_path.empty()) return {};
-  const std::vector<float> h0 = read_initial_state(h0_path, model.num_layers * model.num_directions, N, model.hidden_size);
-  return quantize_initial_state(model, h0.data(), N);
+  InitialState state;
+  if (!h0_codes_path.empty()) {
+    state.codes = read_initial_state_codes(h0_codes_path, model, N);
+  } else if (!h0_path.empty()) {
+    state.floats = read_initial_state(h0_path, model.num_layers * model.num_directions, N, model.hidden_size);
+    state.codes = quantize_initial_state(model, state.floats.data(), N);
+  }
+  return state;
+}
+
+}  // namespace
+
+std::vector<int32_t> read_quant_run_initial_state(const std::string& h0_path, const std::string& h0_codes_path,
+                                                 const QuantizedGru& model, int N) {
+  return read_initial_state_once(h0_path, h0_codes_path, model, N).codes;
 }
 
 QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
@@ -163,8 +182,8 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   QuantRunSummary summary;
   const QuantRunInput x = read_quant_run_input(options.input_path, model, options.batch_first);
   summary.input_was_codes = x.is_codes;
-  const std::vector<int32_t> q_h0 = read_quant_run_initial_state(options.h0_path, options.h0_codes_path, model, x.N);
-  const int32_t* q_h0_data = q_h0.empty() ? nullptr : q_h0.data();
+  const InitialState h0 = read_initial_state_once(options.h0_path, options.h0_codes_path, model, x.N);
+  const int32_t* q_h0_data = h0.codes.empty() ? nullptr : h0.codes.data();
 
   ExecutorRequest request;
   request.device = options.device;
@@ -179,7 +198,7 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   const int32_t* lengths = lengths_values.empty() ? nullptr : lengths_values.data();
   // On a device, a float call whose caller reads no codes (no --codes, --h0-codes or extra output) goes through the
   // executor's float entry point: with the CUDA device flow, x is quantized on the device and only the floats come
-  // back (run_floats; h0 quantized by quantize_initial_state inside, as read_quant_run_initial_state does here).
+  // back (run_floats; h0's floats quantized by quantize_initial_state inside, as read_initial_state_once does here).
   // The time then includes the upload and the quantization of x.
   const bool floats_on_device = summary.executor == "cuda" && !x.is_codes && options.codes_path.empty() &&
                                 options.h0_codes_path.empty() && !(options.extra_output && !options.extra_output_path.empty());
@@ -189,12 +208,10 @@ QuantRunSummary run_quantized_files(const QuantRunOptions& options) {
   std::vector<int32_t> q_x_quantized(x.is_codes || floats_on_device ? 0 : x.values.size());
   if (!x.is_codes && !floats_on_device) quantize_fast(model.input_quant(), x.values.data(), x.values.size(), q_x_quantized.data());
   const int32_t* q_x = x.is_codes ? x.q_x.data() : q_x_quantized.data();
-  std::vector<float> h0_floats;
-  if (floats_on_device && !options.h0_path.empty()) h0_floats = read_initial_state(options.h0_path, LD, x.N, H);
   const auto start = std::chrono::steady_clock::now();
   const QuantGruResult result =
       floats_on_device
-          ? executor->run_floats(x.values.data(), x.T, x.N, h0_floats.empty() ? nullptr : h0_floats.data(), lengths)
+          ? executor->run_floats(x.values.data(), x.T, x.N, h0.floats.empty() ? nullptr : h0.floats.data(), lengths)
           : executor->run_codes(q_x, x.T, x.N, q_h0_data, lengths);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
