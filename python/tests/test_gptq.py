@@ -188,3 +188,61 @@ def test_gptq_linear_reads_the_checkpoint_as_qgru_linear(cli, tmp_path):
     old = qgru.gptq_linear(tmp_path / "old" / "q.safetensors", x)
     np.testing.assert_array_equal(old, cli_linear(tmp_path / "old" / "q.safetensors"))
     np.testing.assert_array_equal(old, with_bias)
+
+
+def test_a_hessian_fed_chunk_by_chunk_gives_the_rows_checkpoint(cli, layer, tmp_path):
+    """qgru.Hessian: the same chunks in the same order give the same H as qgru.gptq's own accumulation, so the
+    checkpoint equals the one from the rows (and `qgru gptq --hessian` of its matrix), for every column order."""
+    weight, activations = layer
+    chunks = [activations[:250], activations[250:257], activations[257:].reshape(7, 49, 256)]
+    hessian = qgru.Hessian(256)
+    for chunk in chunks:
+        hessian.add(chunk)
+    assert hessian.tokens == 600 and hessian.K == 256
+    H = hessian.matrix()
+    plain = 2.0 * activations.astype(np.float64).T @ activations.astype(np.float64)
+    assert H.dtype == np.float64 and H.shape == (256, 256)
+    assert np.max(np.abs(H - plain)) <= 1e-12 * np.max(np.abs(plain))
+    np.testing.assert_array_equal(H, H.T)
+    qgru.write_tensors(tmp_path / "w.safetensors", {"fc.weight": weight})
+    np.save(tmp_path / "h.npy", H)
+    for order in ("group-aware", "act-order", "natural"):
+        (tmp_path / order).mkdir()
+        rows = qgru.gptq(weight, chunks, name="fc.weight", order=order)
+        shared = qgru.gptq(weight, hessian=hessian, name="fc.weight", order=order)
+        given = qgru.gptq(weight, hessian=H, name="fc.weight", order=order, checkpoint=tmp_path / order / "q.safetensors")
+        for name, tensor in rows.tensors.items():
+            np.testing.assert_array_equal(shared.tensors[name], tensor, err_msg=f"{order}: {name}")
+            np.testing.assert_array_equal(given.tensors[name], tensor, err_msg=f"{order}: {name}")
+        assert (shared.gptq_error, shared.rtn_error, shared.tokens) == (rows.gptq_error, rows.rtn_error, 600)
+        assert given.gptq_error == rows.gptq_error and given.tokens == 0
+        run_cli(cli, "gptq", "--weights", tmp_path / "w.safetensors", "--tensor", "fc.weight", "--hessian",
+                tmp_path / "h.npy", "--order", order, "-o", tmp_path / order / "cli.safetensors")
+        cli_tensors = qgru.read_tensors(tmp_path / order / "cli.safetensors")
+        for name, tensor in qgru.read_tensors(tmp_path / order / "q.safetensors").items():
+            np.testing.assert_array_equal(cli_tensors[name], tensor, err_msg=f"{order}: {name}")
+    assert hessian.tokens == 600  # quantizing from it used it as it was
+
+
+def test_hessian_refusals(layer):
+    weight, activations = layer
+    with pytest.raises(TypeError, match="activations or hessian=, one of them"):
+        qgru.gptq(weight, activations, hessian=qgru.Hessian(256).add(activations))
+    with pytest.raises(TypeError, match="activations or hessian=, one of them"):
+        qgru.gptq(weight)
+    with pytest.raises(qgru.Error, match=r"^hessian rows: activations have shape \[600, 200\], expected \[M, K\] "
+                                         r"\(or \[\.\.\., K\]\) with K = 256 \(the weight's input size\)$"):
+        qgru.Hessian(256).add(activations[:, :200])
+    with pytest.raises(qgru.Error, match=r"^hessian: Hessian has shape \[256, 255\], expected a square \[K, K\]$"):
+        qgru.Hessian.from_matrix(np.zeros((256, 255)))
+    given = qgru.Hessian.from_matrix(np.eye(256), tokens=3)
+    assert given.tokens == 3
+    with pytest.raises(qgru.Error, match="given as a matrix; it takes no more rows"):
+        given.add(activations)
+    with pytest.raises(qgru.Error, match=r"^hessian \(Hessian of 'linear.weight'\): Hessian holds 16384 values, "
+                                         r"expected \[256, 256\] \(K from the weight\)$"):
+        qgru.gptq(weight, hessian=np.eye(128))
+    negative = np.eye(256)
+    negative[3, 3] = -1.0
+    with pytest.raises(qgru.Error, match=r"Hessian diagonal entry \[3, 3\] is -1"):
+        qgru.gptq(weight, hessian=negative)

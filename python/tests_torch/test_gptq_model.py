@@ -127,7 +127,7 @@ def test_resume_after_a_kill_gives_the_uninterrupted_checkpoint(float_model, qua
     _, result, out = quantized
     real_gptq = _gptq_model.gptq
 
-    def killed_in_block_1(weight, activations, name, **options):
+    def killed_in_block_1(weight, activations=None, *, name, **options):
         if name.startswith("model.layers.1."):
             raise KeyboardInterrupt
         return real_gptq(weight, activations, name=name, **options)
@@ -152,7 +152,7 @@ def test_resume_after_a_kill_gives_the_uninterrupted_checkpoint(float_model, qua
     monkeypatch.setattr(_gptq_model, "gptq", real_gptq)
     calls = []
 
-    def counting(weight, activations, name, **options):
+    def counting(weight, activations=None, *, name, **options):
         calls.append(name)
         return real_gptq(weight, activations, name=name, **options)
 

@@ -106,15 +106,23 @@ std::vector<double> load_hessian(const std::string& path, int64_t K) {
     throw Error(path + ": Hessian has dtype " + dtype_name(tensor.dtype) + ", expected F64 or F32");
   }
   std::vector<double> H = tensor_to_f64(tensor);
-  require_finite(H, path + ": Hessian ", "; a Hessian 2·X·Xᵀ is finite");
+  check_hessian(H, K, path);
+  return H;
+}
+
+void check_hessian(const std::vector<double>& H, int64_t K, const std::string& source) {
+  if (K <= 0 || H.size() != static_cast<size_t>(K) * static_cast<size_t>(K)) {
+    throw Error(source + ": Hessian holds " + std::to_string(H.size()) + " values, expected [" + std::to_string(K) +
+                ", " + std::to_string(K) + "] (K from the weight)");
+  }
+  require_finite(H, source + ": Hessian ", "; a Hessian 2·X·Xᵀ is finite");
   for (int64_t i = 0; i < K; ++i) {
     const double diagonal = H[static_cast<size_t>(i * K + i)];
     if (diagonal < 0.0) {
-      throw Error(path + ": Hessian diagonal entry [" + std::to_string(i) + ", " + std::to_string(i) + "] is " +
+      throw Error(source + ": Hessian diagonal entry [" + std::to_string(i) + ", " + std::to_string(i) + "] is " +
                   std::to_string(diagonal) + "; a Hessian 2·X·Xᵀ has none below 0");
     }
   }
-  return H;
 }
 
 }  // namespace qgru::gptq

@@ -208,8 +208,13 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
                   std::to_string(weight.shape[1]) + "), more than the " + memory_text(memory_bound) +
                   (options.max_hessian_bytes != 0 ? " allowed" : " of memory this machine has"));
     }
-    if (job.activations.empty() && !options.activation_arrays.count(job.tensor) && job.hessian.empty()) {
-      throw Error("gptq: layer '" + job.tensor + "' has neither activations nor a Hessian");
+    const bool has_activations = !job.activations.empty() || options.activation_arrays.count(job.tensor) != 0;
+    const int hessian_sources = (has_activations ? 1 : 0) + (job.hessian.empty() ? 0 : 1) +
+                                static_cast<int>(options.hessian_arrays.count(job.tensor));
+    if (hessian_sources == 0) throw Error("gptq: layer '" + job.tensor + "' has neither activations nor a Hessian");
+    if (hessian_sources > 1) {
+      throw Error("gptq: layer '" + job.tensor + "' is given more than one of activations, a Hessian file and a "
+                  "Hessian in memory; give one");
     }
   }
 
@@ -244,12 +249,20 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
     log()->info("gptq: [{}/{}] {} [{}, {}]", index + 1, options.layers.size(), job.tensor, report.N, report.K);
 
     auto start = std::chrono::steady_clock::now();
-    std::vector<double> H;
+    // H_used: the layer's Hessian, either H_read (read or accumulated here) or a shared in-memory one.
+    std::vector<double> H_read;
+    const std::vector<double>* H_used = &H_read;
     GptqResult result;
     std::vector<double> W;
     try {  // the memory bound above is an estimate: an allocation that still fails names the layer
-      if (!job.hessian.empty()) {
-        H = load_hessian(job.hessian, report.K);
+      const auto given = options.hessian_arrays.find(job.tensor);
+      if (given != options.hessian_arrays.end()) {
+        if (!given->second.H) throw Error(given->second.name + ": no Hessian matrix (for '" + job.tensor + "')");
+        check_hessian(*given->second.H, report.K, given->second.name + " (Hessian of '" + job.tensor + "')");
+        H_used = given->second.H.get();
+        report.tokens = given->second.tokens;
+      } else if (!job.hessian.empty()) {
+        H_read = load_hessian(job.hessian, report.K);
       } else {
         // Each activation file is read (memory bounded by its size) and checked against K before the
         // K×K accumulator exists, so a wrong file is refused without allocating the Hessian.
@@ -276,21 +289,22 @@ std::vector<LayerReport> run_job(const JobOptions& options, const std::function<
         if (arrays != options.activation_arrays.end()) {
           for (const auto& [name, activations] : arrays->second) accumulate(activations, name);
         }
-        H = device_accumulator ? device_accumulator->finish() : accumulator->hessian();
+        H_read = device_accumulator ? device_accumulator->finish() : accumulator->hessian();
       }
       report.hessian_seconds = seconds_since(start);
-      if (!options.save_hessian_path.empty()) saved_hessian = H;
+      if (!options.save_hessian_path.empty()) saved_hessian = *H_used;
 
       W = tensor_to_f64(weight);
       start = std::chrono::steady_clock::now();
-      result = options.device.quantize ? options.device.quantize(W, report.N, report.K, H, options.gptq)
-                                       : gptq_quantize(W, report.N, report.K, H, options.gptq);
+      result = options.device.quantize ? options.device.quantize(W, report.N, report.K, *H_used, options.gptq)
+                                       : gptq_quantize(W, report.N, report.K, *H_used, options.gptq);
     } catch (const std::bad_alloc&) {
       throw Error(source + ": tensor '" + job.tensor + "' is " + shape_string(weight.shape) +
                   ": out of memory for its K×K Hessian and work copies (about " +
                   memory_text(hessian_bytes_needed(report.K, !options.save_hessian_path.empty())) + ")");
     }
     report.seconds = seconds_since(start);
+    const std::vector<double>& H = *H_used;
     report.damp_used = result.damp_used;
     report.dead_columns = result.dead_columns;
 

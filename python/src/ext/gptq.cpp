@@ -6,9 +6,13 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,19 +20,79 @@
 #include "qgru/base/error.h"
 #include "qgru/base/output_policy.h"
 #include "qgru/gptq/checkpoint.h"
+#include "qgru/gptq/hessian.h"
 #include "qgru/gptq/job.h"
 #include "qgru/gptq/layer_linear.h"
 #include "qgru/io/safetensors.h"
 
 namespace qgru::python {
 
+// qgru.Hessian: H = 2·X·Xᵀ of one layer input, accumulated in float64 chunk by chunk (the library's
+// HessianAccumulator, the one `qgru gptq` and qgru.gptq's activations go through, so the same chunks in the
+// same order give the same H bit for bit), or given whole as a matrix. The symmetric matrix is made once
+// after the last add and shared by every layer quantized from it (q, k and v read one input).
+class Hessian {
+ public:
+  explicit Hessian(int64_t K) : K_(K), accumulator_(std::in_place, K) {}
+
+  static std::unique_ptr<Hessian> from_matrix(const HostArray& matrix, int64_t tokens, const std::string& name) {
+    const Tensor tensor = tensor_from_array(matrix, name);
+    if (tensor.rank() != 2 || tensor.shape[0] != tensor.shape[1] || tensor.shape[0] <= 0) {
+      throw Error(name + ": Hessian has shape " + shape_string(tensor.shape) + ", expected a square [K, K]");
+    }
+    std::unique_ptr<Hessian> hessian(new Hessian(tensor.shape[0], tokens));
+    std::vector<double> H = tensor_to_f64(tensor);
+    gptq::check_hessian(H, hessian->K_, name);
+    hessian->matrix_ = std::make_shared<const std::vector<double>>(std::move(H));
+    return hessian;
+  }
+
+  // Rows are tokens: [..., K] float (leading dimensions flattened), as a linear layer sees them.
+  void add(const HostArray& rows, const std::string& name) {
+    const Tensor tensor = tensor_from_array(rows, name);
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accumulator_) throw Error(name + ": this Hessian was given as a matrix; it takes no more rows");
+    accumulator_->add_tensor(tensor, false, name);
+    matrix_.reset();
+  }
+
+  int64_t K() const { return K_; }
+  int64_t tokens() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return accumulator_ ? accumulator_->tokens() : tokens_;
+  }
+
+  std::shared_ptr<const std::vector<double>> matrix() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!matrix_) matrix_ = std::make_shared<const std::vector<double>>(accumulator_->hessian());
+    return matrix_;
+  }
+
+  nb::ndarray<nb::numpy, double> numpy() {
+    std::vector<double> copy = *matrix();
+    return numpy_owning(std::move(copy), {static_cast<size_t>(K_), static_cast<size_t>(K_)});
+  }
+
+ private:
+  Hessian(int64_t K, int64_t tokens) : K_(K), tokens_(tokens) {}
+
+  int64_t K_;
+  int64_t tokens_ = 0;  // for a matrix given whole
+  std::optional<gptq::HessianAccumulator> accumulator_;
+  std::shared_ptr<const std::vector<double>> matrix_;
+  std::mutex mutex_;
+};
+
 namespace {
 
 // The result of one layer: the checkpoint's tensors (name -> NumPy array) and the CLI's report line.
 // `weights` are the layer's tensors as a weights file would hold them: tensor_name [N, K] and PREFIX.bias.
+// The layer's Hessian comes from `activations` or, when they are empty, from `hessian`.
 nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::string& tensor_name,
                     const std::vector<HostArray>& activations, bool activations_feature_major,
-                    const gptq::GptqOptions& options, const std::string& format, const std::string& output_path) {
+                    const gptq::GptqOptions& options, const std::string& format, const std::string& output_path,
+                    Hessian* hessian) {
   const std::string source = "weight (in memory)";
   SafetensorsFile input;
   for (const auto& [name, array] : weights) input.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
@@ -41,6 +105,9 @@ nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::
   for (size_t i = 0; i < activations.size(); ++i) {
     const std::string name = "activations[" + std::to_string(i) + "]";
     job.activation_arrays[tensor_name].emplace_back(name, tensor_from_array(activations[i], name));
+  }
+  if (hessian != nullptr) {
+    job.hessian_arrays[tensor_name] = {"hessian", hessian->matrix(), hessian->tokens()};
   }
   job.activations_feature_major = activations_feature_major;
   job.gptq = options;
@@ -127,8 +194,16 @@ void bind_gptq(nb::module_& m) {
   m.def("column_order_names", &gptq::column_order_names);
   m.def("set_column_order", &gptq::set_column_order, nb::arg("options"), nb::arg("order"));
   m.def("column_order_name", &gptq::column_order_name, nb::arg("options"));
+  nb::class_<Hessian>(m, "Hessian")
+      .def(nb::init<int64_t>(), nb::arg("K"))
+      .def_static("from_matrix", &Hessian::from_matrix, nb::arg("matrix"), nb::arg("tokens"), nb::arg("name"))
+      .def("add", &Hessian::add, nb::arg("rows"), nb::arg("name"))
+      .def_prop_ro("K", &Hessian::K)
+      .def_prop_ro("tokens", &Hessian::tokens)
+      .def("matrix", &Hessian::numpy);
   m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
-        nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"));
+        nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"),
+        nb::arg("hessian").none());
   m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"),
         nb::arg("with_bias"));
   m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));

@@ -62,8 +62,51 @@ class GptqResult:
                 f"rtn_error={self.rtn_error:.4g})")
 
 
-def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=False, checkpoint=None,
-         name="linear.weight", bias=None, format="gptq", activations_feature_major=False, **options):
+class Hessian:
+    """``H = 2·X·Xᵀ`` of one layer input, accumulated in float64 as the rows arrive, for ``qgru.gptq(...,
+    hessian=)``: what ``qgru gptq`` accumulates from activation files, without keeping the rows (K × K × 8
+    bytes, whatever the number of tokens). Layers that read the same input (q, k and v) share one.
+
+    ``Hessian(K)`` then ``add(rows)`` for each chunk (``[..., K]`` float: an array or a tensor, on any device;
+    rows are tokens, leading dimensions flattened); or ``Hessian.from_matrix(H)`` for a matrix made elsewhere
+    (``[K, K]``, e.g. ``numpy.load`` of ``qgru gptq --save-hessian``'s file). The same chunks added in the same
+    order give the same H, bit for bit, as ``qgru.gptq(weight, [chunks...])``.
+    """
+
+    def __init__(self, K):
+        self._impl = _qgru.Hessian(int(K))
+
+    @classmethod
+    def from_matrix(cls, matrix, tokens=0):
+        hessian = cls.__new__(cls)
+        hessian._impl = _qgru.Hessian.from_matrix(host_array(matrix), int(tokens), "hessian")
+        return hessian
+
+    def add(self, rows):
+        self._impl.add(host_array(rows), "hessian rows")
+        return self
+
+    @property
+    def K(self):
+        return self._impl.K
+
+    @property
+    def tokens(self):
+        """Rows added so far (for a matrix given whole: the ``tokens`` it was given)."""
+        return self._impl.tokens
+
+    def matrix(self):
+        """H as a NumPy float64 ``[K, K]`` (a copy; ``numpy.save`` it for ``qgru gptq --manifest``'s
+        ``"hessian"``)."""
+        return self._impl.matrix()
+
+    def __repr__(self):
+        return f"qgru.Hessian(K={self.K}, tokens={self.tokens})"
+
+
+def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, order=None, act_order=False,
+         checkpoint=None, name="linear.weight", bias=None, format="gptq", activations_feature_major=False,
+         **options):
     """GPTQ-quantize one linear layer: ``qgru gptq`` on arrays.
 
     Args:
@@ -71,6 +114,8 @@ def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=F
         activations: the layer's inputs ``[M, K]`` (rows are tokens; any leading dimensions are flattened),
             or a list of such chunks; ``[K, M]`` with ``activations_feature_major``. The Hessian
             ``H = 2·X·Xᵀ`` is accumulated in float64 chunk by chunk.
+        hessian: instead of ``activations``, a ``qgru.Hessian`` already accumulated from them (or a ``[K, K]``
+            matrix); the result is the same as from the rows it was accumulated from.
         bits: 2, 3, 4 or 8.
         group_size: columns per group (-1: one group per row).
         order: the column order, as ``qgru gptq --order``: ``"group-aware"`` (the default: act-order inside
@@ -99,7 +144,14 @@ def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=F
         if bias is None and getattr(module, "bias", None) is not None:
             bias = module.bias
     gptq_options = make_gptq_options(bits, group_size, order, act_order, options, "gptq()")
-    if isinstance(activations, (list, tuple)):
+    if (activations is None) == (hessian is None):
+        raise TypeError("gptq() takes activations or hessian=, one of them")
+    if hessian is not None:
+        chunks = []
+        if not isinstance(hessian, Hessian):
+            hessian = Hessian.from_matrix(hessian)
+        hessian = hessian._impl
+    elif isinstance(activations, (list, tuple)):
         chunks = [host_array(chunk) for chunk in activations]
     else:
         chunks = [host_array(activations)]
@@ -108,7 +160,7 @@ def gptq(weight, activations, bits=4, group_size=128, *, order=None, act_order=F
     if bias is not None:
         weights[f"{prefix}.bias"] = host_array(bias)
     result = _qgru.gptq_layer(weights, name, chunks, bool(activations_feature_major), gptq_options, format,
-                              "" if checkpoint is None else os.fspath(checkpoint))
+                              "" if checkpoint is None else os.fspath(checkpoint), hessian)
     return GptqResult(result, prefix, None if checkpoint is None else os.fspath(checkpoint))
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _qgru
-from ._gptq import gptq, gptq_option_names, make_gptq_options
+from ._gptq import Hessian, gptq, gptq_option_names, make_gptq_options
 from ._gptq_checkpoint import (PROGRESS_DIR, Progress, check_output_dir, dequantize, packing_unit,
                                quantization_config, write_checkpoint)
 from ._inputs import host_array
@@ -239,17 +239,18 @@ def call_groups(block, linears, call):
     return groups
 
 
-def capture_inputs(block, linears, groups, calls):
-    """Each group's input rows (float32 [tokens, K] per call) over all calls; the forward stops after the last
-    layer of the last group was called."""
-    chunks = {group[0]: [] for group in groups}
+def capture_hessians(block, linears, groups, calls):
+    """Each group's Hessian H = 2·X·Xᵀ of its input rows over all calls (a qgru.Hessian, fed one call's
+    float32 rows at a time, so no more than one call's rows are held); the forward stops after the last layer
+    of the last group was called."""
+    hessians = {group[0]: Hessian(linears[group[0]].in_features) for group in groups}
     last = groups[-1][-1]
 
     def hook(name):
         def record(module, inputs):
-            if name in chunks:
+            if name in hessians:
                 x = inputs[0].detach()
-                chunks[name].append(host_array(x.reshape(-1, x.shape[-1]).float()))
+                hessians[name].add(x.reshape(-1, x.shape[-1]).float())
             if name == last:
                 raise _Stop
         return record
@@ -265,7 +266,7 @@ def capture_inputs(block, linears, groups, calls):
     finally:
         for handle in handles:
             handle.remove()
-    return chunks
+    return hessians
 
 
 def set_dequantized(linear, tensors, prefix, bits, format):
@@ -373,18 +374,18 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
                     groups = call_groups(block, linears, calls[0])
                     phases = [[group] for group in groups] if true_sequential else [groups]
                     for phase in phases:
-                        chunks = capture_inputs(block, linears, phase, calls)
+                        hessians = capture_hessians(block, linears, phase, calls)
                         for group in phase:
                             for name in group:
                                 layer_prefix = f"{prefix}.{name}"
-                                result = gptq(linears[name], chunks[group[0]], name=f"{layer_prefix}.weight",
-                                              **call_options)
+                                result = gptq(linears[name], hessian=hessians[group[0]],
+                                              name=f"{layer_prefix}.weight", **call_options)
                                 set_dequantized(linears[name], result.tensors, layer_prefix, gptq_options.bits, format)
                                 tensors.update(result.tensors)
                                 block_layers.append({"name": layer_prefix, "N": result.N, "K": result.K,
                                                      "tokens": result.tokens, "gptq_error": result.gptq_error,
                                                      "rtn_error": result.rtn_error, "seconds": result.seconds})
-                        del chunks
+                        del hessians
                     progress.write_block(index, tensors, float_sha256, block_layers)
                     ratio = np.exp(np.mean([np.log(max(layer["gptq_error"], 1e-300) / max(layer["rtn_error"], 1e-300))
                                             for layer in block_layers]))

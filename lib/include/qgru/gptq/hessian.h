@@ -42,8 +42,11 @@ class HessianAccumulator {
   std::vector<double> upper_;  // upper triangle accumulated by dsyrk (row-major)
 };
 
-// Save / load H as a float64 .npy [K, K] (atomic write). load checks the shape against K.
+// Save / load H as a float64 .npy [K, K] (atomic write). load checks the shape against K, then check_hessian.
 void save_hessian(const std::string& path, const std::vector<double>& H, int64_t K);
 std::vector<double> load_hessian(const std::string& path, int64_t K);
+// What any H given instead of activations must be: K·K values (row-major [K, K]), finite, no diagonal entry
+// below 0 (a sum of 2·x·xᵀ has none). Throws qgru::Error naming `source`.
+void check_hessian(const std::vector<double>& H, int64_t K, const std::string& source);
 
 }  // namespace qgru::gptq

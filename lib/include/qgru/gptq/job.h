@@ -64,6 +64,16 @@ struct JobOptions {
   // empty output_path writes nothing; `checkpoint`, when set, receives the checkpoint's tensors either way.
   const SafetensorsFile* weights = nullptr;
   std::map<std::string, std::vector<std::pair<std::string, Tensor>>> activation_arrays;
+  // Instead of activations, an accumulated Hessian per layer (hessian_arrays[tensor]): the Python package's
+  // qgru.Hessian, one matrix shared by the layers that read the same input (q, k and v), so a whole-model walk
+  // holds K×K float64 per input group instead of every input row. Checked as a saved one is (shape, finite,
+  // diagonal >= 0); a layer given one takes no activations and no "hessian" file.
+  struct HessianArray {
+    std::string name;                                 // names it in messages
+    std::shared_ptr<const std::vector<double>> H;     // symmetric [K, K], row-major
+    int64_t tokens = 0;                               // rows it was accumulated from (the report's tokens)
+  };
+  std::map<std::string, HessianArray> hessian_arrays;
   SafetensorsFile* checkpoint = nullptr;
   // Unset (no quantize): the CPU. Errors, the round-to-nearest baseline and the checkpoint are on the CPU either way.
   JobDevice device;
