@@ -10,12 +10,10 @@
 #include "qgru/base/output_policy.h"
 #include "device_option.h"
 #include "qgru/gptq/job.h"
+#include "qgru/gptq/job_device.h"
 #include "shared_checks.h"
 #include "subcommand.h"
 
-#ifdef QGRU_WITH_CUDA
-#include "qgru_cuda/gptq_device.h"
-#endif
 
 namespace {
 
@@ -42,26 +40,11 @@ void check_gptq_files(const GptqCli& cli) {
                                      {"--save-hessian", job.save_hessian_path}});
 }
 
-// --device cuda: the Hessian and GPTQ on the GPU (qgru_cuda/gptq_device.h). resolve_device refuses, in one
-// line, a build without CUDA or a machine without a usable device, before anything is read or written.
+// --device cuda: the Hessian and GPTQ on the GPU (qgru/gptq/job_device.h). resolve_device refuses, in one line,
+// a build without CUDA or a machine without a usable device, before anything is read or written.
 void use_device(const std::string& device, qgru::gptq::JobDevice& job_device) {
   if (qgru::cli::resolve_device(device) != qgru::cli::Device::Cuda) return;
-#ifdef QGRU_WITH_CUDA
-  struct CudaHessian : qgru::gptq::JobDevice::Hessian {
-    explicit CudaHessian(int64_t K) : device(K) {}
-    void add(const std::vector<float>& values, int64_t M, bool feature_major) override {
-      if (feature_major) device.add_feature_major(values.data(), M);
-      else device.add_token_major(values.data(), M);
-    }
-    std::vector<double> finish() override { return device.hessian(); }
-    qgru::cuda::DeviceHessian device;
-  };
-  job_device.name = "cuda";
-  job_device.hessian = [](int64_t K) { return std::make_unique<CudaHessian>(K); };
-  job_device.quantize = qgru::cuda::gptq_quantize_cuda;
-#else
-  (void)job_device;  // resolve_device has refused Cuda in a build without it
-#endif
+  job_device = qgru::gptq::make_job_device("cuda");
 }
 
 // Called by run_job after each layer, before anything is written: a layer whose activations have no rows, or

@@ -246,3 +246,30 @@ def test_hessian_refusals(layer):
     negative[3, 3] = -1.0
     with pytest.raises(qgru.Error, match=r"Hessian diagonal entry \[3, 3\] is -1"):
         qgru.gptq(weight, hessian=negative)
+
+
+def test_gptq_devices_by_name(layer):
+    """device= as `qgru gptq --device`: "cpu" is the default path; "cuda" either runs GPTQ on the GPU (then its
+    error is within a hundredth of the CPU path's, the GPU path's contract) or is refused in one line saying why
+    (no GPU here, or a build without CUDA); any other name is refused."""
+    weight, activations = layer
+    devices = qgru.gptq_devices()
+    assert devices[0] == "cpu" and set(devices) <= {"cpu", "cuda"}
+    cpu = qgru.gptq(weight, activations, device="cpu")
+    np.testing.assert_array_equal(cpu.qweight, qgru.gptq(weight, activations).qweight)
+    for make in (lambda: qgru.gptq(weight, activations, device="cuda"),
+                 lambda: qgru.gptq(weight, hessian=qgru.Hessian(256, device="cuda").add(activations), device="cuda")):
+        try:
+            result = make()
+        except qgru.Error as e:
+            if "cuda" in devices:
+                assert str(e).startswith("device cuda: no usable CUDA device: "), str(e)
+            else:
+                assert str(e) == "device cuda: this qgru was built without CUDA (nvcc was not found at configure time)"
+        else:
+            assert abs(result.gptq_error - cpu.gptq_error) <= 0.01 * cpu.gptq_error
+            assert result.tokens == 600
+    with pytest.raises(qgru.Error, match=r"^device 'tpu': expected cpu or cuda$"):
+        qgru.gptq(weight, activations, device="tpu")
+    with pytest.raises(qgru.Error, match=r"^device 'tpu': expected cpu or cuda$"):
+        qgru.Hessian(256, device="tpu")

@@ -205,7 +205,7 @@ def test_qwen2_biases_are_stored_as_fp16_and_used(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["no blocks", "packing", "group", "short calibration", "float calibration",
-                                  "bad damp", "not empty", "unknown option"])
+                                  "bad damp", "not empty", "unknown option", "unknown device"])
 def test_refusals_write_nothing(tmp_path, case):
     model, calib, options, out = tiny_llama(layers=1), calibration(), {}, tmp_path / "out"
     expected = {
@@ -218,6 +218,7 @@ def test_refusals_write_nothing(tmp_path, case):
         "bad damp": r"damp",
         "not empty": r"out: not empty \(notes.txt\)",
         "unknown option": r"unknown option 'dampening'",
+        "unknown device": r"^gptq_model: device 'tpu': this qgru's GPTQ computes on cpu",
     }[case]
     if case == "no blocks":
         model = GPT2LMHeadModel(GPT2Config(n_embd=64, n_layer=1, n_head=2, vocab_size=200, n_positions=64))
@@ -236,8 +237,30 @@ def test_refusals_write_nothing(tmp_path, case):
         (out / "notes.txt").write_text("mine")
     elif case == "unknown option":
         options = {"dampening": 0.1}
+    elif case == "unknown device":
+        options = {"device": "tpu"}
     error = TypeError if case == "unknown option" else qgru.Error
     with pytest.raises(error, match=expected) as raised:
         qgru.gptq_model(model, calib, out, verbose=False, **options)
     assert "\n" not in str(raised.value)
     assert (sorted(os.listdir(out)) == ["notes.txt"]) if case == "not empty" else not os.path.exists(out)
+
+
+def test_cuda_device_runs_or_is_refused_writing_nothing(float_model, quantized, tmp_path):
+    """device="cuda" (the Hessians accumulated and GPTQ run on the GPU): where a GPU is usable, every layer's error
+    is within a hundredth of the CPU walk's (the GPU path's contract); elsewhere one line says why and nothing
+    is written."""
+    _, cpu_result, _ = quantized
+    try:
+        result = qgru.gptq_model(copy.deepcopy(float_model), calibration(), tmp_path / "out", device="cuda",
+                                 verbose=False)
+    except qgru.Error as e:
+        expected = ("device cuda: no usable CUDA device: " if "cuda" in qgru.gptq_devices()
+                    else "gptq_model: device 'cuda': this qgru's GPTQ computes on cpu")
+        assert str(e).startswith(expected) and "\n" not in str(e), str(e)
+        assert not os.path.exists(tmp_path / "out")
+    else:
+        assert len(result.layers) == len(cpu_result.layers)
+        for mine, cpu in zip(result.layers, cpu_result.layers):
+            assert mine["name"] == cpu["name"]
+            assert abs(mine["gptq_error"] - cpu["gptq_error"]) <= 0.01 * cpu["gptq_error"]

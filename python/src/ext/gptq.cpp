@@ -22,28 +22,35 @@
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/hessian.h"
 #include "qgru/gptq/job.h"
+#include "qgru/gptq/job_device.h"
 #include "qgru/gptq/layer_linear.h"
 #include "qgru/io/safetensors.h"
 
 namespace qgru::python {
 
-// qgru.Hessian: H = 2·X·Xᵀ of one layer input, accumulated in float64 chunk by chunk (the library's
+// qgru.Hessian: H = 2·X·Xᵀ of one layer input, accumulated in float64 chunk by chunk (on the CPU the library's
 // HessianAccumulator, the one `qgru gptq` and qgru.gptq's activations go through, so the same chunks in the
-// same order give the same H bit for bit), or given whole as a matrix. The symmetric matrix is made once
-// after the last add and shared by every layer quantized from it (q, k and v read one input).
+// same order give the same H bit for bit; on "cuda" the GPU's accumulator of `qgru gptq --device cuda`), or
+// given whole as a matrix. The symmetric matrix is made once after the last add and shared by every layer
+// quantized from it (q, k and v read one input).
 class Hessian {
  public:
-  explicit Hessian(int64_t K) : K_(K), accumulator_(std::in_place, K) {}
+  Hessian(int64_t K, const std::string& device) : K_(K) {
+    gptq::JobDevice job_device = gptq::make_job_device(device);
+    if (job_device.hessian) device_accumulator_ = job_device.hessian(K);
+    else accumulator_.emplace(K);
+  }
 
   static std::unique_ptr<Hessian> from_matrix(const HostArray& matrix, int64_t tokens, const std::string& name) {
     const Tensor tensor = tensor_from_array(matrix, name);
     if (tensor.rank() != 2 || tensor.shape[0] != tensor.shape[1] || tensor.shape[0] <= 0) {
       throw Error(name + ": Hessian has shape " + shape_string(tensor.shape) + ", expected a square [K, K]");
     }
-    std::unique_ptr<Hessian> hessian(new Hessian(tensor.shape[0], tokens));
+    std::unique_ptr<Hessian> hessian(new Hessian(tensor.shape[0]));
     std::vector<double> H = tensor_to_f64(tensor);
     gptq::check_hessian(H, hessian->K_, name);
     hessian->matrix_ = std::make_shared<const std::vector<double>>(std::move(H));
+    hessian->tokens_ = tokens;
     return hessian;
   }
 
@@ -52,20 +59,33 @@ class Hessian {
     const Tensor tensor = tensor_from_array(rows, name);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!accumulator_) throw Error(name + ": this Hessian was given as a matrix; it takes no more rows");
-    accumulator_->add_tensor(tensor, false, name);
+    if (accumulator_) {
+      accumulator_->add_tensor(tensor, false, name);
+      tokens_ = accumulator_->tokens();
+    } else if (device_accumulator_) {
+      const std::vector<float> values = gptq::activation_values(tensor, K_, false, name);
+      const int64_t M = tensor.numel() / K_;
+      device_accumulator_->add(values, M, false);
+      tokens_ += M;
+    } else {
+      throw Error(name + ": this Hessian was given as a matrix; it takes no more rows");
+    }
     matrix_.reset();
   }
 
   int64_t K() const { return K_; }
   int64_t tokens() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return accumulator_ ? accumulator_->tokens() : tokens_;
+    return tokens_;
   }
 
   std::shared_ptr<const std::vector<double>> matrix() {
+    nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!matrix_) matrix_ = std::make_shared<const std::vector<double>>(accumulator_->hessian());
+    if (!matrix_) {
+      matrix_ = std::make_shared<const std::vector<double>>(accumulator_ ? accumulator_->hessian()
+                                                                         : device_accumulator_->finish());
+    }
     return matrix_;
   }
 
@@ -75,12 +95,13 @@ class Hessian {
   }
 
  private:
-  Hessian(int64_t K, int64_t tokens) : K_(K), tokens_(tokens) {}
+  explicit Hessian(int64_t K) : K_(K) {}
 
   int64_t K_;
-  int64_t tokens_ = 0;  // for a matrix given whole
-  std::optional<gptq::HessianAccumulator> accumulator_;
-  std::shared_ptr<const std::vector<double>> matrix_;
+  int64_t tokens_ = 0;
+  std::optional<gptq::HessianAccumulator> accumulator_;           // device "cpu"
+  std::unique_ptr<gptq::JobDevice::Hessian> device_accumulator_;  // device "cuda"
+  std::shared_ptr<const std::vector<double>> matrix_;             // made by matrix(), or given whole
   std::mutex mutex_;
 };
 
@@ -92,7 +113,7 @@ namespace {
 nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::string& tensor_name,
                     const std::vector<HostArray>& activations, bool activations_feature_major,
                     const gptq::GptqOptions& options, const std::string& format, const std::string& output_path,
-                    Hessian* hessian) {
+                    Hessian* hessian, const std::string& device) {
   const std::string source = "weight (in memory)";
   SafetensorsFile input;
   for (const auto& [name, array] : weights) input.tensors[name] = tensor_from_array(array, source + ": tensor '" + name + "'");
@@ -110,6 +131,7 @@ nb::dict gptq_layer(const std::map<std::string, HostArray>& weights, const std::
     job.hessian_arrays[tensor_name] = {"hessian", hessian->matrix(), hessian->tokens()};
   }
   job.activations_feature_major = activations_feature_major;
+  job.device = gptq::make_job_device(device);
   job.gptq = options;
   job.format = gptq::parse_format(format);
   job.output_path = output_path;
@@ -195,7 +217,7 @@ void bind_gptq(nb::module_& m) {
   m.def("set_column_order", &gptq::set_column_order, nb::arg("options"), nb::arg("order"));
   m.def("column_order_name", &gptq::column_order_name, nb::arg("options"));
   nb::class_<Hessian>(m, "Hessian")
-      .def(nb::init<int64_t>(), nb::arg("K"))
+      .def(nb::init<int64_t, const std::string&>(), nb::arg("K"), nb::arg("device"))
       .def_static("from_matrix", &Hessian::from_matrix, nb::arg("matrix"), nb::arg("tokens"), nb::arg("name"))
       .def("add", &Hessian::add, nb::arg("rows"), nb::arg("name"))
       .def_prop_ro("K", &Hessian::K)
@@ -203,7 +225,8 @@ void bind_gptq(nb::module_& m) {
       .def("matrix", &Hessian::numpy);
   m.def("gptq_layer", &gptq_layer, nb::arg("weights"), nb::arg("tensor_name"), nb::arg("activations"),
         nb::arg("activations_feature_major"), nb::arg("options"), nb::arg("format"), nb::arg("output_path"),
-        nb::arg("hessian").none());
+        nb::arg("hessian").none(), nb::arg("device"));
+  m.def("gptq_devices", &gptq::job_devices);
   m.def("gptq_linear", &gptq_linear, nb::arg("checkpoint"), nb::arg("layer"), nb::arg("x"), nb::arg("x_name"),
         nb::arg("with_bias"));
   m.def("checkpoint_layers", &checkpoint_layers, nb::arg("checkpoint"));

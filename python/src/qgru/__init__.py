@@ -16,7 +16,7 @@ CLI's one-line message. Logs go to stderr; ``qgru.set_log_level("info")`` shows 
 """
 
 from . import _qgru
-from ._gptq import GptqResult, Hessian, gptq, gptq_defaults, gptq_linear
+from ._gptq import GptqResult, Hessian, gptq, gptq_defaults, gptq_devices, gptq_linear
 from ._gptq_model import GptqModelResult, gptq_model
 from ._runtime import Artifact, Stream
 from ._toolchain import Metrics, Report, Statistics, calibrate, load, quantize, verify

@@ -71,10 +71,13 @@ class Hessian:
     rows are tokens, leading dimensions flattened); or ``Hessian.from_matrix(H)`` for a matrix made elsewhere
     (``[K, K]``, e.g. ``numpy.load`` of ``qgru gptq --save-hessian``'s file). The same chunks added in the same
     order give the same H, bit for bit, as ``qgru.gptq(weight, [chunks...])``.
+
+    ``device="cuda"`` accumulates on the GPU (``qgru gptq --device cuda``'s accumulator; the rows pass through
+    the host, as float32); ``qgru.gptq_devices()`` lists the devices this qgru was built with.
     """
 
-    def __init__(self, K):
-        self._impl = _qgru.Hessian(int(K))
+    def __init__(self, K, device="cpu"):
+        self._impl = _qgru.Hessian(int(K), str(device))
 
     @classmethod
     def from_matrix(cls, matrix, tokens=0):
@@ -104,9 +107,15 @@ class Hessian:
         return f"qgru.Hessian(K={self.K}, tokens={self.tokens})"
 
 
+def gptq_devices():
+    """Where ``qgru.gptq`` and ``qgru.Hessian`` can compute in this build: ``["cpu"]``, or ``["cpu", "cuda"]``
+    when qgru was built with CUDA (a GPU must also be present to use it)."""
+    return list(_qgru.gptq_devices())
+
+
 def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, order=None, act_order=False,
          checkpoint=None, name="linear.weight", bias=None, format="gptq", activations_feature_major=False,
-         **options):
+         device="cpu", **options):
     """GPTQ-quantize one linear layer: ``qgru gptq`` on arrays.
 
     Args:
@@ -116,6 +125,8 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
             ``H = 2·X·Xᵀ`` is accumulated in float64 chunk by chunk.
         hessian: instead of ``activations``, a ``qgru.Hessian`` already accumulated from them (or a ``[K, K]``
             matrix); the result is the same as from the rows it was accumulated from.
+        device: ``"cpu"`` or ``"cuda"``, as ``qgru gptq --device``: where the Hessian is accumulated from
+            ``activations`` and GPTQ runs (docs/GPTQ.md, "On the GPU"); the errors and packing stay on the CPU.
         bits: 2, 3, 4 or 8.
         group_size: columns per group (-1: one group per row).
         order: the column order, as ``qgru gptq --order``: ``"group-aware"`` (the default: act-order inside
@@ -160,7 +171,7 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
     if bias is not None:
         weights[f"{prefix}.bias"] = host_array(bias)
     result = _qgru.gptq_layer(weights, name, chunks, bool(activations_feature_major), gptq_options, format,
-                              "" if checkpoint is None else os.fspath(checkpoint), hessian)
+                              "" if checkpoint is None else os.fspath(checkpoint), hessian, str(device))
     return GptqResult(result, prefix, None if checkpoint is None else os.fspath(checkpoint))
 
 

@@ -11,7 +11,6 @@ model is given.
 """
 
 import hashlib
-import inspect
 import json
 import os
 import sys
@@ -21,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _qgru
-from ._gptq import Hessian, gptq, gptq_option_names, make_gptq_options
+from ._gptq import Hessian, gptq, gptq_devices, make_gptq_options
 from ._gptq_checkpoint import (PROGRESS_DIR, Progress, check_output_dir, dequantize, packing_unit,
                                quantization_config, write_checkpoint)
 from ._inputs import host_array
@@ -147,18 +146,16 @@ def block_sha256(block):
     return digest.hexdigest()
 
 
-def gptq_device_options(model_device, device):
-    """``device=`` for ``qgru.gptq`` where this qgru offers one: the model's device by default (CUDA when the
-    model is on a GPU), the CPU otherwise; asking for a device this qgru's GPTQ lacks is refused."""
-    offers_device = "device" in inspect.signature(gptq).parameters or "device" in gptq_option_names()
+def gptq_device(model_device, device):
+    """Where qgru's Hessians and GPTQ compute: ``device`` when given, else the model's: ``"cuda"`` for a model
+    on a GPU when this qgru was built with CUDA, the CPU otherwise. A device this qgru lacks is refused before
+    any work, in one line."""
     if device is None:
-        device = "cuda" if model_device.type == "cuda" and offers_device else "cpu"
+        return "cuda" if model_device.type == "cuda" and "cuda" in gptq_devices() else "cpu"
     device = str(device)
-    if not offers_device:
-        if device != "cpu":
-            raise _qgru.Error(f"gptq_model: device '{device}': this qgru's GPTQ runs on the CPU only")
-        return {}
-    return {"device": device}
+    if device not in gptq_devices():
+        raise _qgru.Error(f"gptq_model: device '{device}': this qgru's GPTQ computes on {' or '.join(gptq_devices())}")
+    return device
 
 
 def catch_first_block_inputs(model, first_block, items):
@@ -239,11 +236,11 @@ def call_groups(block, linears, call):
     return groups
 
 
-def capture_hessians(block, linears, groups, calls):
+def capture_hessians(block, linears, groups, calls, device):
     """Each group's Hessian H = 2·X·Xᵀ of its input rows over all calls (a qgru.Hessian, fed one call's
     float32 rows at a time, so no more than one call's rows are held); the forward stops after the last layer
     of the last group was called."""
-    hessians = {group[0]: Hessian(linears[group[0]].in_features) for group in groups}
+    hessians = {group[0]: Hessian(linears[group[0]].in_features, device) for group in groups}
     last = groups[-1][-1]
 
     def hook(name):
@@ -321,7 +318,8 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
             before it already quantized (GPTQModel's default); False: all layers of a block from the float
             block's inputs.
         tokenizer: saved into the folder (``save_pretrained``) when given.
-        device: where qgru's GPTQ computes, where this qgru offers a choice (default: the model's device).
+        device: where the Hessians accumulate and GPTQ runs, ``"cpu"`` or ``"cuda"`` (default: the model's
+            device, when this qgru was built with CUDA; ``qgru.gptq_devices()``).
         verbose: progress per block on stderr.
 
     Returns:
@@ -344,13 +342,13 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
         raise _qgru.Error("gptq_model: the model's config has a quantization_config already; expected a float model")
     if not os.path.isdir(os.path.join(output_dir, PROGRESS_DIR)):
         check_output_dir(output_dir)
-    device_options = gptq_device_options(model.get_input_embeddings().weight.device, device)
+    device = gptq_device(model.get_input_embeddings().weight.device, device)
     identity = {"qgru": _qgru.version, "model": type(model).__name__, "blocks": f"{blocks_path} x {len(blocks)}",
                 "quantization_config": quant_config, "calibration_sha256": calibration_sha256(items),
                 "calibration_tokens": tokens}
     progress = Progress(output_dir, identity)
     call_options = dict(bits=bits, group_size=group_size, order=order, act_order=act_order, format=format,
-                        **options, **device_options)
+                        device=device, **options)
     layers, resumed = [], 0
     was_training = model.training
     model.eval()
@@ -374,7 +372,7 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
                     groups = call_groups(block, linears, calls[0])
                     phases = [[group] for group in groups] if true_sequential else [groups]
                     for phase in phases:
-                        hessians = capture_hessians(block, linears, phase, calls)
+                        hessians = capture_hessians(block, linears, phase, calls, device)
                         for group in phase:
                             for name in group:
                                 layer_prefix = f"{prefix}.{name}"

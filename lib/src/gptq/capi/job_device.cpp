@@ -1,0 +1,53 @@
+// qgru/gptq/job_device.h: the GPTQ job's devices by name. Here, in qgru_capi, because this is the GPTQ library
+// that links qgru_cuda_gptq when qgru is built with CUDA (QGRU_CAPI_WITH_CUDA, lib/CMakeLists.txt).
+#include "qgru/gptq/job_device.h"
+
+#include "qgru/base/error.h"
+
+#ifdef QGRU_CAPI_WITH_CUDA
+#include "qgru_cuda/device.h"
+#include "qgru_cuda/gptq_device.h"
+#endif
+
+namespace qgru::gptq {
+
+#ifdef QGRU_CAPI_WITH_CUDA
+namespace {
+// JobDevice::Hessian over the GPU's float64 accumulator: host float32 rows uploaded chunk by chunk.
+struct CudaJobHessian : JobDevice::Hessian {
+  explicit CudaJobHessian(int64_t K) : device(K) {}
+  void add(const std::vector<float>& values, int64_t M, bool feature_major) override {
+    if (feature_major) device.add_feature_major(values.data(), M);
+    else device.add_token_major(values.data(), M);
+  }
+  std::vector<double> finish() override { return device.hessian(); }
+  cuda::DeviceHessian device;
+};
+}  // namespace
+#endif
+
+std::vector<std::string> job_devices() {
+#ifdef QGRU_CAPI_WITH_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+JobDevice make_job_device(const std::string& device) {
+  if (device == "cpu") return {};
+  if (device != "cuda") throw Error("device '" + device + "': expected cpu or cuda");
+#ifdef QGRU_CAPI_WITH_CUDA
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.device_count == 0) throw Error("device cuda: no usable CUDA device: " + probe.reason);
+  JobDevice job_device;
+  job_device.name = "cuda";
+  job_device.hessian = [](int64_t K) { return std::make_unique<CudaJobHessian>(K); };
+  job_device.quantize = cuda::gptq_quantize_cuda;
+  return job_device;
+#else
+  throw Error("device cuda: this qgru was built without CUDA (nvcc was not found at configure time)");
+#endif
+}
+
+}  // namespace qgru::gptq
