@@ -1,12 +1,13 @@
 // The resident checkpoint layer behind the Python package's qgru.QuantLinear(device="cuda")
 // (qgru/gptq/resident_linear.h: the layer uploaded once into the C API's resident QuantLinear, each call on host
 // floats) against the same object on the CPU (layer_linear_f32, what qgru.gptq_linear computes): 4 and 8 bits,
-// zero points over [0, maxq] (0 included, the value v1 files store by borrowing), one group per row and groups of 128, act-order (g_idx
-// permuted), with and without a bias, M = 1, 5 and 40, two calls on one upload. The GPU rounds x and each
-// weight to fp16, sums in fp32 and rounds y to fp16 before the fp32 bias; the CPU sums x·ŵ in fp32. Tolerance
-// per output (capi_check.cpp's): 2^-10·|ref| + 3·2^-11·mag + 2·K·2^-23·mag + 2^-22, mag = Σ|x·ŵ| + |bias| in double.
-// Also: 2-bit layers refused naming the layer, and device_id beyond the devices refused. Written where no GPU
-// runs: its first run is the next GPU session's self-test step (scripts/gpu_session.sh).
+// zero points over [0, maxq] (0 included, the value v1 files store by borrowing), one group per row and groups
+// of 128, act-order (g_idx permuted), with and without a bias, M = 1, 5 and 40, two calls on one upload. The GPU
+// rounds x and each weight to fp16, sums in fp32 and rounds y to fp16 before the fp32 bias; the CPU sums x·ŵ in
+// fp32. Tolerance per output (capi_check.cpp's): 2^-10·|ref| + 3·2^-11·mag + 2·K·2^-23·mag + 2^-22,
+// mag = Σ|x·ŵ| + |bias| in double. Also: 2-bit layers refused naming the layer, and device_id beyond the devices
+// refused. Written where no GPU runs: its first run is the next GPU session's self-test step
+// (scripts/gpu_session.sh).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
