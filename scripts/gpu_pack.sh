@@ -2,7 +2,8 @@
 # Gathers what scripts/gpu_session.sh runs on a GPU machine that has the CUDA driver, PyTorch and nvcc but not
 # qgru's Debian build dependencies: the CUDA-built binaries of a build tree and every shared library they load
 # that the GPU image may lack (spdlog, fmt, ONNX, protobuf, OpenBLAS, LAPACKE, ...; not glibc, not the driver,
-# not cuBLAS, which the image's CUDA toolkit provides). Output: PACK_DIR/bin, PACK_DIR/lib and a manifest.
+# not cuBLAS, which the image's CUDA toolkit provides), and the Python package's extension when the build has a current
+# one. Output: PACK_DIR/bin, PACK_DIR/lib, PACK_DIR/python and a manifest.
 # The folder is packed as PACK_DIR/pack.tar.xz (OpenBLAS alone is 36 MB unpacked; the archive about 13 MB), which
 # travels beside the working tree (.gpu/ is git-ignored) when the device tool's carry list names PACK_DIR;
 # gpu_session.sh takes the archive (or an unpacked folder) as its first argument.
@@ -23,17 +24,33 @@ mkdir -p "$pack/bin" "$pack/lib"
 # cuSOLVER (loaded at run time by GPTQ on the GPU) and what it loads (cuSPARSE, nvJitLink) come with the image's
 # CUDA wheels too.
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libgcc_s\.|libstdc\+\+\.|libcuda\.|libcublas|libcublasLt|libcudart|libcusolver|libcusparse|libnvJitLink|libnvidia)'
-for b in "${binaries[@]}"; do
-  cp "$build/$b" "$pack/bin/"
-  ldd "$build/$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+copy_libraries() {
+  ldd "$1" | awk '/=> \// {print $1, $3}' | while read -r name path; do
     if ! [[ "$name" =~ $provided ]]; then cp -nL "$path" "$pack/lib/$name"; fi
   done
+}
+for b in "${binaries[@]}"; do
+  cp "$build/$b" "$pack/bin/"
+  copy_libraries "$build/$b"
 done
-strip --strip-debug "$pack/bin/"* "$pack/lib/"* 2>/dev/null || true
+# The Python package as the python_package test built it (build/python-wheel/_qgru.*.so, linked against this build's
+# libraries: CUDA inside when they have it) with its Python files, under python/qgru: gpu_session.sh's mode gptq runs
+# scripts/check_quant_linear_cuda.py on it (about 10 MB; it loads the libraries the CLI loads). Left out, with a
+# warning, when missing or older than the toolchain archive it links.
+python_module=$(ls "$build"/python-wheel/_qgru.*.so 2>/dev/null | head -n 1 || true)
+if [ -n "$python_module" ] && [ "$python_module" -nt "$build/libqgru_toolchain.a" ]; then
+  mkdir -p "$pack/python/qgru"
+  cp "$python_module" "$root"/python/src/qgru/*.py "$pack/python/qgru/"
+  copy_libraries "$python_module"
+else
+  echo "gpu_pack: warning: no current Python extension in $build/python-wheel (ctest -R python_package builds it);" \
+    "the pack goes without it and gpu_session.sh's QuantLinear step will say NOT RUN" >&2
+fi
+strip --strip-debug "$pack/bin/"* "$pack/lib/"* "$pack"/python/qgru/*.so 2>/dev/null || true
 {
   echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) with $("$build/apps/qgru/qgru" --version | tr '\n' ' ')"
-  (cd "$pack" && find bin lib -type f | sort | xargs ls -l | awk '{print $5, $9}')
+  (cd "$pack" && find bin lib python -type f 2>/dev/null | sort | xargs ls -l | awk '{print $5, $9}')
 } >"$pack/MANIFEST"
 mkdir -p "$out"
 tar -C "$pack" -cJf "$out/pack.tar.xz.tmp" . && mv "$out/pack.tar.xz.tmp" "$out/pack.tar.xz"

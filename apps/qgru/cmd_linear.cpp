@@ -14,12 +14,11 @@
 #include "qgru/base/tensor.h"
 #include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/layer_linear.h"
-#include "qgru/gptq/pack.h"
-#include "qgru/half.h"
 #include "qgru/io/npy.h"
 #include "subcommand.h"
 #ifdef QGRU_WITH_CUDA
 #include "qgru_cuda/device.h"
+#include "qgru_cuda/gptq_checkpoint_linear.h"
 #include "qgru_cuda/quant_linear.h"
 #include "qgru_cuda/status.h"
 #endif
@@ -35,25 +34,8 @@ std::vector<float> linear_cuda(const qgru::gptq::QuantizedLayer& layer, const st
                                const std::vector<float>& x, int64_t M) {
 #ifdef QGRU_WITH_CUDA
   qgru::cuda::require_device();
-  qgru::cuda::GptqLinearWeights w;
-  w.K = layer.K;
-  w.N = layer.N;
-  w.bits = layer.bits;
-  w.group_size = (layer.K + layer.G - 1) / layer.G;
-  w.zero_adjust = 0;  // zeros packed as gptq_v2 (the zero points themselves)
-  w.qweight = qweight;
-  w.qzeros = qgru::gptq::pack_qzeros(layer.zeros, layer.G, layer.N, layer.bits, qgru::gptq::CheckpointFormat::kGptqV2,
-                                     "qzeros");
-  w.scales.resize(layer.scales.size());
-  for (size_t i = 0; i < layer.scales.size(); ++i) w.scales[i] = qgru::float_to_half_bits(layer.scales[i]);  // exact: fp16 values
-  w.g_idx = layer.g_idx;
-  const qgru::cuda::QuantLinear gpu(w);
-  std::vector<uint16_t> x16(x.size());
-  for (size_t i = 0; i < x.size(); ++i) x16[i] = qgru::float_to_half_bits(x[i]);
-  const std::vector<uint16_t> y16 = gpu.run_host(x16, M);
-  std::vector<float> y(y16.size());
-  for (size_t i = 0; i < y16.size(); ++i) y[i] = qgru::half_bits_to_float(y16[i]);
-  return y;
+  const qgru::cuda::QuantLinear gpu(qgru::cuda::checkpoint_linear_weights(layer, qweight));
+  return qgru::cuda::run_host_floats(gpu, x, M);
 #else
   (void)layer, (void)qweight, (void)x, (void)M;
   throw qgru::Error("no CUDA device: this qgru was built without CUDA support");

@@ -45,4 +45,8 @@ int check_capi_stream();
 // codes equal up to each row's first near-tie, errors within 1% (gptq_check.cpp).
 int check_gptq();
 
+// The resident checkpoint layer of the Python package's QuantLinear(device="cuda") (qgru/gptq/resident_linear.h)
+// against the same layer on the CPU within fp16 rounding, and its refusals (resident_linear_check.cpp).
+int check_resident_linear();
+
 }  // namespace qgru::cuda_test

@@ -25,15 +25,19 @@ std::vector<float> read_bias(const SafetensorsFile& file, const std::string& pre
 
 }  // namespace
 
-CheckpointLayer read_checkpoint_layer(const std::string& checkpoint_path, const std::string& prefix, bool with_bias) {
-  const QuantizeConfig config = read_quantize_config(quantize_config_path_beside(checkpoint_path));
-  const SafetensorsFile file = read_safetensors(checkpoint_path);
+CheckpointLayer checkpoint_layer(const SafetensorsFile& file, const QuantizeConfig& config, const std::string& prefix,
+                                 bool with_bias, const std::string& source) {
   CheckpointLayer checkpoint;
-  checkpoint.layer = read_layer(file, prefix, config.bits, config.format, checkpoint_path, config.v1_zero_rule);
+  checkpoint.layer = read_layer(file, prefix, config.bits, config.format, source, config.v1_zero_rule);
   const QuantizedLayer& layer = checkpoint.layer;
-  if (with_bias) checkpoint.bias = read_bias(file, prefix, layer.N, checkpoint_path);
+  if (with_bias) checkpoint.bias = read_bias(file, prefix, layer.N, source);
   checkpoint.qweight = pack_qweight(layer.codes, layer.N, layer.K, layer.bits, prefix + ".qweight");
   return checkpoint;
+}
+
+CheckpointLayer read_checkpoint_layer(const std::string& checkpoint_path, const std::string& prefix, bool with_bias) {
+  const QuantizeConfig config = read_quantize_config(quantize_config_path_beside(checkpoint_path));
+  return checkpoint_layer(read_safetensors(checkpoint_path), config, prefix, with_bias, checkpoint_path);
 }
 
 std::vector<float> linear_input(const Tensor& input, const std::string& source, const CheckpointLayer& checkpoint,

@@ -18,6 +18,7 @@ namespace qgru::python {
 void bind_toolchain(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_gptq(nb::module_& m);
+void bind_quant_linear(nb::module_& m);
 }  // namespace qgru::python
 
 NB_MODULE(_qgru, m) {
@@ -43,4 +44,5 @@ NB_MODULE(_qgru, m) {
   qgru::python::bind_toolchain(m);
   qgru::python::bind_runtime(m);
   qgru::python::bind_gptq(m);
+  qgru::python::bind_quant_linear(m);
 }

@@ -9,7 +9,9 @@ never imported by qgru):
     report = qgru.verify(gru, artifact, x_test)   # report.sqnr_db, report.to_html("verify.html")
     artifact.save("model.qgru.json")              # what `qgru run` and the runtime C API read
 
-and GPTQ: ``qgru.gptq(weight, activations, bits=4, group_size=128)`` (or ``hessian=qgru.Hessian(K)`` fed chunk by chunk), ``qgru.gptq_linear(checkpoint, x)``, and
+and GPTQ: ``qgru.gptq(weight, activations, bits=4, group_size=128)`` (or ``hessian=qgru.Hessian(K)`` fed chunk
+by chunk), ``qgru.gptq_linear(checkpoint, x)``,
+``qgru.QuantLinear(checkpoint, layer)`` (read once, then ``layer(x)``; ``device="cuda"`` keeps it on a GPU), and
 for a whole transformers causal LM ``qgru.gptq_model(model, calibration, output_dir)`` (a folder transformers loads).
 Arrays are in PyTorch's layout, ``[T, N, C]`` (or ``batch_first=True``). Errors raise ``qgru.Error`` with the
 CLI's one-line message. Logs go to stderr; ``qgru.set_log_level("info")`` shows the CLI's progress lines.
@@ -18,6 +20,7 @@ CLI's one-line message. Logs go to stderr; ``qgru.set_log_level("info")`` shows 
 from . import _qgru
 from ._gptq import GptqResult, Hessian, gptq, gptq_defaults, gptq_devices, gptq_linear
 from ._gptq_model import GptqModelResult, gptq_model
+from ._quant_linear import QuantLinear
 from ._runtime import Artifact, Stream
 from ._toolchain import Metrics, Report, Statistics, calibrate, load, quantize, verify
 
@@ -63,6 +66,6 @@ def set_log_level(level):
 
 _qgru.set_log_verbosity(0)
 
-__all__ = ["Artifact", "Error", "GptqModelResult", "GptqResult", "Metrics", "Report", "Statistics", "Stream",
-           "calibrate", "gptq", "gptq_defaults", "gptq_linear", "gptq_model", "load", "presets", "quantize",
+__all__ = ["Artifact", "Error", "GptqModelResult", "GptqResult", "Metrics", "QuantLinear", "Report", "Statistics",
+           "Stream", "calibrate", "gptq", "gptq_defaults", "gptq_linear", "gptq_model", "load", "presets", "quantize",
            "read_tensors", "set_log_level", "verify", "write_tensors"]

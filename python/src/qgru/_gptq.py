@@ -172,7 +172,9 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
         weights[f"{prefix}.bias"] = host_array(bias)
     result = _qgru.gptq_layer(weights, name, chunks, bool(activations_feature_major), gptq_options, format,
                               "" if checkpoint is None else os.fspath(checkpoint), hessian, str(device))
-    return GptqResult(result, prefix, None if checkpoint is None else os.fspath(checkpoint))
+    gptq_result = GptqResult(result, prefix, None if checkpoint is None else os.fspath(checkpoint))
+    gptq_result.quantize_config = _qgru.quantize_config_text(gptq_options, format)  # what QuantLinear decodes it by
+    return gptq_result
 
 
 def gptq_linear(checkpoint, x, layer=None, *, no_bias=False):

@@ -20,6 +20,10 @@ struct CheckpointLayer {
   std::vector<float> bias;       // [N]; empty when the checkpoint has none or it was left out
 };
 CheckpointLayer read_checkpoint_layer(const std::string& checkpoint_path, const std::string& prefix, bool with_bias);
+// The same for a checkpoint's tensors already in memory (qgru.gptq's result, a file read once), decoded under
+// `config` (the bits, format and v1 zero-point rule its quantize_config.json gives); `source` names them in errors.
+CheckpointLayer checkpoint_layer(const SafetensorsFile& file, const QuantizeConfig& config, const std::string& prefix,
+                                 bool with_bias, const std::string& source);
 
 // x [M, K] as float32 row-major; refused naming `source` unless it has rank 2 and the layer's K columns.
 std::vector<float> linear_input(const Tensor& input, const std::string& source, const CheckpointLayer& checkpoint,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/gptq/checkpoint.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru/qgru_gptq.h"
 
@@ -114,6 +115,17 @@ Outcome cuda_linear_resident(const qgruQuantizeGPTQDescriptor& d, void* workspac
 // NOT_SUPPORTED and EXECUTION_FAILED, BadZeroPoint as BAD_PARAM; other exceptions propagate.
 Outcome cuda_linear(const qgruQuantizeGPTQDescriptor& d, void* workspace, void* c, const void* a,
                     const void* packed_weights, const void* b_scale, const void* zero, void* stream);
+
+// The Python package's resident layer (qgru/gptq/resident_linear.h): a checkpoint layer (decoded, and its codes
+// packed as qweight [K·bits/32, N]) converted as `qgru linear --device cuda` converts it
+// (cuda::checkpoint_linear_weights) and uploaded on device_id into the resident layer qgruSetQuantizeGPTQWeights
+// makes. Statuses as cuda_linear; the layer's own shape and width checks propagate as qgru::Error.
+Outcome cuda_resident_checkpoint(const gptq::QuantizedLayer& layer, const std::vector<int32_t>& qweight, int device_id,
+                                 std::shared_ptr<CudaResidentLinear>& resident);
+// y [M, N] for host x [M, K] through the resident layer on device_id (cuda::run_host_floats: x up as fp16, y down
+// as fp16 values; synchronous). Statuses as cuda_linear.
+Outcome cuda_resident_run_host(const CudaResidentLinear& resident, int device_id, const std::vector<float>& x, int64_t M,
+                               std::vector<float>& y);
 #endif
 
 }  // namespace qgru::capi

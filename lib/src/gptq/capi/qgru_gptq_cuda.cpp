@@ -28,6 +28,7 @@
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
+#include "qgru_cuda/gptq_checkpoint_linear.h"
 #include "qgru_cuda/gptq_device.h"
 #include "qgru_cuda/layout_convert.h"
 #include "qgru_cuda/quant_linear.h"
@@ -301,6 +302,18 @@ Outcome cuda_linear_resident(const qgruQuantizeGPTQDescriptor& d, void* workspac
     d.resident->layer.run(a_rows, M, c_rows, layer_workspace, stream);
     if (!c_direct) cuda::transpose_convert(c_stage, false, N, c, f32, d.stride_c, M, N, stream);  // C [M, N] -> c [N, M]
   });
+}
+
+Outcome cuda_resident_checkpoint(const gptq::QuantizedLayer& layer, const std::vector<int32_t>& qweight, int device_id,
+                                 std::shared_ptr<CudaResidentLinear>& resident) {
+  return on_device(device_id, [&] {
+    resident = std::make_shared<CudaResidentLinear>(cuda::checkpoint_linear_weights(layer, qweight));
+  });
+}
+
+Outcome cuda_resident_run_host(const CudaResidentLinear& resident, int device_id, const std::vector<float>& x, int64_t M,
+                               std::vector<float>& y) {
+  return on_device(device_id, [&] { y = cuda::run_host_floats(resident.layer, x, M); });
 }
 
 Outcome cuda_quantize(const qgruQuantizeGPTQDescriptor& d, void* packed_weights, void* b_scale, void* zero,

@@ -1,0 +1,60 @@
+#include "qgru/gptq/resident_linear.h"
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "capi_internal.h"
+#include "qgru/base/error.h"
+
+namespace qgru::gptq {
+
+#ifdef QGRU_CAPI_WITH_CUDA
+bool ResidentLinear::cuda_built() { return true; }
+#else
+bool ResidentLinear::cuda_built() { return false; }
+#endif
+
+ResidentLinear::ResidentLinear(CheckpointLayer layer, LinearDevice device, int device_id, std::string name)
+    : layer_(std::move(layer)), device_(device), device_id_(device_id), name_(std::move(name)) {
+  if (device_ != LinearDevice::kCuda) return;
+  const std::string refused = name_ + ": device cuda: ";
+  if (device_id_ < 0) throw Error(refused + "device_id " + std::to_string(device_id_) + ": expected >= 0");
+#ifdef QGRU_CAPI_WITH_CUDA
+  capi::Outcome outcome;
+  try {
+    outcome = capi::cuda_resident_checkpoint(layer_.layer, layer_.qweight, device_id_, cuda_);
+  } catch (const Error& e) {  // the layer's own checks (a width or shape no GPU kernel takes)
+    throw Error(refused + e.what());
+  }
+  if (!outcome.ok()) throw Error(refused + outcome.message);
+#else
+  throw Error(refused + "this qgru was built without CUDA (nvcc was not found at configure time)");
+#endif
+}
+
+ResidentLinear::~ResidentLinear() = default;
+
+std::vector<float> ResidentLinear::run(const std::vector<float>& x, int64_t M) const {
+  const int64_t K = layer_.layer.K;
+  if (M < 0 || static_cast<int64_t>(x.size()) != M * K) {
+    throw Error(name_ + ": x holds " + std::to_string(x.size()) + " values, expected M·K = " + std::to_string(M) + "·" +
+                std::to_string(K));
+  }
+  std::vector<float> y;
+  if (M == 0) return y;  // no rows (the GPU kernels take M >= 1)
+  if (device_ == LinearDevice::kCpu) {
+    y = layer_linear_f32(layer_.layer, layer_.qweight, x, M);
+  } else {
+#ifdef QGRU_CAPI_WITH_CUDA
+    const std::lock_guard<std::mutex> one_at_a_time(cuda_calls_);
+    const capi::Outcome outcome = capi::cuda_resident_run_host(*cuda_, device_id_, x, M, y);
+    if (!outcome.ok()) throw Error(name_ + ": device cuda: " + outcome.message);
+#endif
+  }
+  add_linear_bias(y, layer_.bias, M);
+  return y;
+}
+
+}  // namespace qgru::gptq
