@@ -204,6 +204,35 @@ def test_qwen2_biases_are_stored_as_fp16_and_used(tmp_path):
     assert torch.equal(model.model.layers[0].self_attn.q_proj.bias, torch.from_numpy(bias.astype(np.float32)))
 
 
+def test_blocks_of_each_attention_kind_get_their_own_mask(tmp_path, monkeypatch):
+    """A model whose blocks take different masks (Qwen2 with a sliding window of 16 tokens on block 1 and 3,
+    full attention on 0 and 2: config.layer_types): each block's layers are quantized from the inputs a plain
+    whole-model forward gives them. Control: with every block given block 0's keyword arguments (the walk
+    without kinds), the tensors differ, so the comparison sees the mask."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(4)
+    config = Qwen2Config(vocab_size=200, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         use_sliding_window=True, sliding_window=16,
+                         layer_types=["full_attention", "sliding_attention"] * 2, attn_implementation="sdpa")
+    float_model = Qwen2ForCausalLM(config).eval()
+    assert _gptq_model.block_kinds(float_model, float_model.model.layers) == config.layer_types
+    result = qgru.gptq_model(copy.deepcopy(float_model), calibration(), tmp_path / "out", verbose=False)
+    assert len(result.layers) == 4 * len(ORDER)
+    reference = reference_tensors(copy.deepcopy(float_model), calibration(), tmp_path / "ref")
+    written = qgru.read_tensors(tmp_path / "out" / "model.safetensors")
+    for name, value in reference.items():
+        np.testing.assert_array_equal(written[name], value, err_msg=name)
+
+    monkeypatch.setattr(_gptq_model, "block_kinds", lambda model, blocks: [None] * len(blocks))
+    qgru.gptq_model(copy.deepcopy(float_model), calibration(), tmp_path / "one-kind", verbose=False)
+    one_kind = qgru.read_tensors(tmp_path / "one-kind" / "model.safetensors")
+    differ = [name for name in reference if not np.array_equal(one_kind[name], reference[name])]
+    assert differ and all(name.startswith(("model.layers.1.", "model.layers.2.", "model.layers.3."))
+                          for name in differ), differ
+
+
 @pytest.mark.parametrize("case", ["no blocks", "packing", "group", "short calibration", "float calibration",
                                   "bad damp", "not empty", "unknown option", "unknown device"])
 def test_refusals_write_nothing(tmp_path, case):

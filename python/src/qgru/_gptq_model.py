@@ -158,17 +158,42 @@ def gptq_device(model_device, device):
     return device
 
 
-def catch_first_block_inputs(model, first_block, items):
-    """Runs the model on each calibration item until its first decoder block is called and keeps, per item,
-    what the block was called with: (positional args, keyword args), tensors detached."""
-    caught = []
+def block_kinds(model, blocks):
+    """Per block, the kind of keyword arguments the model's forward gives it: ``config.layer_types[i]`` where
+    the (text) config lists one per block (transformers' models with mixed attention, a sliding window on some
+    layers and full attention on others, give each kind its own mask and position embeddings), else one kind
+    for all."""
+    config = getattr(model, "config", None)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layer_types = getattr(text_config, "layer_types", None)
+    if isinstance(layer_types, (list, tuple)) and len(layer_types) == len(blocks):
+        return [str(kind) for kind in layer_types]
+    return [None] * len(blocks)
 
-    def hook(module, args, kwargs):
-        caught.append((tuple(args), dict(kwargs)))
-        raise _Stop
+
+def catch_block_inputs(model, blocks, kinds, items):
+    """Runs the model on each calibration item until the first block of the last kind to appear is called
+    (the first block for a model of one kind), and keeps, per item, what the first block was called with,
+    (positional args, keyword args), and per kind the keyword arguments of its first block: what the model
+    gives every block of that kind."""
+    first_of_kind = {}
+    for index, kind in enumerate(kinds):
+        first_of_kind.setdefault(kind, index)
+    last = max(first_of_kind.values())
+    caught, kwargs_of_kind = [], {kind: [] for kind in first_of_kind}
+
+    def hook(index):
+        def record(module, args, kwargs):
+            if index == 0:
+                caught.append((tuple(args), dict(kwargs)))
+            kwargs_of_kind[kinds[index]].append(dict(kwargs))
+            if index == last:
+                raise _Stop
+        return record
 
     device = model.get_input_embeddings().weight.device
-    handle = first_block.register_forward_pre_hook(hook, with_kwargs=True)
+    handles = [blocks[index].register_forward_pre_hook(hook(index), with_kwargs=True)
+               for index in sorted(set(first_of_kind.values()))]
     try:
         for kwargs in items:
             moved = {key: value.to(device) if hasattr(value, "to") else value for key, value in kwargs.items()}
@@ -177,10 +202,17 @@ def catch_first_block_inputs(model, first_block, items):
             except _Stop:
                 pass
             else:
-                raise _qgru.Error("gptq_model: the model's forward never called its first decoder block")
+                raise _qgru.Error("gptq_model: the model's forward never called its decoder blocks in order "
+                                  f"(block {last} was not reached)")
     finally:
-        handle.remove()
-    return caught
+        for handle in handles:
+            handle.remove()
+    return caught, kwargs_of_kind
+
+
+def with_kwargs_of(call, kwargs):
+    """The call with another keyword arguments' set (another kind of block), its hidden states kept."""
+    return with_hidden(((call[0][:1] if call[0] else ()), dict(kwargs)), hidden_of(call))
 
 
 def hidden_of(call):
@@ -354,8 +386,11 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
     model.eval()
     try:
         with torch.no_grad():
-            calls = catch_first_block_inputs(model, blocks[0], items)
+            kinds = block_kinds(model, blocks)
+            calls, kwargs_of_kind = catch_block_inputs(model, blocks, kinds, items)
             for index, block in enumerate(blocks):
+                if index and kinds[index] != kinds[index - 1]:
+                    calls = [with_kwargs_of(call, kwargs) for call, kwargs in zip(calls, kwargs_of_kind[kinds[index]])]
                 block_started = time.time()
                 prefix = f"{blocks_path}.{index}"
                 linears = block_linears(block)
