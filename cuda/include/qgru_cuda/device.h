@@ -21,7 +21,7 @@ DeviceProbe probe_devices();
 // Throws NoDevice ("no CUDA device: <reason>") unless a GPU is usable.
 void require_device();
 
-// "built with CUDA 13.0 (CUDA runtime static, cuBLAS 13.x loaded at start); needs an NVIDIA driver for CUDA
+// "built with CUDA 13.0 (CUDA runtime static, cuBLAS 13.x loaded at first use); needs an NVIDIA driver for CUDA
 // 13.0 or newer (Linux driver 580 or newer)": what `qgru --version` prints about CUDA.
 std::string build_description();
 
