@@ -20,7 +20,7 @@ set(qgru_toolchain_areas base io runtime executor runtime_capi import model cali
 set(qgru_runtime_link_deps spdlog::spdlog Threads::Threads)
 if(QGRU_HAVE_CUDA)
   list(APPEND qgru_runtime_objects $<TARGET_OBJECTS:qgru_cuda>)
-  list(APPEND qgru_runtime_link_deps CUDA::cudart_static CUDA::cublas)
+  list(APPEND qgru_runtime_link_deps CUDA::cudart_static ${CMAKE_DL_LIBS})  # cuBLAS: loaded at first use (dlopen)
 endif()
 
 add_library(qgru_runtime_shared SHARED ${qgru_runtime_objects})
@@ -45,8 +45,8 @@ foreach(area ${qgru_toolchain_areas})
 endforeach()
 set(qgru_toolchain_link_deps "")
 if(QGRU_HAVE_CUDA)
+  # cuSOLVER (GPTQ on the GPU) is loaded at run time as cuBLAS is: the runtime's link deps already hold dl.
   list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_gptq>)
-  list(APPEND qgru_toolchain_link_deps ${CMAKE_DL_LIBS})  # GPTQ on the GPU loads cuSOLVER at run time
 endif()
 add_library(qgru_toolchain STATIC ${qgru_toolchain_objects})
 target_link_libraries(qgru_toolchain INTERFACE nlohmann_json::nlohmann_json ${qgru_runtime_link_deps}
@@ -72,7 +72,7 @@ install(FILES ${PROJECT_BINARY_DIR}/qgruConfig.cmake ${PROJECT_BINARY_DIR}/qgruC
 # pkg-config: the shared library by default; --static adds what the archive needs (C++ runtime, spdlog, threads).
 set(qgru_pc_private "-lspdlog -lfmt -lstdc++ -lm -pthread")
 if(QGRU_HAVE_CUDA)
-  set(qgru_pc_private "${qgru_pc_private} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart_static -ldl -lrt")
+  set(qgru_pc_private "${qgru_pc_private} -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt")
 endif()
 # The prefix relative to the .pc file, so that an install moved to another --prefix still points at itself.
 file(RELATIVE_PATH qgru_pc_prefix /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)

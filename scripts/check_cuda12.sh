@@ -4,8 +4,9 @@
 #   1. host code: every host translation unit that includes CUDA or cuBLAS headers (cuda/src/*.cpp, the C APIs'
 #      CUDA devices, the GPU self-test's host files) compiles against the CUDA 12.4 headers with the project's
 #      warnings as errors;
-#   2. linking: every CUDA runtime and cuBLAS symbol those objects use is exported by CUDA 12's libcudart.so.12
-#      and libcublas.so.12 (an API that exists only in CUDA 13 fails here);
+#   2. linking: every CUDA runtime symbol those objects use and every cuBLAS function the table of
+#      cuda/include/qgru_cuda/cublas_library.h resolves (cuBLAS is loaded at first use) is exported by CUDA 12's
+#      libcudart.so.12 and libcublas.so.12 (an API that exists only in CUDA 13 fails here);
 #   3. device code: ptxas 12.4 assembles the PTX of every kernel (from nvcc 13's front end, its ISA header set to
 #      8.4, which ptxas 12.4 reads) for sm_80 and sm_90 with no spill and no stack frame (check_cuda_spills.sh).
 # What it cannot check: the .cu files' host stubs and the front end (cicc) of a CUDA 12 nvcc.
@@ -52,13 +53,18 @@ nm -D --defined-only "$cuda12"/lib64/libcudart.so.12 "$cuda12"/lib64/libcublas.s
   sed 's/@.*//' | sort -u > "$work/exported"
 nm -u "${objects[@]}" 2>/dev/null | awk '{print $NF}' | grep -E '^(cuda|cublas)[A-Z]' | sort -u > "$work/used"
 [[ -s "$work/used" ]] || { echo "check_cuda12: no CUDA symbol found in the host objects (is nm's format changed?)" >&2; exit 1; }
+# cuBLAS is loaded at first use (cuda/include/qgru_cuda/cublas_library.h): the objects reference none of its
+# symbols, so the names its function table resolves are what libcublas.so.12 must export.
+sed -nE 's/^ *X\((cublas[A-Za-z0-9_]+),.*/\1/p' "$root/cuda/include/qgru_cuda/cublas_library.h" > "$work/cublas_table"
+[[ -s "$work/cublas_table" ]] || { echo "check_cuda12: no cuBLAS name read from cublas_library.h (its table's format changed?)" >&2; exit 1; }
+sort -u "$work/used" "$work/cublas_table" -o "$work/used"
 missing=$(comm -23 "$work/used" "$work/exported")
 if [[ -n "$missing" ]]; then
   echo "check_cuda12: symbols the CUDA 12 libraries do not export:" >&2
   echo "$missing" >&2
   exit 1
 fi
-echo "check_cuda12: all $(wc -l < "$work/used") CUDA runtime / cuBLAS symbols resolve in libcudart.so.12 and libcublas.so.12"
+echo "check_cuda12: all $(wc -l < "$work/used") CUDA runtime / cuBLAS symbols (the $(wc -l < "$work/cublas_table") of cuBLAS's table included) resolve in libcudart.so.12 and libcublas.so.12"
 
 QGRU_PTXAS="$cuda12/bin/ptxas" QGRU_PTX_ISA=8.4 bash "$root/scripts/check_cuda_spills.sh" "$root" "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 echo "check_cuda12: OK in $((SECONDS - started)) s"

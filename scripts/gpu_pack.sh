@@ -21,8 +21,9 @@ done
 mkdir -p "$pack/bin" "$pack/lib"
 # Libraries the GPU image provides itself (glibc and the loader, the C++ runtime, the NVIDIA driver and the CUDA
 # toolkit's libraries): loading ours instead could mismatch the driver.
-# cuSOLVER (loaded at run time by GPTQ on the GPU) and what it loads (cuSPARSE, nvJitLink) come with the image's
-# CUDA wheels too.
+# cuBLAS and cuSOLVER are loaded at run time (dlopen: by the first CUDA call, by GPTQ on the GPU), so ldd lists
+# neither; they and what they load (cuBLASLt, cuSPARSE, nvJitLink) come with the image's CUDA wheels, which
+# gpu_session.sh puts on LD_LIBRARY_PATH.
 provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libgcc_s\.|libstdc\+\+\.|libcuda\.|libcublas|libcublasLt|libcudart|libcusolver|libcusparse|libnvJitLink|libnvidia)'
 copy_libraries() {
   ldd "$1" | awk '/=> \// {print $1, $3}' | while read -r name path; do

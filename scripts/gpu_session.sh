@@ -169,7 +169,36 @@ if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
   rm -rf "$scratch"
 fi
 
+# cuBLAS is loaded at first use (cuda/include/qgru_cuda/cublas_library.h): with QGRU_CUBLAS_LIBRARY naming a file
+# that does not exist, --device cuda is one line saying so (exit 1, nothing written) and --device auto runs on the
+# CPU with that reason; without it, the run opens the image's libcublas (LD_DEBUG=files names the file).
+cublas_at_first_use() {
+  local q="$bin/qgru" s rc=0 status=0
+  local model="$root/test/data/golden_fixed/random_l2_bidir/model_int8.qgru.json" missing=libqgru_no_such_cublas.so
+  s=$(mktemp -d)
+  python3 -c "import numpy as np; np.save('$s/x.npy', np.linspace(-1, 1, 30, dtype=np.float32).reshape(3, 2, 5))" || return 1
+  QGRU_CUBLAS_LIBRARY=$missing "$q" run --model "$model" --input "$s/x.npy" --output "$s/y.npy" --device cuda \
+    > "$s/cuda.out" 2> "$s/cuda.err" || rc=$?
+  cat "$s/cuda.err"
+  if [ "$rc" != 1 ] || [ "$(wc -l < "$s/cuda.err")" != 1 ] || [ -e "$s/y.npy" ] ||
+     ! grep -q "^qgru: error: --device cuda: no usable CUDA device: cuBLAS ($missing) could not be loaded: " "$s/cuda.err"; then
+    echo "--device cuda without cuBLAS: expected exit 1, one line and no output (exit $rc)"; status=1
+  fi
+  QGRU_CUBLAS_LIBRARY=$missing "$q" run --model "$model" --input "$s/x.npy" --output "$s/auto.npy" --device auto \
+    > "$s/auto.out" 2> "$s/auto.err" || { echo "--device auto without cuBLAS failed: $(cat "$s/auto.err")"; status=1; }
+  grep -q "using the CPU (cuBLAS ($missing) could not be loaded" "$s/auto.err" && [ -s "$s/auto.npy" ] ||
+    { echo "--device auto without cuBLAS: no CPU fallback with the reason: $(cat "$s/auto.err")"; status=1; }
+  LD_DEBUG=files LD_DEBUG_OUTPUT="$s/ld" "$q" run --model "$model" --input "$s/x.npy" --output "$s/gpu.npy" \
+    --device cuda > /dev/null 2>&1 || { echo "--device cuda with cuBLAS failed"; status=1; }
+  echo "opened: $(sed -nE 's/.*file=([^ ]*libcublas[^ ]*) \[0\];  dynamically loaded by.*/\1/p' "$s"/ld.* | sort -u | tr '\n' ' ')"
+  cmp -s "$s/auto.npy" "$s/gpu.npy" || { echo "--device cuda and the CPU fallback differ"; status=1; }
+  rm -rf "$s"
+  return $status
+}
+export -f cublas_at_first_use
+
 if [ "$mode" = check ]; then
+  step "cuBLAS at first use: one line without it, the CPU fallback, the image's file" 30 bash -c cublas_at_first_use
   step "self-test, persistent recurrence forced" 100 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
   sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [ -x "$sanitizer" ]; then

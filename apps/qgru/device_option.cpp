@@ -4,6 +4,7 @@
 #include "qgru/base/log.h"
 
 #ifdef QGRU_WITH_CUDA
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #endif
 
@@ -11,11 +12,12 @@ namespace qgru::cli {
 
 namespace {
 
-// Empty when a CUDA device can be used; otherwise why not.
+// Empty when a CUDA device can be used; otherwise why not. A device also needs cuBLAS, loaded here (the first CUDA
+// use) on a machine that has a device, never at start.
 std::string cuda_unavailable_reason() {
 #ifdef QGRU_WITH_CUDA
   const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
-  return probe.device_count > 0 ? std::string() : probe.reason;
+  return probe.device_count > 0 ? qgru::cuda::cublas_unusable_reason() : probe.reason;
 #else
   return "this qgru was built without CUDA (nvcc was not found at configure time)";
 #endif

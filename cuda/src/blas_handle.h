@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device_buffer.h"
 
 namespace qgru::cuda {
@@ -18,19 +19,19 @@ class BlasHandle {
  public:
   BlasHandle() = default;
   explicit BlasHandle(cudaStream_t stream) : workspace_(kBlasWorkspaceBytes) {
-    QGRU_CUBLAS_CHECK(cublasCreate(&handle_));
-    QGRU_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-    QGRU_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+    QGRU_CUBLAS_CHECK(blas::cublasCreate(&handle_));
+    QGRU_CUBLAS_CHECK(blas::cublasSetStream(handle_, stream));
+    QGRU_CUBLAS_CHECK(blas::cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
   }
   ~BlasHandle() {
-    if (handle_ != nullptr) cublasDestroy(handle_);  // destructor: nothing to report to
+    if (handle_ != nullptr) blas::cublasDestroy(handle_);  // destructor: nothing to report to
   }
   BlasHandle(BlasHandle&& other) noexcept : handle_(other.handle_), workspace_(std::move(other.workspace_)) {
     other.handle_ = nullptr;
   }
   BlasHandle& operator=(BlasHandle&& other) noexcept {
     if (this != &other) {
-      if (handle_ != nullptr) cublasDestroy(handle_);
+      if (handle_ != nullptr) blas::cublasDestroy(handle_);
       handle_ = other.handle_;
       other.handle_ = nullptr;
       workspace_ = std::move(other.workspace_);
@@ -42,8 +43,8 @@ class BlasHandle {
   cublasHandle_t get() const { return handle_; }
   // Moves the handle to another stream, keeping its own workspace (cublasSetStream resets it).
   void bind(cudaStream_t stream) {
-    QGRU_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-    QGRU_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+    QGRU_CUBLAS_CHECK(blas::cublasSetStream(handle_, stream));
+    QGRU_CUBLAS_CHECK(blas::cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
   }
 
  private:

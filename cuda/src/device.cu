@@ -27,6 +27,14 @@ DeviceProbe probe_devices() {
   probe.driver_version = driver_cuda_version();
   probe.reason = cuda_driver::driver_problem(probe.driver_version, probe.runtime_version);
   if (!probe.reason.empty()) return probe;
+  if (const char* pretend = std::getenv("QGRU_TEST_CUDA_DEVICE_COUNT")) {  // the test seam (device.h)
+    probe.device_count = std::atoi(pretend);
+    if (probe.device_count <= 0) {
+      probe.device_count = 0;
+      probe.reason = "QGRU_TEST_CUDA_DEVICE_COUNT says no GPU";
+    }
+    return probe;
+  }
   const cudaError_t status = cudaGetDeviceCount(&probe.device_count);
   if (status != cudaSuccess) {
     probe.device_count = 0;

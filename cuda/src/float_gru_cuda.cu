@@ -12,6 +12,7 @@
 #include "qgru/kernels/workspace.h"
 #include "qgru/model/float_gru_cell.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/float_gru_cuda.h"
@@ -79,7 +80,7 @@ struct FloatGruCuda::Impl {
   cudaStream_t stream = nullptr;
   mutable DeviceBuffer workspace;
   ~Impl() {
-    if (handle != nullptr) cublasDestroy(handle);   // destructor: nothing to report to
+    if (handle != nullptr) blas::cublasDestroy(handle);  // destructor: nothing to report to
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -109,9 +110,9 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
   }
   require_device();
   QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
-  QGRU_CUBLAS_CHECK(cublasCreate(&d.handle));
-  QGRU_CUBLAS_CHECK(cublasSetStream(d.handle, d.stream));
-  QGRU_CUBLAS_CHECK(cublasSetMathMode(d.handle, CUBLAS_DEFAULT_MATH));  // fp32 GEMMs, no TF32
+  QGRU_CUBLAS_CHECK(blas::cublasCreate(&d.handle));
+  QGRU_CUBLAS_CHECK(blas::cublasSetStream(d.handle, d.stream));
+  QGRU_CUBLAS_CHECK(blas::cublasSetMathMode(d.handle, CUBLAS_DEFAULT_MATH));  // fp32 GEMMs, no TF32
   // Every upload on d.stream, ending with its synchronization (the rule: qgru/kernels/device_upload.h).
   CudaUploader uploader(d.stream);
   for (const GruCellWeights& w : model.cells) {
@@ -165,10 +166,10 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
       const size_t cell_index = static_cast<size_t>(l * D + dir);
       const DeviceCell& cell = d.cells[cell_index];
       // W·x for every (t, n): ih[t·N + n, c] = Σ_k W[c, k] · x[t·N + n, k] (the TN form, as the int8 path).
-      QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(T * N),
-                                    static_cast<int>(cell.C), &one, cell.W,
-                                    static_cast<int>(cell.C), layer_in, static_cast<int>(cell.C), &zero, ih,
-                                    static_cast<int>(3 * H)));
+      QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H),
+                                          static_cast<int>(T * N), static_cast<int>(cell.C), &one, cell.W,
+                                          static_cast<int>(cell.C), layer_in, static_cast<int>(cell.C), &zero, ih,
+                                          static_cast<int>(3 * H)));
       if (h0 != nullptr) {
         QGRU_CUDA_CHECK(cudaMemcpyAsync(h, h0 + cell_index * N * H, static_cast<size_t>(4 * N * H), cudaMemcpyHostToDevice,
                                         d.stream));
@@ -178,9 +179,10 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
         // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k]
-        QGRU_CUBLAS_CHECK(cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H), static_cast<int>(N),
-                                      static_cast<int>(H), &one, cell.R,
-                                      static_cast<int>(H), h, static_cast<int>(H), &zero, hh, static_cast<int>(3 * H)));
+        QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H),
+                                            static_cast<int>(N), static_cast<int>(H), &one, cell.R,
+                                            static_cast<int>(H), h, static_cast<int>(H), &zero, hh,
+                                            static_cast<int>(3 * H)));
         float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
             ih + t * N * 3 * H, hh, cell.bw, cell.br, h,
             layer_out + t * N * D * H, D * H, dir * H, N, H);

@@ -14,6 +14,7 @@
 #include "gptq_launch.h"
 #include "qgru/base/log.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 
@@ -112,13 +113,13 @@ class CudaOps final : public gptq::DeviceOps {
 
   void dgemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, double alpha, const double* A, int64_t lda,
              const double* B, int64_t ldb, double beta, double* C, int64_t ldc) override {
-    QGRU_CUBLAS_CHECK(cublasDgemm(blas_.get(), op_of(op_a), op_of(op_b), as_int(m), as_int(n), as_int(k), &alpha, A,
-                                  as_int(lda), B, as_int(ldb), &beta, C, as_int(ldc)));
+    QGRU_CUBLAS_CHECK(blas::cublasDgemm(blas_.get(), op_of(op_a), op_of(op_b), as_int(m), as_int(n), as_int(k), &alpha,
+                                        A, as_int(lda), B, as_int(ldb), &beta, C, as_int(ldc)));
   }
   void dsyrk(Fill fill, Op op, int64_t n, int64_t k, double alpha, const double* A, int64_t lda, double beta, double* C,
              int64_t ldc) override {
-    QGRU_CUBLAS_CHECK(cublasDsyrk(blas_.get(), fill_of(fill), op_of(op), as_int(n), as_int(k), &alpha, A, as_int(lda),
-                                  &beta, C, as_int(ldc)));
+    QGRU_CUBLAS_CHECK(blas::cublasDsyrk(blas_.get(), fill_of(fill), op_of(op), as_int(n), as_int(k), &alpha, A,
+                                        as_int(lda), &beta, C, as_int(ldc)));
   }
   int dpotrf(Fill fill, int64_t n, double* A, int64_t lda) override {
     return solver().dpotrf(fill == Fill::Upper, n, A, lda);

@@ -4,7 +4,6 @@
 // runs on the GPU, not linked: every other use of qgru (and of the GPU pack, scripts/gpu_pack.sh) starts
 // without it, and a machine without it answers GPTQ on the GPU with one line saying so.
 #include <cusolverDn.h>
-#include <dlfcn.h>
 
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/status.h"
+#include "runtime_library.h"
 
 namespace qgru::cuda::gptq_launch {
 
@@ -39,35 +39,23 @@ struct CusolverApi {
   std::string error;  // why it could not be loaded ("" when loaded)
 };
 
-template <typename F>
-void resolve(void* library, const char* name, F& function, std::string& error) {
-  function = reinterpret_cast<F>(dlsym(library, name));
-  if (function == nullptr && error.empty()) error = std::string("libcusolver has no ") + name;
-}
-
 const CusolverApi& cusolver() {
-  static const CusolverApi api = [] {
+  static const CusolverApi api = [] {  // thread-safe initialization; the library stays loaded for the process
     CusolverApi a;
-    void* library = nullptr;
-    for (const char* name : {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"}) {
-      library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (library != nullptr) break;
+    RuntimeLibrary library = open_runtime_library(
+        "cuSOLVER", {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"},
+        "GPTQ on the GPU needs it (the CUDA toolkit's or the nvidia-cusolver wheel's lib folder on LD_LIBRARY_PATH)");
+    if (library.handle != nullptr) {
+      resolve_runtime_symbol(library, "cusolverDnCreate", a.create);
+      resolve_runtime_symbol(library, "cusolverDnDestroy", a.destroy);
+      resolve_runtime_symbol(library, "cusolverDnSetStream", a.set_stream);
+      resolve_runtime_symbol(library, "cusolverDnDpotrf_bufferSize", a.potrf_buffer);
+      resolve_runtime_symbol(library, "cusolverDnDpotrf", a.potrf);
+      resolve_runtime_symbol(library, "cusolverDnXtrtri_bufferSize", a.trtri_buffer);
+      resolve_runtime_symbol(library, "cusolverDnXtrtri", a.trtri);
     }
-    if (library == nullptr) {
-      const char* reason = dlerror();
-      a.error = std::string("cuSOLVER (libcusolver.so.12) could not be loaded: ") + (reason ? reason : "not found") +
-                "; GPTQ on the GPU needs it (the CUDA toolkit's or the nvidia-cusolver wheel's lib folder on "
-                "LD_LIBRARY_PATH)";
-      return a;
-    }
-    resolve(library, "cusolverDnCreate", a.create, a.error);
-    resolve(library, "cusolverDnDestroy", a.destroy, a.error);
-    resolve(library, "cusolverDnSetStream", a.set_stream, a.error);
-    resolve(library, "cusolverDnDpotrf_bufferSize", a.potrf_buffer, a.error);
-    resolve(library, "cusolverDnDpotrf", a.potrf, a.error);
-    resolve(library, "cusolverDnXtrtri_bufferSize", a.trtri_buffer, a.error);
-    resolve(library, "cusolverDnXtrtri", a.trtri, a.error);
-    return a;  // the library stays loaded for the process
+    a.error = library.error;
+    return a;
   }();
   if (!api.error.empty()) throw CudaFailure(api.error);
   return api;

@@ -25,6 +25,7 @@
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gru_cell_cuda.h"
@@ -131,10 +132,10 @@ void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t strea
 cublasStatus_t int8_gemm(cublasHandle_t handle, int64_t m, int64_t ldc, int64_t n_rows, int64_t k_p, const void* A,
                          const void* B, int32_t* C) {
   const int32_t one = 1, zero = 0;
-  return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_rows),
-                      static_cast<int>(k_p), &one, A, CUDA_R_8I, static_cast<int>(k_p), B, CUDA_R_8I,
-                      static_cast<int>(k_p), &zero, C, CUDA_R_32I, static_cast<int>(ldc), CUBLAS_COMPUTE_32I,
-                      CUBLAS_GEMM_DEFAULT);
+  return blas::cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_rows),
+                            static_cast<int>(k_p), &one, A, CUDA_R_8I, static_cast<int>(k_p), B, CUDA_R_8I,
+                            static_cast<int>(k_p), &zero, C, CUDA_R_32I, static_cast<int>(ldc), CUBLAS_COMPUTE_32I,
+                            CUBLAS_GEMM_DEFAULT);
 }
 
 // Asks cuBLAS for the cell's int8 GEMM shapes (W·x, R·h; the linear_before_reset = 0 cell's two recurrent ones

@@ -15,6 +15,7 @@
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "cuda_uploader.h"
@@ -245,10 +246,10 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   launch_stripe_dequant(args, d.bits, w16, stream);
   d.blas->bind(static_cast<cudaStream_t>(stream));
   const float alpha = 1.0f, beta = 0.0f;
-  QGRU_CUBLAS_CHECK(cublasGemmEx(d.blas->get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(d.N), static_cast<int>(M),
-                                 static_cast<int>(d.K), &alpha, w16, CUDA_R_16F, static_cast<int>(d.N), a_in, CUDA_R_16F,
-                                 static_cast<int>(d.K), &beta, c, CUDA_R_16F, static_cast<int>(d.N), CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+  QGRU_CUBLAS_CHECK(blas::cublasGemmEx(d.blas->get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(d.N),
+                                       static_cast<int>(M), static_cast<int>(d.K), &alpha, w16, CUDA_R_16F,
+                                       static_cast<int>(d.N), a_in, CUDA_R_16F, static_cast<int>(d.K), &beta, c,
+                                       CUDA_R_16F, static_cast<int>(d.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 std::vector<uint16_t> QuantLinear::run_host(const std::vector<uint16_t>& a, int64_t M) const {

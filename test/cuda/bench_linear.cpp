@@ -37,6 +37,7 @@
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/quant_linear.h"
@@ -44,6 +45,7 @@
 namespace {
 
 using qgru::cuda::DeviceBuffer;
+namespace blas = qgru::cuda::blas;
 namespace k = qgru::kernels;
 
 struct Options {
@@ -236,7 +238,7 @@ int main(int argc, char** argv) {
                 o.rounds, o.iters);
 
     cublasHandle_t handle;
-    QGRU_CUBLAS_CHECK(cublasCreate(&handle));
+    QGRU_CUBLAS_CHECK(blas::cublasCreate(&handle));
     std::mt19937 rng(42);
     const auto has = [&](const char* e) { return std::find(o.engines.begin(), o.engines.end(), e) != o.engines.end(); };
     for (const int bits : o.bits) {
@@ -311,11 +313,11 @@ int main(int argc, char** argv) {
             timed.push_back({"cublas-fp16", "cublasGemmEx fp16, fp32 compute", f_bytes,
                              [&, M, K = K, N = N](int i) {
                                const float alpha = 1.0f, beta = 0.0f;
-                               QGRU_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                                                              static_cast<int>(K), &alpha, w16[static_cast<size_t>(i) % w16.size()].data(),
-                                                              CUDA_R_16F, static_cast<int>(N), a_dev.data(), CUDA_R_16F, static_cast<int>(K),
-                                                              &beta, c_dev.data(), CUDA_R_16F, static_cast<int>(N), CUBLAS_COMPUTE_32F,
-                                                              CUBLAS_GEMM_DEFAULT));
+                               QGRU_CUBLAS_CHECK(blas::cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                                                                    static_cast<int>(K), &alpha, w16[static_cast<size_t>(i) % w16.size()].data(),
+                                                                    CUDA_R_16F, static_cast<int>(N), a_dev.data(), CUDA_R_16F, static_cast<int>(K),
+                                                                    &beta, c_dev.data(), CUDA_R_16F, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                                                                    CUBLAS_GEMM_DEFAULT));
                              },
                              {}});
           }
@@ -329,7 +331,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    QGRU_CUBLAS_CHECK(cublasDestroy(handle));
+    QGRU_CUBLAS_CHECK(blas::cublasDestroy(handle));
 
     std::printf("| bits | K x N | M | engine | detail | µs | weight GB/s | of nominal HBM | of measured copy |\n"
                 "|---|---|---|---|---|---|---|---|---|\n");

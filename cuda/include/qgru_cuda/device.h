@@ -15,13 +15,15 @@ struct DeviceProbe {
 // how many devices the runtime sees; never throws. A driver too old for this build is reported as such (the
 // runtime alone would say cudaErrorInsufficientDriver, as it does when no driver is installed at all).
 // Test seam: the environment variable QGRU_TEST_CUDA_DRIVER_VERSION (e.g. 12020), when set, stands in for the
-// driver's answer, so the too-old-driver path is tested on machines without that driver (test/cli).
+// driver's answer, so the too-old-driver path is tested on machines without that driver (test/cli);
+// QGRU_TEST_CUDA_DEVICE_COUNT (with it) stands in for the runtime's device count, so what follows a usable device
+// (the cuBLAS check of the device choice) is tested on machines without a GPU. Nothing runs on such a device.
 DeviceProbe probe_devices();
 
 // Throws NoDevice ("no CUDA device: <reason>") unless a GPU is usable.
 void require_device();
 
-// "built with CUDA 13.0 (CUDA runtime static, cuBLAS 13.x loaded at start); needs an NVIDIA driver for CUDA
+// "built with CUDA 13.0 (CUDA runtime static, cuBLAS 13.x loaded at first use); needs an NVIDIA driver for CUDA
 // 13.0 or newer (Linux driver 580 or newer)": what `qgru --version` prints about CUDA.
 std::string build_description();
 

@@ -4,6 +4,7 @@
 #ifdef QGRU_EXECUTOR_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/quant_gru_cuda.h"
 #include "qgru_cuda/status.h"
@@ -97,7 +98,8 @@ std::string cuda_unusable_reason(int device_id) {
     return "CUDA device " + std::to_string(device_id) + " does not exist (" + std::to_string(probe.device_count) +
            " device(s))";
   }
-  return "";
+  // The executor's GEMMs need cuBLAS: loaded here, at the first CUDA use on a machine that has a device.
+  return cuda::cublas_unusable_reason();
 }
 
 void throw_cuda_unusable(int device_id) {

@@ -48,6 +48,7 @@ TEST_CASE("version text and the build line name the toolkit and the minimum driv
   const std::string line = build_text(12040, "static");
   CHECK(contains(line, "built with CUDA 12.4"));
   CHECK(contains(line, "runtime static"));
+  CHECK(contains(line, "cuBLAS 12.x loaded at first use"));  // cuBLAS is opened by the first CUDA call, not at start
   CHECK(contains(line, "CUDA 12.0 or newer (Linux driver 525 or newer)"));
   // A major without a known floor still names the CUDA version it needs.
   CHECK(required_driver_text(14000) == "an NVIDIA driver for CUDA 14.0 or newer");

@@ -39,7 +39,8 @@ inline std::string required_driver_text(int runtime_version) {
 // What `qgru --version` says about CUDA: the toolkit the binary was built with and the driver it needs.
 inline std::string build_text(int runtime_version, const std::string& cudart_linkage) {
   return "built with CUDA " + version_text(runtime_version) + " (CUDA runtime " + cudart_linkage + ", cuBLAS " +
-         std::to_string(major_of(runtime_version)) + ".x loaded at start); needs " + required_driver_text(runtime_version);
+         std::to_string(major_of(runtime_version)) + ".x loaded at first use); needs " +
+         required_driver_text(runtime_version);
 }
 
 // "" when a driver of CUDA version driver_version can run a binary built with runtime_version; otherwise one
