@@ -142,7 +142,6 @@ void bind_quant_linear(nb::module_& m) {
         nb::arg("device"), nb::arg("device_id"));
   m.def("quant_linear_from_tensors", &from_tensors, nb::arg("tensors"), nb::arg("quantize_config"), nb::arg("layer"),
         nb::arg("with_bias"), nb::arg("device"), nb::arg("device_id"), nb::arg("source"));
-  m.def("gptq_cuda_built", &gptq::ResidentLinear::cuda_built);
 }
 
 }  // namespace qgru::python

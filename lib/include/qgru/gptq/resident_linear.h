@@ -43,9 +43,6 @@ class ResidentLinear {
   // was left out of `layer`. Calls may come from several threads; CUDA calls on one layer run one at a time.
   std::vector<float> run(const std::vector<float>& x, int64_t M) const;
 
-  // Whether this qgru was built with CUDA (else device cuda is refused as above).
-  static bool cuda_built();
-
  private:
   CheckpointLayer layer_;
   LinearDevice device_;

@@ -10,12 +10,6 @@
 
 namespace qgru::gptq {
 
-#ifdef QGRU_CAPI_WITH_CUDA
-bool ResidentLinear::cuda_built() { return true; }
-#else
-bool ResidentLinear::cuda_built() { return false; }
-#endif
-
 ResidentLinear::ResidentLinear(CheckpointLayer layer, LinearDevice device, int device_id, std::string name)
     : layer_(std::move(layer)), device_(device), device_id_(device_id), name_(std::move(name)) {
   if (device_ != LinearDevice::kCuda) return;
