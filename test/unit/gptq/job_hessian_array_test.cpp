@@ -94,11 +94,12 @@ TEST_CASE("a Hessian accumulated outside the job equals the job's own accumulati
 
     REQUIRE(from_rows.tensors.size() == 8);  // qweight, qzeros, scales, g_idx of both layers
     REQUIRE(from_matrix.tensors.size() == from_rows.tensors.size());
-    for (const auto& [name, tensor] : from_rows.tensors) {
+    for (const auto& entry : from_rows.tensors) {
+      const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda takes it (C++17)
       CAPTURE(name);
       REQUIRE(from_matrix.tensors.count(name) == 1);
-      CHECK(from_matrix.tensors.at(name).shape == tensor.shape);
-      CHECK(from_matrix.tensors.at(name).bytes == tensor.bytes);
+      CHECK(from_matrix.tensors.at(name).shape == entry.second.shape);
+      CHECK(from_matrix.tensors.at(name).bytes == entry.second.bytes);
     }
     REQUIRE(reports_matrix.size() == 2);
     for (size_t i = 0; i < 2; ++i) {
