@@ -15,6 +15,10 @@
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
 #          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
 #          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside).
+#   first: one call that gives the most when only one fits (15 minutes of device time, the machine's start
+#          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
+#          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds) and the linear side
+#          by side; the session budget cuts what does not fit. Then check, bench and gptq as time allows.
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 #   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
 #          cuda against --device cpu on test/data/gptq, every order), the Python package's qgru.QuantLinear on cuda
@@ -26,11 +30,11 @@
 # tool: session.log and the benchmarks' tables and JSON).
 # Usage (on the GPU machine, in the repository root):  bash scripts/gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]
 # PACK: the folder gpu_pack.sh wrote (.gpu, holding pack.tar.xz), the archive itself, or an unpacked folder.
-# With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT check", timeout_s 590;
-# then the same with bench, then gptq (in that order of importance: 15 minutes of device time hold about two).
+# With the device tool: carry [".gpu"], command "bash scripts/gpu_session.sh .gpu $OUT first", timeout_s 590; then
+# check, bench and gptq as the device time left allows (QGRU_GPU_SESSION_BUDGET, default 575 s, bounds each call).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage="usage: gpu_session.sh PACK OUT_DIR [check|bench|quick|gptq]"
+usage="usage: gpu_session.sh PACK OUT_DIR [first|check|bench|quick|gptq]"
 pack_arg="${1:?$usage}"
 if [ -f "$pack_arg" ]; then  # scripts/gpu_pack.sh's archive
   pack="$(mktemp -d)"
@@ -45,7 +49,7 @@ else
 fi
 out="${2:?$usage}"
 mode="${3:-check}"
-case "$mode" in check | bench | quick | gptq) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
+case "$mode" in first | check | bench | quick | gptq) ;; *) echo "gpu_session: $usage" >&2; exit 2 ;; esac
 mkdir -p "$out"
 # cuBLAS: the GPU image may carry it only inside PyTorch's CUDA wheels (nvidia/cu13/lib).
 cublas_dir=$(python3 -c 'import nvidia, os; print(os.path.join(os.path.dirname(nvidia.__path__[0]), "nvidia", "cu13", "lib"))' 2>/dev/null || true)
@@ -57,12 +61,24 @@ log="$out/session.log"
 first_failure=0
 started=$(date +%s)
 
+# The whole call's budget: a step never runs past it (its limit is cut to what is left, and a step that would get
+# less than 15 s is logged NOT RUN and counts as a failure), so the script ends, with its log and files, before the
+# device tool's own limit (timeout_s 590) cuts it off mid-step.
+budget="${QGRU_GPU_SESSION_BUDGET:-575}"
+
 # step NAME SECONDS COMMAND...: runs COMMAND with a time limit, its output appended to the log (and to stdout).
 step() {
   local name="$1" limit="$2"
   shift 2
-  local t0
+  local t0 left
   t0=$(date +%s)
+  left=$((budget - (t0 - started)))
+  if [ "$left" -lt 15 ]; then
+    echo "=== $name: NOT RUN (${left} s of the session's ${budget} s left)" | tee -a "$log"
+    if [ "$first_failure" = 0 ]; then first_failure=124; fi
+    return 0
+  fi
+  if [ "$limit" -gt "$((left - 5))" ]; then limit=$((left - 5)); fi
   echo "=== $name (limit ${limit} s) $(date -u +%H:%M:%S)" | tee -a "$log"
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$log"
   local status=${PIPESTATUS[0]}
@@ -164,8 +180,10 @@ if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
   export -f verify_all
   export bin example scratch
   step "verify and run cpu|cuda (bundled example)" 40 bash -c verify_all
-  step "verify and run cpu|cuda, persistent recurrence" 40 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
-  step "verify and run cpu|cuda, whole call on the device" 40 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all
+  if [ "$mode" != first ]; then
+    step "verify and run cpu|cuda, persistent recurrence" 40 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
+    step "verify and run cpu|cuda, whole call on the device" 40 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all
+  fi
   rm -rf "$scratch"
 fi
 
@@ -197,9 +215,27 @@ cublas_at_first_use() {
 }
 export -f cublas_at_first_use
 
+persistent_self_test() {
+  step "self-test, persistent recurrence forced" 100 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
+}
+gru_side_by_side() {
+  step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
+    --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md" "$@"
+}
+linear_side_by_side() {
+  step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 240 bash -c \
+    "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
+     status=\$?; cat '$out/cuda-linear.md'; exit \$status"
+}
+if [ "$mode" = first ]; then
+  persistent_self_test
+  gru_side_by_side --rounds 2
+  linear_side_by_side
+fi
+
 if [ "$mode" = check ]; then
   step "cuBLAS at first use: one line without it, the CPU fallback, the image's file" 30 bash -c cublas_at_first_use
-  step "self-test, persistent recurrence forced" 100 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
+  persistent_self_test
   sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [ -x "$sanitizer" ]; then
     # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.
@@ -218,11 +254,8 @@ if [ "$mode" = check ]; then
 fi
 
 if [ "$mode" = bench ]; then
-  step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
-    --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md"
-  step "quantized linear side by side (qgru, cuBLAS fp16, tinygemm)" 240 bash -c \
-    "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
-     status=\$?; cat '$out/cuda-linear.md'; exit \$status"
+  gru_side_by_side
+  linear_side_by_side
   # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
   step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
     "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \
