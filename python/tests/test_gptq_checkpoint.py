@@ -4,6 +4,7 @@ write. qgru.gptq_model itself is tested with PyTorch (python/tests_torch/test_gp
 
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -126,3 +127,58 @@ def test_write_checkpoint(tmp_path):
     assert sorted(back) == sorted(tensors)
     for name, value in tensors.items():
         np.testing.assert_array_equal(back[name], value)
+
+
+def test_tensor_file_writer_writes_the_whole_file_writers_bytes_one_tensor_at_a_time(tmp_path):
+    """TensorFileWriter (qgru's SafetensorsWriter): the bytes write_tensors writes for the same tensors, given in
+    name order one at a time; a BF16 tensor from its int16 bits reads back as the float32 values of those bits;
+    every misuse refused naming the file and the tensor, leaving no file."""
+    rng = np.random.default_rng(9)
+    tensors = {"b.qweight": rng.integers(-2**31, 2**31, (4, 8), dtype=np.int64).astype(np.int32),
+               "a.scales": rng.standard_normal((2, 8)).astype(np.float16),
+               "c.weight": rng.standard_normal((3, 5)).astype(np.float32), "d.empty": np.zeros((0, 4), np.float32)}
+    metadata = {"format": "pt", "quantizer": "test"}
+    qgru.write_tensors(tmp_path / "whole.safetensors", tensors, metadata)
+    layout, tensor_of = ckpt.array_layout(tensors)
+    assert layout["b.qweight"] == ("I32", [4, 8]) and layout["a.scales"] == ("F16", [2, 8])
+    assert _layout(tmp_path / "whole.safetensors") == layout
+    order = []
+    ckpt.write_tensor_file(tmp_path / "streamed.safetensors", layout,
+                           lambda name: order.append(name) or tensor_of(name), metadata)
+    assert order == sorted(tensors)
+    with open(tmp_path / "whole.safetensors", "rb") as a, open(tmp_path / "streamed.safetensors", "rb") as b:
+        assert a.read() == b.read()
+
+    bits = rng.integers(-2**15, 2**15, (6,), dtype=np.int64).astype(np.int16)
+    bits[1] = 0x7f80  # +inf's bits
+    writer = qgru._qgru.TensorFileWriter(os.fspath(tmp_path / "bf16.safetensors"), {"h": ("BF16", [6])}, {})
+    writer.write("h", bits, True)
+    writer.commit()
+    expected = (bits.astype(np.int64) & 0xFFFF).astype(np.uint32) << 16
+    np.testing.assert_array_equal(qgru.read_tensors(tmp_path / "bf16.safetensors")["h"], expected.view(np.float32))
+    assert _layout(tmp_path / "bf16.safetensors") == {"h": ("BF16", [6])}
+
+    path = os.fspath(tmp_path / "refused.safetensors")
+    refusals = [
+        (lambda w: w.write("b.qweight", tensors["b.qweight"]),
+         "tensor 'b.qweight': written out of order; expected 'a.scales' next (tensors go in name order)"),
+        (lambda w: w.write("z", tensors["c.weight"]), "tensor 'z': not in the layout the file was started with"),
+        (lambda w: w.write("a.scales", tensors["a.scales"].astype(np.float32)),
+         "tensor 'a.scales': expected F16 [2, 8] as laid out, got F32 [2, 8]"),
+        (lambda w: w.commit(), "tensor 'a.scales': not written; every tensor of the layout must be written before commit"),
+        (lambda w: w.write("a.scales", tensors["a.scales"], True), "tensor 'a.scales': BF16 bits must come as int16"),
+    ]
+    for misuse, message in refusals:
+        writer = qgru._qgru.TensorFileWriter(path, layout, metadata)
+        with pytest.raises(qgru.Error, match=re.escape(message)):
+            misuse(writer)
+        del writer
+    assert sorted(os.listdir(tmp_path)) == ["bf16.safetensors", "streamed.safetensors", "whole.safetensors"]
+    with pytest.raises(qgru.Error, match=r"tensor 'x': dtype 'F8' is not one qgru writes"):
+        qgru._qgru.TensorFileWriter(path, {"x": ("F8", [1])}, {})
+    with pytest.raises(qgru.Error, match=r"tensor 'x': an array of dtype bool"):
+        ckpt.array_layout({"x": np.zeros(3, dtype=bool)})
+
+
+def _layout(path):
+    return {name: (dtype, list(shape)) for name, (dtype, shape) in qgru._qgru.read_tensor_layout(os.fspath(path)).items()}

@@ -293,3 +293,21 @@ def test_cuda_device_runs_or_is_refused_writing_nothing(float_model, quantized, 
         for mine, cpu in zip(result.layers, cpu_result.layers):
             assert mine["name"] == cpu["name"]
             assert abs(mine["gptq_error"] - cpu["gptq_error"]) <= 0.01 * cpu["gptq_error"]
+
+
+def test_bfloat16_tensors_stay_bfloat16_and_the_folder_is_written_tensor_by_tensor(tmp_path, monkeypatch):
+    """A bfloat16 model: its untouched tensors (embeddings, norms, lm_head) are written as BF16 with their exact
+    bits, and the final write reads each block file once, in order (one block's packed tensors held at a time)."""
+    model = tiny_llama(seed=5).to(torch.bfloat16)
+    embeddings = model.model.embed_tokens.weight.detach().clone()
+    reads = []
+    real_read = _gptq_model._qgru.read_tensors
+    monkeypatch.setattr(_gptq_model._qgru, "read_tensors", lambda path: reads.append(os.path.basename(path)) or real_read(path))
+    qgru.gptq_model(model, calibration(), tmp_path / "out", verbose=False)
+    assert reads == ["block-0000.safetensors", "block-0001.safetensors"]
+    layout = qgru._qgru.read_tensor_layout(os.fspath(tmp_path / "out" / "model.safetensors"))
+    assert layout["model.embed_tokens.weight"] == ("BF16", [200, 128])
+    assert layout["model.norm.weight"][0] == "BF16" and layout["lm_head.weight"][0] == "BF16"
+    assert layout["model.layers.0.self_attn.q_proj.qweight"] == ("I32", [16, 128])
+    back = qgru.read_tensors(tmp_path / "out" / "model.safetensors")["model.embed_tokens.weight"]
+    assert torch.equal(torch.from_numpy(back), embeddings.float())

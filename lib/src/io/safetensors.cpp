@@ -231,18 +231,32 @@ void check_tensor_for_writing(const std::string& name, const Tensor& tensor, con
   }
 }
 
-// The 8-byte length and the JSON header, padded with spaces so that the data starts at a multiple of 8.
-// `target` names the output in messages.
-std::vector<uint8_t> serialize_header(const SafetensorsFile& file, const std::string& target) {
+// Bytes of a tensor of this layout, or fail naming it (negative extents, a size past 2^64).
+uint64_t layout_bytes(const std::string& name, const TensorLayout& layout, const std::string& target) {
+  if (name == kMetadataKey) fail_tensor(target, name, "expected a tensor name, got the reserved key");
+  uint64_t bytes = dtype_size(layout.dtype);
+  for (int64_t extent : layout.shape) {
+    if (extent < 0) fail_tensor(target, name, "expected non-negative extents, got shape " + shape_string(layout.shape));
+    if (!checked_mul(bytes, static_cast<uint64_t>(extent), bytes)) {
+      fail_tensor(target, name, "shape " + shape_string(layout.shape) + " holds more than 2^64 bytes");
+    }
+  }
+  return bytes;
+}
+
+// The 8-byte length and the JSON header of tensors of `layout` in name order, padded with spaces so that the
+// data starts at a multiple of 8. `target` names the output in messages.
+std::vector<uint8_t> serialize_layout_header(const std::map<std::string, TensorLayout>& layout,
+                                             const std::map<std::string, std::string>& metadata,
+                                             const std::string& target) {
   json header = json::object();
   uint64_t offset = 0;
-  for (const auto& [name, tensor] : file.tensors) {  // std::map: name order
-    check_tensor_for_writing(name, tensor, target);
-    const uint64_t end = offset + tensor.bytes.size();
-    header[name] = {{"dtype", dtype_name(tensor.dtype)}, {"shape", tensor.shape}, {"data_offsets", {offset, end}}};
+  for (const auto& [name, entry] : layout) {  // std::map: name order
+    const uint64_t end = offset + layout_bytes(name, entry, target);
+    header[name] = {{"dtype", dtype_name(entry.dtype)}, {"shape", entry.shape}, {"data_offsets", {offset, end}}};
     offset = end;
   }
-  if (!file.metadata.empty()) header[kMetadataKey] = file.metadata;
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
   std::string text;
   try {
     text = header.dump(-1, ' ', false, json::error_handler_t::strict);
@@ -255,6 +269,15 @@ std::vector<uint8_t> serialize_header(const SafetensorsFile& file, const std::st
   io_detail::append_le64(out, text.size());
   out.insert(out.end(), text.begin(), text.end());
   return out;
+}
+
+std::vector<uint8_t> serialize_header(const SafetensorsFile& file, const std::string& target) {
+  std::map<std::string, TensorLayout> layout;
+  for (const auto& [name, tensor] : file.tensors) {
+    check_tensor_for_writing(name, tensor, target);
+    layout[name] = {tensor.dtype, tensor.shape};
+  }
+  return serialize_layout_header(layout, file.metadata, target);
 }
 
 }  // namespace
@@ -276,14 +299,21 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
   return file;
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  io_detail::FileReader reader(path);
+namespace {
+// The header of the file `reader` reads, checked (the length, then parse_layout).
+Layout read_layout(io_detail::FileReader& reader, const std::string& path) {
   uint8_t prefix[8] = {};
   if (reader.size() >= 8) reader.read_at(0, prefix, 8, "header length");
   const uint64_t header_bytes = check_header_length(prefix, reader.size(), path);
   std::vector<uint8_t> header(header_bytes);
   reader.read_at(8, header.data(), header_bytes, "header");
-  const Layout layout = parse_layout(header.data(), header_bytes, reader.size() - 8 - header_bytes, path);
+  return parse_layout(header.data(), header_bytes, reader.size() - 8 - header_bytes, path);
+}
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  io_detail::FileReader reader(path);
+  const Layout layout = read_layout(reader, path);
   SafetensorsFile file;
   file.metadata = layout.metadata;
   for (const Entry& entry : layout.entries) {
@@ -310,6 +340,62 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
   out.write(header.data(), header.size());
   for (const auto& [name, tensor] : file.tensors) out.write(tensor.bytes.data(), tensor.bytes.size());
   out.commit();
+}
+
+std::map<std::string, TensorLayout> read_safetensors_layout(const std::string& path) {
+  io_detail::FileReader reader(path);
+  const Layout layout = read_layout(reader, path);
+  std::map<std::string, TensorLayout> tensors;
+  for (const Entry& entry : layout.entries) tensors[entry.name] = {entry.dtype, entry.shape};
+  return tensors;
+}
+
+struct SafetensorsWriter::State {
+  std::string path;
+  std::map<std::string, TensorLayout> layout;
+  std::map<std::string, TensorLayout>::const_iterator next;
+  AtomicFile file;
+  State(const std::string& target, std::map<std::string, TensorLayout> tensors)
+      : path(target), layout(std::move(tensors)), next(layout.begin()), file(target) {}
+};
+
+SafetensorsWriter::SafetensorsWriter(const std::string& path, std::map<std::string, TensorLayout> layout,
+                                     const std::map<std::string, std::string>& metadata) {
+  const std::vector<uint8_t> header = serialize_layout_header(layout, metadata, path);  // checked before any file
+  state_ = std::make_unique<State>(path, std::move(layout));
+  state_->file.write(header.data(), header.size());
+}
+
+SafetensorsWriter::~SafetensorsWriter() = default;  // an uncommitted AtomicFile removes its temporary
+
+std::string SafetensorsWriter::next_name() const {
+  return state_->next == state_->layout.end() ? std::string() : state_->next->first;
+}
+
+void SafetensorsWriter::write(const std::string& name, const Tensor& tensor) {
+  State& state = *state_;
+  if (state.next == state.layout.end() || state.next->first != name) {
+    const bool known = state.layout.count(name) != 0;
+    fail_tensor(state.path, name,
+                known ? "written out of order; expected '" + printable(next_name()) + "' next (tensors go in name order)"
+                      : "not in the layout the file was started with");
+  }
+  const TensorLayout& expected = state.next->second;
+  if (tensor.dtype != expected.dtype || tensor.shape != expected.shape) {
+    fail_tensor(state.path, name, "expected " + std::string(dtype_name(expected.dtype)) + " " +
+                                      shape_string(expected.shape) + " as laid out, got " + dtype_name(tensor.dtype) +
+                                      " " + shape_string(tensor.shape));
+  }
+  check_tensor_for_writing(name, tensor, state.path);
+  state.file.write(tensor.bytes.data(), tensor.bytes.size());
+  ++state.next;
+}
+
+void SafetensorsWriter::commit() {
+  if (state_->next != state_->layout.end()) {
+    fail_tensor(state_->path, state_->next->first, "not written; every tensor of the layout must be written before commit");
+  }
+  state_->file.commit();
 }
 
 }  // namespace qgru

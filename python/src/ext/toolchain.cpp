@@ -351,6 +351,14 @@ void bind_toolchain(nb::module_& m) {
     for (const auto& [name, tensor] : read_safetensors(path).tensors) tensors[name.c_str()] = numpy_from_tensor(tensor);
     return tensors;
   }, nb::arg("path"));
+  // qgru's name of an array's dtype (F32, I8, ...; "" for one qgru has no tensor type for).
+  m.def("dtype_of", [](const HostArray& array) { return dtype_text(array); }, nb::arg("array"));
+  // The names, dtypes and shapes of a file's tensors, from its header alone: {name: (dtype name, shape)}.
+  m.def("read_tensor_layout", [](const std::string& path) {
+    std::map<std::string, std::pair<std::string, std::vector<int64_t>>> layout;
+    for (const auto& [name, entry] : read_safetensors_layout(path)) layout[name] = {dtype_name(entry.dtype), entry.shape};
+    return layout;
+  }, nb::arg("path"));
   // metadata: the file's __metadata__ (string to string; e.g. {"format": "pt"}, which transformers writes).
   m.def("write_tensors", [](const std::string& path, const std::map<std::string, HostArray>& arrays,
                             const std::map<std::string, std::string>& metadata) {
@@ -359,6 +367,41 @@ void bind_toolchain(nb::module_& m) {
     file.metadata = metadata;
     write_safetensors(path, file);
   }, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata") = std::map<std::string, std::string>());
+  // A .safetensors file written tensor by tensor (SafetensorsWriter: the caller holds one tensor at a time):
+  // layout {name: (dtype name, shape)}, then write(name, array) in name order, then commit(). A BF16 tensor is
+  // given as its bits in an int16 array (NumPy has no bfloat16).
+  nb::class_<SafetensorsWriter>(m, "TensorFileWriter")
+      .def("__init__",
+           [](SafetensorsWriter* self, const std::string& path,
+              const std::map<std::string, std::pair<std::string, std::vector<int64_t>>>& layout,
+              const std::map<std::string, std::string>& metadata) {
+             std::map<std::string, TensorLayout> tensors;
+             for (const auto& [name, entry] : layout) {
+               DType dtype{};
+               if (!dtype_from_name(entry.first, dtype)) {
+                 throw Error(path + ": tensor '" + name + "': dtype '" + entry.first + "' is not one qgru writes");
+               }
+               tensors[name] = {dtype, entry.second};
+             }
+             new (self) SafetensorsWriter(path, std::move(tensors), metadata);
+           },
+           nb::arg("path"), nb::arg("layout"), nb::arg("metadata"))
+      .def("next_name", &SafetensorsWriter::next_name)
+      .def("write",
+           [](SafetensorsWriter& writer, const std::string& name, const HostArray& array, bool bf16_bits) {
+             Tensor tensor = tensor_from_array(array, "tensor '" + name + "'");
+             if (bf16_bits) {
+               if (tensor.dtype != DType::I16) throw Error("tensor '" + name + "': BF16 bits must come as int16");
+               tensor.dtype = DType::BF16;
+             }
+             nb::gil_scoped_release release;
+             writer.write(name, tensor);
+           },
+           nb::arg("name"), nb::arg("array"), nb::arg("bf16_bits") = false)
+      .def("commit", [](SafetensorsWriter& writer) {
+        nb::gil_scoped_release release;
+        writer.commit();
+      });
   // A text file written as every qgru output is (qgru/base/atomic_file.h: a temporary beside it, then renamed).
   m.def("write_text", [](const std::string& path, const std::string& text) { write_file_atomic(path, text); },
         nb::arg("path"), nb::arg("text"));

@@ -152,13 +152,39 @@ def check_output_dir(output_dir):
                           f"{PROGRESS_DIR} of an interrupted run")
 
 
+def write_tensor_file(path, layout, tensor_of, metadata):
+    """A ``.safetensors`` written tensor by tensor (qgru's SafetensorsWriter, atomically): ``layout`` maps each
+    name to ``(dtype name, shape)``; ``tensor_of(name)`` gives ``(array, bf16_bits)`` and is called once per
+    tensor in name order, so the caller need hold only one tensor (or one source file) at a time."""
+    writer = _qgru.TensorFileWriter(os.fspath(path), layout, metadata)
+    for name in sorted(layout):
+        array, bf16_bits = tensor_of(name)
+        writer.write(name, array, bf16_bits)
+        del array
+    writer.commit()
+
+
+def array_layout(tensors):
+    """``(layout, tensor_of)`` of tensors held in memory (name -> array), for write_tensor_file."""
+    arrays = {name: np.ascontiguousarray(value) for name, value in tensors.items()}
+    layout = {}
+    for name, array in arrays.items():
+        dtype = _qgru.dtype_of(array)
+        if not dtype:
+            raise _qgru.Error(f"tensor '{name}': an array of dtype {array.dtype}, which a .safetensors of qgru's cannot hold")
+        layout[name] = (dtype, list(array.shape))
+    return layout, lambda name: (arrays[name], False)
+
+
 def write_checkpoint(output_dir, tensors, model_config, quant_config, metadata=None):
-    """The finished folder: ``model.safetensors`` (``tensors``: name -> array), ``quantize_config.json`` and
-    ``config.json`` (``model_config`` with ``quantization_config`` = ``quant_config``), each atomically, the
-    config last."""
+    """The finished folder: ``model.safetensors``, ``quantize_config.json`` and ``config.json`` (``model_config``
+    with ``quantization_config`` = ``quant_config``), each atomically, the config last. ``tensors``: name ->
+    array, or ``(layout, tensor_of)`` as write_tensor_file takes them (the model's tensors written one at a
+    time)."""
     path = os.fspath(output_dir)
     os.makedirs(path, exist_ok=True)
-    _qgru.write_tensors(os.path.join(path, "model.safetensors"), tensors, dict(metadata or {}, format="pt"))
+    layout, tensor_of = array_layout(tensors) if isinstance(tensors, dict) else tensors
+    write_tensor_file(os.path.join(path, "model.safetensors"), layout, tensor_of, dict(metadata or {}, format="pt"))
     _write_json_atomically(os.path.join(path, "quantize_config.json"), quant_config)
     config = dict(model_config)
     config["quantization_config"] = quant_config

@@ -311,8 +311,9 @@ def set_dequantized(linear, tensors, prefix, bits, format):
 
 
 def untouched_tensors(model, quantized_prefixes):
-    """Every tensor of the model's state dict but the quantized layers' weights and biases; a tensor that shares
-    its storage with one taken already (tied embeddings) is left out, as transformers does."""
+    """Every tensor of the model's state dict but the quantized layers' weights and biases (references, not
+    copies); a tensor that shares its storage with one taken already (tied embeddings) is left out, as
+    transformers does."""
     taken, seen = {}, set()
     replaced = {f"{prefix}.{part}" for prefix in quantized_prefixes for part in ("weight", "bias")}
     for name, tensor in model.state_dict().items():
@@ -322,8 +323,45 @@ def untouched_tensors(model, quantized_prefixes):
         if key in seen:
             continue
         seen.add(key)
-        taken[name] = host_array(tensor)
+        taken[name] = tensor
     return taken
+
+
+def folder_tensors(model, quantized_prefixes, block_paths):
+    """``(layout, tensor_of)`` of the folder's ``model.safetensors`` for write_checkpoint, which writes it one
+    tensor at a time: the packed tensors read from the progress folder's block files (one file held at a
+    time: the names of a block are consecutive in name order), every other tensor copied from the model as
+    it is written, in its own dtype (bfloat16 as bfloat16)."""
+    import torch
+
+    names = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+             torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8"}
+    untouched = untouched_tensors(model, quantized_prefixes)
+    layout, block_of = {}, {}
+    for name, tensor in untouched.items():
+        if tensor.dtype not in names:
+            raise _qgru.Error(f"gptq_model: tensor '{name}' is {tensor.dtype}, which a .safetensors checkpoint of "
+                              "qgru's cannot hold")
+        layout[name] = (names[tensor.dtype], list(tensor.shape))
+    for path in block_paths:
+        for name, entry in _qgru.read_tensor_layout(path).items():
+            layout[name] = entry
+            block_of[name] = path
+    held = {}  # the block file being written: {path: its tensors}
+
+    def tensor_of(name):
+        if name in block_of:
+            path = block_of[name]
+            if path not in held:
+                held.clear()
+                held[path] = _qgru.read_tensors(path)
+            return held[path][name], False
+        tensor = untouched[name].detach().cpu().contiguous()
+        if tensor.dtype == torch.bfloat16:
+            return tensor.view(torch.int16).numpy(), True
+        return tensor.numpy(), False
+
+    return layout, tensor_of
 
 
 def log(verbose, text):
@@ -431,11 +469,8 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
     finally:
         model.train(was_training)
 
-    packed = {}
-    for index in range(len(blocks)):
-        packed.update(_qgru.read_tensors(progress.block_path(index)))
-    tensors = untouched_tensors(model, [layer["name"] for layer in layers])
-    tensors.update(packed)
+    tensors = folder_tensors(model, [layer["name"] for layer in layers],
+                             [progress.block_path(index) for index in range(len(blocks))])
     if tokenizer is not None:
         tokenizer.save_pretrained(output_dir)
     generation_config = getattr(model, "generation_config", None)

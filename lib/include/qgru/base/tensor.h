@@ -38,6 +38,17 @@ inline const char* dtype_name(DType dtype) {
   return "?";
 }
 
+// The dtype named `name` as dtype_name() names it; false for any other text.
+inline bool dtype_from_name(const std::string& name, DType& out) {
+  for (int code = 0; code <= static_cast<int>(DType::U8); ++code) {
+    if (name == dtype_name(static_cast<DType>(code))) {
+      out = static_cast<DType>(code);
+      return true;
+    }
+  }
+  return false;
+}
+
 template <class T> struct DTypeOf;
 template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
 template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };

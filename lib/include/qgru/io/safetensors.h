@@ -3,6 +3,7 @@
 // {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ..., "__metadata__": {str: str}},
 // then the data buffer. Validated as the format's own implementation does (see read_safetensors()).
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,37 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
 std::vector<uint8_t> serialize_safetensors(const SafetensorsFile& file);
 // Written atomically (temporary file + rename).
 void write_safetensors(const std::string& path, const SafetensorsFile& file);
+
+// What a tensor is without its bytes.
+struct TensorLayout {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+// The names, dtypes and shapes of a file's tensors, from its header alone (checked as read_safetensors checks
+// it; no tensor data is read).
+std::map<std::string, TensorLayout> read_safetensors_layout(const std::string& path);
+
+// A .safetensors file written one tensor at a time, so that its writer holds one tensor, not the file: the
+// layout of every tensor first (the header is written from it), then each tensor's bytes in name order. The
+// bytes are those write_safetensors writes for the same tensors and metadata; the file appears at `path`
+// (atomically) on commit(), and not at all if the writer is destroyed before. Errors name `path` and the
+// tensor: a tensor out of order or unknown, a dtype or shape other than its layout's, commit() before the last.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(const std::string& path, std::map<std::string, TensorLayout> layout,
+                    const std::map<std::string, std::string>& metadata);
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  // The name write() expects next ("" when every tensor is written).
+  std::string next_name() const;
+  void write(const std::string& name, const Tensor& tensor);
+  void commit();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace qgru
