@@ -1,6 +1,7 @@
 """GPTQ from Python against `qgru gptq` and `qgru linear`, and against a float64 reference of the packed layout."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -273,3 +274,36 @@ def test_gptq_devices_by_name(layer):
         qgru.gptq(weight, activations, device="tpu")
     with pytest.raises(qgru.Error, match=r"^device 'tpu': expected cpu or cuda$"):
         qgru.Hessian(256, device="tpu")
+
+
+def test_gptq_cuda_without_cublas_is_one_line(cli, tmp_path):
+    """A device that would be usable but for cuBLAS (loaded at first use; here a file that does not exist, with the
+    probe's test seams standing in for a driver and a GPU): qgru.gptq(device="cuda") and qgru.Hessian(device=
+    "cuda") raise the one line naming the library, as `qgru gptq --device cuda` does. A build without CUDA says so."""
+    import re
+    import subprocess
+    import sys
+
+    built = re.search(r"built with CUDA (\d+)\.(\d+)", subprocess.run([cli, "--version"], capture_output=True,
+                                                                      text=True).stdout)
+    env = dict(os.environ, QGRU_TEST_CUDA_DEVICE_COUNT="1", QGRU_CUBLAS_LIBRARY="libqgru_no_such_cublas.so")
+    if built:
+        env["QGRU_TEST_CUDA_DRIVER_VERSION"] = str(int(built[1]) * 1000 + int(built[2]) * 10)
+    program = ("import numpy as np, qgru\n"
+               "w = np.ones((8, 32), np.float32)\n"
+               "for call in (lambda: qgru.gptq(w, np.ones((40, 32), np.float32), group_size=-1, device='cuda'),\n"
+               "             lambda: qgru.Hessian(32, device='cuda')):\n"
+               "    try:\n"
+               "        call()\n"
+               "    except qgru.Error as e:\n"
+               "        print(e)\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, result.stdout
+    for line in lines:
+        if built:
+            assert line.startswith("device cuda: no usable CUDA device: cuBLAS (libqgru_no_such_cublas.so) could not "
+                                   "be loaded: "), line
+        else:
+            assert line == "device cuda: this qgru was built without CUDA (nvcc was not found at configure time)"

@@ -5,6 +5,7 @@
 #include "qgru/base/error.h"
 
 #ifdef QGRU_CAPI_WITH_CUDA
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/gptq_device.h"
 #endif
@@ -39,7 +40,9 @@ JobDevice make_job_device(const std::string& device) {
   if (device != "cuda") throw Error("device '" + device + "': expected cpu or cuda");
 #ifdef QGRU_CAPI_WITH_CUDA
   const cuda::DeviceProbe probe = cuda::probe_devices();
-  if (probe.device_count == 0) throw Error("device cuda: no usable CUDA device: " + probe.reason);
+  // A usable device also needs cuBLAS (loaded at its first use: qgru_cuda/cublas_library.h).
+  const std::string reason = probe.device_count == 0 ? probe.reason : cuda::cublas_unusable_reason();
+  if (!reason.empty()) throw Error("device cuda: no usable CUDA device: " + reason);
   JobDevice job_device;
   job_device.name = "cuda";
   job_device.hessian = [](int64_t K) { return std::make_unique<CudaJobHessian>(K); };

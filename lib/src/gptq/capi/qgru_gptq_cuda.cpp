@@ -26,6 +26,7 @@
 #include "qgru/kernels/linear_plan.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
+#include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gptq_checkpoint_linear.h"
@@ -116,6 +117,9 @@ class CurrentDevice {
 Outcome check_device(int device_id) {
   const cuda::DeviceProbe probe = cuda::probe_devices();
   if (probe.device_count == 0) return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no CUDA device: " + probe.reason};
+  // A usable device also needs cuBLAS (loaded at its first use: qgru_cuda/cublas_library.h).
+  const std::string cublas = cuda::cublas_unusable_reason();
+  if (!cublas.empty()) return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no usable CUDA device: " + cublas};
   if (device_id >= probe.device_count) {
     return {QGRU_STATUS_DEVICE_UNAVAILABLE, "no CUDA device " + std::to_string(device_id) + ": the CUDA runtime sees " +
                                                 std::to_string(probe.device_count) + " device(s)"};
