@@ -182,3 +182,37 @@ def test_tensor_file_writer_writes_the_whole_file_writers_bytes_one_tensor_at_a_
 
 def _layout(path):
     return {name: (dtype, list(shape)) for name, (dtype, shape) in qgru._qgru.read_tensor_layout(os.fspath(path)).items()}
+
+
+def test_write_checkpoint_shards_past_max_shard_size(tmp_path):
+    """Past max_shard_size the tensors go into model-0000i-of-0000n.safetensors in name order, each within the
+    limit unless one tensor alone passes it, with model.safetensors.index.json naming every tensor's file and the
+    total size; within it, one model.safetensors (the files of an interrupted write with another count removed)."""
+    rng = np.random.default_rng(3)
+    tensors = {f"t{i:02d}": rng.standard_normal(n).astype(np.float32) for i, n in enumerate([100, 300, 50, 700, 10, 90])}
+    options = make_gptq_options(4, 128, None, False, {}, "test")
+    quant = ckpt.quantization_config(options, "gptq", True)
+    out = tmp_path / "out"
+    ckpt.write_checkpoint(out, tensors, {"model_type": "llama"}, quant, max_shard_size=1600)  # bytes: 4 per value
+    # name order t00..t05 (400, 1200, 200, 2800, 40, 360 bytes): [t00 t01] [t02] [t03] [t04 t05]
+    shards = [f"model-0000{i}-of-00004.safetensors" for i in range(1, 5)]
+    assert sorted(os.listdir(out)) == sorted(shards + [ckpt.SHARD_INDEX, "quantize_config.json", "config.json"])
+    with open(out / ckpt.SHARD_INDEX) as f:
+        index = json.load(f)
+    assert index["metadata"] == {"total_size": 4 * 1250}
+    assert index["weight_map"] == {"t00": shards[0], "t01": shards[0], "t02": shards[1], "t03": shards[2],
+                                   "t04": shards[3], "t05": shards[3]}
+    for shard in shards:
+        assert safetensors_metadata(out / shard) == {"format": "pt"}
+        for name, value in qgru.read_tensors(out / shard).items():
+            assert index["weight_map"][name] == shard
+            np.testing.assert_array_equal(value, tensors[name])
+    # Written again within the limit (a resumed run's final write, say): one file, the shards removed.
+    ckpt.write_checkpoint(out, tensors, {"model_type": "llama"}, quant, max_shard_size="1MB")
+    assert sorted(os.listdir(out)) == sorted(ckpt.CHECKPOINT_FILES)
+    assert sorted(qgru.read_tensors(out / "model.safetensors")) == sorted(tensors)
+    assert [ckpt.shard_bytes(s) for s in ("5GB", "5GiB", " 500 mb", 123, None)] == [5 * 10**9, 5 * 2**30, 500 * 10**6,
+                                                                                      123, None]
+    for bad in ("lots", 0, -5, "0GB"):
+        with pytest.raises(qgru.Error, match="max_shard_size .*: expected a positive size"):
+            ckpt.shard_bytes(bad)

@@ -176,15 +176,77 @@ def array_layout(tensors):
     return layout, lambda name: (arrays[name], False)
 
 
-def write_checkpoint(output_dir, tensors, model_config, quant_config, metadata=None):
-    """The finished folder: ``model.safetensors``, ``quantize_config.json`` and ``config.json`` (``model_config``
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1}
+SHARD_INDEX = "model.safetensors.index.json"
+_SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def shard_bytes(max_shard_size):
+    """``max_shard_size`` in bytes: an int, or a string as transformers' ``save_pretrained`` takes it ("5GB" is
+    5·10⁹ bytes, "5GiB" 5·2³⁰); None: no limit."""
+    if max_shard_size is None:
+        return None
+    if isinstance(max_shard_size, int) and not isinstance(max_shard_size, bool):
+        size = max_shard_size
+    else:
+        text = str(max_shard_size).strip().upper().replace(" ", "")
+        unit = next((u for u in sorted(_SIZE_UNITS, key=len, reverse=True) if text.endswith(u)), None)
+        try:
+            size = int(float(text[: -len(unit)]) * _SIZE_UNITS[unit]) if unit else int(text)
+        except ValueError:
+            size = 0
+    if size <= 0:
+        raise _qgru.Error(f"max_shard_size {max_shard_size!r}: expected a positive size in bytes or a text such as "
+                          "'5GB' or '500MiB'")
+    return size
+
+
+def shard_plan(layout, limit):
+    """The shards' tensor names, in name order: a shard takes tensors until the next would pass ``limit``
+    bytes (a tensor larger than the limit is a shard of its own, as transformers does)."""
+    shards, size = [[]], 0
+    for name in sorted(layout):
+        dtype, shape = layout[name]
+        nbytes = DTYPE_BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
+        if limit is not None and shards[-1] and size + nbytes > limit:
+            shards.append([])
+            size = 0
+        shards[-1].append(name)
+        size += nbytes
+    return shards
+
+
+def write_checkpoint(output_dir, tensors, model_config, quant_config, metadata=None, max_shard_size=None):
+    """The finished folder: the model's tensors, ``quantize_config.json`` and ``config.json`` (``model_config``
     with ``quantization_config`` = ``quant_config``), each atomically, the config last. ``tensors``: name ->
     array, or ``(layout, tensor_of)`` as write_tensor_file takes them (the model's tensors written one at a
-    time)."""
+    time). Within ``max_shard_size`` (shard_bytes) the tensors go into ``model.safetensors``; past it into
+    ``model-0000i-of-0000n.safetensors`` in name order with ``model.safetensors.index.json`` (``total_size``,
+    ``weight_map``), the layout transformers writes and loads. Files of those names left by an interrupted
+    write with another shard count are removed."""
     path = os.fspath(output_dir)
     os.makedirs(path, exist_ok=True)
     layout, tensor_of = array_layout(tensors) if isinstance(tensors, dict) else tensors
-    write_tensor_file(os.path.join(path, "model.safetensors"), layout, tensor_of, dict(metadata or {}, format="pt"))
+    shards = shard_plan(layout, shard_bytes(max_shard_size))
+    file_metadata = dict(metadata or {}, format="pt")
+    if len(shards) == 1:
+        written = ["model.safetensors"]
+    else:
+        written = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    for file_name, names in zip(written, shards):
+        write_tensor_file(os.path.join(path, file_name), {name: layout[name] for name in names}, tensor_of,
+                          file_metadata)
+    if len(shards) > 1:
+        total = sum(DTYPE_BYTES[dtype] * int(np.prod(shape, dtype=np.int64)) for dtype, shape in layout.values())
+        weight_map = {name: file_name for file_name, names in zip(written, shards) for name in names}
+        _write_json_atomically(os.path.join(path, SHARD_INDEX), {"metadata": {"total_size": total},
+                                                                  "weight_map": weight_map})
+        written.append(SHARD_INDEX)
+    for name in os.listdir(path):
+        stale = name in ("model.safetensors", SHARD_INDEX) or (name.startswith("model-") and ".safetensors" in name)
+        if stale and name not in written:
+            os.remove(os.path.join(path, name))
     _write_json_atomically(os.path.join(path, "quantize_config.json"), quant_config)
     config = dict(model_config)
     config["quantization_config"] = quant_config

@@ -22,7 +22,7 @@ import numpy as np
 from . import _qgru
 from ._gptq import Hessian, gptq, gptq_devices, make_gptq_options
 from ._gptq_checkpoint import (PROGRESS_DIR, Progress, check_output_dir, dequantize, packing_unit,
-                               quantization_config, write_checkpoint)
+                               quantization_config, shard_bytes, write_checkpoint)
 from ._inputs import host_array
 
 # Where causal LMs of the Llama family keep their decoder blocks: LlamaForCausalLM (and Mistral, Qwen2, ...)
@@ -370,7 +370,8 @@ def log(verbose, text):
 
 
 def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=None, act_order=False,
-               format="gptq", true_sequential=True, tokenizer=None, device=None, verbose=True, **options):
+               format="gptq", true_sequential=True, tokenizer=None, device=None, max_shard_size="50GB", verbose=True,
+               **options):
     """GPTQ of every linear layer of a causal LM's decoder blocks, written as a checkpoint folder.
 
     Args:
@@ -390,6 +391,9 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
         tokenizer: saved into the folder (``save_pretrained``) when given.
         device: where the Hessians accumulate and GPTQ runs, ``"cpu"`` or ``"cuda"`` (default: the model's
             device, when this qgru was built with CUDA; ``qgru.gptq_devices()``).
+        max_shard_size: the largest ``.safetensors`` file of the folder (an int in bytes, or "5GB", "500MiB", ...;
+            transformers' default, "50GB", unless given): a checkpoint past it is split into
+            ``model-0000i-of-0000n.safetensors`` with ``model.safetensors.index.json``. None: one file.
         verbose: progress per block on stderr.
 
     Returns:
@@ -401,6 +405,7 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
     output_dir = os.fspath(output_dir)
     blocks_path, blocks = find_blocks(model)
     gptq_options = make_gptq_options(bits, group_size, order, act_order, options, "gptq_model()")
+    shard_bytes(max_shard_size)  # a bad size is refused before any work
     quant_config = quantization_config(gptq_options, format, true_sequential)
     check_layers(blocks_path, blocks, gptq_options.bits, gptq_options.group_size)
     items, tokens = calibration_items(calibration)
@@ -477,7 +482,8 @@ def gptq_model(model, calibration, output_dir, bits=4, group_size=128, *, order=
     if generation_config is not None:
         generation_config.save_pretrained(output_dir)
     write_checkpoint(output_dir, tensors, config_dict, quant_config,
-                     {"quantizer": f"qgru {_qgru.version}", "calibration_sha256": identity["calibration_sha256"]})
+                     {"quantizer": f"qgru {_qgru.version}", "calibration_sha256": identity["calibration_sha256"]},
+                     max_shard_size=max_shard_size)
     progress.remove()
     seconds = time.time() - started
     log(verbose, f"wrote {output_dir} ({len(layers)} layers, {len(blocks)} blocks, {resumed} resumed) in {seconds:.1f} s")
