@@ -5,7 +5,6 @@
 
 #ifdef QGRU_WITH_CUDA
 #include "qgru_cuda/cublas_library.h"
-#include "qgru_cuda/device.h"
 #endif
 
 namespace qgru::cli {
@@ -16,8 +15,7 @@ namespace {
 // use) on a machine that has a device, never at start.
 std::string cuda_unavailable_reason() {
 #ifdef QGRU_WITH_CUDA
-  const qgru::cuda::DeviceProbe probe = qgru::cuda::probe_devices();
-  return probe.device_count > 0 ? qgru::cuda::cublas_unusable_reason() : probe.reason;
+  return qgru::cuda::device_unusable_reason();
 #else
   return "this qgru was built without CUDA (nvcc was not found at configure time)";
 #endif

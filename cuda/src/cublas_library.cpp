@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "qgru_cuda/device.h"
 #include "qgru_cuda/status.h"
 #include "runtime_library.h"
 
@@ -45,5 +46,10 @@ const CublasLibrary& cublas_library() {
 }
 
 std::string cublas_unusable_reason() { return cublas_library_once().error; }
+
+std::string device_unusable_reason() {
+  const DeviceProbe probe = probe_devices();
+  return probe.device_count > 0 ? cublas_unusable_reason() : probe.reason;
+}
 
 }  // namespace qgru::cuda

@@ -71,6 +71,10 @@ const CublasLibrary& cublas_library();
 // "" when cuBLAS is usable, else the one line why (loads it at the first call; never throws).
 std::string cublas_unusable_reason();
 
+// "" when a CUDA device can be used (the probe finds one, and then cuBLAS loads), else the one line why: the
+// probe's reason, or cuBLAS's. cuBLAS is loaded only on a machine with a device.
+std::string device_unusable_reason();
+
 namespace blas {
 
 // blas::cublasX(args...): the table's cublasX, with the header's parameter types (so a call converts its

@@ -55,19 +55,6 @@ std::string brief(const json& value) {
   return std::string(value.type_name()) + " " + text;
 }
 
-bool parse_dtype(const std::string& text, DType& out) {
-  static const std::pair<const char*, DType> kNames[] = {
-      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"I64", DType::I64},
-      {"I32", DType::I32}, {"I16", DType::I16}, {"I8", DType::I8},   {"U8", DType::U8}};
-  for (const auto& [name, dtype] : kNames) {
-    if (text == name) {
-      out = dtype;
-      return true;
-    }
-  }
-  return false;
-}
-
 // Reads the 8-byte header length and checks it against the limit and the file size.
 uint64_t check_header_length(const uint8_t* prefix, uint64_t file_size, const std::string& source) {
   if (file_size < 8) {
@@ -118,7 +105,7 @@ Entry parse_entry(const std::string& name, const json& value, uint64_t data_size
   }
   const json& dtype = value.at("dtype");
   if (!dtype.is_string()) fail_tensor(source, name, "dtype: expected a string, got " + brief(dtype));
-  if (!parse_dtype(dtype.get<std::string>(), entry.dtype)) {
+  if (!dtype_from_name(dtype.get<std::string>(), entry.dtype)) {
     fail_tensor(source, name, "dtype " + dtype.get<std::string>() + " is not supported, expected one of " +
                                   kSupportedDtypes);
   }

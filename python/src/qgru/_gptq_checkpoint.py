@@ -202,13 +202,18 @@ def shard_bytes(max_shard_size):
     return size
 
 
+def layout_bytes(entry):
+    """Bytes of a tensor of layout ``(dtype name, shape)``."""
+    dtype, shape = entry
+    return DTYPE_BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
+
+
 def shard_plan(layout, limit):
     """The shards' tensor names, in name order: a shard takes tensors until the next would pass ``limit``
     bytes (a tensor larger than the limit is a shard of its own, as transformers does)."""
     shards, size = [[]], 0
     for name in sorted(layout):
-        dtype, shape = layout[name]
-        nbytes = DTYPE_BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
+        nbytes = layout_bytes(layout[name])
         if limit is not None and shards[-1] and size + nbytes > limit:
             shards.append([])
             size = 0
@@ -238,7 +243,7 @@ def write_checkpoint(output_dir, tensors, model_config, quant_config, metadata=N
         write_tensor_file(os.path.join(path, file_name), {name: layout[name] for name in names}, tensor_of,
                           file_metadata)
     if len(shards) > 1:
-        total = sum(DTYPE_BYTES[dtype] * int(np.prod(shape, dtype=np.int64)) for dtype, shape in layout.values())
+        total = sum(layout_bytes(entry) for entry in layout.values())
         weight_map = {name: file_name for file_name, names in zip(written, shards) for name in names}
         _write_json_atomically(os.path.join(path, SHARD_INDEX), {"metadata": {"total_size": total},
                                                                   "weight_map": weight_map})

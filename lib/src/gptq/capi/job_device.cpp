@@ -6,7 +6,6 @@
 
 #ifdef QGRU_CAPI_WITH_CUDA
 #include "qgru_cuda/cublas_library.h"
-#include "qgru_cuda/device.h"
 #include "qgru_cuda/gptq_device.h"
 #endif
 
@@ -39,9 +38,7 @@ JobDevice make_job_device(const std::string& device) {
   if (device == "cpu") return {};
   if (device != "cuda") throw Error("device '" + device + "': expected cpu or cuda");
 #ifdef QGRU_CAPI_WITH_CUDA
-  const cuda::DeviceProbe probe = cuda::probe_devices();
-  // A usable device also needs cuBLAS (loaded at its first use: qgru_cuda/cublas_library.h).
-  const std::string reason = probe.device_count == 0 ? probe.reason : cuda::cublas_unusable_reason();
+  const std::string reason = cuda::device_unusable_reason();  // a GPU, and cuBLAS loaded at its first use
   if (!reason.empty()) throw Error("device cuda: no usable CUDA device: " + reason);
   JobDevice job_device;
   job_device.name = "cuda";
