@@ -22,10 +22,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 import torch
+
+from tiny_lm_training import train_causal_lm
 
 SEQ = 128
 
@@ -55,22 +56,7 @@ def train(work, steps):
                          num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=SEQ,
                          tie_word_embeddings=False)
     model = LlamaForCausalLM(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=2e-3, total_steps=steps, pct_start=0.05)
-    generator = torch.Generator().manual_seed(1)
-    start = time.time()
-    for step in range(steps):
-        idx = torch.randint(0, len(train_data) - SEQ - 1, (16,), generator=generator)
-        batch = torch.stack([train_data[i:i + SEQ] for i in idx])
-        loss = model(batch, labels=batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        if step % 100 == 0 or step == steps - 1:
-            print(f"step {step}: loss {loss.item():.3f} ({time.time() - start:.0f} s)", flush=True)
-    model.eval()
+    train_causal_lm(model, train_data, steps, lr=2e-3, batch=16, seq=SEQ, log_every=100)
     model_dir = os.path.join(work, "float")
     model.save_pretrained(model_dir, safe_serialization=True)
     return model, train_data, held_out, model_dir

@@ -68,6 +68,8 @@ def main():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    from tiny_lm_training import train_causal_lm
+
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     train_files, held_out_files = corpus_files()
@@ -83,29 +85,15 @@ def main():
                          tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
                          eos_token_id=tokenizer.eos_token_id)
     model = LlamaForCausalLM(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=args.steps, pct_start=0.05)
-    generator = torch.Generator().manual_seed(1)
     started = time.time()
-    for step in range(args.steps):
-        starts = torch.randint(0, len(train_ids) - SEQ - 1, (BATCH,), generator=generator)
-        batch = torch.stack([train_ids[s:s + SEQ] for s in starts])
-        loss = model(batch, labels=batch).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        if step % 50 == 0 or step == args.steps - 1:
-            print(f"step {step}: loss {loss.item():.3f} ({time.time() - started:.0f} s)", flush=True)
-    model.eval()
+    final_loss = train_causal_lm(model, train_ids, args.steps, lr=3e-3, batch=BATCH, seq=SEQ, log_every=50)
     os.makedirs(args.out, exist_ok=True)
     model.save_pretrained(args.out)
     tokenizer.save_pretrained(args.out)
     with open(os.path.join(args.out, "corpus.json"), "w") as f:
         json.dump({"python": sys.version.split()[0], "stdlib": sysconfig.get_paths()["stdlib"], "seq": SEQ,
                    "steps": args.steps, "batch": BATCH, "train_seconds": round(time.time() - started, 1),
-                   "final_train_loss": round(loss.item(), 4),
+                   "final_train_loss": round(final_loss, 4),
                    "train": split_description(train_files, train_text),
                    "held_out": split_description(held_out_files, held_out_text)}, f, indent=1)
     print(f"saved {args.out} ({sum(p.numel() for p in model.parameters())} parameters)", flush=True)
