@@ -22,7 +22,8 @@
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 #   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
 #          cuda against --device cpu on test/data/gptq, every order), the Python package's qgru.QuantLinear on cuda
-#          against cpu (the pack's extension, scripts/check_quant_linear_cuda.py) and its benchmark
+#          against cpu (the pack's extension, scripts/check_quant_linear_cuda.py), its qgru.Hessian on cuda fed
+#          CUDA tensors in place (scripts/check_hessian_cuda.py) and its benchmark
 #          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
 #          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
@@ -95,11 +96,15 @@ gptq_check() {
   step "GPTQ on the GPU against the CPU path (test_cuda_gpu --filter gptq)" 120 "$bin/test_cuda_gpu" --require-gpu \
     --filter gptq
   step "qgru gptq --device cuda against --device cpu (test/data/gptq)" 30 bash -c gptq_cli_devices
-  step "qgru.QuantLinear cuda against cpu (Python, the pack's extension)" 60 bash -c python_quant_linear
+  step "qgru.QuantLinear cuda against cpu (Python, the pack's extension)" 60 bash -c \
+    "python_pack_check '$root/scripts/check_quant_linear_cuda.py'"
+  step "qgru.Hessian cuda: CUDA tensors read in place (Python, PyTorch)" 60 bash -c \
+    "python_pack_check '$root/scripts/check_hessian_cuda.py'"
 }
-# The pack's Python package (gpu_pack.sh: python/qgru) when it was built for this python3: its CUDA QuantLinear
-# against its CPU one (scripts/check_quant_linear_cuda.py). A missing or mismatched extension fails the step, saying so.
-python_quant_linear() {
+# The pack's Python package (gpu_pack.sh: python/qgru) when it was built for this python3 runs SCRIPT (its CUDA
+# QuantLinear against its CPU one; its CUDA Hessian fed CUDA tensors). A missing or mismatched extension fails the
+# step, saying so.
+python_pack_check() {
   local module tag
   module=$(ls "$pack"/python/qgru/_qgru.*.so 2>/dev/null | head -n 1)
   [ -n "$module" ] || { echo "NOT RUN: the pack holds no Python extension (gpu_pack.sh found no current one)"; return 1; }
@@ -109,9 +114,9 @@ python_quant_linear() {
     *) echo "NOT RUN: the pack's $(basename "$module") is not for this python3 ($tag)"; return 1 ;;
   esac
   python3 -c 'import numpy' 2>/dev/null || { echo "NOT RUN: this python3 has no NumPy (the package needs it)"; return 1; }
-  PYTHONPATH="$pack/python" python3 "$root/scripts/check_quant_linear_cuda.py"
+  PYTHONPATH="$pack/python" python3 "$1"
 }
-export -f python_quant_linear
+export -f python_pack_check
 export pack
 # The CLI end to end on both devices (the Hessian from two activation files, every order): the stdout tables'
 # gptq_rel_err (column 5) within a hundredth of each other, relative.

@@ -73,6 +73,13 @@ class CudaOps final : public gptq::DeviceOps {
     download(&flag, flag_.data(), sizeof flag);
     return flag != 0;
   }
+  bool any_nonfinite_rows(const float* src, int64_t ld, int64_t rows, int64_t cols) override {
+    int flag = 0;
+    QGRU_CUDA_CHECK(cudaMemsetAsync(flag_.data(), 0, sizeof(int), stream_));
+    gptq_launch::count_nonfinite_rows(src, ld, rows, cols, static_cast<int*>(flag_.data()), stream_);
+    download(&flag, flag_.data(), sizeof flag);
+    return flag != 0;
+  }
   void widen_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, double* dst) override {
     gptq_launch::widen_rows(src, ld, rows, cols, dst, stream_);
   }
@@ -144,11 +151,28 @@ class CudaOps final : public gptq::DeviceOps {
 }  // namespace
 
 struct DeviceHessian::State {
-  State(int64_t K, cudaStream_t stream, gptq::HessianProduct product)
-      : ops(stream), sum(ops, K, kHessianStagingBytes, product) {}
+  State(int64_t K, cudaStream_t work_stream, gptq::HessianProduct product)
+      : stream(work_stream), device(current_device()), ops(work_stream), sum(ops, K, kHessianStagingBytes, product) {}
+  static int current_device() {
+    int device = 0;
+    QGRU_CUDA_CHECK(cudaGetDevice(&device));
+    return device;
+  }
+  cudaStream_t stream;
+  int device;  // the GPU the matrices live on
   CudaOps ops;
   gptq::DeviceHessianSum sum;
 };
+
+namespace {
+// A stream named as __cuda_array_interface__ (version 3) names it: 1 the legacy default stream, 2 the per-thread
+// default stream, another nonzero value the cudaStream_t itself (0, "nothing to wait for", is the caller's).
+cudaStream_t stream_of_interface_code(uintptr_t code) {
+  if (code == 1) return cudaStreamLegacy;
+  if (code == 2) return cudaStreamPerThread;
+  return reinterpret_cast<cudaStream_t>(code);
+}
+}  // namespace
 
 gptq::HessianProduct default_hessian_product() {
   const char* value = std::getenv("QGRU_CUDA_GPTQ_HESSIAN");
@@ -169,6 +193,32 @@ void DeviceHessian::add_token_major(const float* rows, int64_t M) { state_->sum.
 void DeviceHessian::add_feature_major(const float* X, int64_t M) { state_->sum.add_feature_major(X, M); }
 void DeviceHessian::add_device_rows(const float* rows, int64_t M, int64_t ld) {
   state_->sum.add_device_rows(rows, M, ld);
+}
+void DeviceHessian::add_stream_rows(const float* rows, int64_t M, int64_t ld, uintptr_t producer_stream,
+                                    const std::string& source) {
+  if (M == 0) return;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, rows) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // an address CUDA does not know: clear the sticky-free error
+    attributes.type = cudaMemoryTypeUnregistered;
+  }
+  const bool on_device = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  if (!on_device || attributes.device != state_->device) {
+    throw Error(source + ": rows are not in the memory of cuda:" + std::to_string(state_->device) +
+                " (the GPU this Hessian accumulates on)" +
+                (on_device ? "; they are on cuda:" + std::to_string(attributes.device) : std::string()));
+  }
+  if (producer_stream != 0) {
+    // The accumulator's stream waits, on the GPU, for what the producer queued so far (the rows' writes).
+    cudaEvent_t written = nullptr;
+    QGRU_CUDA_CHECK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(written, stream_of_interface_code(producer_stream));
+    const cudaError_t waited = recorded == cudaSuccess ? cudaStreamWaitEvent(state_->stream, written, 0) : recorded;
+    static_cast<void>(cudaEventDestroy(written));  // destroying a recorded event is allowed; the wait still holds
+    QGRU_CUDA_CHECK(waited);
+  }
+  state_->sum.add_checked_device_rows(rows, M, ld, source);
+  QGRU_CUDA_CHECK(cudaStreamSynchronize(state_->stream));  // the rows have been read: the caller may free them
 }
 int64_t DeviceHessian::K() const { return state_->sum.K(); }
 int64_t DeviceHessian::tokens() const { return state_->sum.tokens(); }

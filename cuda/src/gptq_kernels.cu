@@ -34,6 +34,12 @@ __global__ void nonfinite_kernel(const double* values, int64_t count, int* flag)
   }
 }
 
+__global__ void nonfinite_rows_kernel(const float* src, int64_t ld, int64_t rows, int64_t cols, int* flag) {
+  for (int64_t i = first_index(); i < rows * cols; i += index_step()) {
+    if (!isfinite(src[(i / cols) * ld + i % cols])) *flag = 1;  // every writer writes 1: no ordering needed
+  }
+}
+
 __global__ void mirror_upper_kernel(double* H, int64_t K) {
   for (int64_t i = first_index(); i < K * K; i += index_step()) {
     const int64_t r = i / K, c = i % K;
@@ -126,6 +132,11 @@ void widen_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, double
 void count_nonfinite(const double* values, int64_t count, int* flag, cudaStream_t stream) {
   nonfinite_kernel<<<blocks_for(count), kThreads, 0, stream>>>(values, count, flag);
   QGRU_CUDA_CHECK_LAUNCH("gptq nonfinite_kernel");
+}
+
+void count_nonfinite_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, int* flag, cudaStream_t stream) {
+  nonfinite_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(src, ld, rows, cols, flag);
+  QGRU_CUDA_CHECK_LAUNCH("gptq nonfinite_rows_kernel");
 }
 
 void mirror_upper(double* H, int64_t K, cudaStream_t stream) {

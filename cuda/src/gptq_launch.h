@@ -12,6 +12,8 @@ namespace qgru::cuda::gptq_launch {
 void widen_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, double* dst, cudaStream_t stream);
 // *flag = 1 when one of values[0, count) is NaN or ±Inf (flag zeroed by the caller).
 void count_nonfinite(const double* values, int64_t count, int* flag, cudaStream_t stream);
+// *flag = 1 when any src[r · ld + c] (r < rows, c < cols) is NaN or ±Inf (flag zeroed by the caller).
+void count_nonfinite_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, int* flag, cudaStream_t stream);
 // H[j, i] = H[i, j] for j > i: fills the lower triangle (row-major) from the upper.
 void mirror_upper(double* H, int64_t K, cudaStream_t stream);
 // Grid parameters (row_block.h grid_params) of `rows` rows: row r's values at values[r · row_stride +

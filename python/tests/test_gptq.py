@@ -307,3 +307,35 @@ def test_gptq_cuda_without_cublas_is_one_line(cli, tmp_path):
                                    "be loaded: "), line
         else:
             assert line == "device cuda: this qgru was built without CUDA (nvcc was not found at configure time)"
+
+
+class _CudaArray:
+    """Stands in for a GPU array (CuPy, Numba): only its __cuda_array_interface__ is read."""
+
+    def __init__(self, **interface):
+        self.__cuda_array_interface__ = dict(dict(typestr="<f4", data=(0x7F0000001000, False), version=3), **interface)
+
+
+def test_gpu_rows_follow_the_cuda_array_interface():
+    """What qgru.Hessian(device="cuda").add hands the GPU accumulator for rows already on a GPU: the address, the
+    rows (leading dimensions flattened), the row stride in elements and the producing stream in the interface's
+    convention; what it cannot read in place is refused naming the rows; host arrays are not GPU rows."""
+    from qgru._inputs import gpu_rows
+
+    rows = gpu_rows(_CudaArray(shape=(2, 3, 8), strides=None, stream=2), 8, "x")
+    assert (rows.pointer, rows.M, rows.ld, rows.stream) == (0x7F0000001000, 6, 8, 2)
+    rows = gpu_rows(_CudaArray(shape=(5, 8), strides=(48, 4)), 8, "x")  # padded rows: 12 floats apart
+    assert (rows.M, rows.ld, rows.stream) == (5, 12, 0)  # no stream: nothing to wait for
+    rows = gpu_rows(_CudaArray(shape=(1, 4, 8), strides=(999, 32, 4)), 8, "x")  # a unit dimension's stride is free
+    assert (rows.M, rows.ld) == (4, 8)
+    assert gpu_rows(np.ones((4, 8), np.float32), 8, "x") is None
+    with pytest.raises(qgru.Error, match=r"^x: rows in GPU memory have type <f2, expected float32 \(<f4\); "):
+        gpu_rows(_CudaArray(shape=(4, 8), typestr="<f2"), 8, "x")
+    with pytest.raises(qgru.Error, match=r"^x: rows have shape \[4, 7\], expected \[\.\.\., 8\]$"):
+        gpu_rows(_CudaArray(shape=(4, 7)), 8, "x")
+    with pytest.raises(qgru.Error, match=r"^x: rows in GPU memory are not row-contiguous \(strides \[4, 16\] bytes\)"):
+        gpu_rows(_CudaArray(shape=(4, 8), strides=(4, 16)), 8, "x")  # a transposed [8, 4]
+    with pytest.raises(qgru.Error, match=r"^x: rows in GPU memory are not row-contiguous"):
+        gpu_rows(_CudaArray(shape=(2, 4, 8), strides=(256, 64, 4)), 8, "x")  # gaps between rows of a 3-D array
+    with pytest.raises(qgru.Error, match=r"^x: rows in GPU memory need a Hessian accumulated on the GPU \(device cuda\)$"):
+        qgru.Hessian(8)._impl.add_device(0x7F0000001000, 4, 8, 0, "x")

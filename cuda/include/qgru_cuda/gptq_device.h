@@ -5,6 +5,7 @@
 // bench_cuda_gptq measure it (scripts/gpu_session.sh).
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "qgru/gptq/device_driver.h"
@@ -29,6 +30,13 @@ class DeviceHessian {
   void add_token_major(const float* rows, int64_t M);              // host rows [M, K]
   void add_feature_major(const float* X, int64_t M);               // host [K, M]
   void add_device_rows(const float* rows, int64_t M, int64_t ld);  // device rows [M, K], row stride ld
+  // Rows a framework wrote into device memory ([M, K] float32, row stride ld; a PyTorch tensor's data), with the
+  // stream that wrote them in __cuda_array_interface__'s convention: 0 nothing to wait for, 1 the legacy default
+  // stream, 2 the per-thread default stream, otherwise a cudaStream_t. Refused (qgru::Error naming `source`,
+  // nothing accumulated) unless the rows lie in the memory of the GPU this accumulator was made on and are all
+  // finite; the accumulation is ordered after the producer stream's work so far, and the call returns once the
+  // rows have been read (the caller may then free or overwrite them).
+  void add_stream_rows(const float* rows, int64_t M, int64_t ld, uintptr_t producer_stream, const std::string& source);
 
   int64_t K() const;
   int64_t tokens() const;

@@ -248,6 +248,19 @@ void DeviceHessianSum::add_device_rows(const float* rows, int64_t M, int64_t ld)
   mirrored_ = false;
 }
 
+void DeviceHessianSum::add_checked_device_rows(const float* rows, int64_t M, int64_t ld, const std::string& source) {
+  if (M < 0 || ld < K_) {
+    throw Error(source + ": " + std::to_string(M) + " rows of stride " + std::to_string(ld) + ", expected rows of " +
+                std::to_string(K_) + " features (stride >= " + std::to_string(K_) + ")");
+  }
+  if (M == 0) return;
+  // One pass over all the rows first, so a refused call leaves H as it was.
+  if (ops_.any_nonfinite_rows(rows, ld, M, K_)) {
+    throw Error(source + ": an element is NaN or infinite (as float32); activations must be finite");
+  }
+  add_device_rows(rows, M, ld);
+}
+
 void DeviceHessianSum::add_token_major(const float* rows, int64_t M) {
   for (int64_t t0 = 0; t0 < M; t0 += chunk_rows_) {
     const int64_t count = std::min(chunk_rows_, M - t0);

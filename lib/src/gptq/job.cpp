@@ -89,6 +89,10 @@ std::string memory_text(uint64_t bytes) {
 
 }  // namespace
 
+void JobDevice::Hessian::add_device_rows(uintptr_t, int64_t, int64_t, uintptr_t, const std::string& source) {
+  throw Error(source + ": rows in GPU memory need a Hessian accumulated on the GPU (device cuda)");
+}
+
 uint64_t hessian_bytes_needed(int64_t K, bool save_hessian) {
   // run_job's H, gptq_quantize's copy of it, the damped copy U and the Cholesky work matrix live together
   // (act-order's permuted copy replaces one of them while it exists); --save-hessian keeps one more.

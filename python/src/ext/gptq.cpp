@@ -73,6 +73,20 @@ class Hessian {
     matrix_.reset();
   }
 
+  // Rows already in GPU memory (a CUDA tensor's __cuda_array_interface__, read by the Python side): [M, K] float32
+  // at `rows`, row stride `ld`, written on `stream` (the interface's convention). Only a "cuda" Hessian reads
+  // them where they are; the others are refused (the Python side copies rows to the host for them).
+  void add_device(uintptr_t rows, int64_t M, int64_t ld, uintptr_t stream, const std::string& name) {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!device_accumulator_) {
+      throw Error(name + ": rows in GPU memory need a Hessian accumulated on the GPU (device cuda)");
+    }
+    device_accumulator_->add_device_rows(rows, M, ld, stream, name);
+    tokens_ += M;
+    matrix_.reset();
+  }
+
   int64_t K() const { return K_; }
   int64_t tokens() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -220,6 +234,8 @@ void bind_gptq(nb::module_& m) {
       .def(nb::init<int64_t, const std::string&>(), nb::arg("K"), nb::arg("device"))
       .def_static("from_matrix", &Hessian::from_matrix, nb::arg("matrix"), nb::arg("tokens"), nb::arg("name"))
       .def("add", &Hessian::add, nb::arg("rows"), nb::arg("name"))
+      .def("add_device", &Hessian::add_device, nb::arg("rows"), nb::arg("M"), nb::arg("ld"), nb::arg("stream"),
+           nb::arg("name"))
       .def_prop_ro("K", &Hessian::K)
       .def_prop_ro("tokens", &Hessian::tokens)
       .def("matrix", &Hessian::numpy);

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from . import _qgru
-from ._inputs import host_array, is_torch_module, is_torch_tensor, to_numpy
+from ._inputs import gpu_rows, host_array, is_torch_module, is_torch_tensor, to_numpy
 
 
 def gptq_option_names():
@@ -72,21 +72,32 @@ class Hessian:
     (``[K, K]``, e.g. ``numpy.load`` of ``qgru gptq --save-hessian``'s file). The same chunks added in the same
     order give the same H, bit for bit, as ``qgru.gptq(weight, [chunks...])``.
 
-    ``device="cuda"`` accumulates on the GPU (``qgru gptq --device cuda``'s accumulator; the rows pass through
-    the host, as float32); ``qgru.gptq_devices()`` lists the devices this qgru was built with.
+    ``device="cuda"`` accumulates on the GPU (``qgru gptq --device cuda``'s accumulator): rows already on that
+    GPU (CUDA tensors) are read where they are, others pass through the host as float32;
+    ``qgru.gptq_devices()`` lists the devices this qgru was built with.
     """
 
     def __init__(self, K, device="cpu"):
         self._impl = _qgru.Hessian(int(K), str(device))
+        self._device = str(device)
 
     @classmethod
     def from_matrix(cls, matrix, tokens=0):
         hessian = cls.__new__(cls)
         hessian._impl = _qgru.Hessian.from_matrix(host_array(matrix), int(tokens), "hessian")
+        hessian._device = None
         return hessian
 
     def add(self, rows):
-        self._impl.add(host_array(rows), "hessian rows")
+        """Adds ``rows`` (``[..., K]``). On ``device="cuda"``, rows already in GPU memory (a CUDA tensor on the
+        same GPU, or another ``__cuda_array_interface__`` array) are read where they are, after the work that
+        wrote them (PyTorch's current stream), and may be freed when ``add`` returns; rows anywhere else go
+        through the host as float32."""
+        view = gpu_rows(rows, self.K, "hessian rows") if self._device == "cuda" else None
+        if view is not None:
+            self._impl.add_device(view.pointer, view.M, view.ld, view.stream, "hessian rows")
+        else:
+            self._impl.add(host_array(rows), "hessian rows")
         return self
 
     @property

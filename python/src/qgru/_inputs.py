@@ -50,6 +50,72 @@ def host_array(value):
     return np.ascontiguousarray(to_numpy(value))
 
 
+class GpuRows:
+    """Rows ``[M, K]`` float32 that stay in GPU memory: ``pointer`` (a device address), ``M``, ``ld`` (the row
+    stride, in elements), ``stream`` (the stream that wrote them, as ``__cuda_array_interface__`` names one: 0
+    nothing to wait for, 1 the legacy default stream, 2 the per-thread one, else a ``cudaStream_t``) and
+    ``owner``, the object holding the memory (kept alive while the rows are read)."""
+
+    __slots__ = ("pointer", "M", "ld", "stream", "owner")
+
+    def __init__(self, pointer, M, ld, stream, owner):
+        self.pointer, self.M, self.ld, self.stream, self.owner = pointer, M, ld, stream, owner
+
+
+def gpu_rows(value, K, name):
+    """``GpuRows`` of ``value`` when it lives in GPU memory (a PyTorch CUDA tensor, or any object with
+    ``__cuda_array_interface__``: CuPy, Numba), ``[..., K]`` with the leading dimensions flattened into rows;
+    ``None`` for anything on the host (then ``host_array`` applies), and for a PyTorch tensor on another GPU than
+    the current one. A PyTorch tensor is detached and, where
+    needed, made float32 (as the host path reads every dtype) and row-contiguous on its own device, and its
+    rows were written on PyTorch's current stream of that device; other objects must be float32 already and
+    say their stream themselves (the interface's version 3). Raises ``qgru.Error`` naming ``name`` for a
+    shape or dtype it cannot read."""
+    torch = _torch()
+    stream = None
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cuda" or value.device.index != torch.cuda.current_device():
+            return None  # host rows, or another GPU than the current one (where a GPU Hessian is made): the host path
+        value = value.detach()
+        if value.dim() == 0 or value.shape[-1] != K:
+            raise _qgru.Error(f"{name}: rows have shape {list(value.shape)}, expected [..., {K}]")
+        value = value.reshape(-1, K)
+        if value.dtype != torch.float32:
+            value = value.float()
+        if value.stride(1) != 1 or value.stride(0) < K:
+            value = value.contiguous()
+        # PyTorch's interface is version 2 (no stream): its work is queued on its current stream.
+        current = torch.cuda.current_stream(value.device).cuda_stream
+        stream = current if current != 0 else 1
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is None:
+        return None
+    shape = tuple(int(d) for d in interface["shape"])
+    if interface["typestr"] != "<f4":
+        raise _qgru.Error(f"{name}: rows in GPU memory have type {interface['typestr']}, expected float32 (<f4); "
+                          "convert them on the GPU first")
+    if not shape or shape[-1] != K:
+        raise _qgru.Error(f"{name}: rows have shape {list(shape)}, expected [..., {K}]")
+    M = 1
+    for d in shape[:-1]:
+        M *= d
+    strides = interface.get("strides")
+    ld = K
+    if strides is not None and M > 0:
+        strides = tuple(int(s) for s in strides)
+        contiguous = [4]
+        for d in reversed(shape[1:]):
+            contiguous.insert(0, contiguous[0] * d)
+        if len(shape) == 2 and strides[1] == 4 and strides[0] % 4 == 0 and strides[0] >= 4 * K:
+            ld = strides[0] // 4
+        elif any(s != c for s, c, d in zip(strides, contiguous, shape) if d > 1):
+            raise _qgru.Error(f"{name}: rows in GPU memory are not row-contiguous (strides {list(strides)} bytes); "
+                              "make them contiguous first")
+    if stream is None:
+        stream = interface.get("stream") or 0
+    return GpuRows(int(interface["data"][0]), M, ld, int(stream), value)
+
+
 def torch_gru_batch_first(model):
     """``batch_first`` of a ``torch.nn.GRU`` (False for anything else)."""
     return bool(getattr(model, "batch_first", False)) if is_torch_module(model) else False

@@ -261,3 +261,51 @@ TEST_CASE("gptq_job_on_a_device_reports_as_the_cpu_job") {
   CHECK(device_checkpoint.tensors.at("fc.g_idx").bytes == cpu_checkpoint.tensors.at("fc.g_idx").bytes);
   CHECK(ops.live.empty());
 }
+
+// Rows a framework left in device memory (qgru.Hessian.add of a CUDA tensor): read in place with their row stride,
+// the same H bit for bit as the host rows (the same chunks in the same order); a row with NaN or ±Inf refuses the
+// whole call before anything is accumulated, as the host paths refuse it.
+TEST_CASE("gptq_device_hessian_reads_device_rows_in_place_and_refuses_nonfinite_ones_whole") {
+  const int64_t K = 40, M = 90, ld = K + 3;
+  const auto rows = to_rows(activations_kmajor(K, M, 5, 11), K, M);
+  // Padded rows: the padding is NaN, so reading past K features would be refused or would poison H.
+  std::vector<float> padded(static_cast<size_t>(M * ld), std::nanf(""));
+  for (int64_t t = 0; t < M; ++t) std::copy_n(rows.begin() + t * K, K, padded.begin() + t * ld);
+  EmulatedOps ops;
+  const uint64_t staging = 12 * K * 16;  // 16 rows per chunk: several chunks, a short last one
+  qgru::gptq::DeviceHessianSum host(ops, K, staging), device(ops, K, staging);
+  host.add_token_major(rows.data(), M);
+
+  std::vector<float> bad = padded;
+  bad[static_cast<size_t>(70 * ld + 7)] = INFINITY;  // a row in the fifth chunk
+  CHECK_THROWS_WITH_AS(device.add_checked_device_rows(bad.data(), M, ld, "layer.0 rows"),
+                       "layer.0 rows: an element is NaN or infinite (as float32); activations must be finite",
+                       qgru::Error);
+  CHECK(device.tokens() == 0);
+  CHECK_THROWS_WITH_AS(device.add_checked_device_rows(padded.data(), M, K - 1, "layer.0 rows"),
+                       "layer.0 rows: 90 rows of stride 39, expected rows of 40 features (stride >= 40)", qgru::Error);
+  device.add_checked_device_rows(padded.data(), 0, ld, "layer.0 rows");  // nothing to add
+  device.add_checked_device_rows(padded.data(), 50, ld, "layer.0 rows");
+  device.add_checked_device_rows(padded.data() + 50 * ld, M - 50, ld, "layer.0 rows");
+  CHECK(device.tokens() == M);
+  // 50 is not a multiple of the chunk, so the chunks differ from the host's: equal up to summation order.
+  const auto H = host.hessian(), Hd = device.hessian();
+  double max_h = 0.0, max_diff = 0.0;
+  for (size_t i = 0; i < H.size(); ++i) {
+    max_h = std::max(max_h, std::fabs(H[i]));
+    max_diff = std::max(max_diff, std::fabs(H[i] - Hd[i]));
+  }
+  CHECK(max_diff <= 1e-12 * max_h);
+  qgru::gptq::DeviceHessianSum whole(ops, K, staging);  // one call, the host's chunks: bit for bit
+  whole.add_checked_device_rows(padded.data(), M, ld, "layer.0 rows");
+  CHECK(whole.hessian() == H);
+}
+
+TEST_CASE("gptq_job_device_without_device_memory_refuses_device_rows") {
+  struct HostOnly : qgru::gptq::JobDevice::Hessian {
+    void add(const std::vector<float>&, int64_t, bool) override {}
+    std::vector<double> finish() override { return {}; }
+  } hessian;
+  CHECK_THROWS_WITH_AS(hessian.add_device_rows(0x1000, 4, 8, 0, "x rows"),
+                       "x rows: rows in GPU memory need a Hessian accumulated on the GPU (device cuda)", qgru::Error);
+}

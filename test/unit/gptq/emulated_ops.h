@@ -47,6 +47,12 @@ class EmulatedOps final : public qgru::gptq::DeviceOps {
     }
     return false;
   }
+  bool any_nonfinite_rows(const float* src, int64_t ld, int64_t rows, int64_t cols) override {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        if (!std::isfinite(src[r * ld + c])) return true;
+    return false;
+  }
   void widen_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, double* dst) override {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * ld + c];

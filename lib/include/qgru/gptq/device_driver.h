@@ -47,6 +47,10 @@ class DeviceHessianSum {
   DeviceHessianSum& operator=(const DeviceHessianSum&) = delete;
 
   void add_device_rows(const float* rows, int64_t M, int64_t ld);  // device rows [M, K], row stride ld
+  // Device rows written elsewhere (a framework's tensor), checked as the host paths check theirs: refused whole,
+  // before any is accumulated (qgru::Error naming `source`), when ld < K or a value is not finite; then
+  // add_device_rows.
+  void add_checked_device_rows(const float* rows, int64_t M, int64_t ld, const std::string& source);
   void add_token_major(const float* rows, int64_t M);              // host rows [M, K]
   void add_feature_major(const float* X, int64_t M);               // host [K, M]
   int64_t K() const { return K_; }

@@ -27,6 +27,8 @@ class DeviceOps {
 
   // Kernels.
   virtual bool any_nonfinite(const double* values, int64_t count) = 0;
+  // Whether any src[r · ld + c], r < rows, c < cols, is NaN or infinite.
+  virtual bool any_nonfinite_rows(const float* src, int64_t ld, int64_t rows, int64_t cols) = 0;
   // dst[r · cols + c] = src[r · ld + c] widened to float64.
   virtual void widen_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, double* dst) = 0;
   // H[j, i] = H[i, j] for j > i (row-major): the lower triangle from the upper.

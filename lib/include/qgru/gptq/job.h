@@ -36,6 +36,13 @@ struct JobDevice {
   struct Hessian {
     virtual ~Hessian() = default;
     virtual void add(const std::vector<float>& values, int64_t M, bool feature_major) = 0;
+    // Rows already in the device's memory: [M, K] float32, row stride `ld` >= K elements, at `rows` (a device
+    // address), written by work on `producer_stream` in __cuda_array_interface__'s convention (0: nothing to
+    // wait for; 1: the legacy default stream; 2: the per-thread default stream; otherwise a cudaStream_t). The
+    // accumulation waits for that stream and add_device_rows returns once the rows have been read, so the caller
+    // may free or overwrite them. A device without its own memory refuses (qgru::Error, naming `source`).
+    virtual void add_device_rows(uintptr_t rows, int64_t M, int64_t ld, uintptr_t producer_stream,
+                                 const std::string& source);
     virtual std::vector<double> finish() = 0;
   };
   std::function<std::unique_ptr<Hessian>(int64_t K)> hessian;

@@ -13,12 +13,17 @@ namespace qgru::gptq {
 
 #ifdef QGRU_CAPI_WITH_CUDA
 namespace {
-// JobDevice::Hessian over the GPU's float64 accumulator: host float32 rows uploaded chunk by chunk.
+// JobDevice::Hessian over the GPU's float64 accumulator: host float32 rows uploaded chunk by chunk, or rows
+// already on the GPU read where they are.
 struct CudaJobHessian : JobDevice::Hessian {
   explicit CudaJobHessian(int64_t K) : device(K) {}
   void add(const std::vector<float>& values, int64_t M, bool feature_major) override {
     if (feature_major) device.add_feature_major(values.data(), M);
     else device.add_token_major(values.data(), M);
+  }
+  void add_device_rows(uintptr_t rows, int64_t M, int64_t ld, uintptr_t producer_stream,
+                       const std::string& source) override {
+    device.add_stream_rows(reinterpret_cast<const float*>(rows), M, ld, producer_stream, source);
   }
   std::vector<double> finish() override { return device.hessian(); }
   cuda::DeviceHessian device;
