@@ -7,7 +7,11 @@ The GPU rounds x and each weight to fp16, sums in fp32 and rounds y to fp16 befo
 fp32. Tolerance per output (test/cuda/capi_check.cpp's): 2^-10·|ref| + 3·2^-11·mag + 2·K·2^-23·mag + 2^-22 with
 mag = |x|·|Ŵ|ᵀ + |bias|, Ŵ read back from the CPU layer itself (identity rows through the layer without its bias:
 one product per output, exact). Also: a 2-bit layer refused on CUDA naming the layer.
-Prints one line per case; exits 1 on any failure. Needs NumPy and a CUDA-built qgru package."""
+PyTorch CUDA tensors (x kept on the GPU, the call queued on PyTorch's current stream): the float32 CUDA tensor
+returned equals the host path's array bit for bit, for fp32 and fp16 x, a view with an odd offset (copied to
+16-byte alignment), x written on a side stream after a sleep kernel (a missing wait reads the zeros it held), and
+calls on two streams at once (ordered on the GPU by the layer's event).
+Prints one line per case; exits 1 on any failure. Needs NumPy, PyTorch with CUDA and a CUDA-built qgru package."""
 import os
 import sys
 import tempfile
@@ -38,6 +42,56 @@ def check(path, rng):
     return failures
 
 
+def check_tensors(path, rng):
+    """The GPU path for PyTorch CUDA tensors against the host path, bit for bit."""
+    import torch
+
+    gpu = qgru.QuantLinear(path, device="cuda")
+    name = os.path.basename(os.path.dirname(path))
+    failures = 0
+
+    def same(label, x_host, y_tensor):
+        nonlocal failures
+        want = gpu(x_host)
+        got = y_tensor.cpu().numpy()
+        bad = not (y_tensor.is_cuda and y_tensor.dtype == torch.float32 and got.shape == want.shape and
+                   np.array_equal(got.view(np.uint32), want.view(np.uint32)))
+        print(f"{'FAIL' if bad else 'ok  '} {name} CUDA tensor {label}: {list(got.shape)}, "
+              f"bit for bit {'no' if bad else 'yes'}")
+        failures += bad
+
+    x = rng.standard_normal((2, 3, K)).astype(np.float32)
+    same("fp32 [2, 3, K]", x, gpu(torch.from_numpy(x).cuda()))
+    x16 = torch.from_numpy(rng.standard_normal((5, K)).astype(np.float32)).cuda().half()
+    same("fp16 [5, K]", x16.float().cpu().numpy(), gpu(x16))
+    wide = torch.from_numpy(rng.standard_normal((4, K + 1)).astype(np.float32)).cuda().half()
+    view = wide[:, 1:]  # starts 2 bytes in: not 16-byte aligned, rows not contiguous
+    same("fp16 view at an odd offset", view.float().cpu().numpy(), gpu(view))
+    # x written on a side stream after ~0.1 s of sleep; the call is queued on that stream.
+    source = rng.standard_normal((8, K)).astype(np.float32)
+    source_gpu = torch.from_numpy(source).cuda()
+    late = torch.zeros((8, K), device="cuda")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)
+        late.copy_(source_gpu)  # device to device: queued behind the sleep, the host does not wait
+        y_late = gpu(late)
+    torch.cuda.synchronize()
+    same("written on a side stream", source, y_late)
+    # Two streams calling the one layer at once: each result as if alone.
+    xs = [rng.standard_normal((3, K)).astype(np.float32) for _ in range(2)]
+    streams = [torch.cuda.Stream() for _ in xs]
+    ys = []
+    for s, xi in zip(streams, xs):
+        with torch.cuda.stream(s):
+            ys.append(gpu(torch.from_numpy(xi).cuda()))
+    torch.cuda.synchronize()
+    for i, (xi, yi) in enumerate(zip(xs, ys)):
+        same(f"stream {i} of 2 at once", xi, yi)
+    return failures
+
+
 def main():
     rng = np.random.default_rng(20261128)
     failures = 0
@@ -55,6 +109,7 @@ def main():
                     qgru.gptq(weight, activations, bits=bits, group_size=GROUP, order=order, format=fmt,
                               name="fc.weight", bias=bias, checkpoint=path)
                     failures += check(path, rng)
+                    failures += check_tensors(path, rng)
         os.mkdir(os.path.join(folder, "2bit"))
         path = os.path.join(folder, "2bit", "q.safetensors")
         qgru.gptq(weight, activations, bits=2, group_size=GROUP, name="fc.weight", checkpoint=path)

@@ -174,3 +174,20 @@ def test_quant_linear_on_cuda_is_refused_or_runs(checkpoints, weights):
     y = layer(x)
     # x rounded to fp16, fp32 accumulation, y rounded to fp16, then the bias: a few fp16 ulps of the largest |y|.
     assert y.shape == cpu.shape and np.abs(y - cpu).max() <= 2.0**-8 * np.abs(cpu).max()
+
+
+def test_quant_linear_device_operands_need_a_cuda_layer(checkpoints, weights):
+    """The entry point a CUDA tensor goes through (device addresses, PyTorch's stream) refuses a CPU layer, as the
+    library does, naming it; the bias it hands the GPU path is the one the CPU path adds (the checkpoint's fp16
+    values, exactly)."""
+    _, bias, _, _ = weights
+    path = checkpoints[(4, "gptq", "group-aware")].checkpoint
+    layer = qgru.QuantLinear(path)
+    for call in (lambda: layer._impl.run_device(0x7F0000001000, 2, 0x7F0000002000, 0, 0),
+                 lambda: layer._impl.workspace_bytes(2)):
+        with pytest.raises(qgru.Error, match=f"^{re.escape(str(path))}: layer 'fc': device rows need a layer on "
+                                             r"device cuda$"):
+            call()
+    np.testing.assert_array_equal(layer._impl.bias(), bias.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(layer(np.zeros((1, K), np.float32))[0], layer._impl.bias())
+    assert qgru.QuantLinear(path, no_bias=True)._impl.bias().shape == (0,)

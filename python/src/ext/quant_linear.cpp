@@ -82,6 +82,20 @@ class QuantLinearLayer {
     return numpy_owning(std::move(y), y_shape);
   }
 
+  // Operands already in GPU memory (a CUDA tensor's addresses, from the Python side): gptq::ResidentLinear's
+  // run_device (y fp16 = x fp16 · Ŵᵀ, queued on `stream`, no wait; the bias is the caller's).
+  void run_device(uintptr_t x, int64_t M, uintptr_t y, uintptr_t workspace, uintptr_t stream) const {
+    nb::gil_scoped_release release;
+    layer_.run_device(x, M, y, workspace, stream);
+  }
+  int64_t workspace_bytes(int64_t M) const { return layer_.device_workspace_bytes(M); }
+  // The bias run() adds (float32 [N]; empty without one).
+  nb::ndarray<nb::numpy, float> bias() const {
+    std::vector<float> copy = layer_.checkpoint().bias;
+    const size_t n = copy.size();
+    return numpy_owning(std::move(copy), {n});
+  }
+
   const gptq::QuantizedLayer& layer() const { return layer_.checkpoint().layer; }
   bool has_bias() const { return !layer_.checkpoint().bias.empty(); }
   const std::string& source() const { return source_; }
@@ -120,6 +134,10 @@ std::unique_ptr<QuantLinearLayer> from_tensors(const std::map<std::string, HostA
 void bind_quant_linear(nb::module_& m) {
   nb::class_<QuantLinearLayer>(m, "QuantLinearLayer")
       .def("run", &QuantLinearLayer::run, nb::arg("x"))
+      .def("run_device", &QuantLinearLayer::run_device, nb::arg("x"), nb::arg("M"), nb::arg("y"), nb::arg("workspace"),
+           nb::arg("stream"))
+      .def("workspace_bytes", &QuantLinearLayer::workspace_bytes, nb::arg("M"))
+      .def("bias", &QuantLinearLayer::bias)
       .def_prop_ro("N", [](const QuantLinearLayer& l) { return l.layer().N; })
       .def_prop_ro("K", [](const QuantLinearLayer& l) { return l.layer().K; })
       .def_prop_ro("G", [](const QuantLinearLayer& l) { return l.layer().G; })

@@ -1,10 +1,11 @@
 """``qgru.QuantLinear``: one layer of a GPTQ checkpoint read once and kept, called on many inputs."""
 
 import os
+import sys
 
 from . import _qgru
 from ._gptq import GptqResult
-from ._inputs import host_array
+from ._inputs import host_array, is_torch_tensor
 
 
 class QuantLinear:
@@ -24,9 +25,11 @@ class QuantLinear:
         device: ``"cpu"`` (the default): the layer decoded once; each call is exactly ``qgru.gptq_linear``'s
             float32 product, byte for byte. ``"cuda"`` (when the package was built with CUDA; ``device_id`` the
             GPU): the layer is repacked and uploaded once, as the C API's ``qgruSetQuantizeGPTQWeights`` does
-            (4- and 8-bit layers; the W4A16/W8A16 kernels of docs/CUDA.md). The arrays are on the host, so each
+            (4- and 8-bit layers; the W4A16/W8A16 kernels of docs/CUDA.md). For an array on the host, each
             call copies ``x`` up (rounded to fp16) and ``y`` down (fp16 values, then the bias added in float32,
-            as ``qgru linear --device cuda``) and waits for the GPU.
+            as ``qgru linear --device cuda``) and waits for the GPU. A PyTorch CUDA tensor on that GPU stays there:
+            the call is queued on PyTorch's current stream (no host copy, no wait) and returns a float32 CUDA
+            tensor holding the same values as the host path's array.
         device_id: the CUDA device ordinal.
 
     Attributes: ``N``, ``K``, ``bits``, ``group_size``, ``has_bias``, ``act_order`` (``g_idx`` permuted),
@@ -52,8 +55,43 @@ class QuantLinear:
                                                             int(device_id))
 
     def __call__(self, x):
-        """``y [..., N]`` float32 for ``x [..., K]``."""
+        """``y [..., N]`` float32 for ``x [..., K]``: a NumPy array, or for a PyTorch CUDA tensor on a ``"cuda"``
+        layer's GPU a CUDA tensor (the same values)."""
+        if self._impl.device == "cuda" and is_torch_tensor(x) and x.device.type == "cuda":
+            return self._call_on_gpu(x)
         return self._impl.run(host_array(x))
+
+    def _call_on_gpu(self, x):
+        """``x`` stays on the GPU: rounded to fp16 there, the kernel queued on PyTorch's current stream with
+        workspace and output from PyTorch's allocator (no host copy, no wait), then the bias added in float32 to
+        the fp16 values: what the host path returns, bit for bit, as a float32 CUDA tensor."""
+        torch = sys.modules["torch"]
+        K, N = self._impl.K, self._impl.N
+        if x.device.index != self._impl.device_id:
+            raise _qgru.Error(f"x: on {x.device}, but layer '{self.layer}' of {self.source} is on "
+                              f"cuda:{self._impl.device_id}")
+        x = x.detach()
+        if x.dim() == 0 or x.shape[-1] != K:
+            raise _qgru.Error(f"x: input has shape {list(x.shape)}, expected [..., {K}] for layer '{self.layer}' "
+                              f"of {self.source}")
+        leading = tuple(x.shape[:-1])
+        a = x.reshape(-1, K).to(torch.float16).contiguous()
+        if a.data_ptr() % 16:  # the kernels read x 16 bytes at a time
+            a = a.clone()
+        M = a.shape[0]
+        y = torch.empty((M, N), dtype=torch.float16, device=x.device)
+        if M:
+            size = self._impl.workspace_bytes(M)
+            workspace = torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
+            self._impl.run_device(a.data_ptr(), M, y.data_ptr(), workspace.data_ptr() if size else 0,
+                                  torch.cuda.current_stream(x.device).cuda_stream)
+        out = y.float()
+        if self._impl.has_bias:
+            bias = getattr(self, "_gpu_bias", None)
+            if bias is None:
+                bias = self._gpu_bias = torch.from_numpy(self._impl.bias()).to(x.device)
+            out += bias
+        return out.reshape(*leading, N)
 
     N = property(lambda self: self._impl.N, doc="Output features.")
     K = property(lambda self: self._impl.K, doc="Input features.")

@@ -43,6 +43,15 @@ class ResidentLinear {
   // was left out of `layer`. Calls may come from several threads; CUDA calls on one layer run one at a time.
   std::vector<float> run(const std::vector<float>& x, int64_t M) const;
 
+  // cuda only (a qgru::Error on cpu): the product for operands already in device_id's memory (a framework's
+  // tensors): y fp16 [M, N] = x fp16 [M, K] · Ŵᵀ, row-major, x 16-byte aligned, `workspace` at least
+  // device_workspace_bytes(M) bytes (may be 0 when that is 0), queued on `stream` (a cudaStream_t as an integer;
+  // 0: the legacy default stream) without waiting and without a host copy. Each call is ordered on the GPU after
+  // the previous one of this layer, whatever its stream. The bias is not added: the caller adds it in float32 to
+  // the fp16 values, as run does, and gets run's values bit for bit.
+  void run_device(uintptr_t x, int64_t M, uintptr_t y, uintptr_t workspace, uintptr_t stream) const;
+  int64_t device_workspace_bytes(int64_t M) const;
+
  private:
   CheckpointLayer layer_;
   LinearDevice device_;

@@ -126,6 +126,14 @@ Outcome cuda_resident_checkpoint(const gptq::QuantizedLayer& layer, const std::v
 // as fp16 values; synchronous). Statuses as cuda_linear.
 Outcome cuda_resident_run_host(const CudaResidentLinear& resident, int device_id, const std::vector<float>& x, int64_t M,
                                std::vector<float>& y);
+// The device workspace cuda_resident_run_device needs for M rows (0 when none).
+Outcome cuda_resident_workspace_bytes(const CudaResidentLinear& resident, int device_id, int64_t M, int64_t* bytes);
+// y fp16 [M, N] = x fp16 [M, K] · Ŵᵀ, row-major, every pointer device memory of device_id (x 16-byte aligned,
+// workspace >= cuda_resident_workspace_bytes), queued on `stream` (a cudaStream_t; null: the legacy default
+// stream) after the layer's previous call of this function, whatever stream it came on; no host copy, no wait.
+// One call at a time per layer on the host (the caller's lock). Statuses as cuda_linear.
+Outcome cuda_resident_run_device(CudaResidentLinear& resident, int device_id, const void* x, int64_t M, void* y,
+                                 void* workspace, void* stream);
 #endif
 
 }  // namespace qgru::capi

@@ -216,7 +216,15 @@ size_t staging_bytes(const qgruQuantizeGPTQDescriptor& d) {
 
 struct CudaResidentLinear {
   explicit CudaResidentLinear(const cuda::GptqLinearWeights& w) : layer(w) {}
+  ~CudaResidentLinear() {
+    if (previous_call != nullptr) static_cast<void>(cudaEventDestroy(previous_call));
+  }
+  CudaResidentLinear(const CudaResidentLinear&) = delete;
+  CudaResidentLinear& operator=(const CudaResidentLinear&) = delete;
   cuda::QuantLinear layer;  // the engine QGRU_CUDA_LINEAR_KERNEL chose at load (qgru/kernels/linear_plan.h)
+  // Recorded after each call of cuda_resident_run_device, on the caller's stream; the next call, on whatever
+  // stream, waits for it on the GPU (the layer's launches must not overlap). Guarded by the caller's lock.
+  cudaEvent_t previous_call = nullptr;
 };
 
 Outcome cuda_device_count(int* count) {
@@ -318,6 +326,24 @@ Outcome cuda_resident_checkpoint(const gptq::QuantizedLayer& layer, const std::v
 Outcome cuda_resident_run_host(const CudaResidentLinear& resident, int device_id, const std::vector<float>& x, int64_t M,
                                std::vector<float>& y) {
   return on_device(device_id, [&] { y = cuda::run_host_floats(resident.layer, x, M); });
+}
+
+Outcome cuda_resident_workspace_bytes(const CudaResidentLinear& resident, int device_id, int64_t M, int64_t* bytes) {
+  return on_device(device_id, [&] { *bytes = resident.layer.workspace_bytes(M); });
+}
+
+Outcome cuda_resident_run_device(CudaResidentLinear& resident, int device_id, const void* x, int64_t M, void* y,
+                                 void* workspace, void* stream_handle) {
+  return on_device(device_id, [&] {
+    const auto stream = static_cast<cudaStream_t>(stream_handle);
+    if (resident.previous_call == nullptr) {
+      QGRU_CUDA_CHECK(cudaEventCreateWithFlags(&resident.previous_call, cudaEventDisableTiming));
+    } else {
+      QGRU_CUDA_CHECK(cudaStreamWaitEvent(stream, resident.previous_call, 0));  // the last call, on any stream
+    }
+    resident.layer.run(x, M, y, workspace, stream);
+    QGRU_CUDA_CHECK(cudaEventRecord(resident.previous_call, stream));
+  });
 }
 
 Outcome cuda_quantize(const qgruQuantizeGPTQDescriptor& d, void* packed_weights, void* b_scale, void* zero,

@@ -51,4 +51,34 @@ std::vector<float> ResidentLinear::run(const std::vector<float>& x, int64_t M) c
   return y;
 }
 
+int64_t ResidentLinear::device_workspace_bytes(int64_t M) const {
+  if (device_ != LinearDevice::kCuda) throw Error(name_ + ": device rows need a layer on device cuda");
+  int64_t bytes = 0;
+#ifdef QGRU_CAPI_WITH_CUDA
+  if (M > 0) {
+    const capi::Outcome outcome = capi::cuda_resident_workspace_bytes(*cuda_, device_id_, M, &bytes);
+    if (!outcome.ok()) throw Error(name_ + ": device cuda: " + outcome.message);
+  }
+#endif
+  return bytes;
+}
+
+void ResidentLinear::run_device(uintptr_t x, int64_t M, uintptr_t y, uintptr_t workspace, uintptr_t stream) const {
+  if (device_ != LinearDevice::kCuda) throw Error(name_ + ": device rows need a layer on device cuda");
+  if (M < 0) throw Error(name_ + ": M = " + std::to_string(M) + ", expected >= 0");
+  if (x % 16 != 0) throw Error(name_ + ": x in device memory must be 16-byte aligned");
+  if (M == 0) return;
+#ifdef QGRU_CAPI_WITH_CUDA
+  const std::lock_guard<std::mutex> one_at_a_time(cuda_calls_);
+  const capi::Outcome outcome = capi::cuda_resident_run_device(
+      *cuda_, device_id_, reinterpret_cast<const void*>(x), M, reinterpret_cast<void*>(y),
+      reinterpret_cast<void*>(workspace), reinterpret_cast<void*>(stream));
+  if (!outcome.ok()) throw Error(name_ + ": device cuda: " + outcome.message);
+#else
+  static_cast<void>(y);
+  static_cast<void>(workspace);
+  static_cast<void>(stream);
+#endif
+}
+
 }  // namespace qgru::gptq
