@@ -38,11 +38,27 @@ done
 # libraries: CUDA inside when they have it) with its Python files, under python/qgru: gpu_session.sh's mode gptq runs
 # scripts/check_quant_linear_cuda.py on it (about 10 MB; it loads the libraries the CLI loads). Left out, with a
 # warning, when missing or older than the toolchain archive it links.
-python_module=$(ls "$build"/python-wheel/_qgru.*.so 2>/dev/null | head -n 1 || true)
-if [ -n "$python_module" ] && [ "$python_module" -nt "$build/libqgru_toolchain.a" ]; then
+# An extension loads only in the Python version it was built for, and the GPU image's python3 is 3.12 where this
+# machine's is 3.11 (.library/device/KINDS.md): one more extension is built for each interpreter QGRU_PACK_PYTHON
+# names (default: a python3.12 here, from PATH or pyenv, when there is one), by scripts/python_extension.sh.
+pack_pythons="${QGRU_PACK_PYTHON-}"
+if [ -z "$pack_pythons" ]; then
+  if python3.12 -c pass 2>/dev/null; then pack_pythons=$(command -v python3.12)
+  elif command -v pyenv >/dev/null; then pack_pythons=$(ls "$(pyenv root)"/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1 || true)
+  fi
+fi
+for interpreter in $pack_pythons; do
+  bash "$root/scripts/python_extension.sh" "$build" "$interpreter" ||
+    echo "gpu_pack: warning: no Python extension for $interpreter (above); the pack goes without it" >&2
+done
+python_modules=()
+for module in "$build"/python-wheel*/_qgru.*.so; do
+  if [ -f "$module" ] && [ "$module" -nt "$build/libqgru_toolchain.a" ]; then python_modules+=("$module"); fi
+done
+if [ "${#python_modules[@]}" -gt 0 ]; then
   mkdir -p "$pack/python/qgru"
-  cp "$python_module" "$root"/python/src/qgru/*.py "$pack/python/qgru/"
-  copy_libraries "$python_module"
+  cp "${python_modules[@]}" "$root"/python/src/qgru/*.py "$pack/python/qgru/"
+  for module in "${python_modules[@]}"; do copy_libraries "$module"; done
 else
   echo "gpu_pack: warning: no current Python extension in $build/python-wheel (ctest -R python_package builds it);" \
     "the pack goes without it and gpu_session.sh's QuantLinear step will say NOT RUN" >&2

@@ -105,13 +105,13 @@ gptq_check() {
 # QuantLinear against its CPU one; its CUDA Hessian fed CUDA tensors). A missing or mismatched extension fails the
 # step, saying so.
 python_pack_check() {
-  local module tag
-  module=$(ls "$pack"/python/qgru/_qgru.*.so 2>/dev/null | head -n 1)
-  [ -n "$module" ] || { echo "NOT RUN: the pack holds no Python extension (gpu_pack.sh found no current one)"; return 1; }
+  local tag held
+  held=$(cd "$pack/python/qgru" 2>/dev/null && ls _qgru.*.so 2>/dev/null | tr '\n' ' ')
+  [ -n "$held" ] || { echo "NOT RUN: the pack holds no Python extension (gpu_pack.sh found no current one)"; return 1; }
   tag=$(python3 -c 'import sys; print("cpython-%d%d" % sys.version_info[:2])')
-  case "$(basename "$module")" in
-    *".$tag-"*) ;;
-    *) echo "NOT RUN: the pack's $(basename "$module") is not for this python3 ($tag)"; return 1 ;;
+  case " $held" in
+    *" _qgru.$tag-"*) ;;
+    *) echo "NOT RUN: the pack's extensions ($held) are not for this python3 ($tag): gpu_pack.sh QGRU_PACK_PYTHON"; return 1 ;;
   esac
   python3 -c 'import numpy' 2>/dev/null || { echo "NOT RUN: this python3 has no NumPy (the package needs it)"; return 1; }
   PYTHONPATH="$pack/python" python3 "$1"
