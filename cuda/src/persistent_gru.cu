@@ -7,6 +7,7 @@
 // buffer again two steps later).
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <string>
 
 #include "qgru/kernels/persistent_gru.h"
@@ -177,7 +178,16 @@ const void* kernel_of(const kernels::PersistentGruPlan& plan) {
                                                  : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t>);
 }
 
+// The kernel's dynamic shared memory limit (a launch asking more fails) is one value per kernel and device for the
+// whole process: raised to the plan's when below it, never lowered, under one lock. Setting each plan's own value
+// would let a thread's smaller plan lower it between another thread's setting and launch (two executors, two
+// threads), and that launch would fail.
 void allow_smem(const kernels::PersistentGruPlan& plan) {
+  static std::mutex lock;
+  const std::lock_guard<std::mutex> hold(lock);
+  cudaFuncAttributes attributes{};
+  QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel_of(plan)));
+  if (attributes.maxDynamicSharedSizeBytes >= plan.smem.total_bytes) return;
   QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(plan.smem.total_bytes)));
 }
@@ -203,7 +213,7 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   PersistentLaunch a = launch;
   PersistentShape shape = shape_of(plan);
   void* params[] = {&view, &b, &a, &shape};
-  // The limit set by persistent_occupancy may be another batch size's: set this plan's before every launch.
+  // persistent_occupancy raised the limit for this plan already (per device: asked again, it costs a lookup).
   allow_smem(plan);
   // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
   QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(plan), dim3(static_cast<unsigned>(plan.blocks)),

@@ -6,20 +6,32 @@
 //   T 0 / 1 / 5, forward and reverse, with h0;
 //   whole models: QuantGruCuda against the reference executor (run_quantized_gru_codes): int8 (the int8 kernel),
 //   int16-activations and int16 (the 16-bit kernel), multiplier scales, 1 to 3 layers, bidirectional, h0, sequence
-//   lengths with rows of length 0, 1 and T.
+//   lengths with rows of length 0, 1 and T;
+//   every units-per-block configuration (QGRU_CUDA_GRU_UNITS) with 2 batch rows per block (QGRU_CUDA_GRU_ROWS): the
+//   plan's default takes 16 units on every shape above, so the other slices and the largest shared memory run here;
+//   two cells at once on two streams whose grids cannot both be resident (the second launch must wait, not hang).
+// A case that throws (a launch error, a wait past the limit) stops the list with the case named.
 // small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse; under a minute).
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../unit/kernels/hand_gru_cell.h"
 #include "../unit/support/gru_model_cases.h"
 #include "gpu_checks.h"
+#include "qgru/kernels/persistent_gru.h"
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/verify/device_compare.h"
+#include "qgru_cuda/check.h"
+#include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gru_cell_cuda.h"
 #include "qgru_cuda/quant_gru_cuda.h"
 
@@ -36,22 +48,76 @@ std::vector<int32_t> random_codes(size_t count, uint32_t seed) {
 
 bool is_persistent(const std::string& path) { return path.rfind("persistent", 0) == 0; }
 
-// One cell of hidden size H built once, run on every (N, T, direction) given; one line per run.
+// The environment variable `name` set to `value` for the life of the object, then as it was.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    const char* before = std::getenv(name);
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (had_) {
+      ::setenv(name_, saved_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
+// An exception out of a case, rethrown with the case's name in front (the self-test's main prints it and stops: a
+// wait past the limit costs that limit per case, so the list does not go on after one).
+class CaseFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+[[noreturn]] void rethrow_naming(const std::string& what_case, const std::exception& e) {
+  throw CaseFailure(what_case + ": " + e.what());
+}
+
+// One cell of hidden size H built once, run on every (N, T, direction) given; one line per run. units / rows: the
+// plan's tuning (QGRU_CUDA_GRU_UNITS / _ROWS, read at construction; 0: the plan's choice), which the path must name.
 int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batches, std::initializer_list<int> lengths,
-               std::initializer_list<bool> directions) {
+               std::initializer_list<bool> directions, int units = 0, int rows = 0) {
   const int C = 5;
   const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 3 + 1), reset_before_linear);
-  const cuda::GruCellCuda gpu_cell(cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, nullptr, nullptr,
-                                   cuda::GruRecurrence::Persistent);
+  const std::string cell_case = "persistent GRU cell H=" + std::to_string(H) + " lbr=" +
+                                std::to_string(reset_before_linear ? 0 : 1) + " units=" + std::to_string(units) +
+                                " rows=" + std::to_string(rows);
+  std::optional<cuda::GruCellCuda> gpu_cell;
+  try {
+    const ScopedEnvironment u("QGRU_CUDA_GRU_UNITS", units != 0 ? std::to_string(units) : "");
+    const ScopedEnvironment r("QGRU_CUDA_GRU_ROWS", rows != 0 ? std::to_string(rows) : "");
+    gpu_cell.emplace(cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, nullptr, nullptr,
+                     cuda::GruRecurrence::Persistent);
+  } catch (const std::exception& e) {
+    rethrow_naming(cell_case, e);
+  }
+  const std::string tuned = " x " + std::to_string(units) + " units x " + std::to_string(rows) + " rows, smem ";
   int failures = 0;
   for (int N : batches) {
     for (int T : lengths) {
       for (bool reverse : directions) {
         const auto q_x = random_codes(static_cast<size_t>(T * N * C), static_cast<uint32_t>(T + H));
         const auto q_h0 = random_codes(static_cast<size_t>(N * H), static_cast<uint32_t>(N + H));
-        const std::vector<int32_t> gpu = gpu_cell.run(q_x.data(), T, N, q_h0.data(), reverse);
+        std::vector<int32_t> gpu;
+        try {
+          gpu = gpu_cell->run(q_x.data(), T, N, q_h0.data(), reverse);
+        } catch (const std::exception& e) {
+          rethrow_naming(cell_case + " T=" + std::to_string(T) + " N=" + std::to_string(N) +
+                             " reverse=" + std::to_string(reverse ? 1 : 0),
+                         e);
+        }
         const std::vector<int32_t> ref = cell.reference(q_x, T, N, q_h0, reverse);
-        const std::string path = gpu_cell.describe_path(N);
+        const std::string path = gpu_cell->describe_path(N);
         int bad = gpu.size() == ref.size() ? 0 : 1;
         for (size_t i = 0; bad == 0 && i < ref.size(); ++i) {
           if (gpu[i] != ref[i]) {
@@ -61,9 +127,12 @@ int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batch
           }
         }
         // T = 0 launches nothing: an empty result whatever the path
-        const bool fails = bad != 0 || (T > 0 && !is_persistent(path));
-        std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s\n", fails ? "FAIL" : "ok  ", H, C,
-                    T, N, reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "");
+        const bool path_wrong =
+            T > 0 && (!is_persistent(path) || (units != 0 && rows != 0 && path.find(tuned) == std::string::npos));
+        const bool fails = bad != 0 || path_wrong;
+        std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s%s\n", fails ? "FAIL" : "ok  ",
+                    H, C, T, N, reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "",
+                    path_wrong ? "; wrong path" : "");
         failures += fails ? 1 : 0;
       }
     }
@@ -74,10 +143,20 @@ int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batch
 int check_model(const test::GruModelCase& k) {
   const test::PreparedGruModel m = test::prepare_gru_model(k, 7);
   const QuantGruResult cpu = run_quantized_gru_codes(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
-  const cuda::QuantGruCuda gpu_model(m.c.quantized, cuda::GruRecurrence::Persistent);
-  const QuantGruResult gpu = gpu_model.run_codes(m.q_x.data(), k.T, k.N, m.h0(), m.lengths_data());
+  std::optional<cuda::QuantGruCuda> gpu_model;
+  QuantGruResult gpu;
+  try {
+    gpu_model.emplace(m.c.quantized, cuda::GruRecurrence::Persistent);
+    gpu = gpu_model->run_codes(m.q_x.data(), k.T, k.N, m.h0(), m.lengths_data());
+  } catch (const std::exception& e) {
+    rethrow_naming(std::string("persistent quantized GRU ") + k.preset +
+                       " mult=" + std::to_string(k.multiplier ? 1 : 0) + " H=" + std::to_string(k.H) +
+                       " T=" + std::to_string(k.T) + " N=" + std::to_string(k.N) + " L=" + std::to_string(k.L) + " D=" + std::to_string(k.D) +
+                       " lbr=" + std::to_string(k.linear_before_reset ? 1 : 0),
+                   e);
+  }
   const CodeComparison cmp = compare_quant_codes(cpu, gpu, k.H, k.D);
-  const std::string described = gpu_model.describe();
+  const std::string described = gpu_model->describe();
   // Every cell must take the persistent path (the int8 preset's the int8 kernel, the 16-bit presets' the wide one).
   const bool wide = std::string(k.preset) != "int8";
   const bool path_right = described.find("per-step") == std::string::npos &&
@@ -89,6 +168,85 @@ int check_model(const test::GruModelCase& k) {
               k.linear_before_reset ? 1 : 0, k.with_lengths ? 1 : 0, described.c_str(), cmp.compared, cmp.mismatches,
               cmp.first.empty() ? "" : "; first at ", cmp.first.c_str(), path_right ? "" : "; wrong path");
   return fails ? 1 : 0;
+}
+
+// Two persistent cells at once, each on a stream of its own (as a bidirectional layer's directions on the device flow),
+// whose grids cannot both be resident: each holds more blocks than half the multiprocessors, each block more than half
+// a multiprocessor's shared memory. A cooperative grid starts whole or waits: the second launch must wait for the first
+// grid to finish, not start part of its blocks beside it and spin (which would end in a wait past the limit). Both
+// cells' codes against the direct loop (the linear_before_reset = 1 cell forward, the other reversed).
+int check_two_grids() {
+  int device = 0, sm_count = 0, smem_optin = 0, smem_per_sm = 0, cooperative = 0;
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  // 8 units per block: sm_count / 2 + 1 unit slices, which leave no multiprocessor for a second batch slice, so one
+  // slice of all N rows; N the fewest rows whose staging takes a block past half a multiprocessor's shared memory.
+  const int C = 5, T = 3, units = 8, H = units * (sm_count / 2 + 1);
+  const qgru::test::HandGruCell forward(H, C, 71u, false), backward(H, C, 72u, true);
+  const ScopedEnvironment tuning_units("QGRU_CUDA_GRU_UNITS", std::to_string(units));
+  const ScopedEnvironment tuning_rows("QGRU_CUDA_GRU_ROWS", "");
+  struct Streams {
+    cudaStream_t s[2] = {nullptr, nullptr};
+    ~Streams() {
+      for (cudaStream_t x : s) {
+        if (x != nullptr) cudaStreamDestroy(x);
+      }
+    }
+  } streams;
+  for (cudaStream_t& x : streams.s) QGRU_CUDA_CHECK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+  const cuda::GruCellCuda cell_f(forward.view, forward.q_W.data(), forward.q_R.data(), C, forward.x_space, streams.s[0],
+                                 nullptr, cuda::GruRecurrence::Persistent);
+  const cuda::GruCellCuda cell_b(backward.view, backward.q_W.data(), backward.q_R.data(), C, backward.x_space,
+                                 streams.s[1], nullptr, cuda::GruRecurrence::Persistent);
+  kernels::PersistentGruTuning tuning;
+  tuning.units_per_block = units;
+  const kernels::PersistentDevice dev{sm_count, smem_optin, cooperative != 0};
+  const auto path = cell_f.wide() ? kernels::GruGemmPath::Wide16 : kernels::GruGemmPath::Int8;
+  kernels::PersistentGruPlan plan;
+  int N = 0;
+  do {
+    plan = kernels::plan_persistent_gru(path, H, ++N, false, dev, tuning);
+  } while (plan.persistent && plan.smem.total_bytes <= smem_per_sm / 2);
+  const std::string what = "two persistent grids at once H=" + std::to_string(H) + " N=" + std::to_string(N) +
+                           " T=" + std::to_string(T) + " on " + std::to_string(sm_count) + " multiprocessors of " +
+                           std::to_string(smem_per_sm) + " bytes of shared memory";
+  const bool contended = plan.persistent && 2 * plan.blocks > sm_count;
+  if (!contended || cell_f.describe_path(N) != plan.describe() || cell_b.describe_path(N) != plan.describe()) {
+    std::printf("FAIL %s: the cells' plans [%s] [%s] are not two grids of more than %d blocks (expected [%s])\n",
+                what.c_str(), cell_f.describe_path(N).c_str(), cell_b.describe_path(N).c_str(), sm_count / 2,
+                plan.describe().c_str());
+    return 1;
+  }
+  const auto q_x = random_codes(static_cast<size_t>(T * N * C), 73u);
+  const auto q_h0 = random_codes(static_cast<size_t>(N * H), 74u);
+  const cuda::DeviceBuffer x_codes = cuda::DeviceBuffer::from(q_x);
+  const cuda::DeviceBuffer state_f = cuda::DeviceBuffer::from(q_h0), state_b = cuda::DeviceBuffer::from(q_h0);
+  QGRU_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads (legacy stream) before the cells' non-blocking streams
+  kernels::LayerInputSource source;
+  source.kind = kernels::LayerInputKind::Codes;
+  source.cols = C;
+  source.codes = static_cast<const int32_t*>(x_codes.data());
+  std::vector<int32_t> got_f(static_cast<size_t>(T * N * H)), got_b(got_f.size());
+  try {
+    const int32_t* out_f = cell_f.run_on_device(source, T, N, static_cast<int32_t*>(state_f.data()), false, nullptr);
+    const int32_t* out_b = cell_b.run_on_device(source, T, N, static_cast<int32_t*>(state_b.data()), true, nullptr);
+    for (cudaStream_t x : streams.s) QGRU_CUDA_CHECK(cudaStreamSynchronize(x));
+    cell_f.check_device_errors();
+    cell_b.check_device_errors();
+    QGRU_CUDA_CHECK(cudaMemcpy(got_f.data(), out_f, got_f.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    QGRU_CUDA_CHECK(cudaMemcpy(got_b.data(), out_b, got_b.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  } catch (const std::exception& e) {
+    rethrow_naming(what, e);
+  }
+  const bool same_f = got_f == forward.reference(q_x, T, N, q_h0, false);
+  const bool same_b = got_b == backward.reference(q_x, T, N, q_h0, true);
+  std::printf("%s %s [%s] x 2, lbr=1 forward: %s, lbr=0 reverse: %s\n", same_f && same_b ? "ok  " : "FAIL",
+              what.c_str(), plan.describe().c_str(), same_f ? "codes equal" : "codes differ",
+              same_b ? "codes equal" : "codes differ");
+  return same_f && same_b ? 0 : 1;
 }
 
 }  // namespace
@@ -116,6 +274,12 @@ int check_persistent_gru(bool small) {
   failures += check_model({"int8", true, 64, 2, 2, 5, 20, true, true, false});
   failures += check_model({"int16-activations", false, 130, 2, 2, 17, 9, true, true, false});
   failures += check_model({"int16", false, 257, 1, 2, 33, 5, true, true, true});
+  // Every units-per-block configuration, 2 rows per block (5 rows: a partial last batch slice), H = 200 (a partial last
+  // unit slice for each; 256 units: about 160 KB of shared memory per block).
+  for (int units : kernels::kPersistentUnitChoices) {
+    for (bool rbl : {false, true}) failures += check_cell(200, rbl, {5}, {4}, {false, true}, units, 2);
+  }
+  failures += check_two_grids();
   return failures;
 }
 
