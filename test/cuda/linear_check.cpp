@@ -16,6 +16,7 @@
 #include "qgru/half.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/quant_linear.h"
+#include "qgru_cuda/status.h"
 
 namespace qgru::cuda_test {
 
@@ -88,6 +89,26 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
     if (cuda::host_transfer_count() != transfers) {
       std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
       ++repeat_bad;
+    }
+    // The stripes engines' alignment rules are refused before any launch (a misaligned store would end the
+    // context): C two bytes in, a workspace eight bytes in.
+    if (engine.engine != kernels::LinearEngine::Tiles) {
+      auto* c_bytes = static_cast<unsigned char*>(c1.data());
+      auto* ws_bytes = static_cast<unsigned char*>(ws.data());
+      const struct {
+        void* c;
+        void* workspace;
+        const char* what;
+      } misaligned[] = {{c_bytes + 2, ws.data(), "C"}, {c1.data(), ws_bytes + 8, "workspace"}};
+      for (const auto& m : misaligned) {
+        if (m.workspace != ws.data() && layer.workspace_bytes(s.M) == 0) continue;
+        try {
+          layer.run(a_dev.data(), s.M, m.c, m.workspace, nullptr);
+          std::printf("  run() accepted a misaligned %s\n", m.what);
+          ++repeat_bad;
+        } catch (const cuda::NotSupported&) {
+        }
+      }
     }
     // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
     // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
