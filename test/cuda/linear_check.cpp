@@ -172,6 +172,9 @@ int check_quant_linear() {
       // many segments per column (N x K large, M = 1), act-order 8-bit, M past one m16 tile
       {3, 256, 512, 32, 4, 0, false},    {16, 264, 1024, 1024, 8, 1, false, true}, {2, 136, 160, 32, 4, 1, true, true},
       {1, 11008, 4096, 128, 4, 0, false}, {1, 4096, 11008, 128, 8, 1, true},     {17, 512, 2048, 128, 4, 0, false, true},
+      // more rows than one stripes launch takes (kStripeMaxRows): two launches in stream order sharing the
+      // workspace and the column counters (two segments per column), the second on the gathered rows 1024..
+      {1030, 136, 128, 32, 4, 1, true},
   };
   int failures = 0;
   uint32_t seed = 1;
