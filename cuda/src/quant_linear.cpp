@@ -180,16 +180,14 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
     throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(need) + " bytes");
   }
   const kernels::EngineChoice& choice = d.choice(M);
-  if (choice.engine != kernels::LinearEngine::Tiles) {
+  if (choice.engine == kernels::LinearEngine::Stripes) {
     // The stripes kernel stores C two halves at a time (32-bit stores) and reads the gathered A in the workspace
     // with 16-byte copies: a misaligned address there is a launch failure that ends the CUDA context.
     if (reinterpret_cast<uintptr_t>(c) % 4 != 0) {
-      throw NotSupported("quant linear (" + std::string(kernels::engine_name(choice.engine)) +
-                         ") with an output pointer that is not 4-byte aligned (M=" + std::to_string(M) + ")");
+      throw NotSupported("quant linear (stripes) with an output pointer that is not 4-byte aligned (M=" + std::to_string(M) + ")");
     }
     if (need > 0 && reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
-      throw NotSupported("quant linear (" + std::string(kernels::engine_name(choice.engine)) +
-                         ") with a workspace that is not 16-byte aligned (M=" + std::to_string(M) + ")");
+      throw NotSupported("quant linear (stripes) with a workspace that is not 16-byte aligned (M=" + std::to_string(M) + ")");
     }
   }
   if (choice.engine == kernels::LinearEngine::Tiles) {

@@ -90,9 +90,9 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
       std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
       ++repeat_bad;
     }
-    // The stripes engines' alignment rules are refused before any launch (a misaligned store would end the
+    // The stripes engine's alignment rules are refused before any launch (a misaligned store would end the
     // context): C two bytes in, a workspace eight bytes in.
-    if (engine.engine != kernels::LinearEngine::Tiles) {
+    if (engine.engine == kernels::LinearEngine::Stripes) {
       auto* c_bytes = static_cast<unsigned char*>(c1.data());
       auto* ws_bytes = static_cast<unsigned char*>(ws.data());
       const struct {

@@ -59,9 +59,9 @@ class QuantLinear {
   void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
-  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N] (4-byte aligned unless engine(M) is Tiles);
-  // workspace: device, >= workspace_bytes(M) bytes (may be null when that is 0; 16-byte aligned unless
-  // engine(M) is Tiles). A pointer misaligned for its engine throws NotSupported before any launch.
+  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N] (4-byte aligned when engine(M) is Stripes);
+  // workspace: device, >= workspace_bytes(M) bytes (may be null when that is 0; 16-byte aligned when engine(M)
+  // is Stripes). A pointer misaligned for its engine throws NotSupported before any launch.
   // stream: a cudaStream_t (null: the default stream). Asynchronous.
   void run(const void* a, int64_t M, void* c, void* workspace, void* stream) const;
 
