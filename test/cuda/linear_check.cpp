@@ -146,7 +146,12 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
     }
   }
   const bool nonzero = ref_norm > 0;
-  const bool fail = bad || repeat_bad || !nonzero;
+  // A layer the stripes layout takes, loaded with "stripes" or "auto", must not fall back to the tile kernel:
+  // the rows above are what the stripes and dequantize+cuBLAS engines are checked by.
+  const bool fell_back = setting != kernels::LinearKernelSetting::Legacy && engine.engine == kernels::LinearEngine::Tiles &&
+                         kernels::stripe_unsupported_reason(s.bits, s.K, s.N, s.group).empty();
+  if (fell_back) std::printf("  the %s setting ran the tile kernel: %s\n", kernels::setting_name(setting), engine.reason.c_str());
+  const bool fail = bad || repeat_bad || !nonzero || fell_back;
   std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d sym=%d (%s: %s): max |err| %.3g\n",
               fail ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
