@@ -80,9 +80,15 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
   const kernels::LinearPlan plan = layer.plan(s.M);
   const kernels::EngineChoice engine = layer.engine(s.M);
   int repeat_bad = 0;
+  std::vector<uint16_t> c_poisoned;  // run() into an output that held fp16 NaN (0xFFFF) everywhere
   {
     const cuda::DeviceBuffer a_dev = cuda::DeviceBuffer::from(a);
-    cuda::DeviceBuffer c1(c.size() * 2), c2(c.size() * 2), ws(static_cast<size_t>(layer.workspace_bytes(s.M)));
+    // Outputs and workspace poisoned with NaN bits: an output the engine never writes, or a partial sum it reads
+    // before any block wrote it, fails the comparison below instead of passing on the right values an earlier
+    // case (the same layer and activations under another setting) left in reused device memory.
+    const std::vector<uint16_t> nan_outputs(c.size(), 0xFFFFu);
+    cuda::DeviceBuffer c1 = cuda::DeviceBuffer::from(nan_outputs), c2 = cuda::DeviceBuffer::from(nan_outputs);
+    cuda::DeviceBuffer ws = cuda::DeviceBuffer::from(std::vector<unsigned char>(static_cast<size_t>(layer.workspace_bytes(s.M)), 0xFFu));
     const int64_t transfers = cuda::host_transfer_count();
     layer.run(a_dev.data(), s.M, c1.data(), ws.data(), nullptr);
     layer.run(a_dev.data(), s.M, c2.data(), ws.data(), nullptr);
@@ -110,10 +116,11 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
         }
       }
     }
+    c_poisoned = c1.to_vector<uint16_t>(c.size());
     // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
     // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
     if (layer.engine(s.M).engine == kernels::LinearEngine::Stripes &&
-        (c1.to_vector<uint16_t>(c.size()) != c || c2.to_vector<uint16_t>(c.size()) != c)) {
+        (c_poisoned != c || c2.to_vector<uint16_t>(c.size()) != c)) {
       std::printf("  repeated runs differ from the first in some bits (the stripes reduction must be deterministic)\n");
       ++repeat_bad;
     }
@@ -121,6 +128,7 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
 
   int bad = 0;
   double max_err = 0, ref_norm = 0;
+  const std::vector<uint16_t>* outputs[] = {&c, &c_poisoned};  // run_host's, then run()'s into NaN
   for (int64_t m = 0; m < s.M; ++m) {
     for (int64_t n = 0; n < s.N; ++n) {
       double ref = 0, mag = 0;
@@ -134,14 +142,16 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
         ref += prod;
         mag += std::fabs(prod);
       }
-      const double got = qgru::half_bits_to_float(c[static_cast<size_t>(m * s.N + n)]);
       const double tol = std::ldexp(std::fabs(ref), -11) + static_cast<double>(s.K) * std::ldexp(mag, -23) + std::ldexp(1.0, -24);
-      const double err = std::fabs(got - ref);
-      max_err = std::max(max_err, err);
       ref_norm += ref * ref;
-      if (!(err <= tol) && ++bad <= 3) {
-        std::printf("  mismatch at m=%lld n=%lld: gpu %.8g ref %.8g (tol %.3g)\n", static_cast<long long>(m),
-                    static_cast<long long>(n), got, ref, tol);
+      for (const std::vector<uint16_t>* out : outputs) {
+        const double got = qgru::half_bits_to_float((*out)[static_cast<size_t>(m * s.N + n)]);
+        const double err = std::fabs(got - ref);
+        if (err > max_err || std::isnan(err)) max_err = err;
+        if (!(err <= tol) && ++bad <= 3) {
+          std::printf("  mismatch at m=%lld n=%lld (%s): gpu %.8g ref %.8g (tol %.3g)\n", static_cast<long long>(m),
+                      static_cast<long long>(n), out == &c ? "run_host" : "run into NaN", got, ref, tol);
+        }
       }
     }
   }
