@@ -190,6 +190,9 @@ int check_quant_linear() {
       // more rows than one stripes launch takes (kStripeMaxRows): two launches in stream order sharing the
       // workspace and the column counters (two segments per column), the second on the gathered rows 1024..
       {1030, 136, 128, 32, 4, 1, true},
+      // a group of 96 (a multiple of 32, not of the 64-deep tile: group rows start in either k32 half), 8-bit,
+      // K = 288 (4.5 tiles) and N = 200 both padded
+      {9, 200, 288, 96, 8, 0, false},
   };
   int failures = 0;
   uint32_t seed = 1;
