@@ -6,7 +6,8 @@
 #     conversion (cvt.*.f16|f32|f64.{s,u}{8,16,32,64}).
 #  2. Compiles cuda/src/quant_linear_kernels.cu and cuda/src/quant_linear_stripes.cu to PTX and asserts the
 #     same of every GEMM kernel entry: lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2
-#     arithmetic, no int->float cvt (the stripes kernels also: mma.sync and ldmatrix).
+#     arithmetic, no int->float cvt (the stripes kernels also: mma.sync, ldmatrix, and the cp.async pipeline with
+#     the weights' evict-first L2 policy).
 # Usage: scripts/check_ptx_dequant.sh [source-root] [nvcc]
 set -euo pipefail
 source "$(dirname "$0")/cuda_check.bash"
@@ -79,11 +80,15 @@ if [[ $(wc -w <<<"$stripes") -ne 2 ]]; then
   echo "FAIL: expected the 4- and 8-bit stripe_linear_kernel entries in the PTX of cuda/src/quant_linear_stripes.cu" >&2
   exit 1
 fi
+# The stripes pipeline: the weights' evict-first L2 policy on their 16-byte cp.async copies, the copy groups.
+stripe_pipeline=('createpolicy\.fractional\.L2::evict_first' 'cp\.async\.cg\.shared\.global\.L2::cache_hint' \
+  'cp\.async\.commit_group' 'cp\.async\.wait_group')
 for k in $stripes; do
   if [[ "$k" == *kernelILi4E* ]]; then
-    check_entry "$work/stripes.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix'
+    check_entry "$work/stripes.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix' \
+      "${stripe_pipeline[@]}"
   else
-    check_entry "$work/stripes.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix'
+    check_entry "$work/stripes.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix' "${stripe_pipeline[@]}"
   fi
 done
 if [[ $failures -ne 0 ]]; then

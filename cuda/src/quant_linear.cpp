@@ -34,7 +34,6 @@ struct QuantLinear::Impl {
   kernels::GptqLayerUpload device;   // the checkpoint layout (legacy setting, or a layer stripes cannot take)
   kernels::StripeLayerUpload stripes;  // the stripes layout (otherwise)
   int64_t k_padded = 0, n_padded = 0, stripe_group_size = 0;
-  DeviceBuffer counters;             // uint32 [kStripeMaxMTiles, n_tiles], zero between launches
   std::unique_ptr<BlasHandle> blas;  // the DequantGemm engine's cuBLAS (auto setting only)
   // The engine per row of kEngineTable, chosen once at load (choose_engine gives the same answer for every M
   // of a row): run() looks it up instead of choosing again.
@@ -118,9 +117,7 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w, kernels::LinearKernelSettin
     d.k_padded = s.k_padded;
     d.n_padded = s.n_padded;
     d.stripe_group_size = s.group_size;
-    d.stripes = kernels::upload_stripe_layer(s, uploader);
-    d.counters = DeviceBuffer(static_cast<size_t>(kernels::kStripeMaxMTiles * (s.n_padded / kernels::kStripeTileN)) * 4);
-    d.counters.zero();  // synchronous: zero before any launch
+    d.stripes = kernels::upload_stripe_layer(s, uploader);  // with the column counters, 0 before any launch
     if (setting == kernels::LinearKernelSetting::Auto) d.blas = std::make_unique<BlasHandle>(nullptr);
   }
   d.arrays = uploader.take();
@@ -183,6 +180,16 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
     throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(need) + " bytes");
   }
   const kernels::EngineChoice& choice = d.choice(M);
+  if (choice.engine == kernels::LinearEngine::Stripes) {
+    // The stripes kernel stores C two halves at a time (32-bit stores) and reads the gathered A in the workspace
+    // with 16-byte copies: a misaligned address there is a launch failure that ends the CUDA context.
+    if (reinterpret_cast<uintptr_t>(c) % 4 != 0) {
+      throw NotSupported("quant linear (stripes) with an output pointer that is not 4-byte aligned (M=" + std::to_string(M) + ")");
+    }
+    if (need > 0 && reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+      throw NotSupported("quant linear (stripes) with a workspace that is not 16-byte aligned (M=" + std::to_string(M) + ")");
+    }
+  }
   if (choice.engine == kernels::LinearEngine::Tiles) {
     const kernels::LinearPlan p = plan(M);
     QuantLinearArgs args;
@@ -217,7 +224,7 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   StripeLinearArgs args;
   args.words = d.stripes.words;
   args.params = d.stripes.params;
-  args.counters = static_cast<uint32_t*>(d.counters.data());
+  args.counters = d.stripes.counters;
   args.N = d.N;
   args.K = d.K;
   args.n_padded = d.n_padded;

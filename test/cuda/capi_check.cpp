@@ -202,7 +202,9 @@ int run_case(const CapiShape& s, uint32_t seed, bool check_statuses, const std::
                     QGRU_STATUS_SUCCESS);
       unsetenv("QGRU_CUDA_LINEAR_KERNEL");
       if (!bad) bad += report("CUDA workspace size (resident)", qgruGetQuantizeGPTQWorkspaceSize(gpu_desc, &gpu_bytes), QGRU_STATUS_SUCCESS);
-      ws = cuda::DeviceBuffer(gpu_bytes);
+      // NaN bits in the workspace: the setting before this one ran the same layer and activations, and a partial
+      // sum the stripes engine reads before writing must not find that run's right values in reused memory.
+      ws = cuda::DeviceBuffer::from(std::vector<unsigned char>(gpu_bytes, 0xFFu));
       const int64_t transfers = cuda::host_transfer_count();
       for (int call = 0; call < 2 && !bad; ++call) {
         bad += report("CUDA linear (resident)", qgruQuantizeLinearGPTQ(gpu_desc, ws.data(), gpu_bytes, c_dev.data(), a_dev.data(),

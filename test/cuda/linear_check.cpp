@@ -16,6 +16,7 @@
 #include "qgru/half.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/quant_linear.h"
+#include "qgru_cuda/status.h"
 
 namespace qgru::cuda_test {
 
@@ -79,9 +80,15 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
   const kernels::LinearPlan plan = layer.plan(s.M);
   const kernels::EngineChoice engine = layer.engine(s.M);
   int repeat_bad = 0;
+  std::vector<uint16_t> c_poisoned;  // run() into an output that held fp16 NaN (0xFFFF) everywhere
   {
     const cuda::DeviceBuffer a_dev = cuda::DeviceBuffer::from(a);
-    cuda::DeviceBuffer c1(c.size() * 2), c2(c.size() * 2), ws(static_cast<size_t>(layer.workspace_bytes(s.M)));
+    // Outputs and workspace poisoned with NaN bits: an output the engine never writes, or a partial sum it reads
+    // before any block wrote it, fails the comparison below instead of passing on the right values an earlier
+    // case (the same layer and activations under another setting) left in reused device memory.
+    const std::vector<uint16_t> nan_outputs(c.size(), 0xFFFFu);
+    cuda::DeviceBuffer c1 = cuda::DeviceBuffer::from(nan_outputs), c2 = cuda::DeviceBuffer::from(nan_outputs);
+    cuda::DeviceBuffer ws = cuda::DeviceBuffer::from(std::vector<unsigned char>(static_cast<size_t>(layer.workspace_bytes(s.M)), 0xFFu));
     const int64_t transfers = cuda::host_transfer_count();
     layer.run(a_dev.data(), s.M, c1.data(), ws.data(), nullptr);
     layer.run(a_dev.data(), s.M, c2.data(), ws.data(), nullptr);
@@ -89,10 +96,31 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
       std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
       ++repeat_bad;
     }
+    // The stripes engine's alignment rules are refused before any launch (a misaligned store would end the
+    // context): C two bytes in, a workspace eight bytes in.
+    if (engine.engine == kernels::LinearEngine::Stripes) {
+      auto* c_bytes = static_cast<unsigned char*>(c1.data());
+      auto* ws_bytes = static_cast<unsigned char*>(ws.data());
+      const struct {
+        void* c;
+        void* workspace;
+        const char* what;
+      } misaligned[] = {{c_bytes + 2, ws.data(), "C"}, {c1.data(), ws_bytes + 8, "workspace"}};
+      for (const auto& m : misaligned) {
+        if (m.workspace != ws.data() && layer.workspace_bytes(s.M) == 0) continue;
+        try {
+          layer.run(a_dev.data(), s.M, m.c, m.workspace, nullptr);
+          std::printf("  run() accepted a misaligned %s\n", m.what);
+          ++repeat_bad;
+        } catch (const cuda::NotSupported&) {
+        }
+      }
+    }
+    c_poisoned = c1.to_vector<uint16_t>(c.size());
     // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
     // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
     if (layer.engine(s.M).engine == kernels::LinearEngine::Stripes &&
-        (c1.to_vector<uint16_t>(c.size()) != c || c2.to_vector<uint16_t>(c.size()) != c)) {
+        (c_poisoned != c || c2.to_vector<uint16_t>(c.size()) != c)) {
       std::printf("  repeated runs differ from the first in some bits (the stripes reduction must be deterministic)\n");
       ++repeat_bad;
     }
@@ -100,6 +128,7 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
 
   int bad = 0;
   double max_err = 0, ref_norm = 0;
+  const std::vector<uint16_t>* outputs[] = {&c, &c_poisoned};  // run_host's, then run()'s into NaN
   for (int64_t m = 0; m < s.M; ++m) {
     for (int64_t n = 0; n < s.N; ++n) {
       double ref = 0, mag = 0;
@@ -113,19 +142,26 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
         ref += prod;
         mag += std::fabs(prod);
       }
-      const double got = qgru::half_bits_to_float(c[static_cast<size_t>(m * s.N + n)]);
       const double tol = std::ldexp(std::fabs(ref), -11) + static_cast<double>(s.K) * std::ldexp(mag, -23) + std::ldexp(1.0, -24);
-      const double err = std::fabs(got - ref);
-      max_err = std::max(max_err, err);
       ref_norm += ref * ref;
-      if (!(err <= tol) && ++bad <= 3) {
-        std::printf("  mismatch at m=%lld n=%lld: gpu %.8g ref %.8g (tol %.3g)\n", static_cast<long long>(m),
-                    static_cast<long long>(n), got, ref, tol);
+      for (const std::vector<uint16_t>* out : outputs) {
+        const double got = qgru::half_bits_to_float((*out)[static_cast<size_t>(m * s.N + n)]);
+        const double err = std::fabs(got - ref);
+        if (err > max_err || std::isnan(err)) max_err = err;
+        if (!(err <= tol) && ++bad <= 3) {
+          std::printf("  mismatch at m=%lld n=%lld (%s): gpu %.8g ref %.8g (tol %.3g)\n", static_cast<long long>(m),
+                      static_cast<long long>(n), out == &c ? "run_host" : "run into NaN", got, ref, tol);
+        }
       }
     }
   }
   const bool nonzero = ref_norm > 0;
-  const bool fail = bad || repeat_bad || !nonzero;
+  // A layer the stripes layout takes, loaded with "stripes" or "auto", must not fall back to the tile kernel:
+  // the rows above are what the stripes and dequantize+cuBLAS engines are checked by.
+  const bool fell_back = setting != kernels::LinearKernelSetting::Legacy && engine.engine == kernels::LinearEngine::Tiles &&
+                         kernels::stripe_unsupported_reason(s.bits, s.K, s.N, s.group).empty();
+  if (fell_back) std::printf("  the %s setting ran the tile kernel: %s\n", kernels::setting_name(setting), engine.reason.c_str());
+  const bool fail = bad || repeat_bad || !nonzero || fell_back;
   std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d sym=%d (%s: %s): max |err| %.3g\n",
               fail ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
@@ -151,6 +187,12 @@ int check_quant_linear() {
       // many segments per column (N x K large, M = 1), act-order 8-bit, M past one m16 tile
       {3, 256, 512, 32, 4, 0, false},    {16, 264, 1024, 1024, 8, 1, false, true}, {2, 136, 160, 32, 4, 1, true, true},
       {1, 11008, 4096, 128, 4, 0, false}, {1, 4096, 11008, 128, 8, 1, true},     {17, 512, 2048, 128, 4, 0, false, true},
+      // more rows than one stripes launch takes (kStripeMaxRows): two launches in stream order sharing the
+      // workspace and the column counters (two segments per column), the second on the gathered rows 1024..
+      {1030, 136, 128, 32, 4, 1, true},
+      // a group of 96 (a multiple of 32, not of the 64-deep tile: group rows start in either k32 half), 8-bit,
+      // K = 288 (4.5 tiles) and N = 200 both padded
+      {9, 200, 288, 96, 8, 0, false},
   };
   int failures = 0;
   uint32_t seed = 1;

@@ -59,8 +59,10 @@ class QuantLinear {
   void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
-  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N]; workspace: device, >= workspace_bytes(M)
-  // bytes (may be null when that is 0). stream: a cudaStream_t (null: the default stream). Asynchronous.
+  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N] (4-byte aligned when engine(M) is Stripes);
+  // workspace: device, >= workspace_bytes(M) bytes (may be null when that is 0; 16-byte aligned when engine(M)
+  // is Stripes). A pointer misaligned for its engine throws NotSupported before any launch.
+  // stream: a cudaStream_t (null: the default stream). Asynchronous.
   void run(const void* a, int64_t M, void* c, void* workspace, void* stream) const;
 
   // Convenience for tests and the CLI: host fp16 bits in, host fp16 bits out (synchronous).

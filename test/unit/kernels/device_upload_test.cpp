@@ -106,19 +106,27 @@ TEST_CASE("GPTQ layer upload: qweight, qzeros, scales and the act-order permutat
   }
 }
 
-TEST_CASE("stripes layer upload: tiles, group parameters and the act-order permutation, the synchronization last") {
+TEST_CASE("stripes layer upload: tiles, group parameters, the act-order permutation and zeroed counters, the synchronization last") {
   dq::StripeWeights s;
+  s.n_padded = 3 * dq::kStripeTileN;
   s.words.assign(1024, 0x12345678u);
   s.params.assign(128, 0x00083C00u);
   for (const bool act_order : {false, true}) {
     s.perm = act_order ? std::vector<int32_t>{1, 0, 3, 2} : std::vector<int32_t>{};
     RecordingUploader up;
     const dq::StripeLayerUpload u = dq::upload_stripe_layer(s, up);
-    check_sequence(up, act_order ? 3 : 2);
+    // The counters are one of the uploads before finish(): the synchronization covers their zeros too (a
+    // cudaMemset after it would not be ordered before a launch on a caller's non-blocking stream).
+    check_sequence(up, act_order ? 4 : 3);
     CHECK(up.owns(u.words));
     CHECK(up.owns(u.params));
     CHECK((act_order ? up.owns(u.perm) : u.perm == nullptr));
     CHECK(u.words[1023] == 0x12345678u);
     CHECK(u.params[127] == 0x00083C00u);
+    REQUIRE(up.owns(u.counters));
+    const int64_t counters = dq::stripe_counter_count(s.n_padded);
+    CHECK(counters == dq::kStripeMaxMTiles * 3);  // every m tile of a launch of kStripeMaxRows rows, every column
+    REQUIRE(up.owns(u.counters + counters - 1));
+    for (int64_t i = 0; i < counters; ++i) REQUIRE(u.counters[i] == 0u);
   }
 }

@@ -140,18 +140,25 @@ inline GptqLayerUpload upload_gptq_layer(const std::vector<int32_t>& qweight, co
 }
 
 // One GPTQ layer in the stripes layout (qgru/kernels/stripe_linear.h) on the device: the repacked tiles, the
-// group parameters and, for act-order, the permutation of the activations; ends with up.finish(). The layer's
-// per-call path copies nothing more.
+// group parameters, for act-order the permutation of the activations, and the kernel's column counters
+// (stripe_counter_count, all 0: the kernel requires 0 before its first launch); ends with up.finish(). The
+// counters are uploaded zeros rather than a cudaMemset after the sequence: a memset of device memory returns
+// before it has run, and a kernel on a caller's non-blocking stream is not ordered after the legacy stream, so
+// only an upload covered by finish() is certainly 0 when the first launch reads it. The layer's per-call path
+// copies nothing more.
 struct StripeLayerUpload {
   const uint32_t* words = nullptr;
   const uint32_t* params = nullptr;
   const int32_t* perm = nullptr;  // null without act-order
+  uint32_t* counters = nullptr;   // [kStripeMaxMTiles, n_tiles], written by the kernel
 };
 inline StripeLayerUpload upload_stripe_layer(const StripeWeights& s, Uploader& up) {
   StripeLayerUpload u;
   u.words = up.put(s.words);
   u.params = up.put(s.params);
   if (!s.perm.empty()) u.perm = up.put(s.perm);
+  // put() hands uploads out read-only; this allocation is the layer's own and the kernel writes it.
+  u.counters = const_cast<uint32_t*>(up.put(std::vector<uint32_t>(static_cast<size_t>(stripe_counter_count(s.n_padded)), 0u)));
   up.finish();
   return u;
 }

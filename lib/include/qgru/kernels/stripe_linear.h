@@ -66,6 +66,8 @@ inline constexpr int kStripeBlocksPerSm = 4;
 // Rows per launch: a call with more rows runs several launches in stream order (the counters are sized for it).
 inline constexpr int64_t kStripeMaxRows = 1024;
 inline constexpr int64_t kStripeMaxMTiles = kStripeMaxRows / kStripeTileM;
+// The column counters of a layer (one per m tile of a launch and column tile), 0 between launches.
+inline constexpr int64_t stripe_counter_count(int64_t n_padded) { return kStripeMaxMTiles * (n_padded / kStripeTileN); }
 
 QGRU_HD constexpr int stripe_words_per_lane(int bits) { return bits; }  // 32x32 codes / 32 lanes / (32 / bits)
 QGRU_HD constexpr int stripe_tile_words(int bits) { return kStripeWarps * 2 * 32 * stripe_words_per_lane(bits); }
