@@ -46,18 +46,18 @@ def check(path, rng):
 def check_gptq_devices(weight, activations):
     failures = 0
     half = activations.shape[0] // 2
-    hessians = {}
-    for device in ("cpu", "cuda"):
-        hessians[device] = qgru.Hessian(K, device=device).add(activations[:half]).add(activations[half:])
-    want, got = hessians["cpu"].matrix(), hessians["cuda"].matrix()
+    cpu_h = qgru.Hessian(K, device="cpu").add(activations[:half]).add(activations[half:])
+    gpu_h = qgru.Hessian(K, device="cuda").add(activations[:half]).add(activations[half:])
+    want, got = cpu_h.matrix(), gpu_h.matrix()
     ratio = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-    bad = not (ratio <= 1e-11) or not np.array_equal(got, got.T) or hessians["cuda"].tokens != activations.shape[0]
-    print(f"{'FAIL' if bad else 'ok  '} Hessian cuda vs cpu: max |dH| / max |H| = {ratio:.3g}, symmetric "
-          f"{np.array_equal(got, got.T)}, tokens {hessians['cuda'].tokens}")
+    symmetric = bool(np.array_equal(got, got.T))
+    bad = not (ratio <= 1e-11) or not symmetric or gpu_h.tokens != activations.shape[0]
+    print(f"{'FAIL' if bad else 'ok  '} Hessian cuda vs cpu: max |dH| / max |H| = {ratio:.3g}, symmetric {symmetric}, "
+          f"tokens {gpu_h.tokens}")
     failures += bad
     cpu_error = qgru.gptq(weight, activations, group_size=GROUP, device="cpu").gptq_error
     for how, result in (("rows", qgru.gptq(weight, activations, group_size=GROUP, device="cuda")),
-                        ("Hessian", qgru.gptq(weight, hessian=hessians["cuda"], group_size=GROUP, device="cuda"))):
+                        ("Hessian", qgru.gptq(weight, hessian=gpu_h, group_size=GROUP, device="cuda"))):
         bad = not (abs(result.gptq_error - cpu_error) <= 0.01 * cpu_error)
         print(f"{'FAIL' if bad else 'ok  '} gptq cuda from its {how} vs cpu: gptq_error {result.gptq_error:.6g} vs "
               f"{cpu_error:.6g}")
@@ -73,7 +73,11 @@ def main():
         weight[::4] = np.abs(weight[::4])  # rows >= 0: asymmetric zero points of 0
         bias = rng.standard_normal(N).astype(np.float32)
         activations = rng.standard_normal((1024, K)).astype(np.float32)
-        failures += check_gptq_devices(weight, activations)
+        try:
+            failures += check_gptq_devices(weight, activations)
+        except qgru.Error as error:  # the QuantLinear cases still run
+            print(f"FAIL GPTQ on cuda: {error}")
+            failures += 1
         for bits in (4, 8):
             for fmt in ("gptq", "gptq_v2"):
                 for order in ("group-aware", "act-order"):
