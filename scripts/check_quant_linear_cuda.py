@@ -7,6 +7,11 @@ The GPU rounds x and each weight to fp16, sums in fp32 and rounds y to fp16 befo
 fp32. Tolerance per output (test/cuda/capi_check.cpp's): 2^-10·|ref| + 3·2^-11·mag + 2·K·2^-23·mag + 2^-22 with
 mag = |x|·|Ŵ|ᵀ + |bias|, Ŵ read back from the CPU layer itself (identity rows through the layer without its bias:
 one product per output, exact). Also: a 2-bit layer refused on CUDA naming the layer.
+Before the layers, the package's GPTQ on the GPU against its CPU path (the bindings' CUDA job device, which the GPU
+self-test's gptq check does not go through): qgru.Hessian(K, device="cuda") against device="cpu" from the same two
+chunks (float64 sums of exact products: max |dH| <= 1e-11 max |H|, exactly symmetric, the same token count), and
+qgru.gptq(device="cuda") from the rows and from that Hessian against device="cpu" (gptq_error within 1%, as
+gpu_session.sh's CLI comparison).
 PyTorch CUDA tensors (x kept on the GPU, the call queued on PyTorch's current stream): the float32 CUDA tensor
 returned equals the host path's array bit for bit, for fp32 and fp16 x, a view with an odd offset (copied to
 16-byte alignment), x written on a side stream after a sleep kernel (a missing wait reads the zeros it held), and
@@ -92,6 +97,28 @@ def check_tensors(path, rng):
     return failures
 
 
+def check_gptq_devices(weight, activations):
+    failures = 0
+    half = activations.shape[0] // 2
+    cpu_h = qgru.Hessian(K, device="cpu").add(activations[:half]).add(activations[half:])
+    gpu_h = qgru.Hessian(K, device="cuda").add(activations[:half]).add(activations[half:])
+    want, got = cpu_h.matrix(), gpu_h.matrix()
+    ratio = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+    symmetric = bool(np.array_equal(got, got.T))
+    bad = not (ratio <= 1e-11) or not symmetric or gpu_h.tokens != activations.shape[0]
+    print(f"{'FAIL' if bad else 'ok  '} Hessian cuda vs cpu: max |dH| / max |H| = {ratio:.3g}, symmetric {symmetric}, "
+          f"tokens {gpu_h.tokens}")
+    failures += bad
+    cpu_error = qgru.gptq(weight, activations, group_size=GROUP, device="cpu").gptq_error
+    for how, result in (("rows", qgru.gptq(weight, activations, group_size=GROUP, device="cuda")),
+                        ("Hessian", qgru.gptq(weight, hessian=gpu_h, group_size=GROUP, device="cuda"))):
+        bad = not (abs(result.gptq_error - cpu_error) <= 0.01 * cpu_error)
+        print(f"{'FAIL' if bad else 'ok  '} gptq cuda from its {how} vs cpu: gptq_error {result.gptq_error:.6g} vs "
+              f"{cpu_error:.6g}")
+        failures += bad
+    return failures
+
+
 def main():
     rng = np.random.default_rng(20261128)
     failures = 0
@@ -100,6 +127,19 @@ def main():
         weight[::4] = np.abs(weight[::4])  # rows >= 0: asymmetric zero points of 0
         bias = rng.standard_normal(N).astype(np.float32)
         activations = rng.standard_normal((1024, K)).astype(np.float32)
+        try:
+            import torch
+            torch_gpu = torch.cuda.is_available()
+        except ImportError:
+            torch_gpu = False
+        if not torch_gpu:  # the other cases still run
+            print("FAIL PyTorch CUDA tensors: no PyTorch that sees a GPU in this python3")
+            failures += 1
+        try:
+            failures += check_gptq_devices(weight, activations)
+        except qgru.Error as error:  # the QuantLinear cases still run
+            print(f"FAIL GPTQ on cuda: {error}")
+            failures += 1
         for bits in (4, 8):
             for fmt in ("gptq", "gptq_v2"):
                 for order in ("group-aware", "act-order"):
@@ -109,7 +149,8 @@ def main():
                     qgru.gptq(weight, activations, bits=bits, group_size=GROUP, order=order, format=fmt,
                               name="fc.weight", bias=bias, checkpoint=path)
                     failures += check(path, rng)
-                    failures += check_tensors(path, rng)
+                    if torch_gpu:
+                        failures += check_tensors(path, rng)
         os.mkdir(os.path.join(folder, "2bit"))
         path = os.path.join(folder, "2bit", "q.safetensors")
         qgru.gptq(weight, activations, bits=2, group_size=GROUP, name="fc.weight", checkpoint=path)
@@ -121,7 +162,7 @@ def main():
             ok = str(error).startswith(f"{path}: layer 'fc': device cuda: ")
             print(f"{'ok  ' if ok else 'FAIL'} 2-bit layer on cuda refused: {error}")
             failures += not ok
-    print(f"QuantLinear cuda vs cpu: {failures} failure(s)")
+    print(f"GPTQ and QuantLinear cuda vs cpu: {failures} failure(s)")
     return 1 if failures else 0
 
 

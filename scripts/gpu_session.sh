@@ -21,9 +21,9 @@
 #          by side; the session budget cuts what does not fit. Then check, bench and gptq as time allows.
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 #   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
-#          cuda against --device cpu on test/data/gptq, every order), the Python package's qgru.QuantLinear on cuda
-#          against cpu (the pack's extension, scripts/check_quant_linear_cuda.py), its qgru.Hessian on cuda fed
-#          CUDA tensors in place (scripts/check_hessian_cuda.py) and its benchmark
+#          cuda against --device cpu on test/data/gptq, every order), the Python package's qgru.Hessian, qgru.gptq
+#          and qgru.QuantLinear on cuda against cpu (the pack's extension, scripts/check_quant_linear_cuda.py), its
+#          qgru.Hessian on cuda fed CUDA tensors in place (scripts/check_hessian_cuda.py) and GPTQ's benchmark
 #          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
 #          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
@@ -96,14 +96,14 @@ gptq_check() {
   step "GPTQ on the GPU against the CPU path (test_cuda_gpu --filter gptq)" 120 "$bin/test_cuda_gpu" --require-gpu \
     --filter gptq
   step "qgru gptq --device cuda against --device cpu (test/data/gptq)" 30 bash -c gptq_cli_devices
-  step "qgru.QuantLinear cuda against cpu (Python, the pack's extension)" 60 bash -c \
+  step "qgru.Hessian, qgru.gptq and qgru.QuantLinear cuda against cpu (Python, the pack's extension)" 90 bash -c \
     "python_pack_check '$root/scripts/check_quant_linear_cuda.py'"
   step "qgru.Hessian cuda: CUDA tensors read in place (Python, PyTorch)" 60 bash -c \
     "python_pack_check '$root/scripts/check_hessian_cuda.py'"
 }
-# The pack's Python package (gpu_pack.sh: python/qgru) when it was built for this python3 runs SCRIPT (its CUDA
-# QuantLinear against its CPU one; its CUDA Hessian fed CUDA tensors). A missing or mismatched extension fails the
-# step, saying so.
+# The pack's Python package (gpu_pack.sh: python/qgru), when it holds an extension for this python3, runs SCRIPT
+# (its CUDA Hessian, GPTQ and QuantLinear against its CPU ones; its CUDA Hessian fed CUDA tensors). A missing or
+# mismatched extension fails the step, saying so.
 python_pack_check() {
   local tag held
   held=$(cd "$pack/python/qgru" 2>/dev/null && ls _qgru.*.so 2>/dev/null | tr '\n' ' ')

@@ -12,7 +12,8 @@
 //             in [0, ½]). Once a row's codes part at a near-tie its later values legitimately differ (error
 //             feedback), so per row only the first differing code in processing order is judged. Group
 //             parameters (scale, zero) likewise: equal to 1e-9 relative, or in a row that parted earlier.
-//             Error ‖(W − Ŵ)X‖² / ‖WX‖² within 1% of the CPU path's.
+//             Error ‖(W − Ŵ)X‖² / ‖WX‖² within 1% of the CPU path's. The words packed on the device equal the
+//             host's packing (pack_qweight) of the device's codes.
 // Layers: the benchmark layers' data (docs/benchmarks/gptq.md: W ~ N(0, 0.02²), X iso or K/16 latent factors,
 // 5% noise, channel scales exp(N(0, 1))) at 256 × 512 for every column order, static groups, 3-bit symmetric
 // and one group per row, and at 4096 × 4096, 2048 rows, with `qgru gptq`'s defaults.
@@ -28,6 +29,7 @@
 #include "gpu_checks.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru/gptq/hessian.h"
+#include "qgru/gptq/pack.h"
 #include "qgru_cuda/device_buffer.h"
 #include "qgru_cuda/gptq_device.h"
 
@@ -92,6 +94,12 @@ int check_one(const Layer& layer, const std::vector<double>& H, const gptq::Gptq
   }
   if (via_cli.codes != dev.codes || via_cli.scales != dev.scales) {
     std::printf("FAIL gptq %s: two runs on one device differ (gptq_quantize_cuda, gptq_quantize_device)\n", name);
+    ++failures;
+  }
+  // The words packed on the device (pack_qweight_kernel) against the host's packing of the same codes.
+  if (layer.K * options.bits % 32 == 0 &&
+      gpu.qweight != gptq::pack_qweight(dev.codes, layer.N, layer.K, options.bits, "device codes")) {
+    std::printf("FAIL gptq %s: qweight packed on the device differs from pack_qweight of its codes\n", name);
     ++failures;
   }
   const int64_t N = layer.N, K = layer.K;

@@ -39,7 +39,8 @@ int check_device_flow_small();
 // (device_flow_check.cpp).
 int check_cuda_stream();
 
-// The runtime C API's streaming on a CUDA context against one whole reference run (capi_stream_check.cpp).
+// The runtime C API's streaming on a CUDA context against one whole reference run, and four threads on one CUDA
+// context (states and whole runs at once, device and host flows) against it (capi_stream_check.cpp).
 int check_capi_stream();
 // GPTQ on the GPU (qgru_cuda/gptq_device.h) against the CPU path: the Hessian within summation-order rounding,
 // codes equal up to each row's first near-tie, errors within 1% (gptq_check.cpp).

@@ -24,6 +24,10 @@ enum class GruFlow { FromEnvironment, Host, Device };
 // QGRU_CUDA_GRU_FLOW read: Host when unset or "host", Device for "device"; qgru::Error naming the variable otherwise.
 GruFlow gru_flow_from_environment();
 
+// Not thread-safe, although its runs are const: every run (and every step of its QuantGruCudaStream states) uses the
+// executor's device buffers, its cells' workspaces and captured step graphs, its streams and cuBLAS handles, so
+// calls on one executor must not overlap; the executor chooser's CUDA executor (lib/src/executor/cuda_executor.cpp)
+// holds a lock around each.
 class QuantGruCuda {
  public:
   // What the last whole call moved between host and device and how often it passed over [T, N, ·] on the host
