@@ -17,8 +17,9 @@
 #          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside).
 #   first: one call that gives the most when only one fits (15 minutes of device time, the machine's start
 #          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
-#          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds) and the linear side
-#          by side; the session budget cuts what does not fit. Then check, bench and gptq as time allows.
+#          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds), the linear side
+#          by side and GPTQ's benchmark; the session budget cuts what does not fit. Then check, bench and gptq as
+#          time allows.
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 #   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
 #          cuda against --device cpu on test/data/gptq, every order), the Python package's qgru.Hessian, qgru.gptq
@@ -236,6 +237,7 @@ if [ "$mode" = first ]; then
   persistent_self_test
   gru_side_by_side --rounds 2
   linear_side_by_side
+  gptq_bench  # whatever the budget leaves: GPTQ's figures in the first call too, when the rest was quick
 fi
 
 if [ "$mode" = check ]; then
