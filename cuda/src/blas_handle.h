@@ -13,12 +13,22 @@
 
 namespace qgru::cuda {
 
-inline constexpr size_t kBlasWorkspaceBytes = size_t{4} << 20;  // cuBLAS's own default before Hopper
+// The workspace the cuBLAS API reference recommends for cublasSetWorkspace: 32 MiB on Hopper (compute capability
+// 9.x) and later, 4 MiB before; a smaller one can keep cuBLAS from its fastest kernels on an H100/H200.
+inline size_t blas_workspace_bytes_for(int compute_capability_major) {
+  return compute_capability_major >= 9 ? size_t{32} << 20 : size_t{4} << 20;
+}
+inline size_t current_device_blas_workspace_bytes() {
+  int device = 0, major = 0;
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return blas_workspace_bytes_for(major);
+}
 
 class BlasHandle {
  public:
   BlasHandle() = default;
-  explicit BlasHandle(cudaStream_t stream) : workspace_(kBlasWorkspaceBytes) {
+  explicit BlasHandle(cudaStream_t stream) : workspace_(current_device_blas_workspace_bytes()) {
     QGRU_CUBLAS_CHECK(blas::cublasCreate(&handle_));
     QGRU_CUBLAS_CHECK(blas::cublasSetStream(handle_, stream));
     QGRU_CUBLAS_CHECK(blas::cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
