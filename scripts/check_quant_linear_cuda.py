@@ -15,7 +15,8 @@ gpu_session.sh's CLI comparison).
 PyTorch CUDA tensors (x kept on the GPU, the call queued on PyTorch's current stream): the float32 CUDA tensor
 returned equals the host path's array bit for bit, for fp32 and fp16 x, a view with an odd offset (copied to
 16-byte alignment), x written on a side stream after a sleep kernel (a missing wait reads the zeros it held), and
-calls on two streams at once (ordered on the GPU by the layer's event).
+calls on two streams at once (ordered on the GPU by the layer's event), and a host-array call made while a
+CUDA-tensor call is still queued (it waits for it).
 Prints one line per case; exits 1 on any failure. Needs NumPy, PyTorch with CUDA and a CUDA-built qgru package."""
 import os
 import sys
@@ -84,6 +85,17 @@ def check_tensors(path, rng):
         y_late = gpu(late)
     torch.cuda.synchronize()
     same("written on a side stream", source, y_late)
+    # A host-array call right behind a CUDA-tensor call still queued on a side stream: it waits for it.
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)
+        y_queued = gpu(source_gpu)
+    y_host_now = gpu(source)
+    torch.cuda.synchronize()
+    same("queued, then a host call at once", source, y_queued)
+    want = gpu(source)
+    ok = np.array_equal(y_host_now.view(np.uint32), want.view(np.uint32))
+    print(f"{'ok  ' if ok else 'FAIL'} {name} host call behind a queued CUDA-tensor call: bit for bit {'yes' if ok else 'no'}")
+    failures += not ok
     # Two streams calling the one layer at once: each result as if alone.
     xs = [rng.standard_normal((3, K)).astype(np.float32) for _ in range(2)]
     streams = [torch.cuda.Stream() for _ in xs]

@@ -222,8 +222,9 @@ struct CudaResidentLinear {
   CudaResidentLinear(const CudaResidentLinear&) = delete;
   CudaResidentLinear& operator=(const CudaResidentLinear&) = delete;
   cuda::QuantLinear layer;  // the engine QGRU_CUDA_LINEAR_KERNEL chose at load (qgru/kernels/linear_plan.h)
-  // Recorded after each call of cuda_resident_run_device, on the caller's stream; the next call, on whatever
-  // stream, waits for it on the GPU (the layer's launches must not overlap). Guarded by the caller's lock.
+  // Recorded after each call of cuda_resident_run_device, on the caller's stream; the next such call, on whatever
+  // stream, waits for it on the GPU, and a host-operand call (cuda_resident_run_host) on the host (the layer's
+  // launches must not overlap). Guarded by the caller's lock.
   cudaEvent_t previous_call = nullptr;
 };
 
@@ -325,7 +326,11 @@ Outcome cuda_resident_checkpoint(const gptq::QuantizedLayer& layer, const std::v
 
 Outcome cuda_resident_run_host(const CudaResidentLinear& resident, int device_id, const std::vector<float>& x, int64_t M,
                                std::vector<float>& y) {
-  return on_device(device_id, [&] { y = cuda::run_host_floats(resident.layer, x, M); });
+  return on_device(device_id, [&] {
+    // A device-operand call still running on another stream must end first (the layer's column counters).
+    if (resident.previous_call != nullptr) QGRU_CUDA_CHECK(cudaEventSynchronize(resident.previous_call));
+    y = cuda::run_host_floats(resident.layer, x, M);
+  });
 }
 
 Outcome cuda_resident_workspace_bytes(const CudaResidentLinear& resident, int device_id, int64_t M, int64_t* bytes) {
