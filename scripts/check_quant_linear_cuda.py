@@ -68,6 +68,8 @@ def check_tensors(path, rng):
 
     x = rng.standard_normal((2, 3, K)).astype(np.float32)
     same("fp32 [2, 3, K]", x, gpu(torch.from_numpy(x).cuda()))
+    x64 = rng.standard_normal((3, K))
+    same("fp64 [3, K]", x64, gpu(torch.from_numpy(x64).cuda()))
     x16 = torch.from_numpy(rng.standard_normal((5, K)).astype(np.float32)).cuda().half()
     same("fp16 [5, K]", x16.float().cpu().numpy(), gpu(x16))
     wide = torch.from_numpy(rng.standard_normal((4, K + 1)).astype(np.float32)).cuda().half()

@@ -75,7 +75,8 @@ class QuantLinear:
             raise _qgru.Error(f"x: input has shape {list(x.shape)}, expected [..., {K}] for layer '{self.layer}' "
                               f"of {self.source}")
         leading = tuple(x.shape[:-1])
-        a = x.reshape(-1, K).to(torch.float16).contiguous()
+        # Through float32, as the host path reads x (float64 straight to fp16 could round differently, twice vs once).
+        a = x.reshape(-1, K).to(torch.float32).to(torch.float16).contiguous()
         if a.data_ptr() % 16:  # the kernels read x 16 bytes at a time
             a = a.clone()
         M = a.shape[0]
