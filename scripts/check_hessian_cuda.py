@@ -7,7 +7,9 @@ rows, within 1e-12 of H's largest entry (float32 products are exact in float64; 
 differs): float32 [3, 200, K] rows, bfloat16 rows, a transposed view, rows padded inside a wider tensor (read
 with their stride), rows in two calls, and host rows on the same accumulator. Stream order: rows written on a
 side stream after a long sleep kernel, added while that stream is current (a missing wait reads the zeros the
-buffer held before and fails). A NaN row refused naming the rows, nothing accumulated. Then the seconds of one
+buffer held before and fails). A NaN row refused naming the rows, nothing accumulated. qgru.gptq given CUDA
+activations on device cuda: the same qweight as from the Hessian fed the same chunks, its error within 1% of
+the CPU path's. Then the seconds of one
 add of 16,384 × 4096 rows in place and through the host (median of 3), a figure for docs/benchmarks/gptq.md.
 Prints one line per case; exits 1 on any failure."""
 import sys
@@ -83,6 +85,20 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} NaN rows refused: {e}")
         failures += not ok
         failures += compare("after the refusal", refusing, [x[0]])
+
+    # qgru.gptq with CUDA-tensor activations on device cuda: the Hessian read in place, the same H as the
+    # accumulator fed the same chunks (so the same checkpoint), and GPTQ's error within 1% of the CPU path's.
+    weight = torch.randn((64, K), device=dev)
+    chunks = [x[0], x[1:].reshape(-1, K)]
+    direct = qgru.gptq(weight, chunks, group_size=64, device="cuda")
+    via = qgru.gptq(weight, hessian=qgru.Hessian(K, "cuda").add(chunks[0]).add(chunks[1]), group_size=64, device="cuda")
+    cpu = qgru.gptq(weight.cpu(), [c.cpu() for c in chunks], group_size=64)
+    same = np.array_equal(direct.qweight, via.qweight) and direct.tokens == 600
+    close = abs(direct.gptq_error - cpu.gptq_error) <= 0.01 * cpu.gptq_error
+    print(f"{'ok  ' if same and close else 'FAIL'} qgru.gptq(CUDA activations, device='cuda'): qweight as from the "
+          f"Hessian {'yes' if same else 'no'}, tokens {direct.tokens}, gptq_error {direct.gptq_error:.6g} "
+          f"(cpu {cpu.gptq_error:.6g})")
+    failures += not (same and close)
 
     big = torch.randn((16384, 4096), device=dev)
     for name, make in (("in place", lambda: big), ("through the host", lambda: big.cpu().numpy())):

@@ -138,6 +138,7 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
             matrix); the result is the same as from the rows it was accumulated from.
         device: ``"cpu"`` or ``"cuda"``, as ``qgru gptq --device``: where the Hessian is accumulated from
             ``activations`` and GPTQ runs (docs/GPTQ.md, "On the GPU"); the errors and packing stay on the CPU.
+            On ``"cuda"``, activations that are CUDA tensors are read where they are (``qgru.Hessian.add``).
         bits: 2, 3, 4 or 8.
         group_size: columns per group (-1: one group per row).
         order: the column order, as ``qgru gptq --order``: ``"group-aware"`` (the default: act-order inside
@@ -173,11 +174,23 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
         if not isinstance(hessian, Hessian):
             hessian = Hessian.from_matrix(hessian)
         hessian = hessian._impl
-    elif isinstance(activations, (list, tuple)):
-        chunks = [host_array(chunk) for chunk in activations]
     else:
-        chunks = [host_array(activations)]
+        chunks = list(activations) if isinstance(activations, (list, tuple)) else [activations]
     weights = {name: host_array(weight)}
+    if activations is not None and str(device) == "cuda" and not activations_feature_major and chunks:
+        # CUDA tensors among the rows: the GPU Hessian reads them where they are (the job would copy every chunk
+        # to the host and back); the same chunks in the same order give the same H as the job's accumulator.
+        K = weights[name].shape[-1] if weights[name].ndim == 2 else None
+        views = [gpu_rows(chunk, K, f"activations[{i}]") if K else None for i, chunk in enumerate(chunks)]
+        if any(view is not None for view in views):
+            accumulated = Hessian(K, "cuda")
+            for i, (chunk, view) in enumerate(zip(chunks, views)):
+                if view is not None:
+                    accumulated._impl.add_device(view.pointer, view.M, view.ld, view.stream, f"activations[{i}]")
+                else:
+                    accumulated._impl.add(host_array(chunk), f"activations[{i}]")
+            hessian, chunks = accumulated._impl, []
+    chunks = [host_array(chunk) for chunk in chunks]
     prefix = name[: -len(".weight")] if name.endswith(".weight") else name
     if bias is not None:
         weights[f"{prefix}.bias"] = host_array(bias)
