@@ -12,6 +12,7 @@
 
 #include "blas_handle.h"
 #include "gptq_launch.h"
+#include "qgru/base/error.h"
 #include "qgru/base/log.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/cublas_library.h"
