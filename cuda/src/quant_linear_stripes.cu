@@ -50,7 +50,6 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
   constexpr int kTileBytes = k::stripe_tile_bytes(Bits);
   constexpr int kStageBytes = k::stripe_stage_bytes(Bits);
   constexpr int kWordsPerLane = k::stripe_words_per_lane(Bits);
-  static_assert(kTileBytes % (16 * k::kStripeThreads) == 0, "whole 16-byte chunks per thread");
   static_assert(k::kStripeTileM * k::kStripeTileK / 8 == k::kStripeThreads, "one A chunk per thread");
   static_assert(k::stripe_smem_bytes(Bits) <= 48 * 1024, "static shared memory limit");
   __shared__ __align__(128) unsigned char smem[k::stripe_smem_bytes(Bits)];
@@ -58,7 +57,9 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int64_t block = blockIdx.x, mt = blockIdx.y;
-  const k::TileRange range = k::stripe_block_range(block, args.tiles, args.tiles_per_block);
+  // The stripe's tiles in order, (column, k tile, group rows) advanced per tile without a division; 32-bit
+  // indices (stripe_linear.h, kStripeMaxIndex).
+  const k::StripeWalk walk = k::stripe_walk(block, args.tiles, args.tiles_per_block, args.k_tiles, args.group_size);
   const uint64_t policy = k::stripe_evict_first_policy();
 
   const auto w_stage = [&](int slot) { return smem + slot * kStageBytes; };
@@ -67,11 +68,12 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
     return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kTileBytes + k::stripe_a_stage_bytes());
   };
 
-  const k::StripeSources sources{args.words, args.a, args.params, args.M, args.K, args.n_padded, args.k_tiles, args.group_size};
+  const k::StripeSources sources{args.words, args.a, args.params, args.M, static_cast<int32_t>(args.K), args.n_padded};
+  const uint16_t* const a_row = k::stripe_a_row(sources, mt, tid);
   const auto stage = [&](int slot) { return k::StripeStage{reinterpret_cast<uint32_t*>(w_stage(slot)), a_stage(slot), p_stage(slot)}; };
-  // Issues thread tid's copies of tile t into stage `slot`.
-  const auto load = [&](int64_t t, int slot) {
-    k::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % args.k_tiles == 0, tid, stage(slot), policy);
+  // Issues thread tid's copies of the cursor's tile into stage `slot`.
+  const auto load = [&](const k::StripeCursor& at, int slot) {
+    k::stripe_load_tile<Bits>(sources, a_row, walk, at, tid, stage(slot), policy);
   };
 
   float acc[4][4];
@@ -81,25 +83,26 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
   uint32_t params[4] = {0, 0, 0, 0};
 
+  k::StripeCursor at = k::stripe_walk_start(walk);  // the tile computed
+  k::StripeCursor ahead = at;                       // the tile loaded, kStripeStages - 1 ahead
 #pragma unroll
   for (int i = 0; i < k::kStripeStages - 1; ++i) {
-    if (range.begin + i < range.end) load(range.begin + i, i);
+    if (ahead.t < walk.end) load(ahead, i);
     k::copy_async_commit();
+    k::stripe_walk_advance(walk, ahead);
   }
-  for (int64_t t = range.begin; t < range.end; ++t) {
-    const int64_t i = t - range.begin;
-    k::copy_async_wait<k::kStripeStages - 2>();  // tile t's group has landed
-    __syncthreads();                                 // ... for every thread; the slot of tile t - 1 is free
-    const int64_t t_next = t + k::kStripeStages - 1;
-    if (t_next < range.end) load(t_next, static_cast<int>((i + k::kStripeStages - 1) % k::kStripeStages));
+  for (int i = 0; at.t < walk.end; ++i, k::stripe_walk_advance(walk, at)) {
+    k::copy_async_wait<k::kStripeStages - 2>();  // tile at.t's group has landed
+    __syncthreads();                                 // ... for every thread; the slot of tile at.t - 1 is free
+    if (ahead.t < walk.end) load(ahead, (i + k::kStripeStages - 1) % k::kStripeStages);
     k::copy_async_commit();
+    k::stripe_walk_advance(walk, ahead);
 
-    const int slot = static_cast<int>(i % k::kStripeStages);
-    const int64_t nt = t / args.k_tiles, kt = t % args.k_tiles;
-    const bool segment_start = t == range.begin || kt == 0;
+    const int slot = i % k::kStripeStages;
+    const int64_t nt = at.nt;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (k::stripe_needs_params(kt, h, segment_start, args.group_size)) {
+      if (k::stripe_cursor_needs_params(walk, at, h)) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[k::stripe_param_stage_index(h, warp, j, lane)];
       }
@@ -123,9 +126,9 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
       }
     }
 
-    if (t + 1 == range.end || (t + 1) % args.k_tiles == 0) {  // the block's part of column nt ends here
-      const k::StripeColumn column = k::stripe_column(nt, args.k_tiles, args.tiles_per_block);
-      const int64_t segment = block - column.first_block;
+    if (k::stripe_cursor_segment_end(walk, at)) {  // the block's part of column nt ends here
+      const k::StripeSegment column = k::stripe_cursor_segment(walk, at);
+      const int64_t segment = column.segment;
       const bool direct = column.segments == 1;  // the column is this block's alone: fp16 C straight away
 #pragma unroll
       for (int j = 0; j < 4; ++j)

@@ -123,35 +123,38 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
     for (const int64_t block : block_order) {
       const dq::TileRange range = dq::stripe_block_range(block, plan.tiles, plan.tiles_per_block);
       REQUIRE(range.begin < range.end);
+      const dq::StripeWalk walk = dq::stripe_walk(block, plan.tiles, plan.tiles_per_block, plan.k_tiles, s.group_size);
       float acc[4][4][32][4] = {};  // [warp][n fragment][lane][element]
       uint32_t params[4][32][4] = {};  // the lane's group parameters, per warp
       // The pipeline: kStripeStages stages, each poisoned before its load (a word, A half or group row the
       // loads did not write is read as garbage or NaN and fails the comparison), filled by every thread's
-      // stripe_load_tile in the kernel's slot order (tile t into slot (t - begin) % stages, loaded
-      // stages - 1 tiles ahead).
-      const dq::StripeSources sources{s.words.data(), a_in.data(), s.params.data(), M, s.K, s.n_padded, plan.k_tiles, s.group_size};
+      // stripe_load_tile in the kernel's slot order (the tile of step i into slot i % stages, loaded
+      // stages - 1 steps ahead by a second cursor over the walk).
+      const dq::StripeSources sources{s.words.data(), a_in.data(), s.params.data(), M, static_cast<int32_t>(s.K), s.n_padded};
       std::vector<uint32_t> stage_words[dq::kStripeStages], stage_params[dq::kStripeStages];
       std::vector<uint16_t> stage_a[dq::kStripeStages];
-      const auto load = [&](int64_t t, int slot) {
+      const auto load = [&](const dq::StripeCursor& at, int slot) {
         stage_words[slot].assign(static_cast<size_t>(dq::stripe_tile_words(Bits)), 0xDEADBEEFu);
         stage_a[slot].assign(static_cast<size_t>(dq::kStripeTileM * dq::kStripeLdA), 0xFFFFu);
         stage_params[slot].assign(static_cast<size_t>(2 * dq::kStripeTileN), 0xFFFFFFFFu);
         const dq::StripeStage stage{stage_words[slot].data(), stage_a[slot].data(), stage_params[slot].data()};
         for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
-          dq::stripe_load_tile<Bits>(sources, mt, t, t == range.begin || t % plan.k_tiles == 0, tid, stage, 0);
+          dq::stripe_load_tile<Bits>(sources, dq::stripe_a_row(sources, mt, tid), walk, at, tid, stage, 0);
         }
       };
-      for (int i = 0; i < dq::kStripeStages - 1; ++i)
-        if (range.begin + i < range.end) load(range.begin + i, i);
-      for (int64_t t = range.begin; t < range.end; ++t) {
-        const int64_t i = t - range.begin;
-        if (t + dq::kStripeStages - 1 < range.end) load(t + dq::kStripeStages - 1, static_cast<int>((i + dq::kStripeStages - 1) % dq::kStripeStages));
-        const int slot = static_cast<int>(i % dq::kStripeStages);
-        const int64_t nt = t / plan.k_tiles, kt = t % plan.k_tiles;
-        const bool segment_start = t == range.begin || kt == 0;
+      dq::StripeCursor at = dq::stripe_walk_start(walk), ahead = at;
+      for (int i = 0; i < dq::kStripeStages - 1; ++i) {
+        if (ahead.t < walk.end) load(ahead, i);
+        dq::stripe_walk_advance(walk, ahead);
+      }
+      for (int i = 0; at.t < walk.end; ++i, dq::stripe_walk_advance(walk, at)) {
+        if (ahead.t < walk.end) load(ahead, (i + dq::kStripeStages - 1) % dq::kStripeStages);
+        dq::stripe_walk_advance(walk, ahead);
+        const int slot = i % dq::kStripeStages;
+        const int64_t nt = at.nt;
         for (int w = 0; w < 4; ++w) {
           for (int h = 0; h < 2; ++h) {
-            if (dq::stripe_needs_params(kt, h, segment_start, s.group_size)) {
+            if (dq::stripe_cursor_needs_params(walk, at, h)) {
               for (int lane = 0; lane < 32; ++lane)
                 for (int j = 0; j < 4; ++j) params[w][lane][j] = stage_params[slot][static_cast<size_t>(dq::stripe_param_stage_index(h, w, j, lane))];
             }
@@ -174,9 +177,9 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
           }
         }
         // End of the block's part of column nt: the epilogue.
-        if (t + 1 == range.end || (t + 1) % plan.k_tiles == 0) {
-          const dq::StripeColumn col = dq::stripe_column(nt, plan.k_tiles, plan.tiles_per_block);
-          const int64_t segment = block - col.first_block;
+        if (dq::stripe_cursor_segment_end(walk, at)) {
+          const dq::StripeSegment col = dq::stripe_cursor_segment(walk, at);
+          const int64_t segment = col.segment;
           REQUIRE(segment >= 0);
           REQUIRE(segment < col.segments);
           auto each = [&](auto&& fn) {
@@ -284,7 +287,93 @@ void check_case(const Case& c, uint32_t seed) {
   CHECK(norm > 0);
 }
 
+// The walk of every block of a plan against the division formulas the walk replaces (tile t is column t / k_tiles,
+// k tile t % k_tiles; half h reads group row (64 kt + 32 h) / group_size and loads it when that is a group's start
+// or h == 0 starts the block's part of the column; the part ends at the column's last k tile or the stripe's
+// end, and stripe_column numbers its segment). Returns the number of tiles walked; the first mismatch ends the test.
+int64_t check_walks(int64_t n_tiles, int64_t k_tiles, int64_t target, int64_t group_size) {
+  const dq::StripePlan p = dq::plan_stripes(1, n_tiles * dq::kStripeTileN, k_tiles * dq::kStripeTileK, target);
+  int64_t walked = 0;
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    const dq::TileRange range = dq::stripe_block_range(b, p.tiles, p.tiles_per_block);
+    const dq::StripeWalk walk = dq::stripe_walk(b, p.tiles, p.tiles_per_block, p.k_tiles, group_size);
+    dq::StripeCursor c = dq::stripe_walk_start(walk);
+    for (int64_t t = range.begin; t < range.end; ++t, dq::stripe_walk_advance(walk, c)) {
+      const int64_t nt = t / k_tiles, kt = t % k_tiles;
+      const bool segment_start = t == range.begin || kt == 0, segment_end = t + 1 == range.end || (t + 1) % k_tiles == 0;
+      bool same = c.t == t && c.nt == nt && c.kt == kt && c.segment_start == segment_start &&
+                  dq::stripe_cursor_segment_end(walk, c) == segment_end && c.t < walk.end;
+      for (int h = 0; h < 2; ++h) {
+        const int64_t k = kt * dq::kStripeTileK + 32 * h;
+        same = same && dq::stripe_cursor_group(walk, c, h) == k / group_size &&
+               dq::stripe_cursor_needs_params(walk, c, h) == ((h == 0 && segment_start) || k % group_size == 0);
+      }
+      if (same && segment_end) {
+        const dq::StripeColumn col = dq::stripe_column(nt, k_tiles, p.tiles_per_block);
+        const dq::StripeSegment got = dq::stripe_cursor_segment(walk, c);
+        same = got.segment == b - col.first_block && got.segments == col.segments;
+      }
+      if (!same) {
+        FAIL("walk differs: n_tiles=" << n_tiles << " k_tiles=" << k_tiles << " tiles_per_block=" << p.tiles_per_block
+                                      << " group_size=" << group_size << " block " << b << " tile " << t);
+      }
+      ++walked;
+    }
+    REQUIRE_MESSAGE(c.t == range.end, "block " << b << ": the walk stops at the stripe's end");  // and nowhere else
+    REQUIRE(c.t >= walk.end);
+  }
+  REQUIRE(walked == p.tiles);
+  return walked;
+}
+
+// Every distinct partition of a shape: the plan depends on the target only through tiles_per_block, which takes
+// each value ceil(T / target) once as the target runs from 1 to T.
+int64_t check_walks_every_partition(int64_t n_tiles, int64_t k_tiles, int64_t group_size) {
+  const int64_t tiles = n_tiles * k_tiles;
+  int64_t walked = 0, last_per = 0;
+  for (int64_t target = 1; target <= tiles; ++target) {
+    const int64_t per = (tiles + target - 1) / target;
+    if (per == last_per) continue;
+    last_per = per;
+    walked += check_walks(n_tiles, k_tiles, target, group_size);
+  }
+  return walked;
+}
+
 }  // namespace
+
+TEST_CASE("stripes walk: every step of every stripe equals the division formulas it replaces") {
+  int64_t walked = 0;
+  // K up to 3072, N up to 4096: every partition, groups crossed twice per tile (32), not a power of two (96),
+  // one group.
+  for (int64_t k_tiles = 1; k_tiles <= 48; ++k_tiles)
+    for (const int64_t n_tiles : {1, 2, 3, 7, 32})
+      for (const int64_t group_size : {int64_t{32}, int64_t{96}, k_tiles * dq::kStripeTileK}) {
+        CAPTURE(k_tiles);
+        CAPTURE(n_tiles);
+        walked += check_walks_every_partition(n_tiles, k_tiles, group_size);
+      }
+  // Every group size that is a multiple of 32 up to K (one group when it covers K), K up to 4096.
+  for (int64_t k_tiles = 1; k_tiles <= 64; ++k_tiles)
+    for (int64_t group_size = 32; group_size <= k_tiles * dq::kStripeTileK; group_size += 32) {
+      if (group_size > 512 && group_size % 512 != 0 && group_size != k_tiles * dq::kStripeTileK) continue;
+      walked += check_walks_every_partition(3, k_tiles, group_size);
+    }
+  // Large layers (4096, 11008) at the partitions an H200 / H100 plans and a few odd ones.
+  for (const int64_t k_tiles : {64, 172})
+    for (const int64_t n_tiles : {32, 86})
+      for (const int64_t target : {1, 5, 264, 456, 528, 1000, 100000})
+        for (const int64_t group_size : {int64_t{128}, k_tiles * dq::kStripeTileK}) walked += check_walks(n_tiles, k_tiles, target, group_size);
+  MESSAGE("tiles walked: " << walked);
+  CHECK(walked > 10000000);
+}
+
+TEST_CASE("stripes layout refuses a layer beyond the walk's 32-bit indices") {
+  CHECK(dq::stripe_unsupported_reason(4, int64_t{1} << 20, int64_t{1} << 18, 128).empty());  // 2^14 · 2^11 tiles
+  CHECK(dq::stripe_unsupported_reason(4, int64_t{1} << 24, int64_t{1} << 20, 128).find("too large") != std::string::npos);
+  CHECK(dq::stripe_unsupported_reason(4, int64_t{1} << 31, 8, 128).find("too large") != std::string::npos);
+  CHECK(dq::stripe_unsupported_reason(4, 64, int64_t{1} << 31, 64).find("too large") != std::string::npos);
+}
 
 TEST_CASE("stripes repack puts every code where the mma B fragment of its lane expects it") {
   // A layer whose code at (k, n) encodes (k + 3n) mod 16 and scale 1, zero 0: the B fragments must reproduce it.

@@ -30,7 +30,7 @@
 //
 // Group parameters: params [groups_padded, n_padded] uint32, scale fp16 bits in the low half and the zero point
 // (zero_adjust already added) in the high half. A block loads a row into its stage only when a k32 half starts
-// a new group or starts the block's part of a column (stripe_needs_params).
+// a new group or starts the block's part of a column (stripe_cursor_needs_params).
 //
 // Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
 // takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
@@ -167,13 +167,6 @@ QGRU_HD int stripe_a_ldmatrix_offset(int lane, int h, int s) {
 
 // ---- the pipeline's stage loads ----
 
-// Whether half h of tile (kt) must load its group parameters: it starts a group, or it starts the block's part
-// of the column (first tile of the stripe, or kt == 0), h == 0. group_size a multiple of 32.
-QGRU_HD bool stripe_needs_params(int64_t kt, int h, bool segment_start, int64_t group_size) {
-  return (h == 0 && segment_start) || (kt * kStripeTileK + 32 * h) % group_size == 0;
-}
-
-
 // An L2 policy for data read once (the weights): evict first. 0 on the host (no cache to hint).
 QGRU_HD uint64_t stripe_evict_first_policy() {
 #if defined(__CUDA_ARCH__)
@@ -203,37 +196,6 @@ struct StripeStage {
   uint16_t* a;
   uint32_t* params;
 };
-
-// What the stage loads read (device pointers on the GPU).
-struct StripeSources {
-  const uint32_t* words;   // the repacked tiles
-  const uint16_t* a;       // fp16 [M, K], gathered for act-order
-  const uint32_t* params;  // [groups_padded, n_padded]
-  int64_t M, K, n_padded, k_tiles, group_size;
-};
-
-// Thread tid's copies of tile t (rows of m tile mt) into `stage`: its share of the tile's 16-byte chunks of
-// words (evict-first), one 16-byte chunk of A (row tid / 8, inputs 8·(tid % 8); zeros past M or K, K % 8 == 0),
-// and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it (stripe_needs_params).
-template <int Bits>
-QGRU_HD void stripe_load_tile(const StripeSources& src, int64_t mt, int64_t t, bool segment_start, int tid,
-                              const StripeStage& stage, uint64_t policy) {
-  constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
-  const int64_t nt = t / src.k_tiles, kt = t % src.k_tiles;
-  const uint32_t* tile = src.words + t * stripe_tile_words(Bits);
-  for (int chunk = tid; chunk < kChunks; chunk += kStripeThreads) copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
-  const int row = tid / 8, col = 8 * (tid % 8);
-  const int64_t m = mt * kStripeTileM + row, k = kt * kStripeTileK + col;
-  const bool valid = m < src.M && k < src.K;
-  copy16_async(stage.a + row * kStripeLdA + col, valid ? src.a + m * src.K + k : src.a, valid);
-  if (tid < 2 * kStripeTileN / 4) {
-    const int h = tid / 32, c = tid % 32;
-    if (stripe_needs_params(kt, h, segment_start, src.group_size)) {
-      const int64_t g = (kt * kStripeTileK + 32 * h) / src.group_size;
-      copy16_async(stage.params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + nt * kStripeTileN + 4 * c, true);
-    }
-  }
-}
 
 // ---- the stripe partition ----
 
@@ -274,6 +236,163 @@ struct TileRange {
 QGRU_HD TileRange stripe_block_range(int64_t b, int64_t tiles, int64_t tiles_per_block) {
   const int64_t begin = b * tiles_per_block;
   return {begin, begin + tiles_per_block < tiles ? begin + tiles_per_block : tiles};
+}
+
+// ---- a block's walk over its stripe ----
+//
+// The kernel visits its stripe's tiles in order t = begin, begin + 1, ..., end - 1, tile t being column tile
+// nt = t / k_tiles and k tile kt = t % k_tiles; half h of it reads group row (64 kt + 32 h) / group_size. The walk
+// gives the same sequence without a division per tile: the divisions happen once, when the block starts
+// (stripe_walk, stripe_walk_start), and each step advances kt, wrapping to the next column, and the position
+// inside the current group (stripe_walk_advance). The kernel runs two cursors over one walk: the tile it
+// computes and the tile it loads, kStripeStages - 1 ahead. stripe_linear_test.cpp checks every step of every
+// stripe of many partitions against the division formulas.
+//
+// Index bound: a walk holds tiles, column and k tiles, input and output positions and group rows in int32.
+// stripe_unsupported_reason refuses a layer whose padded K, padded N or tile count exceeds kStripeMaxIndex, so
+// t < tiles + kStripeStages (the load cursor runs past the stripe's end by up to kStripeStages - 1 steps, never
+// reading), 64 kt + 64 <= k_padded and 128 nt + 128 <= n_padded all fit; group rows are < k_padded / 32.
+inline constexpr int64_t kStripeMaxIndex = 0x7FFFFFFF - kStripeStages;
+
+// The per-block constants of a walk (int32: the bound above).
+struct StripeWalk {
+  int32_t begin, end;        // the stripe [begin, end)
+  int32_t k_tiles;
+  int32_t group_size;        // effective: a multiple of 32 (or k_padded, a multiple of 64)
+  int32_t first_column;      // begin / k_tiles
+  int32_t first_segment;     // the block's segment number in its first column (0 when the stripe starts it)
+  int32_t last_segments;     // the segment count of the stripe's last column
+};
+QGRU_HD StripeWalk stripe_walk(int64_t block, int64_t tiles, int64_t tiles_per_block, int64_t k_tiles, int64_t group_size) {
+  const TileRange range = stripe_block_range(block, tiles, tiles_per_block);
+  StripeWalk w;
+  w.begin = static_cast<int32_t>(range.begin);
+  w.end = static_cast<int32_t>(range.end);
+  w.k_tiles = static_cast<int32_t>(k_tiles);
+  w.group_size = static_cast<int32_t>(group_size);
+  // int32 throughout (the bound): 32-bit divisions, once per block
+  const int32_t per = static_cast<int32_t>(tiles_per_block), b = static_cast<int32_t>(block);
+  w.first_column = w.begin / w.k_tiles;
+  w.first_segment = b - w.first_column * w.k_tiles / per;  // stripe_column(first_column).first_block
+  const int32_t last_column = (w.end - 1) / w.k_tiles;
+  w.last_segments = ((last_column + 1) * w.k_tiles - 1) / per - last_column * w.k_tiles / per + 1;
+  return w;
+}
+
+// Where a cursor stands: tile t and what the kernel needs of it.
+struct StripeCursor {
+  int32_t t;              // nt · k_tiles + kt
+  int32_t nt, kt;         // column tile, k tile
+  int32_t group;          // group row of half 0: 64 kt / group_size
+  int32_t group_offset;   // 64 kt % group_size: a multiple of 32 (so is group_size), < group_size
+  bool segment_start;     // the block's part of column nt starts here: the stripe's first tile, or kt == 0
+};
+// The cursor on the stripe's first tile.
+QGRU_HD StripeCursor stripe_walk_start(const StripeWalk& w) {
+  StripeCursor c;
+  c.t = w.begin;
+  c.nt = w.first_column;
+  c.kt = w.begin - w.first_column * w.k_tiles;
+  c.group = c.kt * kStripeTileK / w.group_size;
+  c.group_offset = c.kt * kStripeTileK - c.group * w.group_size;
+  c.segment_start = true;
+  return c;
+}
+// One tile on: kt + 1, or kt = 0 of the next column. Inside a column the group offset grows by 64: from below
+// group_size to below group_size + 64 <= 3 · group_size (group_size >= 32), so at most two group boundaries are
+// crossed and two conditional subtractions bring it back into [0, group_size).
+QGRU_HD void stripe_walk_advance(const StripeWalk& w, StripeCursor& c) {
+  ++c.t;
+  ++c.kt;
+  if (c.kt == w.k_tiles) {
+    c.kt = 0;
+    ++c.nt;
+    c.group = 0;
+    c.group_offset = 0;
+    c.segment_start = true;
+    return;
+  }
+  c.segment_start = false;
+  c.group_offset += kStripeTileK;
+  if (c.group_offset >= w.group_size) {
+    c.group_offset -= w.group_size;
+    ++c.group;
+  }
+  if (c.group_offset >= w.group_size) {
+    c.group_offset -= w.group_size;
+    ++c.group;
+  }
+}
+// Group row of half h (0, 1): 32 more inputs than half 0, which crosses into the next group exactly when they
+// reach it (group_offset and group_size are multiples of 32).
+QGRU_HD int32_t stripe_cursor_group(const StripeWalk& w, const StripeCursor& c, int h) {
+  return c.group + (h == 1 && c.group_offset + 32 == w.group_size ? 1 : 0);
+}
+// Whether half h must load its group parameters: it starts a group, or (h == 0) the block's part of the column.
+QGRU_HD bool stripe_cursor_needs_params(const StripeWalk& w, const StripeCursor& c, int h) {
+  return h == 0 ? c.segment_start || c.group_offset == 0 : c.group_offset + 32 == w.group_size;
+}
+// Whether the block's part of column nt ends at this tile: the column's last k tile, or the stripe's last tile.
+QGRU_HD bool stripe_cursor_segment_end(const StripeWalk& w, const StripeCursor& c) {
+  return c.kt + 1 == w.k_tiles || c.t + 1 == w.end;
+}
+// At a segment's end: the block's segment number in column nt and the column's segment count (stripe_column),
+// without a division. A part that starts at kt == 0 is the column's first (segment 0), else it is the stripe's
+// first column's (first_segment); a part that ends at the column's last k tile is the column's last (count =
+// segment + 1), else it is the stripe's last column's (last_segments).
+struct StripeSegment {
+  int32_t segment, segments;
+};
+QGRU_HD StripeSegment stripe_cursor_segment(const StripeWalk& w, const StripeCursor& c) {
+  const int32_t segment = c.nt == w.first_column ? w.first_segment : 0;
+  return {segment, c.kt + 1 == w.k_tiles ? segment + 1 : w.last_segments};
+}
+
+// ---- the pipeline's stage loads ----
+
+// What the stage loads read (device pointers on the GPU).
+struct StripeSources {
+  const uint32_t* words;   // the repacked tiles
+  const uint16_t* a;       // fp16 [M, K], gathered for act-order
+  const uint32_t* params;  // [groups_padded, n_padded]
+  int64_t M;
+  int32_t K;               // <= k_padded <= kStripeMaxIndex
+  int64_t n_padded;
+};
+
+// Thread tid's row of A for m tile mt (row tid / 8 of the tile), or nullptr past M: the same for every tile of
+// the block, so the kernel takes it once.
+QGRU_HD const uint16_t* stripe_a_row(const StripeSources& src, int64_t mt, int tid) {
+  const int64_t m = mt * kStripeTileM + tid / 8;
+  return m < src.M ? src.a + m * src.K : nullptr;
+}
+
+// Thread tid's copies of the cursor's tile into `stage`: its share of the tile's 16-byte chunks of words
+// (evict-first; chunks tid, tid + 128, ...), one 16-byte chunk of A (row tid / 8 of the m tile, from a_row =
+// stripe_a_row; inputs 8·(tid % 8); zeros past M or K, K % 8 == 0), and for tid < 64 one chunk of the group row
+// of half tid / 32 when that half needs it (stripe_cursor_needs_params). Offsets within the layer are int32
+// (the walk's bound), element offsets of whole arrays int64.
+template <int Bits>
+QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* a_row, const StripeWalk& walk,
+                              const StripeCursor& at, int tid, const StripeStage& stage, uint64_t policy) {
+  constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
+  static_assert(kChunks % kStripeThreads == 0, "whole 16-byte chunks per thread");
+  const uint32_t* tile = src.words + static_cast<int64_t>(at.t) * stripe_tile_words(Bits);
+  for (int i = 0; i < kChunks / kStripeThreads; ++i) {
+    const int chunk = tid + i * kStripeThreads;
+    copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+  }
+  const int row = tid / 8, col = 8 * (tid % 8);
+  const int32_t k = at.kt * kStripeTileK + col;
+  const bool valid = a_row != nullptr && k < src.K;
+  copy16_async(stage.a + row * kStripeLdA + col, valid ? a_row + k : src.a, valid);
+  if (tid < 2 * kStripeTileN / 4) {
+    const int h = tid / 32, c = tid % 32;
+    if (stripe_cursor_needs_params(walk, at, h)) {
+      const int64_t g = stripe_cursor_group(walk, at, h);
+      copy16_async(stage.params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + (at.nt * kStripeTileN + 4 * c), true);
+    }
+  }
 }
 
 // Workspace: fp32 partial sums [max_segments][M][n_padded]; element of (segment, row, column).
@@ -329,6 +448,14 @@ inline std::string stripe_unsupported_reason(int bits, int64_t K, int64_t N, int
   if (N % 8 != 0) return "stripes kernel: N must be a multiple of 8, got " + std::to_string(N);
   if (group_size < K && group_size % 32 != 0) {
     return "stripes kernel: group_size must be a multiple of 32 or a single group, got " + std::to_string(group_size);
+  }
+  // the walk's int32 indices (kStripeMaxIndex)
+  const int64_t k_padded = (K + kStripeTileK - 1) / kStripeTileK * kStripeTileK;
+  const int64_t n_padded = (N + kStripeTileN - 1) / kStripeTileN * kStripeTileN;
+  if (k_padded > kStripeMaxIndex || n_padded > kStripeMaxIndex ||
+      (k_padded / kStripeTileK) * (n_padded / kStripeTileN) > kStripeMaxIndex) {
+    return "stripes kernel: K=" + std::to_string(K) + " N=" + std::to_string(N) + " too large: padded K, padded N and the " +
+           "64 x 128 tile count must each stay below 2^31 - " + std::to_string(kStripeStages) + " (32-bit tile indices)";
   }
   return "";
 }
