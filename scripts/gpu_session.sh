@@ -8,8 +8,8 @@
 #          example (every preset; again with the persistent recurrence and with QGRU_CUDA_GRU_FLOW=device); the whole self-test
 #          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent); compute-sanitizer
 #          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small),
-#          racecheck over the linear's kernels (--filter linear) and memcheck over the device flow's short list
-#          (--filter device-flow-small).
+#          racecheck and memcheck over the linear's kernels (--filter linear; the stripes kernel's cp.async reads
+#          and half2 stores) and memcheck over the device flow's short list (--filter device-flow-small).
 #   bench: the GRU executors against torch.nn.GRU on cuDNN fp32 / fp16 (scripts/bench_cuda_gru_peers.py) and the
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
@@ -252,6 +252,8 @@ if [ "$mode" = check ]; then
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
     step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
+    step "memcheck (linear kernels)" 60 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
+      --error-exitcode 1 --kernel-name regex:'(stripe|gather|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
     step "memcheck (device-flow-small)" 40 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter device-flow-small
   else
