@@ -186,7 +186,7 @@ TEST_CASE("persistent phase info: the shift and mask equal the division for ever
 
 TEST_CASE("persistent dot walk: every warp's products equal the division formula, each product once, every phase shape") {
   // Every configuration of U, each phase's rows (3U, 2U, U), batch rows 1 .. 40 and every warp: the walk visits
-  // exactly the products p = warp, warp + 8, ... below rows·batch_rows, as persistent_dot_index splits them.
+  // exactly the products p = warp, warp + 8, ... below rows·batch_rows, split as p mod rows and p / rows.
   for (int U : kernels::kPersistentUnitChoices) {
     for (int64_t rows : {3 * U, 2 * U, U}) {
       const int64_t first_row = rows == U ? 2 * U : 0;
@@ -197,9 +197,8 @@ TEST_CASE("persistent dot walk: every warp's products equal the division formula
           for (kernels::PersistentDotWalk d{warp, 0}; d.n < batch_rows;
                kernels::persistent_dot_walk_advance(d, kernels::kPersistentWarps, static_cast<int32_t>(rows))) {
             REQUIRE(p < rows * batch_rows);
-            const kernels::PersistentDotIndex want = kernels::persistent_dot_index(p, first_row, rows);
-            REQUIRE(first_row + d.row_in_phase == want.slice_row);
-            REQUIRE(d.n == want.n);
+            REQUIRE(first_row + d.row_in_phase == first_row + p % rows);
+            REQUIRE(d.n == p / rows);
             ++seen[static_cast<size_t>(p)];
             p += kernels::kPersistentWarps;
           }

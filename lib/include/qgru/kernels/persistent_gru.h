@@ -313,19 +313,13 @@ QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words,
   return acc;
 }
 
-// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p % rows_in_phase against
+// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p mod rows_in_phase against
 // staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
-struct PersistentDotIndex {
-  int64_t slice_row, n;
-};
-QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, int64_t rows_in_phase) {
-  return {first_row + p % rows_in_phase, p / rows_in_phase};
-}
-// The same products walked without dividing (the kernel: warp w takes p = w, w + kPersistentWarps, ...): dot p is
-// (row_in_phase, n) with p = n·rows_in_phase + row_in_phase, row_in_phase < rows_in_phase; it starts at
-// (first_p, 0) for first_p < rows_in_phase and steps by `step` <= rows_in_phase (kPersistentWarps <= 8 <= U <= every
-// phase's rows), so one conditional subtraction keeps row_in_phase in range. It has passed the phase's last product
-// once n reaches the block's batch rows. int32: n·3U + row indexes the block's accumulators (< 2^31 bytes, the plan).
+// The kernel walks them without dividing: warp w takes p = w, w + kPersistentWarps, ..., each as (row_in_phase, n)
+// with p = n·rows_in_phase + row_in_phase, starting at (w, 0) and stepping by kPersistentWarps, which is at most
+// U (the static_assert above) and so at most every phase's rows: one conditional subtraction keeps row_in_phase
+// below rows_in_phase. The walk has passed the phase's last product once n reaches the block's batch rows.
+// int32: n·3U + slice row indexes the block's accumulators (< 2^31 bytes, the plan).
 struct PersistentDotWalk {
   int32_t row_in_phase, n;
 };
