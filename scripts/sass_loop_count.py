@@ -37,6 +37,17 @@ What it counts, per kernel whose (mangled or demangled) name matches --kernel (d
                cheapest branch at every fork (no group-parameter load, no end of column, the 32-bit fast path of
                each division). --show-path prints it.
   no timing    a count of issued instructions is not a time: stalls, memory and the other warps are not in it
+
+--loops adds a table of EVERY loop of each kernel (one row per backward branch, by head address, its nesting depth
+= how many other loops' bodies hold it): static size, the fewest instructions one iteration issues (forward edges,
+no --through), division calls, MUFU.RCP, every MUFU, IMAD.WIDE, carry ops, local memory (LDL/STL), global loads and
+stores, shared loads, shuffles, dp4a (IDP) and barriers (BAR), and `path through`: the fewest instructions one iteration issues passing the
+--through counts of those opcodes the loop's body holds (e.g. --through IDP=2,STG=3: a dot-product loop whose
+lane does two dp4a, a cell loop that stores three results, an outer loop that does both once); for kernels whose work is several loops inside an
+outer one (the persistent GRU kernel: a time loop holding the dot-product loop and the cell loop).
+--span FROM:TO (opcode prefixes) adds, for the outer loop, the fewest instructions from its LAST instruction
+matching FROM, through the back-edge and the head, to its FIRST instruction matching TO (e.g. RED:IDP: from a grid
+barrier's arrival to the next step's first dp4a), each side's shortest path counted as `path` is.
 """
 import argparse
 import os
@@ -76,8 +87,9 @@ class Instruction:
         if self.base in ("EXIT", "RET", "JMP"):
             return True
         if self.base == "BRA":
-            # `BRA P2, 0x...` / `BRA !P2, ...` branch on a predicate operand: they fall through otherwise
-            return not re.match(r"!?U?P[0-9T]", self.operands)
+            # `BRA P2, 0x...` / `BRA !P2, ...` branch on a predicate operand, `BRA.DIV UR4, 0x...` only when the
+            # warp has diverged (to an out-of-line copy of a shuffle or vote): they fall through otherwise
+            return not (re.match(r"!?U?P[0-9T]", self.operands) or ".DIV" in self.opcode)
         return False
 
 
@@ -205,6 +217,89 @@ def census(code, through, trace=None):
     return result
 
 
+LOOP_COUNTS = (("div calls", None), ("MUFU.RCP", "MUFU.RCP"), ("MUFU", "MUFU"), ("IMAD.WIDE", "IMAD.WIDE"),
+               ("carry", None), ("LDL/STL", None), ("LDG", "LDG"), ("STG", "STG"), ("LDS", "LDS"), ("SHFL", "SHFL"),
+               ("IDP", "IDP"), ("BAR", "BAR"))
+
+
+def every_loop(code, through):
+    """One row per backward branch of `code` (NOPs dropped), by head address: its span, nesting depth and counts,
+    `path` with no requirement and `through` with the --through counts of the opcodes the body holds."""
+    code = [ins for ins in code if ins.base != "NOP"]
+    index = {ins.address: i for i, ins in enumerate(code)}
+    spans = [(index[ins.target], i) for i, ins in enumerate(code)
+             if ins.base == "BRA" and ins.target is not None and ins.target in index and index[ins.target] < i]
+    callee_cost = {}
+
+    def cost(ins):
+        """1, plus a called subroutine's shortest path to its RET (as `path` counts a CALL)."""
+        if ins.base != "CALL" or ins.target not in index:
+            return 1
+        if ins.target not in callee_cost:
+            routine = _straight_subroutine(code, index, ins.target)
+            callee_cost[ins.target] = (shortest_path(code, index[ins.target], index[routine[-1].address],
+                                                     lambda x: 1) if routine else 0)
+        return 1 + callee_cost[ins.target]
+
+    rows = []
+    for head, back in sorted(spans):
+        body = code[head:back + 1]
+        depth = sum(1 for h, b in spans if (h, b) != (head, back) and h <= head and back <= b)
+        counts = {}
+        for label, prefix in LOOP_COUNTS:
+            if label == "div calls":
+                counts[label] = sum(1 for ins in body if ins.base == "CALL" and ins.target in index and any(
+                    x.opcode.startswith("MUFU.RCP") for x in _straight_subroutine(code, index, ins.target)))
+            elif label == "carry":
+                counts[label] = sum(1 for ins in body if re.search(r"\.X(\.|$)", ins.opcode) or ".EX" in ins.opcode)
+            elif label == "LDL/STL":
+                counts[label] = sum(1 for ins in body if ins.base in ("LDL", "STL"))
+            else:
+                counts[label] = sum(1 for ins in body if ins.opcode.startswith(prefix))
+        held = {op: n for op, n in through.items() if any(ins.base == op for ins in body)}
+        rows.append({"head": code[head].address, "back_edge": code[back].address, "depth": depth,
+                     "static": len(body), "path": shortest_path(code, head, back, cost),
+                     "through": shortest_path(code, head, back, cost, held) if held else None,
+                     "held": held, "counts": counts})
+    return rows
+
+
+def _straight_subroutine(code, index, address):
+    """The instructions of the subroutine at `address` up to its RET; [] when an EXIT or a jump comes first."""
+    start = index[address]
+    for i in range(start, len(code)):
+        if code[i].base == "RET":
+            return code[start:i + 1]
+        if code[i].ends_flow:
+            return []
+    return []
+
+
+def span_around(code, from_prefix, to_prefix):
+    """Fewest instructions from the outer loop's last FROM instruction to its back-edge, plus from its head to its
+    first TO instruction (the head and the back-edge once each); None when either is missing."""
+    code = [ins for ins in code if ins.base != "NOP"]
+    index = {ins.address: i for i, ins in enumerate(code)}
+    backward = [(i, index[ins.target]) for i, ins in enumerate(code)
+                if ins.base == "BRA" and ins.target is not None and ins.target in index and index[ins.target] < i]
+    if not backward:
+        return None
+    back, head = max(backward, key=lambda pair: pair[0] - pair[1])
+    sources = [i for i in range(head, back + 1) if code[i].opcode.startswith(from_prefix)]
+    targets = [i for i in range(head, back + 1) if code[i].opcode.startswith(to_prefix)]
+    if not sources or not targets:
+        return None
+    def cost(ins):
+        routine = _straight_subroutine(code, index, ins.target) if ins.base == "CALL" and ins.target in index else []
+        return 1 + (shortest_path(code, index[ins.target], index[routine[-1].address], lambda x: 1) if routine else 0)
+
+    tail = shortest_path(code, sources[-1], back, cost)
+    lead = shortest_path(code, head, targets[0], cost)
+    if tail is None or lead is None:
+        return None
+    return tail + lead
+
+
 def find_cuobjdump(explicit):
     for candidate in (explicit, os.environ.get("CUOBJDUMP"), shutil.which("cuobjdump"),
                       "/tmp/cubin-tools/nvidia/cu13/bin/cuobjdump"):
@@ -262,7 +357,12 @@ def main():
     parser.add_argument("--show-path", action="store_true", help="print the instructions of each `path`")
     parser.add_argument("--through", default="HMMA=16,LDGSTS=3",
                         help="`path` passes at least N instructions of each OPCODE: OPCODE=N,... (default %(default)s)")
+    parser.add_argument("--loops", action="store_true", help="also list every loop of each kernel (see above)")
+    parser.add_argument("--span", metavar="FROM:TO",
+                        help="also count the fewest instructions from the outer loop's last FROM around to its first TO")
     args = parser.parse_args()
+    if args.span and ":" not in args.span:
+        parser.error(f"--span {args.span}: expected FROM:TO (opcode prefixes)")
     if not args.inputs and not args.compile:
         parser.error("give an INPUT or --compile SRC")
 
@@ -293,7 +393,12 @@ def main():
                     shown = re.sub(r"qgru::cuda::\(anonymous namespace\)::", "", shown)
                     shown = re.sub(r"\(qgru::cuda::StripeLinearArgs\)", "", shown)
                     trace = [] if args.show_path else None
-                    rows.append((arch_of(section), shown, census(code, through, trace)))
+                    c = census(code, through, trace)
+                    if args.loops:
+                        c["every_loop"] = every_loop(code, through)
+                    if args.span:
+                        c["span"] = span_around(code, *args.span.split(":", 1))
+                    rows.append((arch_of(section), shown, c))
                     if trace:
                         print(f"# {arch_of(section)} {shown}: the {len(trace)} instructions of `path`")
                         for ins in trace:
@@ -318,6 +423,24 @@ def main():
                                 for a, v in c["callees"].items()) or "none"
             print(f"{arch} {name}: loop head {c['loop']['head']:#x}, back-edge {c['loop']['back_edge']:#x}; "
                   f"callees {callees}; shortest iteration without the --through counts {c['path_any']}")
+    if args.span:
+        for arch, name, c in rows:
+            print(f"{arch} {name}: fewest instructions from the outer loop's last {args.span.split(':')[0]} to its "
+                  f"first {args.span.split(':')[1]} (around the back-edge): {c.get('span')}")
+    if args.loops:
+        labels = [label for label, _ in LOOP_COUNTS]
+        print()
+        print("| arch | kernel | loop (head-back edge) | depth | static | path (min) | path through | "
+              + " | ".join(labels) + " |")
+        print("|---|---|---|---|---|---|---|" + "---|" * len(labels))
+        for arch, name, c in rows:
+            short = re.sub(r"\(.*", "", name)
+            for loop in c.get("every_loop", []):
+                held = ",".join(f"{op}={n}" for op, n in loop["held"].items())
+                through_cell = f"{loop['through']} ({held})" if held else ""
+                print(f"| {arch} | `{short}` | {loop['head']:#x}-{loop['back_edge']:#x} | {loop['depth']} "
+                      f"| {loop['static']} | {loop['path']} | {through_cell} | "
+                      + " | ".join(str(loop['counts'][l]) for l in labels) + " |")
 
 
 if __name__ == "__main__":

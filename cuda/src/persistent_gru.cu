@@ -93,22 +93,24 @@ __device__ void stage_rows(const void* source, unsigned char* stage, int64_t byt
 }
 
 // rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each,
-// into acc.
+// into acc; warp w takes products w, w + kPersistentWarps, ... (persistent_dot_walk_advance: no division per product).
 template <class Stored, class Acc>
 __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
-                           int64_t first_row, int64_t rows, int64_t batch_rows) {
+                           int32_t first_row, int32_t rows, int32_t batch_rows) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
   const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
   const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
   const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
-  for (int64_t p = warp; p < rows * batch_rows; p += kernels::kPersistentWarps) {
-    const kernels::PersistentDotIndex d = kernels::persistent_dot_index(p, first_row, rows);
-    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words,
+  const auto acc_row = static_cast<int32_t>(3 * b.units_per_block);
+  for (kernels::PersistentDotWalk d{warp, 0}; d.n < batch_rows;
+       kernels::persistent_dot_walk_advance(d, kernels::kPersistentWarps, rows)) {
+    const int32_t slice_row = first_row + d.row_in_phase;
+    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words,
                                                          lane, kernels::kPersistentLanes);
     for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
-    if (lane == 0) acc[d.n * 3 * b.units_per_block + d.slice_row] = sum;
+    if (lane == 0) acc[d.n * acc_row + slice_row] = sum;
   }
 }
 
@@ -132,6 +134,8 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     }
   }
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
+  // The thread's elements of the slice, split into (unit, row) once for the whole launch.
+  const kernels::PersistentElementStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
   const int64_t stage_bytes = slice.rows * b.H_p * static_cast<int64_t>(sizeof(Stored));
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
@@ -139,9 +143,11 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
     stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, stage_bytes);
     __syncthreads();
-    block_dots<Stored, Acc>(b, s, smem, ph.first_row, ph.rows, slice.rows);
+    // int32: first_row + rows <= 3U and slice.rows <= NB (plan sizes, far below 2^31).
+    block_dots<Stored, Acc>(b, s, smem, static_cast<int32_t>(ph.first_row), static_cast<int32_t>(ph.rows),
+                            static_cast<int32_t>(slice.rows));
     __syncthreads();
-    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, threadIdx.x, blockDim.x);
+    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, elements);
     publish(a);
   }
 }

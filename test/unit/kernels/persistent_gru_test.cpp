@@ -99,6 +99,17 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   // bytes of accumulators per row, the flag: 150 rows per block.
   CHECK(plan_for(1024, 300, false).persistent);
   CHECK_FALSE(plan_for(1024, 301, false).persistent);
+  // The kernel's 32-bit index math: a block of 2^31 bytes or more is refused whatever the device offers.
+  // (H = 256, 16-bit, one batch slice of 2^22 rows: 512 bytes of staging and 384 of accumulators a row.)
+  const PersistentDevice huge{132, int64_t{1} << 40, true};
+  const PersistentGruPlan past_int32 =
+      kernels::plan_persistent_gru(GruGemmPath::Wide16, 256, int64_t{1} << 22, false, huge, {0, 1 << 22});
+  CHECK_FALSE(past_int32.persistent);
+  CHECK(past_int32.reason.find("reaches 2^31, past the kernel's 32-bit index math") != std::string::npos);
+  const PersistentGruPlan below_int32 =
+      kernels::plan_persistent_gru(GruGemmPath::Wide16, 256, int64_t{1} << 21, false, huge, {0, 1 << 21});
+  CHECK(below_int32.persistent);
+  CHECK(below_int32.smem.total_bytes < (int64_t{1} << 31));
 
   // Occupancy: refused unless every block can be resident at once.
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
@@ -156,6 +167,77 @@ TEST_CASE("persistent protocol: parity alternates, phases count up, arrivals bef
   CHECK((ph.step == 3 && ph.t == 6 && ph.part == 1 && ph.first_row == 32 && ph.rows == 16));
   CHECK(kernels::persistent_arrivals_before(0, 17) == 0);
   CHECK(kernels::persistent_arrivals_before(7, 17) == 119);
+}
+
+TEST_CASE("persistent phase info: the shift and mask equal the division for every phase of 1 and 2 phases a step") {
+  for (int P = 1; P <= 2; ++P) {
+    for (int64_t phase = 0; phase < 20000; ++phase) {
+      const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(phase, P, 10001, phase % 3 == 0, 16);
+      REQUIRE(ph.step == phase / P);
+      REQUIRE(ph.part == static_cast<int>(phase % P));
+      REQUIRE(ph.t == (phase % 3 == 0 ? 10000 - phase / P : phase / P));
+    }
+  }
+  // Past 2^32 phases too (the shift is 64-bit).
+  const int64_t far = (int64_t{1} << 40) + 7;
+  CHECK(kernels::persistent_phase_info(far, 2, far, false, 16).step == far / 2);
+  CHECK(kernels::persistent_phase_info(far, 2, far, false, 16).part == 1);
+}
+
+TEST_CASE("persistent dot walk: every warp's products equal the division formula, each product once, every phase shape") {
+  // Every configuration of U, each phase's rows (3U, 2U, U), batch rows 1 .. 40 and every warp: the walk visits
+  // exactly the products p = warp, warp + 8, ... below rows·batch_rows, split as p mod rows and p / rows.
+  for (int U : kernels::kPersistentUnitChoices) {
+    for (int64_t rows : {3 * U, 2 * U, U}) {
+      const int64_t first_row = rows == U ? 2 * U : 0;
+      for (int32_t batch_rows = 1; batch_rows <= 40; ++batch_rows) {
+        std::vector<int> seen(static_cast<size_t>(rows * batch_rows), 0);
+        for (int warp = 0; warp < kernels::kPersistentWarps; ++warp) {
+          int64_t p = warp;
+          for (kernels::PersistentDotWalk d{warp, 0}; d.n < batch_rows;
+               kernels::persistent_dot_walk_advance(d, kernels::kPersistentWarps, static_cast<int32_t>(rows))) {
+            REQUIRE(p < rows * batch_rows);
+            REQUIRE(first_row + d.row_in_phase == first_row + p % rows);
+            REQUIRE(d.n == p / rows);
+            ++seen[static_cast<size_t>(p)];
+            p += kernels::kPersistentWarps;
+          }
+          REQUIRE(p >= rows * batch_rows);  // the walk ended where the division loop ends
+        }
+        REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+      }
+    }
+  }
+}
+
+TEST_CASE("persistent element walk: (unit, row) of every element equals i mod units and i / units, each element once") {
+  // Every slice of 1 .. 256 units (a short last slice included) and 1 .. 9 rows, strides of one thread, a block
+  // and odd ones, every first element of the stride.
+  for (int64_t units = 1; units <= 256; ++units) {
+    for (int64_t rows = 1; rows <= 9; ++rows) {
+      const kernels::PersistentSlice slice{5, units, 3, rows};
+      for (int64_t stride : {int64_t{1}, int64_t{7}, int64_t{kernels::kPersistentThreads}, int64_t{300}}) {
+        std::vector<int> seen(static_cast<size_t>(units * rows), 0);
+        for (int64_t first = 0; first < stride; ++first) {
+          const kernels::PersistentElementStride walk = kernels::persistent_element_stride(slice, first, stride);
+          int64_t i = first;
+          for (kernels::PersistentElementWalk e = walk.start; e.n_local < rows;
+               kernels::persistent_element_walk_advance(e, walk.step, static_cast<int32_t>(units))) {
+            REQUIRE(i < units * rows);
+            REQUIRE(e.u == i % units);
+            REQUIRE(e.n_local == i / units);
+            ++seen[static_cast<size_t>(i)];
+            i += stride;
+          }
+          REQUIRE(i >= units * rows);
+        }
+        REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+      }
+    }
+  }
+  // A slice without units visits nothing.
+  const kernels::PersistentElementStride none = kernels::persistent_element_stride({0, 0, 0, 4}, 0, 256);
+  CHECK(none.start.n_local >= 4);
 }
 
 TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, extremes included") {

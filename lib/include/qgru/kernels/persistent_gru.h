@@ -56,6 +56,12 @@ inline constexpr int kPersistentUnitChoices[] = {8, 16, 32, 64, 128, 256};
 // The smallest slice the plan takes by default: below it the per-step barrier dominates a block's work.
 // Not measured yet (no GPU has run the kernel): the benchmark sweeps PersistentGruTuning::units_per_block.
 inline constexpr int kPersistentDefaultMinUnits = 16;
+// The kernel's index math inside its step loop is 32-bit (the dot-product and element walks below, the words of a
+// dot product): every index it forms there counts bytes, words or elements of ONE block's shared memory or fewer,
+// so the plan refuses a block whose shared memory reaches 2^31 bytes (no device comes near: 227 KiB on sm_90).
+inline constexpr int64_t kPersistentMaxSmemBytes = int64_t{1} << 31;
+static_assert(kPersistentWarps <= kPersistentUnitChoices[0],
+              "the dot walk advances by kPersistentWarps, at most the fewest rows of a phase (U)");
 // A wait longer than this (globaltimer nanoseconds) is a failure, reported instead of spinning forever.
 // Far above any step's work (the whole grid's step is microseconds to a millisecond), and below a test's patience.
 inline constexpr int64_t kPersistentSpinLimitNs = 10'000'000'000;
@@ -181,6 +187,10 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
     return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
   }
   plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path));
+  if (plan.smem.total_bytes >= kPersistentMaxSmemBytes) {
+    return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) +
+                  " bytes) reaches 2^31, past the kernel's 32-bit index math");
+  }
   if (plan.smem.total_bytes > device.smem_optin_bytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
                   "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
@@ -247,10 +257,13 @@ struct PersistentPhaseInfo {
   int part;
   int64_t first_row, rows;
 };
+// phase >= 0 and phases_per_step 1 or 2 (the plan's), so the step and part are a shift and a mask (phase / 2 and
+// phase % 2 for two; the kernel calls this every phase and would otherwise divide 64-bit values).
 QGRU_HD PersistentPhaseInfo persistent_phase_info(int64_t phase, int phases_per_step, int64_t T, bool reverse,
                                                   int64_t units_per_block) {
-  const int64_t step = phase / phases_per_step;
-  const int part = static_cast<int>(phase % phases_per_step);
+  const bool two = phases_per_step == 2;
+  const int64_t step = two ? phase >> 1 : phase;
+  const int part = two ? static_cast<int>(phase & 1) : 0;
   const int64_t U = units_per_block;
   const int64_t first_row = part == 1 ? 2 * U : 0, rows = phases_per_step == 1 ? 3 * U : part == 0 ? 2 * U : U;
   return {step, reverse ? T - 1 - step : step, part, first_row, rows};
@@ -283,9 +296,11 @@ QGRU_HD int32_t persistent_dp4a(int32_t a, int32_t b, int32_t c) {
 // (see the header). Int8: four int8 products per word by dp4a; Wide16: two int16 products per word, each exact in
 // int32, summed in int64.
 template <class Stored, class Acc>
+// The word index is int32: words·4 bytes lie in one block's shared memory, < kPersistentMaxSmemBytes (the plan).
 QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
   Acc acc = 0;
-  for (int64_t w = lane; w < words; w += lanes) {
+  const auto words32 = static_cast<int32_t>(words);
+  for (int32_t w = lane; w < words32; w += lanes) {
     if constexpr (sizeof(Stored) == 1) {
       acc = persistent_dp4a(a_words[w], b_words[w], acc);
     } else {
@@ -298,13 +313,22 @@ QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words,
   return acc;
 }
 
-// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p % rows_in_phase against
+// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p mod rows_in_phase against
 // staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
-struct PersistentDotIndex {
-  int64_t slice_row, n;
+// The kernel walks them without dividing: warp w takes p = w, w + kPersistentWarps, ..., each as (row_in_phase, n)
+// with p = n·rows_in_phase + row_in_phase, starting at (w, 0) and stepping by kPersistentWarps, which is at most
+// U (the static_assert above) and so at most every phase's rows: one conditional subtraction keeps row_in_phase
+// below rows_in_phase. The walk has passed the phase's last product once n reaches the block's batch rows.
+// int32: n·3U + slice row indexes the block's accumulators (< 2^31 bytes, the plan).
+struct PersistentDotWalk {
+  int32_t row_in_phase, n;
 };
-QGRU_HD PersistentDotIndex persistent_dot_index(int64_t p, int64_t first_row, int64_t rows_in_phase) {
-  return {first_row + p % rows_in_phase, p / rows_in_phase};
+QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, int32_t step, int32_t rows_in_phase) {
+  w.row_in_phase += step;
+  if (w.row_in_phase >= rows_in_phase) {
+    w.row_in_phase -= rows_in_phase;
+    ++w.n;
+  }
 }
 
 // The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
@@ -353,6 +377,32 @@ QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, cons
   reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
 }
 
+// A thread's elements of a block's slice (element i: unit u = i mod units, batch row n_local = i / units) walked
+// without dividing per element: the thread starts at i = first and steps by `stride` (the block's threads), so its
+// start and step are split into (u, n_local) once per launch, and each step adds them with one carry of u into
+// n_local (u + step.u < 2·units). int32: i < units·rows <= the block's accumulators (< 2^31 bytes, the plan).
+struct PersistentElementWalk {
+  int32_t u, n_local;
+};
+struct PersistentElementStride {
+  PersistentElementWalk start, step;
+};
+// units == 0 (a slice past H, which the plan never makes) starts past the end: the walk visits nothing.
+QGRU_HD PersistentElementStride persistent_element_stride(const PersistentSlice& slice, int64_t first, int64_t stride) {
+  if (slice.units < 1) return {{0, static_cast<int32_t>(slice.rows)}, {0, 1}};
+  const auto units = static_cast<int32_t>(slice.units);
+  const auto first32 = static_cast<int32_t>(first), stride32 = static_cast<int32_t>(stride);
+  return {{first32 % units, first32 / units}, {stride32 % units, stride32 / units}};
+}
+QGRU_HD void persistent_element_walk_advance(PersistentElementWalk& w, const PersistentElementWalk& step, int32_t units) {
+  w.u += step.u;
+  w.n_local += step.n_local;
+  if (w.u >= units) {
+    w.u -= units;
+    ++w.n_local;
+  }
+}
+
 // ---- one phase of one block: what the kernel and the emulation both run ----
 
 // The global memory of one launch (device pointers in the kernel, host vectors in the emulation) and its sizes.
@@ -392,18 +442,20 @@ QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Ac
 }
 
 // The units' work of a phase after the dot products (acc: the block's accumulators [NB, 3U]), elements first,
-// first + stride, ... of the slice's units·rows (unit u = i mod units, batch row n0 + i / units): q_reset_hidden (part A of the
+// first + stride, ... of the slice's units·rows (unit u = i mod units, batch row n0 + i / units; `walk`): q_reset_hidden (part A of the
 // linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
 // parity(step + 1).
+// The thread's elements come from `walk` (persistent_element_stride of its first element and the stride).
 template <class Stored, class Acc>
 QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
                                        const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
-                                       int64_t first, int64_t stride) {
+                                       const PersistentElementStride& walk) {
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
   Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
-  for (int64_t i = first; i < slice.units * slice.rows; i += stride) {
-    const int64_t u = i % slice.units, n_local = i / slice.units, n = slice.n0 + n_local;
+  const auto units = static_cast<int32_t>(slice.units), rows = static_cast<int32_t>(slice.rows);
+  for (PersistentElementWalk e = walk.start; e.n_local < rows; persistent_element_walk_advance(e, walk.step, units)) {
+    const int64_t u = e.u, n_local = e.n_local, n = slice.n0 + n_local;
     const auto j = static_cast<int32_t>(slice.j0 + u);
     const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
     if (b.phases_per_step == 2 && ph.part == 0) {

@@ -133,16 +133,24 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
     const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
-    for (int64_t p = 0; p < ph.rows * k.slice.rows; ++p) {
-      const PersistentDotIndex d = persistent_dot_index(p, ph.first_row, ph.rows);
-      Acc sum = 0;  // exact: the bounds in persistent_gru.h
-      for (int lane = 0; lane < kPersistentLanes; ++lane) {
-        sum += persistent_dot_share<Stored, Acc>(r_words + d.slice_row * words, stage_words + d.n * words, words, lane,
-                                                 kPersistentLanes);
+    // Warp by warp, each walking its products as the kernel's do.
+    for (int warp = 0; warp < kPersistentWarps; ++warp) {
+      for (PersistentDotWalk d{warp, 0}; d.n < k.slice.rows;
+           persistent_dot_walk_advance(d, kPersistentWarps, static_cast<int32_t>(ph.rows))) {
+        const int64_t slice_row = ph.first_row + d.row_in_phase;
+        Acc sum = 0;  // exact: the bounds in persistent_gru.h
+        for (int lane = 0; lane < kPersistentLanes; ++lane) {
+          sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words, lane,
+                                                   kPersistentLanes);
+        }
+        acc[d.n * 3 * U + slice_row] = sum;
       }
-      acc[d.n * 3 * U + d.slice_row] = sum;
     }
-    persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, 0, 1);
+    // Thread by thread, each walking its elements as the kernel's do.
+    for (int thread = 0; thread < kPersistentThreads; ++thread) {
+      persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc,
+                                             persistent_element_stride(k.slice, thread, kPersistentThreads));
+    }
     ++arrivals;
     k.staged = false;
     ++k.phase;
