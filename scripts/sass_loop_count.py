@@ -32,7 +32,9 @@ What it counts, per kernel whose (mangled or demangled) name matches --kernel (d
   path         the fewest instructions one warp can issue in one iteration of the body: the shortest path from
                the head to the back-edge that passes at least the --through counts of the named opcodes (default
                HMMA=16,LDGSTS=3: the 16 mma.sync of a W4A16 tile, its two 16-byte weight copies and one of A per
-               thread; give LDGSTS=5 for W8A16), forward edges only (a loop inside the body counts once), a CALL
+               thread; give LDGSTS=5 for W8A16; an instruction guarded by @!PT, such as the `@!PT LDS RZ, [RZ]`
+               placeholders the compiler puts beside cp.async, never executes and does not count toward them,
+               though it costs its issue slot like any other), forward edges only (a loop inside the body counts once), a CALL
                costing 1 + the callee's shortest path to its RET. A lower bound on a steady-state tile: the
                cheapest branch at every fork (no group-parameter load, no end of column, the 32-bit fast path of
                each division). --show-path prints it.
@@ -125,7 +127,8 @@ def shortest_path(code, begin, end, cost, required=None, trace=None):
     full = tuple(n for _, n in required)
 
     def passed(counts, ins):
-        return tuple(min(n, c + (ins.base == op)) for (op, n), c in zip(required, counts))
+        executes = ins.guard != "@!PT"
+        return tuple(min(n, c + (ins.base == op and executes)) for (op, n), c in zip(required, counts))
 
     dist = [dict() for _ in range(len(code))]
     previous = {}

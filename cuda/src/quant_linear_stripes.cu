@@ -7,7 +7,9 @@
 // parameters with the default policy, A is shared by every block). Per tile and k32 half every lane takes its
 // words with one (4-bit) or two (8-bit) 128-bit shared loads, dequantizes them in registers straight into
 // mma.sync m16n8k16 B fragments (stripe_dequant_lane: LOP3/PRMT and packed-half arithmetic, scale and zero
-// fused), takes A through ldmatrix.x4 and accumulates in fp32 on the tensor cores. At the end of its part of a
+// fused; the group's scale and zero point are unpacked into their packed-half operands, StripeLaneGroups, only
+// where a group row starts, and stay in registers across the group's tiles), takes A through ldmatrix.x4 and
+// accumulates in fp32 on the tensor cores. At the end of its part of a
 // column a block stores fp16 C directly (the column is its alone) or writes fp32 partial sums to its slot,
 // and the last block of the column to arrive sums the slots in fixed order (stripe_linear.h).
 //
@@ -81,7 +83,9 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
   for (int j = 0; j < 4; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
-  uint32_t params[4] = {0, 0, 0, 0};
+  // The lane's group operands, prepared where a group row starts and kept across the group's tiles (the first
+  // tile of a stripe always starts one: segment_start).
+  k::StripeLaneGroups<Bits> groups{};
 
   k::StripeCursor at = k::stripe_walk_start(walk);  // the tile computed
   k::StripeCursor ahead = at;                       // the tile loaded, kStripeStages - 1 ahead
@@ -102,10 +106,7 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
     const int64_t nt = at.nt;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (k::stripe_cursor_needs_params(walk, at, h)) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) params[j] = p_stage(slot)[k::stripe_param_stage_index(h, warp, j, lane)];
-      }
+      if (k::stripe_cursor_needs_params(walk, at, h)) groups = k::stripe_lane_groups_from_stage<Bits>(p_stage(slot), h, warp, lane);
       uint32_t words[kWordsPerLane];
       const uint32_t* stage_words = reinterpret_cast<const uint32_t*>(w_stage(slot));
 #pragma unroll
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
         words[4 * q + 2] = v.z;
         words[4 * q + 3] = v.w;
       }
-      const k::StripeBFragments b = k::stripe_dequant_lane<Bits>(words, params);
+      const k::StripeBFragments b = k::stripe_dequant_lane<Bits>(words, groups);
 #pragma unroll
       for (int s = 0; s < 2; ++s) {
         uint32_t a[4];

@@ -1,6 +1,7 @@
 // Host emulation of the stripes quantized linear (cuda/src/quant_linear_stripes.cu) with the kernel's own
 // QGRU_HD pieces (qgru/kernels/stripe_linear.h): the load-time repack, the stripe partition, the pipeline's
-// stage loads in the kernel's slot order, the per-lane words and group parameters read from the stages, the in-register dequantization into B fragments, the A fragments through an
+// stage loads in the kernel's slot order, the per-lane words and group parameters read from the stages (prepared
+// where a group row starts and kept across the group's tiles, as in the kernel), the in-register dequantization into B fragments, the A fragments through an
 // emulated ldmatrix.x4, the column epilogue (direct store, or partial slots + counter + the last block's
 // fixed-order sum). The mma.sync m16n8k16 fragment layouts are written here again from the PTX ISA's tables,
 // independently of the header, and the result is compared with a float64 product of the plain dequantized
@@ -125,7 +126,8 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
       REQUIRE(range.begin < range.end);
       const dq::StripeWalk walk = dq::stripe_walk(block, plan.tiles, plan.tiles_per_block, plan.k_tiles, s.group_size);
       float acc[4][4][32][4] = {};  // [warp][n fragment][lane][element]
-      uint32_t params[4][32][4] = {};  // the lane's group parameters, per warp
+      // the lane's prepared group operands, per warp, kept across tiles until a group row starts (as the kernel)
+      dq::StripeLaneGroups<Bits> groups[4][32] = {};
       // The pipeline: kStripeStages stages, each poisoned before its load (a word, A half or group row the
       // loads did not write is read as garbage or NaN and fails the comparison), filled by every thread's
       // stripe_load_tile in the kernel's slot order (the tile of step i into slot i % stages, loaded
@@ -155,14 +157,13 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
         for (int w = 0; w < 4; ++w) {
           for (int h = 0; h < 2; ++h) {
             if (dq::stripe_cursor_needs_params(walk, at, h)) {
-              for (int lane = 0; lane < 32; ++lane)
-                for (int j = 0; j < 4; ++j) params[w][lane][j] = stage_params[slot][static_cast<size_t>(dq::stripe_param_stage_index(h, w, j, lane))];
+              for (int lane = 0; lane < 32; ++lane) groups[w][lane] = dq::stripe_lane_groups_from_stage<Bits>(stage_params[slot].data(), h, w, lane);
             }
             uint32_t b[4][2][32][2];  // [n fragment][k-step][lane][register]
             for (int lane = 0; lane < 32; ++lane) {
               uint32_t words[Bits];
               dq::stripe_lane_words<Bits>(stage_words[slot].data(), w, h, lane, words);
-              const dq::StripeBFragments f = dq::stripe_dequant_lane<Bits>(words, params[w][lane]);
+              const dq::StripeBFragments f = dq::stripe_dequant_lane<Bits>(words, groups[w][lane]);
               for (int j = 0; j < 4; ++j)
                 for (int ks = 0; ks < 2; ++ks)
                   for (int r = 0; r < 2; ++r) b[j][ks][lane][r] = f.b[j][ks][r];

@@ -72,14 +72,28 @@ QGRU_HD F16x2x2 int8x4_biased_to_f16_raw(uint32_t word) {
   return out;
 }
 
+// The operands dequant_u8x4_raw takes from a group's offset and scale, as packed halves: they depend on the
+// group alone, so a kernel that dequantizes many words of one group prepares them once (dequant_u8_group) and
+// keeps them in registers. Offset in [0, 1023], scale_bits an fp16; no rounding (bit moves only).
+struct DequantU8Group {
+  uint32_t offset2;  // {1024 + offset} x2
+  uint32_t scale2;   // {s, s}
+};
+QGRU_HD DequantU8Group dequant_u8_group(uint32_t offset, uint16_t scale_bits) {
+  return {splat_f16x2(f16_bits_1024_plus(offset)), splat_f16x2(scale_bits)};
+}
+
+// s · (u - offset) for four 8-bit codes, the group's operands prepared. Raw order.
+QGRU_HD F16x2x2 dequant_u8x4_raw(uint32_t word, const DequantU8Group& group) {
+  F16x2x2 out = u8x4_to_magic_f16(word);
+  out.pair[0] = mul_f16x2(sub_f16x2(out.pair[0], group.offset2), group.scale2);  // exact u - offset, then one rounding
+  out.pair[1] = mul_f16x2(sub_f16x2(out.pair[1], group.offset2), group.scale2);
+  return out;
+}
+
 // s · (u - offset) for four 8-bit codes; offset in [0, 1023], scale_bits an fp16. Raw order.
 QGRU_HD F16x2x2 dequant_u8x4_raw(uint32_t word, uint32_t offset, uint16_t scale_bits) {
-  const uint32_t offset2 = splat_f16x2(f16_bits_1024_plus(offset));
-  const uint32_t scale2 = splat_f16x2(scale_bits);
-  F16x2x2 out = u8x4_to_magic_f16(word);
-  out.pair[0] = mul_f16x2(sub_f16x2(out.pair[0], offset2), scale2);  // exact u - offset, then one rounding
-  out.pair[1] = mul_f16x2(sub_f16x2(out.pair[1], offset2), scale2);
-  return out;
+  return dequant_u8x4_raw(word, dequant_u8_group(offset, scale_bits));
 }
 
 // ---- 4-bit codes (LOP3) ----
@@ -96,24 +110,42 @@ QGRU_HD F16x2x4 u4x8_to_magic_f16(uint32_t word) {
   return out;
 }
 
+// The operands dequant_u4x8_raw takes from a group's offset and scale, as packed halves (see DequantU8Group:
+// prepared once per group, kept in registers). Offset in [0, 63], scale_bits an fp16; bit moves only.
+struct DequantU4Group {
+  uint32_t low_offset2;   // {1024 + offset} x2, for the codes in the low nibbles
+  uint32_t high_offset2;  // {-(64 + offset)} x2, for the codes in the high nibbles
+  uint32_t scale2;        // {s, s}
+};
+QGRU_HD DequantU4Group dequant_u4_group(uint32_t offset, uint16_t scale_bits) {
+  return {splat_f16x2(f16_bits_1024_plus(offset)), splat_f16x2(f16_bits_neg_64_plus(offset)), splat_f16x2(scale_bits)};
+}
+
+// u - offset for eight 4-bit codes, the group's offsets prepared. Raw order. Exact.
+QGRU_HD F16x2x4 u4x8_minus_offset_raw(uint32_t word, const DequantU4Group& group) {
+  F16x2x4 out = u4x8_to_magic_f16(word);
+  out.pair[0] = sub_f16x2(out.pair[0], group.low_offset2);
+  out.pair[1] = fma_f16x2(out.pair[1], kF16OneSixteenthx2, group.high_offset2);  // (1024+16u)/16 - (64+offset)
+  out.pair[2] = sub_f16x2(out.pair[2], group.low_offset2);
+  out.pair[3] = fma_f16x2(out.pair[3], kF16OneSixteenthx2, group.high_offset2);
+  return out;
+}
+
 // u - offset for eight 4-bit codes, offset in [0, 63]. Raw order. Exact.
 QGRU_HD F16x2x4 u4x8_minus_offset_raw(uint32_t word, uint32_t offset) {
-  const uint32_t low_offset2 = splat_f16x2(f16_bits_1024_plus(offset));     // {1024 + offset} x2
-  const uint32_t high_offset2 = splat_f16x2(f16_bits_neg_64_plus(offset));  // {-(64 + offset)} x2
-  F16x2x4 out = u4x8_to_magic_f16(word);
-  out.pair[0] = sub_f16x2(out.pair[0], low_offset2);
-  out.pair[1] = fma_f16x2(out.pair[1], kF16OneSixteenthx2, high_offset2);  // (1024+16u)/16 - (64+offset)
-  out.pair[2] = sub_f16x2(out.pair[2], low_offset2);
-  out.pair[3] = fma_f16x2(out.pair[3], kF16OneSixteenthx2, high_offset2);
+  return u4x8_minus_offset_raw(word, dequant_u4_group(offset, 0));
+}
+
+// s · (u - offset) for eight 4-bit codes, the group's operands prepared. Raw order.
+QGRU_HD F16x2x4 dequant_u4x8_raw(uint32_t word, const DequantU4Group& group) {
+  F16x2x4 out = u4x8_minus_offset_raw(word, group);
+  for (int j = 0; j < 4; ++j) out.pair[j] = mul_f16x2(out.pair[j], group.scale2);  // the one rounding
   return out;
 }
 
 // s · (u - offset) for eight 4-bit codes; offset in [0, 63], scale_bits an fp16. Raw order.
 QGRU_HD F16x2x4 dequant_u4x8_raw(uint32_t word, uint32_t offset, uint16_t scale_bits) {
-  const uint32_t scale2 = splat_f16x2(scale_bits);
-  F16x2x4 out = u4x8_minus_offset_raw(word, offset);
-  for (int j = 0; j < 4; ++j) out.pair[j] = mul_f16x2(out.pair[j], scale2);  // the one rounding
-  return out;
+  return dequant_u4x8_raw(word, dequant_u4_group(offset, scale_bits));
 }
 
 // ---- element order ----

@@ -30,7 +30,9 @@
 //
 // Group parameters: params [groups_padded, n_padded] uint32, scale fp16 bits in the low half and the zero point
 // (zero_adjust already added) in the high half. A block loads a row into its stage only when a k32 half starts
-// a new group or starts the block's part of a column (stripe_cursor_needs_params).
+// a new group or starts the block's part of a column (stripe_cursor_needs_params); only then does each lane
+// turn its four parameters into the dequantization's packed-half operands (StripeLaneGroups), which it keeps in
+// registers for the tiles that follow.
 //
 // Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
 // takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
@@ -43,6 +45,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "qgru/kernels/fast_dequant.h"
@@ -128,34 +131,69 @@ QGRU_HD constexpr uint32_t stripe_param(uint16_t scale_bits, uint32_t zero) { re
 QGRU_HD constexpr uint16_t stripe_param_scale(uint32_t param) { return static_cast<uint16_t>(param & 0xFFFFu); }
 QGRU_HD constexpr uint32_t stripe_param_zero(uint32_t param) { return param >> 16; }
 
+// The group operands of one lane for one k32 half, prepared for the dequantization: g[j] for n fragment j
+// (output 8j + lane / 4 of the warp's 32), DequantU4Group / DequantU8Group (fast_dequant.h) from the packed
+// parameter. They change only where a group row starts (stripe_cursor_needs_params): the kernel prepares them
+// there and keeps them in registers across the tiles of the group, instead of unpacking and splatting the
+// parameters again on every tile. Bit moves only: the dequantized halves are those of the packed form.
+template <int Bits>
+struct StripeLaneGroups {
+  static_assert(Bits == 4 || Bits == 8, "4- or 8-bit codes");
+  std::conditional_t<Bits == 4, DequantU4Group, DequantU8Group> g[4];
+};
+// From the packed parameters: params[j] of output 8j + lane / 4.
+template <int Bits>
+QGRU_HD StripeLaneGroups<Bits> stripe_lane_groups(const uint32_t* params) {
+  StripeLaneGroups<Bits> out;
+  for (int j = 0; j < 4; ++j) {
+    if constexpr (Bits == 4) {
+      out.g[j] = dequant_u4_group(stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+    } else {
+      out.g[j] = dequant_u8_group(stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+    }
+  }
+  return out;
+}
+// From a stage's params region ([2 halves, 128 outputs], stripe_param_stage_index): lane `lane` of warp w, half h.
+template <int Bits>
+QGRU_HD StripeLaneGroups<Bits> stripe_lane_groups_from_stage(const uint32_t* stage_params, int h, int w, int lane) {
+  uint32_t params[4];
+  for (int j = 0; j < 4; ++j) params[j] = stage_params[stripe_param_stage_index(h, w, j, lane)];
+  return stripe_lane_groups<Bits>(params);
+}
+
 // The B fragments of one lane for one 32 x 32 warp tile: b[j][s][r] = register r (b0, b1) of n fragment j,
-// k-step s, two packed halves each; `words` the lane's words, params[j] the group parameters of output
-// 8j + lane / 4. Each half is RN_fp16(s · (u − z)) exactly (fast_dequant.h).
+// k-step s, two packed halves each; `words` the lane's words, groups.g[j] the prepared group operands of
+// output 8j + lane / 4. Each half is RN_fp16(s · (u − z)) exactly (fast_dequant.h).
 struct StripeBFragments {
   uint32_t b[4][2][2];
 };
 template <int Bits>
-QGRU_HD StripeBFragments stripe_dequant_lane(const uint32_t* words, const uint32_t* params) {
+QGRU_HD StripeBFragments stripe_dequant_lane(const uint32_t* words, const StripeLaneGroups<Bits>& groups) {
   StripeBFragments out;
   if constexpr (Bits == 4) {
     for (int j = 0; j < 4; ++j) {
-      const F16x2x4 h = dequant_u4x8_raw(words[j], stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+      const F16x2x4 h = dequant_u4x8_raw(words[j], groups.g[j]);
       out.b[j][0][0] = h.pair[0];
       out.b[j][0][1] = h.pair[1];
       out.b[j][1][0] = h.pair[2];
       out.b[j][1][1] = h.pair[3];
     }
   } else {
-    static_assert(Bits == 8, "4- or 8-bit codes");
     for (int j = 0; j < 4; ++j) {
       for (int s = 0; s < 2; ++s) {
-        const F16x2x2 h = dequant_u8x4_raw(words[2 * j + s], stripe_param_zero(params[j]), stripe_param_scale(params[j]));
+        const F16x2x2 h = dequant_u8x4_raw(words[2 * j + s], groups.g[j]);
         out.b[j][s][0] = h.pair[0];
         out.b[j][s][1] = h.pair[1];
       }
     }
   }
   return out;
+}
+// The same from the packed parameters, params[j] of output 8j + lane / 4.
+template <int Bits>
+QGRU_HD StripeBFragments stripe_dequant_lane(const uint32_t* words, const uint32_t* params) {
+  return stripe_dequant_lane<Bits>(words, stripe_lane_groups<Bits>(params));
 }
 
 // Offset (in halves, from the A stage's start) of the row lane `lane` hands ldmatrix.x4 for the A fragment of
