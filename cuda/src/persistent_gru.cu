@@ -21,7 +21,7 @@ namespace {
 // The plan's figures the kernel needs beyond its buffers' (by value: one launch parameter block).
 struct PersistentShape {
   int64_t blocks, rows_per_block;
-  int32_t r_offset, stage_offset, acc_offset, flag_offset;
+  int32_t r_offset, stage_offset, acc_offset, folds_offset, flag_offset;
 };
 
 __device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* at) {
@@ -133,6 +133,12 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
                          : __ldg(reinterpret_cast<const int4*>(R + source * b.H_p) + i % chunks_per_row);
     }
   }
+  // B-1 / B-2's step-invariant constants of the block's units, folded once (the first wait's __syncthreads orders
+  // these writes before any element reads them; the explicit one below says so without relying on it).
+  auto* folds = reinterpret_cast<GruUnitFolds*>(smem + s.folds_offset);
+  kernels::persistent_fill_folds<Stored, Acc>(view, b, slice, folds, static_cast<int32_t>(threadIdx.x),
+                                              static_cast<int32_t>(blockDim.x));
+  __syncthreads();
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
   // The thread's elements of the slice, split into (unit, row) once for the whole launch.
   const kernels::PersistentElementStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
@@ -147,7 +153,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     block_dots<Stored, Acc>(b, s, smem, static_cast<int32_t>(ph.first_row), static_cast<int32_t>(ph.rows),
                             static_cast<int32_t>(slice.rows));
     __syncthreads();
-    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, elements);
+    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);
     publish(a);
   }
 }
@@ -158,6 +164,7 @@ PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
           static_cast<int32_t>(plan.smem.r_offset),
           static_cast<int32_t>(plan.smem.stage_offset),
           static_cast<int32_t>(plan.smem.acc_offset),
+          static_cast<int32_t>(plan.smem.folds_offset),
           static_cast<int32_t>(plan.smem.flag_offset)};
 }
 

@@ -16,6 +16,7 @@
 #include "qgru/kernels/persistent_gru.h"
 #include "gru_model_cases.h"
 #include "qgru/kernels/persistent_gru_emulation.h"
+#include "qgru/quant/bitwidth_presets.h"
 #include "qgru/runtime/layer_loop.h"
 #include "qgru/runtime/quant_executor.h"
 
@@ -53,7 +54,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(p.units_per_block == 16);
   CHECK(p.blocks == 64);
   CHECK(p.phases_per_step == 1);
-  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 16);
+  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 96 * 16 + 16);  // R, staging, acc, folds, flag
   CHECK(p.describe() == "persistent (64 blocks x 16 units x 1 rows, smem " + std::to_string(p.smem.total_bytes) + ")");
   p = plan_for(2200, 1, true);  // 2200 / 16 = 138 blocks > 132: 32 units
   REQUIRE(p.persistent);
@@ -80,25 +81,27 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);  // 2 batch slices: 2 rows, 1 row
   REQUIRE(wide.persistent);
   CHECK(wide.N_p == 3);
-  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 2 * 1024 + 8 * 2 * 3 * 16 + 16);
+  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 2 * 1024 + 8 * 2 * 3 * 16 + 96 * 16 + 16);
   CHECK(wide.describe() == "persistent (128 blocks x 16 units x 2 rows, smem " + std::to_string(wide.smem.total_bytes) +
                                ", 16-bit)");
-  // 96 KiB of R, 2 KiB and 384 bytes per row, 2 batch slices: at most 55 rows each
-  CHECK(plan_for(1024, 110, false, 0, GruGemmPath::Wide16).persistent);
-  CHECK_FALSE(plan_for(1024, 111, false, 0, GruGemmPath::Wide16).persistent);
+  // 96 KiB of R, 1536 bytes of folds, the flag, 2 KiB and 384 bytes per row, 2 batch slices: at most 54 rows each
+  // ((232448 - 98304 - 1536 - 16) / 2432 = 54.5)
+  CHECK(plan_for(1024, 108, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK_FALSE(plan_for(1024, 109, false, 0, GruGemmPath::Wide16).persistent);
   CHECK(kernels::plan_persistent_gru(GruGemmPath::Int8, 64, 1, false, {132, 232448, false}).reason ==
         "the device does not support cooperative launches (H=64 N=1)");
   CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
   CHECK(plan_for(65536, 1, false).reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
   CHECK(plan_for(4096, 1, false, 16).reason == "256 blocks exceed the 132 multiprocessors (H=4096 N=1)");
-  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (397712 bytes") == 0);
+  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (400784 bytes") == 0);
   const PersistentGruPlan big = plan_for(1024, 512, false);  // 2 batch slices of 256 rows: 256 KiB of staging each
   CHECK_FALSE(big.persistent);
   CHECK(big.reason.find("exceeds the device's 232448") != std::string::npos);
   // The largest N that fits at H = 1024 (64 unit slices, 2 batch slices): 48 KiB of R, 1 KiB of staging and 192
-  // bytes of accumulators per row, the flag: 150 rows per block.
-  CHECK(plan_for(1024, 300, false).persistent);
-  CHECK_FALSE(plan_for(1024, 301, false).persistent);
+  // bytes of accumulators per row, 1536 bytes of folds, the flag: (232448 - 49152 - 1536 - 16) / 1216 = 149.5, 149
+  // rows per block.
+  CHECK(plan_for(1024, 298, false).persistent);
+  CHECK_FALSE(plan_for(1024, 299, false).persistent);
   // The kernel's 32-bit index math: a block of 2^31 bytes or more is refused whatever the device offers.
   // (H = 256, 16-bit, one batch slice of 2^22 rows: 512 bytes of staging and 384 of accumulators a row.)
   const PersistentDevice huge{132, int64_t{1} << 40, true};
@@ -114,7 +117,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   // Occupancy: refused unless every block can be resident at once.
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 63) ==
-        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 50384 bytes of shared memory");
+        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 51920 bytes of shared memory");
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
 }
 
@@ -144,7 +147,10 @@ TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memo
       CHECK(m.acc_offset % 16 == 0);
       CHECK(m.r_offset + m.r_bytes <= m.stage_offset);
       CHECK(m.stage_offset + m.stage_bytes <= m.acc_offset);
-      CHECK(m.acc_offset + m.acc_bytes <= m.flag_offset);
+      CHECK(m.acc_offset + m.acc_bytes <= m.folds_offset);
+      CHECK(m.folds_offset % 16 == 0);
+      CHECK(m.folds_bytes == 96 * U);
+      CHECK(m.folds_offset + m.folds_bytes <= m.flag_offset);
       CHECK(m.flag_offset % 16 == 0);
       CHECK(m.flag_offset + 16 == m.total_bytes);
       CHECK(m.acc_bytes == 4 * p.rows_per_block * 3 * U);
@@ -401,6 +407,86 @@ class PersistentRunner : public GruCellRunner {
 };
 
 }  // namespace
+
+namespace {
+
+// |raw accumulator| bound of one side: K · max |weight code| · max |operand code| (the overflow proof's own bound).
+int64_t accumulator_bound(const std::vector<int32_t>& q_weights, int64_t K, const CodeSpace& operand) {
+  int64_t w_max = 0;
+  for (int32_t w : q_weights) w_max = std::max<int64_t>(w_max, w < 0 ? -int64_t{w} : int64_t{w});
+  const int64_t code_max = std::max<int64_t>(-int64_t{operand.q_min}, operand.q_max);
+  return K * w_max * code_max;
+}
+
+// A raw accumulator in [-bound, bound] of log-uniform magnitude (small values, where the linears do not saturate,
+// as often as large ones).
+int64_t random_accumulator(std::mt19937_64& rng, int64_t bound) {
+  const int bits = static_cast<int>(rng() % 64);
+  const auto magnitude = static_cast<int64_t>(rng() >> (63 - std::min(bits, 62)) >> 1);
+  const int64_t v = bound == 0 ? 0 : magnitude % (bound + 1);
+  return rng() & 1 ? v : -v;
+}
+
+}  // namespace
+
+TEST_CASE("persistent folded cell returns gru_cell_element's codes: every preset, both cells, both scale forms, wide inputs") {
+  // The persistent kernel's cell (gru_cell_element_folded, gru_cell_reset_hidden_folded on fold_unit's constants and
+  // the GEMM's stored accumulators) against the shared cell on the raw accumulators, element by element: random units,
+  // operand offsets (the paths' 0 / 128 and any 16-bit one), raw accumulators over the whole proven range, old h codes.
+  for (const std::string& preset : bitwidth_preset_names()) {
+    for (bool multiplier : {false, true}) {
+      for (bool linear_before_reset : {true, false}) {
+        CAPTURE(preset);
+        CAPTURE(multiplier);
+        CAPTURE(linear_before_reset);
+        const test::GruModelCase k{preset.c_str(), multiplier, 33, 1, 1, 2, 2, false, false, linear_before_reset};
+        const test::PreparedGruModel m = test::prepare_gru_model(k, 7);
+        const GruCellQuantParams& p = m.c.quantized.cell(0, 0);
+        const GruCellParamsView view = p.view();
+        REQUIRE(view.reset_before_linear == !linear_before_reset);
+        REQUIRE(view.multiplier_scales == multiplier);
+        const TensorQuant& xq = p.q(GruTensor::x);
+        const CodeSpace x_space{xq.zp, xq.qmin(), xq.qmax()};
+        const int64_t bound_x = accumulator_bound(p.q_W, p.input_size, x_space);
+        const int64_t bound_h = accumulator_bound(p.q_R, p.hidden_size, view.h);
+        std::mt19937_64 rng(101u + (multiplier ? 2u : 0u) + (linear_before_reset ? 1u : 0u));
+        std::vector<int32_t> seen_h(static_cast<size_t>(view.h.q_max - view.h.q_min + 1), 0);
+        int64_t unsaturated = 0, mismatches = 0;
+        for (int i = 0; i < 20000; ++i) {
+          const auto j = static_cast<int32_t>(rng() % static_cast<uint64_t>(view.hidden_size));
+          const int32_t offsets[] = {0, 128, -128, static_cast<int32_t>(rng() % 65537) - 32768};
+          const int32_t x_offset = offsets[rng() % 4], h_offset = offsets[rng() % 4];
+          GruCellAccumulators raw;
+          int64_t stored_x[3], stored_h[3];
+          for (int32_t g = 0; g < 3; ++g) {
+            const int32_t c = g * view.hidden_size + j;
+            raw.gemm_x[g] = random_accumulator(rng, bound_x);
+            raw.gemm_h[g] = random_accumulator(rng, bound_h);
+            stored_x[g] = raw.gemm_x[g] - int64_t{x_offset} * view.W_sum[c];  // what the GEMM of offset operands holds
+            stored_h[g] = raw.gemm_h[g] - int64_t{h_offset} * view.R_sum[c];
+          }
+          const auto q_h_old =
+              view.h.q_min + static_cast<int32_t>(rng() % static_cast<uint64_t>(view.h.q_max - view.h.q_min + 1));
+          const GruUnitFolds folds = fold_unit(view, j, x_offset, h_offset);
+          const int32_t want = gru_cell_element(view, j, raw, q_h_old, nullptr);
+          const int32_t got = gru_cell_element_folded(view, folds, stored_x, stored_h, q_h_old);
+          const int32_t want_reset = gru_cell_reset_hidden(view, j, raw.gemm_x[1], raw.gemm_h[1], q_h_old);
+          const int32_t got_reset = gru_cell_reset_hidden_folded(view, folds, stored_x[1], stored_h[1], q_h_old);
+          mismatches += (want != got) + (want_reset != got_reset);
+          ++seen_h[static_cast<size_t>(want - view.h.q_min)];
+          for (int32_t g = 0; g < 3; ++g) {
+            const int32_t q_ih = compute_weight_ih_linear(view, g * view.hidden_size + j, raw.gemm_x[g]);
+            unsaturated += q_ih > view.weight_ih_linear.q_min && q_ih < view.weight_ih_linear.q_max;
+          }
+        }
+        CHECK(mismatches == 0);
+        // The inputs reach inside the linears' ranges, not only their saturated ends, and many output codes.
+        CHECK(unsaturated > 10000);
+        CHECK(std::count_if(seen_h.begin(), seen_h.end(), [](int32_t n) { return n > 0; }) > 50);
+      }
+    }
+  }
+}
 
 TEST_CASE("persistent emulation through the layer loop equals the reference executor: presets, multipliers, lengths, layers") {
   for (const test::GruModelCase& k : test::kPersistentModelCases) {

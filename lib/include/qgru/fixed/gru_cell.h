@@ -150,17 +150,21 @@ QGRU_HD int64_t bias_in_gemm_x(const GruCellParamsView& p, int32_t c) {
 QGRU_HD int64_t bias_in_gemm_h(const GruCellParamsView& p, int32_t c) {
   return rescale(p, p.q_br[c], p.multiplier_scales ? p.multiplier_br_to_gemm_h[c] : 1, p.shift_br_to_gemm_h[c]);
 }
+// B-1 / B-2's last line with the channel's rescale given: q_combined (the GEMM scale) into the linear's codes
+// (`linear`: weight_ih_linear or weight_hh_linear), saturated.
+QGRU_HD int32_t requantize_linear(const GruCellParamsView& p, int64_t q_combined, int32_t multiplier, int32_t shift,
+                                  const CodeSpace& linear) {
+  return saturate(rescale(p, q_combined, multiplier, shift) + linear.zp, linear.q_min, linear.q_max);
+}
 // B-1's last line: the corrected sum with the bias (S_W[c]*S_x) into weight_ih_linear's codes, saturated.
 QGRU_HD int32_t requantize_gemm_x(const GruCellParamsView& p, int32_t c, int64_t q_combined) {
   const int32_t multiplier = p.multiplier_scales ? p.multiplier_gemm_x_to_weight_ih_linear[c] : 1;
-  return saturate(rescale(p, q_combined, multiplier, p.shift_gemm_x_to_weight_ih_linear[c]) + p.weight_ih_linear.zp,
-                  p.weight_ih_linear.q_min, p.weight_ih_linear.q_max);
+  return requantize_linear(p, q_combined, multiplier, p.shift_gemm_x_to_weight_ih_linear[c], p.weight_ih_linear);
 }
 // B-2's last line: (S_R[c]*S_h) into weight_hh_linear's codes, saturated.
 QGRU_HD int32_t requantize_gemm_h(const GruCellParamsView& p, int32_t c, int64_t q_combined) {
   const int32_t multiplier = p.multiplier_scales ? p.multiplier_gemm_h_to_weight_hh_linear[c] : 1;
-  return saturate(rescale(p, q_combined, multiplier, p.shift_gemm_h_to_weight_hh_linear[c]) + p.weight_hh_linear.zp,
-                  p.weight_hh_linear.q_min, p.weight_hh_linear.q_max);
+  return requantize_linear(p, q_combined, multiplier, p.shift_gemm_h_to_weight_hh_linear[c], p.weight_hh_linear);
 }
 
 // B-1 for channel c: weight_ih_linear from the raw accumulator.
@@ -314,6 +318,81 @@ QGRU_HD int32_t gru_cell_reset_hidden(const GruCellParamsView& p, int32_t j, int
   const int32_t c = p.hidden_size + j;
   return gru_cell_reset_hidden_gates(p, compute_weight_ih_linear(p, c, gemm_x_r), compute_weight_hh_linear(p, c, gemm_h_r),
                                      q_h_old);
+}
+
+// ---- B-1 / B-2 with the channel's constants folded once (callers that run many steps of one cell) ----
+//
+// A caller whose GEMM hands over a STORED accumulator (the raw one minus a known per-channel term, e.g. the int8
+// GEMM of offset operands: raw = stored + operand_offset·W_sum[c], qgru/kernels/int8_gemm_layout.h) folds every
+// step-invariant term of B-1 / B-2 into one constant per channel once:
+//   offset = accumulator_offset - W_sum[c]·zp_x + bias_in_gemm_x(c)      (B-2: R_sum, zp_h, bias_in_gemm_h)
+// and the channel's rescale (multiplier, 1 in a power-of-two model, and shift). Then
+//   q_combined = stored + offset
+// is the very int64 compute_weight_ih_linear forms as ((stored + accumulator_offset) - W_sum·zp_x) + bias, so
+// requantize_linear returns the same code. Exactness: offset is held as uint64_t, the int64 value modulo 2^64
+// (unsigned arithmetic wraps, defined), and q_combined is formed modulo 2^64 too; the true q_combined is the
+// value check_overflow() bounds by 2^62 ("gemm_x corrected + bias"), so its residue converted back to int64 is
+// that value exactly (the conversion is modular: C++20, and every compiler the project builds with before it),
+// whatever size the partial sum accumulator_offset - W_sum·zp_x + bias has. The three terms themselves are the
+// int64 values compute_weight_ih_linear computes (accumulator_offset the caller's, bounded by its GEMM's note).
+struct GruLinearFold {
+  uint64_t offset;     // accumulator_offset - W_sum[c]·zp + bias at the GEMM scale, modulo 2^64
+  int32_t multiplier;  // the channel's rescale to the linear (1 in a power-of-two model: not read)
+  int32_t shift;
+};
+// The folds of one hidden unit j: B-1 (ih) and B-2 (hh) of its three channels g·H + j, gates z, r, n. 96 bytes.
+struct GruUnitFolds {
+  GruLinearFold ih[3];
+  GruLinearFold hh[3];
+};
+
+QGRU_HD GruLinearFold fold_weight_ih_linear(const GruCellParamsView& p, int32_t c, int64_t accumulator_offset) {
+  const int64_t compensation = p.W_sum[c] * static_cast<int64_t>(p.zp_x);  // S_W[c]*S_x, as compute_weight_ih_linear
+  return {static_cast<uint64_t>(accumulator_offset) - static_cast<uint64_t>(compensation) +
+              static_cast<uint64_t>(bias_in_gemm_x(p, c)),
+          p.multiplier_scales ? p.multiplier_gemm_x_to_weight_ih_linear[c] : 1, p.shift_gemm_x_to_weight_ih_linear[c]};
+}
+QGRU_HD GruLinearFold fold_weight_hh_linear(const GruCellParamsView& p, int32_t c, int64_t accumulator_offset) {
+  const int64_t compensation = p.R_sum[c] * static_cast<int64_t>(p.h.zp);  // S_R[c]*S_h, as compute_weight_hh_linear
+  return {static_cast<uint64_t>(accumulator_offset) - static_cast<uint64_t>(compensation) +
+              static_cast<uint64_t>(bias_in_gemm_h(p, c)),
+          p.multiplier_scales ? p.multiplier_gemm_h_to_weight_hh_linear[c] : 1, p.shift_gemm_h_to_weight_hh_linear[c]};
+}
+// The linear's code from a stored accumulator and its channel's fold (`linear`: weight_ih_linear or
+// weight_hh_linear, the fold's side). q_combined: see GruLinearFold.
+QGRU_HD int32_t linear_from_fold(const GruCellParamsView& p, const GruLinearFold& f, int64_t stored,
+                                 const CodeSpace& linear) {
+  const auto q_combined = static_cast<int64_t>(static_cast<uint64_t>(stored) + f.offset);  // GEMM scale
+  return requantize_linear(p, q_combined, f.multiplier, f.shift, linear);
+}
+// gru_cell_reset_hidden from stored accumulators and the unit's folds (the r channel's, ih[1] and hh[1]).
+QGRU_HD int32_t gru_cell_reset_hidden_folded(const GruCellParamsView& p, const GruUnitFolds& f, int64_t stored_x_r,
+                                             int64_t stored_h_r, int32_t q_h_old) {
+  return gru_cell_reset_hidden_gates(p, linear_from_fold(p, f.ih[1], stored_x_r, p.weight_ih_linear),
+                                     linear_from_fold(p, f.hh[1], stored_h_r, p.weight_hh_linear), q_h_old);
+}
+// gru_cell_element from stored accumulators (gates z, r, n) and the unit's folds; no trace.
+QGRU_HD int32_t gru_cell_element_folded(const GruCellParamsView& p, const GruUnitFolds& f, const int64_t* stored_x,
+                                        const int64_t* stored_h, int32_t q_h_old) {
+  int32_t q_ih[3];
+  int32_t q_hh[3];
+  for (int32_t g = 0; g < 3; ++g) {
+    q_ih[g] = linear_from_fold(p, f.ih[g], stored_x[g], p.weight_ih_linear);
+    q_hh[g] = linear_from_fold(p, f.hh[g], stored_h[g], p.weight_hh_linear);
+  }
+  return gru_cell_gates(p, q_ih, q_hh, q_h_old, nullptr);
+}
+// Both folds of unit j, with the stored accumulators' offsets per channel (x_offset·W_sum[c], h_offset·R_sum[c]:
+// the caller's GEMM, e.g. raw_gemm_accumulator(0, offset, row_sum)).
+QGRU_HD GruUnitFolds fold_unit(const GruCellParamsView& p, int32_t j, int32_t x_operand_offset, int32_t h_operand_offset) {
+  GruUnitFolds f;
+  for (int32_t g = 0; g < 3; ++g) {
+    const int32_t c = g * p.hidden_size + j;
+    // int64: |operand offset| <= 2^15 and |row sum| <= K·2^15, the product < 2^62 (the GEMM headers' note)
+    f.ih[g] = fold_weight_ih_linear(p, c, static_cast<int64_t>(x_operand_offset) * p.W_sum[c]);
+    f.hh[g] = fold_weight_hh_linear(p, c, static_cast<int64_t>(h_operand_offset) * p.R_sum[c]);
+  }
+  return f;
 }
 
 // The whole step for hidden unit j: B-1, B-2, C-1 .. C-4. `trace` may be null.

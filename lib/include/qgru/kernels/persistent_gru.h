@@ -35,7 +35,8 @@
 //   Wide16 (Stored int16_t, Acc int64_t): both operands in [-32768, 32767], each product |a·b| <= 2^30 exact in int32,
 //     summed in int64: |Σ| <= H_p·2^30 < 2^63 for any H_p a block can hold.
 // Either way every intermediate is exact, so the order of the lanes' partial sums does not matter. B-1 comes from the
-// path's own GEMM (cuBLAS int8, the wide kernel). The cell's arithmetic is gru_cell_element's, code for code.
+// path's own GEMM (cuBLAS int8, the wide kernel). The cell's arithmetic is gru_cell_element_folded's
+// (B-1 / B-2's constants folded once per launch into shared memory), code for code gru_cell_element's.
 #include <cstdint>
 #include <string>
 
@@ -91,10 +92,14 @@ inline PersistentWidths persistent_widths(GruGemmPath path) {
 //   staging [NB, H_p] Stored: h_s (or q_reset_hidden) of every unit for the block's batch rows, stored codes
 //     (q - h_offset);
 //   acc [NB, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
+//   folds [U] GruUnitFolds (96 bytes each, qgru/fixed/gru_cell.h): B-1 / B-2's step-invariant constants of the
+//     block's units (operand offset and zero-point compensation, bias, the channels' rescales), folded once per
+//     launch (persistent_fill_folds) so that a step's cell reads them from shared memory, not ~12 global loads per
+//     channel;
 //   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
 struct PersistentSmemLayout {
-  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, flag_offset = 0,
-          total_bytes = 0;
+  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, folds_offset = 0,
+          folds_bytes = 0, flag_offset = 0, total_bytes = 0;
 };
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -107,7 +112,9 @@ inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int6
   s.stage_bytes = w.operand_bytes * rows_per_block * H_p;
   s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
   s.acc_bytes = w.acc_bytes * rows_per_block * 3 * units_per_block;
-  s.flag_offset = persistent_align16(s.acc_offset + s.acc_bytes);
+  s.folds_offset = persistent_align16(s.acc_offset + s.acc_bytes);
+  s.folds_bytes = static_cast<int64_t>(sizeof(GruUnitFolds)) * units_per_block;
+  s.flag_offset = persistent_align16(s.folds_offset + s.folds_bytes);
   s.total_bytes = s.flag_offset + 16;
   return s;
 }
@@ -193,7 +200,7 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
   }
   if (plan.smem.total_bytes > device.smem_optin_bytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) + " bytes: R slice, h staging, " +
-                  "accumulators) exceeds the device's " + std::to_string(device.smem_optin_bytes));
+                  "accumulators, folded constants) exceeds the device's " + std::to_string(device.smem_optin_bytes));
   }
   plan.persistent = true;
   return plan;
@@ -332,28 +339,28 @@ QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, int32_t step, int
 }
 
 // The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B
-// of the other): raw accumulators from the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's
-// accumulators of row n (acc_n [3U] Acc, gate g of unit u at g·U + u), gru_cell_element, and the new state in all three
+// of the other): the stored accumulators of the step's W·x (gemm_x_t [N_p, ldc] from the B-1 GEMM) and the block's
+// accumulators of row n (acc_n [3U] Acc, gate g of unit u at g·U + u), gru_cell_element_folded with the unit's folds
+// (persistent_fill_folds: the same codes as gru_cell_element on the raw accumulators), and the new state in all three
 // places:
 // h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
 // old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
 template <class Stored, class Acc>
-QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc, const Acc* acc_n,
-                                     int64_t units_per_block, int32_t x_offset, int32_t h_offset, int32_t* h_state,
-                                     Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u, int32_t j,
-                                     const int32_t* lengths, int64_t t) {
+QGRU_HD void persistent_step_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
+                                     int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
+                                     int32_t* h_state, Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u,
+                                     int32_t j, const int32_t* lengths, int64_t t) {
   const int64_t H = view.hidden_size;
   const bool padding = lengths != nullptr && t >= lengths[n];
   int32_t q_h = h_state[n * H + j];
   if (!padding) {
-    GruCellAccumulators a;
+    int64_t stored_x[3], stored_h[3];
     for (int g = 0; g < 3; ++g) {
-      const int64_t c = g * H + j;
-      a.gemm_x[g] = raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]);
+      stored_x[g] = gemm_x_t[n * ldc + g * H + j];
       // the n rows of the linear_before_reset = 0 cell hold R_n·(r ⊙ h), q_reset_hidden stored like h
-      a.gemm_h[g] = raw_gemm_accumulator(acc_n[g * units_per_block + u], h_offset, view.R_sum[c]);
+      stored_h[g] = acc_n[g * units_per_block + u];
     }
-    q_h = gru_cell_element(view, j, a, q_h, nullptr);
+    q_h = gru_cell_element_folded(view, folds, stored_x, stored_h, q_h);
     h_state[n * H + j] = q_h;
   }
   // Fits Stored: h's code range passed the path's operand offset check with this offset (plan_gru_operands).
@@ -363,16 +370,15 @@ QGRU_HD void persistent_step_element(const GruCellParamsView& view, const Acc* g
 
 // Phase A of the linear_before_reset = 0 cell for unit j (acc_n as above): q_reset_hidden from the r channel's accumulators and the old
 // state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
+// gru_cell_reset_hidden_folded with the unit's folds (the same code as gru_cell_reset_hidden on the raw accumulators).
 template <class Stored, class Acc>
-QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const Acc* gemm_x_t, int64_t ldc,
-                                             const Acc* acc_n, int64_t units_per_block, int32_t x_offset, int32_t h_offset,
+QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
+                                             int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
                                              const int32_t* h_state, Stored* reset_out, int64_t H_p, int64_t n, int64_t u,
                                              int32_t j) {
-  const int64_t c = view.hidden_size + j;
-  const int32_t q_reset_hidden = gru_cell_reset_hidden(
-      view, j, raw_gemm_accumulator(gemm_x_t[n * ldc + c], x_offset, view.W_sum[c]),
-      raw_gemm_accumulator(acc_n[units_per_block + u], h_offset, view.R_sum[c]),
-      h_state[n * view.hidden_size + j]);
+  const int32_t q_reset_hidden =
+      gru_cell_reset_hidden_folded(view, folds, gemm_x_t[n * ldc + view.hidden_size + j], acc_n[units_per_block + u],
+                                   h_state[n * view.hidden_size + j]);
   // Fits Stored: q_reset_hidden lies in h's code range.
   reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
 }
@@ -441,7 +447,19 @@ QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Ac
   return buffer + slice.n0 * b.H_p;
 }
 
-// The units' work of a phase after the dot products (acc: the block's accumulators [NB, 3U]), elements first,
+// The block's folds (the smem region folds [U]): unit u of the slice at folds[u], for the stored accumulators of the
+// launch's operand offsets; threads first, first + stride, ... take units first, first + stride, ... Once per launch,
+// before the first phase (the kernel: every thread, then a __syncthreads; the emulation: once per block).
+template <class Stored, class Acc>
+QGRU_HD void persistent_fill_folds(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
+                                   const PersistentSlice& slice, GruUnitFolds* folds, int32_t first, int32_t stride) {
+  for (int32_t u = first; u < static_cast<int32_t>(slice.units); u += stride) {
+    folds[u] = fold_unit(view, static_cast<int32_t>(slice.j0) + u, b.x_offset, b.h_offset);
+  }
+}
+
+// The units' work of a phase after the dot products (acc: the block's accumulators [NB, 3U]; folds: the block's
+// [U], persistent_fill_folds), elements first,
 // first + stride, ... of the slice's units·rows (unit u = i mod units, batch row n0 + i / units; `walk`): q_reset_hidden (part A of the
 // linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
 // parity(step + 1).
@@ -449,7 +467,7 @@ QGRU_HD const Stored* persistent_stage_source(const PersistentBuffers<Stored, Ac
 template <class Stored, class Acc>
 QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
                                        const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
-                                       const PersistentElementStride& walk) {
+                                       const GruUnitFolds* folds, const PersistentElementStride& walk) {
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
   Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
@@ -459,10 +477,10 @@ QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const Pers
     const auto j = static_cast<int32_t>(slice.j0 + u);
     const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
     if (b.phases_per_step == 2 && ph.part == 0) {
-      persistent_reset_hidden_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset,
+      persistent_reset_hidden_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
                                                    b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j);
     } else {
-      persistent_step_element<Stored, Acc>(view, gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.x_offset, b.h_offset,
+      persistent_step_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.h_offset,
                                            b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u, j, b.lengths, ph.t);
     }
   }

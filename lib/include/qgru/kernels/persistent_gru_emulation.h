@@ -118,6 +118,11 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   const PersistentBuffers<Stored, Acc> buffers =
       persistent_buffers<Stored, Acc>(plan, l, T, reverse, x_offset, h_offset, gemm_x.data(), h_exchange.data(),
                                       reset_exchange.data(), h_state.data(), result.out.data(), lengths);
+  // The blocks' folds, once per launch (the kernel's threads split the units; the result is the same).
+  for (Block& k : blocks) {
+    auto* folds = reinterpret_cast<GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
+    persistent_fill_folds<Stored, Acc>(view, buffers, k.slice, folds, 0, 1);
+  }
   // Move (1): stage the block's batch rows of the buffer the phase reads.
   auto stage = [&](Block& k) {
     PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
@@ -132,6 +137,8 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     const int32_t* r_words = k.smem.data() + plan.smem.r_offset / 4;
     const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
+    const auto* folds =
+        reinterpret_cast<const GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
     const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
     // Warp by warp, each walking its products as the kernel's do.
     for (int warp = 0; warp < kPersistentWarps; ++warp) {
@@ -148,7 +155,7 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     }
     // Thread by thread, each walking its elements as the kernel's do.
     for (int thread = 0; thread < kPersistentThreads; ++thread) {
-      persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc,
+      persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, folds,
                                              persistent_element_stride(k.slice, thread, kPersistentThreads));
     }
     ++arrivals;
