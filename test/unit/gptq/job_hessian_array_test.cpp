@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gptq_test_util.h"
+#include "job_error.h"
 #include "qgru/base/error.h"
 #include "qgru/gptq/hessian.h"
 #include "qgru/gptq/job.h"
@@ -19,6 +20,7 @@
 
 using qgru::Tensor;
 namespace gptq = qgru::gptq;
+using gptq_test::job_error;
 
 namespace {
 
@@ -58,15 +60,6 @@ gptq::JobOptions base_job(const Case& c, qgru::SafetensorsFile& checkpoint) {
   job.checkpoint = &checkpoint;
   for (const char* tensor : {"q.weight", "k.weight"}) job.layers.push_back({tensor, {}, ""});
   return job;
-}
-
-std::string error_of(const gptq::JobOptions& job) {
-  try {
-    gptq::run_job(job);
-  } catch (const qgru::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -154,25 +147,25 @@ TEST_CASE("an in-memory Hessian that is wrong, missing, or given beside another 
     job.hessian_arrays["q.weight"] = {"qgru.Hessian", std::make_shared<const std::vector<double>>(std::move(H)), 0};
     return job;
   };
-  CHECK(error_of(job_with(std::vector<double>(static_cast<size_t>(kK * (kK - 1)), 1.0))) ==
+  CHECK(job_error(job_with(std::vector<double>(static_cast<size_t>(kK * (kK - 1)), 1.0))) ==
         "qgru.Hessian (Hessian of 'q.weight'): Hessian holds 4032 values, expected [64, 64] (K from the weight)");
   std::vector<double> negative = good;
   negative[static_cast<size_t>(5 * kK + 5)] = -1.0;
-  CHECK(error_of(job_with(negative)).find("qgru.Hessian (Hessian of 'q.weight'): Hessian diagonal entry [5, 5] is "
+  CHECK(job_error(job_with(negative)).find("qgru.Hessian (Hessian of 'q.weight'): Hessian diagonal entry [5, 5] is "
                                           "-1.0") == 0);
   std::vector<double> not_finite = good;
   not_finite[7] = std::numeric_limits<double>::quiet_NaN();
-  CHECK(error_of(job_with(not_finite)).find("qgru.Hessian (Hessian of 'q.weight'): Hessian ") == 0);
-  CHECK(error_of(job_with(not_finite)).find("finite") != std::string::npos);
+  CHECK(job_error(job_with(not_finite)).find("qgru.Hessian (Hessian of 'q.weight'): Hessian ") == 0);
+  CHECK(job_error(job_with(not_finite)).find("finite") != std::string::npos);
 
   gptq::JobOptions both = job_with(good);
   both.activation_arrays["q.weight"] = c.chunks;
-  CHECK(error_of(both) == "gptq: layer 'q.weight' is given more than one of activations, a Hessian file and a "
+  CHECK(job_error(both) == "gptq: layer 'q.weight' is given more than one of activations, a Hessian file and a "
                           "Hessian in memory; give one");
   gptq::JobOptions none = base_job(c, checkpoint);
-  CHECK(error_of(none) == "gptq: layer 'q.weight' has neither activations nor a Hessian");
+  CHECK(job_error(none) == "gptq: layer 'q.weight' has neither activations nor a Hessian");
   gptq::JobOptions empty = job_with(good);
   empty.hessian_arrays["q.weight"].H.reset();
-  CHECK(error_of(empty) == "qgru.Hessian: no Hessian matrix (for 'q.weight')");
+  CHECK(job_error(empty) == "qgru.Hessian: no Hessian matrix (for 'q.weight')");
   CHECK(checkpoint.tensors.empty());  // nothing was produced by any refused job
 }

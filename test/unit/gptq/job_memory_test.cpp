@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gptq_test_util.h"
+#include "job_error.h"
 #include "qgru/base/error.h"
 #include "qgru/gptq/job.h"
 #include "qgru/io/npy.h"
@@ -16,6 +17,7 @@
 using qgru::DType;
 using qgru::Tensor;
 namespace gptq = qgru::gptq;
+using gptq_test::job_error;
 
 namespace {
 
@@ -50,15 +52,6 @@ gptq::JobOptions job_for(const std::string& weights, const std::string& activati
   return options;
 }
 
-std::string error_of(const gptq::JobOptions& options) {
-  try {
-    gptq::run_job(options);
-  } catch (const qgru::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("hessian_bytes_needed counts four K×K float64 matrices (five when H is saved) and saturates") {
@@ -75,7 +68,7 @@ TEST_CASE("a layer over the memory bound is refused naming the tensor, before an
   // The activation file does not exist: reading it first would give a different message.
   gptq::JobOptions options = job_for(weights, scratch.path("absent.npy"), scratch);
   options.max_hessian_bytes = uint64_t{64} << 20;
-  const std::string error = error_of(options);
+  const std::string error = job_error(options);
   CHECK(error.find(weights + ": tensor 'layer.weight' is [8, 4096]: GPTQ needs") == 0);
   CHECK(error.find("(512.0 MiB for K = 4096), more than the 64.0 MiB allowed") != std::string::npos);
   CHECK(!std::filesystem::exists(options.output_path));
@@ -85,7 +78,7 @@ TEST_CASE("K that no machine could hold is refused under the default bound (phys
   const Scratch scratch("gptq_job_memory_default");
   const std::string weights = write_weight(scratch, 8, int64_t{1} << 18, DType::F16);  // 4 MiB: 2 TiB of H
   const gptq::JobOptions options = job_for(weights, scratch.path("absent.npy"), scratch);
-  const std::string error = error_of(options);
+  const std::string error = job_error(options);
   CHECK(error.find(weights + ": tensor 'layer.weight' is [8, 262144]: GPTQ needs") == 0);
   CHECK(error.find("(2.0 TiB for K = 262144)") != std::string::npos);
   CHECK(error.find("of memory this machine has") != std::string::npos);
@@ -104,9 +97,9 @@ TEST_CASE("the memory bound is inclusive: a layer needing exactly the bound runs
   qgru::write_npy(activations, Tensor::from_vector<float>({M, K}, tokens));
   gptq::JobOptions options = job_for(weights, activations, scratch);
   options.max_hessian_bytes = gptq::hessian_bytes_needed(K, false) - 1;
-  CHECK(error_of(options).find("tensor 'layer.weight' is [8, 64]: GPTQ needs") != std::string::npos);
+  CHECK(job_error(options).find("tensor 'layer.weight' is [8, 64]: GPTQ needs") != std::string::npos);
   // A small layer's size in a unit that shows it (4·64·64·8 bytes), not "0.0 GiB".
-  CHECK(error_of(options).find("(128.0 KiB for K = 64), more than the 128.0 KiB allowed") != std::string::npos);
+  CHECK(job_error(options).find("(128.0 KiB for K = 64), more than the 128.0 KiB allowed") != std::string::npos);
   CHECK(!std::filesystem::exists(options.output_path));
   options.max_hessian_bytes = gptq::hessian_bytes_needed(K, false);
   const auto reports = gptq::run_job(options);
@@ -120,7 +113,7 @@ TEST_CASE("activations of the wrong width are refused naming the file before the
   const std::string weights = write_weight(scratch, 8, 64, DType::F32);
   const std::string activations = scratch.path("x.npy");
   qgru::write_npy(activations, Tensor::from_vector<float>({5, 3}, std::vector<float>(15, 1.0f)));
-  const std::string error = error_of(job_for(weights, activations, scratch));
+  const std::string error = job_error(job_for(weights, activations, scratch));
   CHECK(error.find(activations + " (activations of 'layer.weight'): activations have shape [5, 3]") == 0);
   CHECK(error.find("K = 64 (the weight's input size)") != std::string::npos);
 }
