@@ -93,11 +93,16 @@ class Hessian:
         same GPU, or another ``__cuda_array_interface__`` array) are read where they are, after the work that
         wrote them (PyTorch's current stream), and may be freed when ``add`` returns; rows anywhere else go
         through the host as float32."""
-        view = gpu_rows(rows, self.K, "hessian rows") if self._device == "cuda" else None
+        return self._add(rows, "hessian rows")
+
+    def _add(self, rows, name, view=None):
+        """``add`` naming the rows ``name`` in errors; ``view``: ``gpu_rows`` of them when already taken."""
+        if view is None and self._device == "cuda":
+            view = gpu_rows(rows, self.K, name)
         if view is not None:
-            self._impl.add_device(view.pointer, view.M, view.ld, view.stream, "hessian rows")
+            self._impl.add_device(view.pointer, view.M, view.ld, view.stream, name)
         else:
-            self._impl.add(host_array(rows), "hessian rows")
+            self._impl.add(host_array(rows), name)
         return self
 
     @property
@@ -185,10 +190,7 @@ def gptq(weight, activations=None, bits=4, group_size=128, *, hessian=None, orde
         if any(view is not None for view in views):
             accumulated = Hessian(K, "cuda")
             for i, (chunk, view) in enumerate(zip(chunks, views)):
-                if view is not None:
-                    accumulated._impl.add_device(view.pointer, view.M, view.ld, view.stream, f"activations[{i}]")
-                else:
-                    accumulated._impl.add(host_array(chunk), f"activations[{i}]")
+                accumulated._add(chunk, f"activations[{i}]", view)
             hessian, chunks = accumulated._impl, []
     chunks = [host_array(chunk) for chunk in chunks]
     prefix = name[: -len(".weight")] if name.endswith(".weight") else name
