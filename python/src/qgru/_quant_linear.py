@@ -38,6 +38,8 @@ class QuantLinear:
 
     def __init__(self, checkpoint, layer=None, *, no_bias=False, device="cpu", device_id=0):
         with_bias = not no_bias
+        # CUDA-tensor calls: the bias on the GPU, made at the first; the workspace size of the last M.
+        self._gpu_bias, self._workspace_for, self._workspace_bytes = None, None, 0
         if isinstance(checkpoint, GptqResult):
             layer = layer or checkpoint.prefix
             if checkpoint.checkpoint is not None:
@@ -82,16 +84,17 @@ class QuantLinear:
         M = a.shape[0]
         y = torch.empty((M, N), dtype=torch.float16, device=x.device)
         if M:
-            size = self._impl.workspace_bytes(M)
+            if self._workspace_for != M:  # a decode loop calls with one M: ask the library once
+                self._workspace_for, self._workspace_bytes = M, self._impl.workspace_bytes(M)
+            size = self._workspace_bytes
             workspace = torch.empty(size, dtype=torch.uint8, device=x.device) if size else None
             self._impl.run_device(a.data_ptr(), M, y.data_ptr(), workspace.data_ptr() if size else 0,
                                   torch.cuda.current_stream(x.device).cuda_stream)
         out = y.float()
         if self._impl.has_bias:
-            bias = getattr(self, "_gpu_bias", None)
-            if bias is None:
-                bias = self._gpu_bias = torch.from_numpy(self._impl.bias()).to(x.device)
-            out += bias
+            if self._gpu_bias is None:
+                self._gpu_bias = torch.from_numpy(self._impl.bias()).to(x.device)
+            out += self._gpu_bias
         return out.reshape(*leading, N)
 
     N = property(lambda self: self._impl.N, doc="Output features.")
