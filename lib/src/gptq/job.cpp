@@ -89,8 +89,12 @@ std::string memory_text(uint64_t bytes) {
 
 }  // namespace
 
-void JobDevice::Hessian::add_device_rows(uintptr_t, int64_t, int64_t, uintptr_t, const std::string& source) {
+void JobDevice::Hessian::refuse_device_rows(const std::string& source) {
   throw Error(source + ": rows in GPU memory need a Hessian accumulated on the GPU (device cuda)");
+}
+
+void JobDevice::Hessian::add_device_rows(uintptr_t, int64_t, int64_t, uintptr_t, const std::string& source) {
+  refuse_device_rows(source);
 }
 
 uint64_t hessian_bytes_needed(int64_t K, bool save_hessian) {

@@ -79,9 +79,7 @@ class Hessian {
   void add_device(uintptr_t rows, int64_t M, int64_t ld, uintptr_t stream, const std::string& name) {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!device_accumulator_) {
-      throw Error(name + ": rows in GPU memory need a Hessian accumulated on the GPU (device cuda)");
-    }
+    if (!device_accumulator_) gptq::JobDevice::Hessian::refuse_device_rows(name);
     device_accumulator_->add_device_rows(rows, M, ld, stream, name);
     tokens_ += M;
     matrix_.reset();

@@ -43,6 +43,8 @@ struct JobDevice {
     // may free or overwrite them. A device without its own memory refuses (qgru::Error, naming `source`).
     virtual void add_device_rows(uintptr_t rows, int64_t M, int64_t ld, uintptr_t producer_stream,
                                  const std::string& source);
+    // The refusal of rows in GPU memory by an accumulator without device memory (the one line, naming `source`).
+    [[noreturn]] static void refuse_device_rows(const std::string& source);
     virtual std::vector<double> finish() = 0;
   };
   std::function<std::unique_ptr<Hessian>(int64_t K)> hessian;

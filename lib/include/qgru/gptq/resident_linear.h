@@ -53,6 +53,8 @@ class ResidentLinear {
   int64_t device_workspace_bytes(int64_t M) const;
 
  private:
+  void require_cuda_for_device_operands() const;  // qgru::Error naming the layer on cpu
+
   CheckpointLayer layer_;
   LinearDevice device_;
   int device_id_;

@@ -51,8 +51,12 @@ std::vector<float> ResidentLinear::run(const std::vector<float>& x, int64_t M) c
   return y;
 }
 
-int64_t ResidentLinear::device_workspace_bytes(int64_t M) const {
+void ResidentLinear::require_cuda_for_device_operands() const {
   if (device_ != LinearDevice::kCuda) throw Error(name_ + ": device rows need a layer on device cuda");
+}
+
+int64_t ResidentLinear::device_workspace_bytes(int64_t M) const {
+  require_cuda_for_device_operands();
   int64_t bytes = 0;
 #ifdef QGRU_CAPI_WITH_CUDA
   if (M > 0) {
@@ -64,7 +68,7 @@ int64_t ResidentLinear::device_workspace_bytes(int64_t M) const {
 }
 
 void ResidentLinear::run_device(uintptr_t x, int64_t M, uintptr_t y, uintptr_t workspace, uintptr_t stream) const {
-  if (device_ != LinearDevice::kCuda) throw Error(name_ + ": device rows need a layer on device cuda");
+  require_cuda_for_device_operands();
   if (M < 0) throw Error(name_ + ": M = " + std::to_string(M) + ", expected >= 0");
   if (x % 16 != 0) throw Error(name_ + ": x in device memory must be 16-byte aligned");
   if (M == 0) return;
