@@ -3,7 +3,7 @@
 # linked against a build tree's libraries as scripts/test_python.sh links it (`cmake --install` into a scratch
 # prefix, QGRU_PREFIX; CUDA inside when the build has it): what scripts/gpu_pack.sh carries for a GPU machine
 # whose python3 is another version. Output: BUILD/python-wheel-cpXY/_qgru.cpython-XY-*.so (nothing installed).
-# The interpreter gets a private venv (BUILD/python-venv-cpXY) with the build requirements test_python.sh pins,
+# The interpreter gets a private venv (BUILD/python-venv-cpXY) with the build requirements scripts/python_extension_settings.bash pins,
 # from PyPI through pip's cache.
 # Usage: scripts/python_extension.sh BUILD-DIR PYTHON
 set -euo pipefail
@@ -12,21 +12,16 @@ build="$(cd "${1:?usage: python_extension.sh BUILD-DIR PYTHON}" && pwd)"
 python="${2:?usage: python_extension.sh BUILD-DIR PYTHON}"
 tag=$("$python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])') ||
   { echo "python_extension: $python does not run" >&2; exit 1; }
-build_requirements=$(sed -n 's/^build_requirements=(\(.*\))$/\1/p' "$root/scripts/test_python.sh")
-[ -n "$build_requirements" ] || { echo "python_extension: no build_requirements in scripts/test_python.sh" >&2; exit 1; }
+source "$root/scripts/python_extension_settings.bash"
 venv="$build/python-venv-$tag"
 if ! "$venv/bin/python" -c "import scikit_build_core, nanobind" 2>/dev/null; then
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  # shellcheck disable=SC2086 # the pinned requirements, one word each
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $build_requirements
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${python_build_requirements[@]}"
 fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
-launcher="$(sed -n 's/^CMAKE_CXX_COMPILER_LAUNCHER:[A-Z]*=//p' "$build/CMakeCache.txt")"
-cmake_defines=(--config-settings=cmake.define.QGRU_PREFIX="$scratch/prefix")
-[ -n "$launcher" ] && cmake_defines+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+extension_cmake_defines "$build" "$scratch/prefix"
 started=$SECONDS
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
   --target "$scratch/site" --config-settings=build-dir="$build/python-wheel-$tag" "${cmake_defines[@]}" \

@@ -11,28 +11,25 @@
 set -euo pipefail
 build="$(cd "$1" && pwd)"
 root="$(cd "$3" && pwd)"
-launcher="$(sed -n 's/^CMAKE_CXX_COMPILER_LAUNCHER:[A-Z]*=//p' "$build/CMakeCache.txt")"
 source "$root/test/cli/common.bash"
+source "$root/scripts/python_extension_settings.bash"
 rm -rf "$2"
 mkdir -p "$2"
 scratch="$(cd "$2" && pwd)"
 venv="${QGRU_PYTHON_VENV:-$build/python-venv}"
-build_requirements=(scikit-build-core==1.1.2 nanobind==3.1.0)
 
 started=$SECONDS
 if ! "$venv/bin/python" -c "import scikit_build_core, nanobind, numpy, pytest" 2>/dev/null; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${build_requirements[@]}"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${python_build_requirements[@]}"
 fi
 "$venv/bin/python" -c "import numpy, pytest" || fail "$venv: no numpy or pytest (scripts/setup.sh installs python3-numpy and python3-pytest)"
 echo "python: venv ready in $((SECONDS - started)) s" >&2
 
 started=$SECONDS
 prefix="$scratch/prefix"
-cmake --install "$build" --prefix "$prefix" > "$scratch/install.log"
-cmake_defines=(--config-settings=cmake.define.QGRU_PREFIX="$prefix")
-[ -n "$launcher" ] && cmake_defines+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+extension_cmake_defines "$build" "$prefix"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
   --config-settings=build-dir="$build/python-wheel" "${cmake_defines[@]}" "$root/python" > "$scratch/wheel.log" 2>&1 ||
   { cat "$scratch/wheel.log"; fail "pip install ./python"; }

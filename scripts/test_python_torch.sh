@@ -14,19 +14,21 @@ venv="${QGRU_TORCH_VENV:-$build/python-torch-venv}"
 torch_pin=torch==2.15.0
 transformers_pin=transformers==5.24.0
 source "$root/test/cli/common.bash"
+source "$root/scripts/python_extension_settings.bash"
 [ -d "$build/python-wheel" ] || fail "no $build/python-wheel: run scripts/test_python.sh (ctest -R python_package) first"
 
 started=$SECONDS
 if ! "$venv/bin/python" -c "import torch, transformers, scikit_build_core, nanobind, pytest" 2>/dev/null; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_pin" "$transformers_pin" scikit-build-core==1.1.2 nanobind==3.1.0
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_pin" "$transformers_pin" \
+    "${python_build_requirements[@]}"
 fi
 echo "python-torch: venv ready in $((SECONDS - started)) s ($("$venv/bin/python" -c 'import torch; print(torch.__version__)'))" >&2
 prefix="$build/python-torch-prefix"
-cmake --install "$build" --prefix "$prefix" > /dev/null
+extension_cmake_defines "$build" "$prefix"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
-  --config-settings=build-dir="$build/python-wheel" --config-settings=cmake.define.QGRU_PREFIX="$prefix" "$root/python"
+  --config-settings=build-dir="$build/python-wheel" "${cmake_defines[@]}" "$root/python"
 scratch="$build/python-torch-scratch"
 rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch"
 QGRU_CLI="$build/apps/qgru/qgru" QGRU_SOURCE_DIR="$root" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
