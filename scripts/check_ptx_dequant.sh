@@ -76,8 +76,10 @@ for k in $kernels; do
 done
 compile_ptx "$root/cuda/src/quant_linear_stripes.cu" "$work/stripes.ptx"
 stripes=$(grep -oE '\.entry [A-Za-z0-9_]*stripe_linear_kernelILi[48]E[A-Za-z0-9_]*' "$work/stripes.ptx" | awk '{print $2}' || true)
-if [[ $(wc -w <<<"$stripes") -ne 2 ]]; then
-  echo "FAIL: expected the 4- and 8-bit stripe_linear_kernel entries in the PTX of cuda/src/quant_linear_stripes.cu" >&2
+# One entry per (bits, m16 fragments per block): 4 and 8 bits, 1, 2 and 4 fragments.
+if [[ $(wc -w <<<"$stripes") -ne 6 ]]; then
+  echo "FAIL: expected six stripe_linear_kernel entries (4 and 8 bits x 1, 2 and 4 m16 fragments) in the PTX of" \
+    "cuda/src/quant_linear_stripes.cu, found: $stripes" >&2
   exit 1
 fi
 # The stripes pipeline: the weights' evict-first L2 policy on their 16-byte cp.async copies, the copy groups.

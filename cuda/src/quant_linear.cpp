@@ -34,6 +34,9 @@ struct QuantLinear::Impl {
   kernels::GptqLayerUpload device;   // the checkpoint layout (legacy setting, or a layer stripes cannot take)
   kernels::StripeLayerUpload stripes;  // the stripes layout (otherwise)
   int64_t k_padded = 0, n_padded = 0, stripe_group_size = 0;
+  // Resident blocks per multiprocessor of the stripes kernel at 1, 2 and 4 m16 fragments (the occupancy
+  // calculator's answer, at most kStripeBlocksPerSm): the partition's block target.
+  int stripe_blocks_per_sm[3] = {0, 0, 0};
   std::unique_ptr<BlasHandle> blas;  // the DequantGemm engine's cuBLAS (auto setting only)
   // The engine per row of kEngineTable, chosen once at load (choose_engine gives the same answer for every M
   // of a row): run() looks it up instead of choosing again.
@@ -103,6 +106,19 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w, kernels::LinearKernelSettin
   d.stripes_reason = setting == kernels::LinearKernelSetting::Legacy
                          ? std::string("QGRU_CUDA_LINEAR_KERNEL=legacy (the default)")
                          : kernels::stripe_unsupported_reason(w.bits, w.K, w.N, group_size);
+  if (d.stripes_reason.empty()) {
+    for (int i = 0; i < 3; ++i) {
+      const int m_frags = 1 << i;
+      const int resident = prepare_stripe_linear(w.bits, m_frags);
+      if (resident < 1) {
+        d.stripes_reason = "stripes kernel: " + std::to_string(w.bits) + "-bit with " + std::to_string(m_frags) +
+                           " m16 fragments per block does not fit one multiprocessor of this device (" +
+                           std::to_string(kernels::stripe_smem_bytes(w.bits, m_frags)) + " bytes of shared memory)";
+        break;
+      }
+      d.stripe_blocks_per_sm[i] = resident < kernels::kStripeBlocksPerSm ? resident : kernels::kStripeBlocksPerSm;
+    }
+  }
   // Uploads on the legacy default stream, ending with its synchronization (qgru/kernels/device_upload.h): run()
   // on a caller's stream, non-blocking or not, right after construction reads the finished weights.
   CudaUploader uploader(nullptr);
@@ -144,8 +160,10 @@ kernels::LinearPlan QuantLinear::plan(int64_t M) const {
 
 kernels::StripePlan QuantLinear::stripe_plan(int64_t M) const {
   const Impl& d = *impl_;
-  const int per_sm = d.tuning.target_blocks_per_sm > 0 ? d.tuning.target_blocks_per_sm : kernels::kStripeBlocksPerSm;
   const int64_t rows = M < kernels::kStripeMaxRows ? M : kernels::kStripeMaxRows;
+  const int m_frags = kernels::stripe_m_frags(rows);
+  const int resident = d.stripe_blocks_per_sm[m_frags == 1 ? 0 : m_frags == 2 ? 1 : 2];
+  const int per_sm = d.tuning.target_blocks_per_sm > 0 ? d.tuning.target_blocks_per_sm : resident > 0 ? resident : kernels::kStripeBlocksPerSm;
   return kernels::plan_stripes(rows, d.n_padded, d.k_padded, int64_t{per_sm} * d.sm_count);
 }
 
@@ -240,7 +258,7 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
       args.M = M - m0 < kernels::kStripeMaxRows ? M - m0 : kernels::kStripeMaxRows;
       args.a = a_in + m0 * d.K;
       args.c = static_cast<uint16_t*>(c) + m0 * d.N;
-      launch_stripe_linear(args, d.bits, sp.blocks, (args.M + kernels::kStripeTileM - 1) / kernels::kStripeTileM, stream);
+      launch_stripe_linear(args, d.bits, sp.blocks, stream);
     }
     return;
   }

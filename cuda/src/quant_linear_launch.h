@@ -32,14 +32,18 @@ struct StripeLinearArgs {
   const uint32_t* params = nullptr;   // [groups_padded, n_padded] scale | zero << 16
   uint16_t* c = nullptr;              // fp16 [M, N]
   float* workspace = nullptr;         // fp32 partial sums [max_segments, M, n_padded]
-  uint32_t* counters = nullptr;       // [m_tiles, n_tiles], 0 before the launch, 0 again after it
+  uint32_t* counters = nullptr;       // [row blocks, n_tiles], 0 before the launch, 0 again after it
   int64_t M = 0, N = 0, K = 0, n_padded = 0;
   int64_t n_tiles = 0, k_tiles = 0, tiles = 0, tiles_per_block = 0;
   int64_t group_size = 0;             // effective (StripeWeights::group_size)
 };
 
-// Grid (blocks, m_tiles) of 128 threads. Throws NotSupported for other bit widths, CudaFailure on a launch error.
-void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, int64_t m_tiles, void* stream);
+// Grid (blocks, stripe_m_blocks(M)) of 128 threads, the kernel of stripe_m_frags(M) m16 fragments per block;
+// 1 <= M <= kStripeMaxRows. Throws NotSupported for other bit widths, CudaFailure on a launch error.
+void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, void* stream);
+// Readies the kernel of (bits, m_frags) on the current device (its dynamic shared-memory limit, a fixed value
+// per kernel) and returns how many of its blocks one multiprocessor holds (0: none fits this device).
+int prepare_stripe_linear(int bits, int m_frags);
 // The whole weight, fp16 [K, N] row-major (rows in the layer's K order), from the stripes layout of args.
 void launch_stripe_dequant(const StripeLinearArgs& args, int bits, uint16_t* w16, void* stream);
 // out[m, k'] = a[m, perm[k']] (fp16 bits, [M, K] each).

@@ -3,10 +3,12 @@
 // the fixed-order reduction).
 //
 // One block of 4 warps streams a contiguous stripe of 64 x 128 weight tiles through a 4-stage cp.async
-// pipeline (weights with an L2 evict-first policy: each byte is read once per launch; A and the group
-// parameters with the default policy, A is shared by every block). Per tile and k32 half every lane takes its
+// pipeline for a row block of 16, 32 or 64 rows of A (MFrags m16 fragments: stripe_m_frags; up to 64 rows a
+// launch has one row block, so the weights get an L2 evict-first policy: each byte is read once per launch;
+// with more row blocks, evict-normal; A and the group parameters with the default policy, A is shared by every
+// block). Per tile and k32 half every lane takes its
 // words with one (4-bit) or two (8-bit) 128-bit shared loads, dequantizes them in registers straight into
-// mma.sync m16n8k16 B fragments (stripe_dequant_lane: LOP3/PRMT and packed-half arithmetic, scale and zero
+// mma.sync m16n8k16 B fragments, used by all MFrags A fragments (stripe_dequant_lane: LOP3/PRMT and packed-half arithmetic, scale and zero
 // fused; the group's scale and zero point are unpacked into their packed-half operands, StripeLaneGroups, only
 // where a group row starts, and stay in registers across the group's tiles), takes A through ldmatrix.x4 and
 // accumulates in fp32 on the tensor cores. At the end of its part of a
@@ -47,42 +49,51 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int Bits>
-__global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const StripeLinearArgs args) {
+// Blocks per SM the register budget is sized for: four at one or two m16 fragments (64 accumulators or fewer),
+// three at four fragments (64 fp32 accumulators per lane; 65,536 / (3 · 128) = 170 registers, no spill) where
+// shared memory allows only three of its 57-74 KiB blocks anyway.
+constexpr int stripe_min_blocks(int m_frags) { return m_frags == k::kStripeMaxMFrags ? 3 : 4; }
+
+template <int Bits, int MFrags>
+__global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) stripe_linear_kernel(const StripeLinearArgs args) {
   constexpr int kTileBytes = k::stripe_tile_bytes(Bits);
-  constexpr int kStageBytes = k::stripe_stage_bytes(Bits);
+  constexpr int kStageBytes = k::stripe_stage_bytes(Bits, MFrags);
   constexpr int kWordsPerLane = k::stripe_words_per_lane(Bits);
-  static_assert(k::kStripeTileM * k::kStripeTileK / 8 == k::kStripeThreads, "one A chunk per thread");
-  static_assert(k::stripe_smem_bytes(Bits) <= 48 * 1024, "static shared memory limit");
-  __shared__ __align__(128) unsigned char smem[k::stripe_smem_bytes(Bits)];
+  constexpr int kRows = k::kStripeTileM * MFrags;  // rows of the block's row block
+  static_assert(k::kStripeTileM * k::kStripeTileK / 8 == k::kStripeThreads, "one A chunk per thread and fragment");
+  extern __shared__ __align__(128) unsigned char smem[];  // k::stripe_smem_bytes(Bits, MFrags)
   __shared__ int last_block_of_column;
 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const int64_t block = blockIdx.x, mt = blockIdx.y;
+  const int64_t block = blockIdx.x, mb = blockIdx.y;  // mb: the row block, rows kRows·mb ..
   // The stripe's tiles in order, (column, k tile, group rows) advanced per tile without a division; 32-bit
   // indices (stripe_linear.h, kStripeMaxIndex).
   const k::StripeWalk walk = k::stripe_walk(block, args.tiles, args.tiles_per_block, args.k_tiles, args.group_size);
-  const uint64_t policy = k::stripe_evict_first_policy();
+  const uint64_t policy = k::stripe_weight_policy(gridDim.y == 1);  // one row block: each weight byte read once
 
   const auto w_stage = [&](int slot) { return smem + slot * kStageBytes; };
   const auto a_stage = [&](int slot) { return reinterpret_cast<uint16_t*>(smem + slot * kStageBytes + kTileBytes); };
   const auto p_stage = [&](int slot) {
-    return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kTileBytes + k::stripe_a_stage_bytes());
+    return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kTileBytes + k::stripe_a_stage_bytes(MFrags));
   };
 
   const k::StripeSources sources{args.words, args.a, args.params, args.M, static_cast<int32_t>(args.K), args.n_padded};
-  const uint16_t* const a_row = k::stripe_a_row(sources, mt, tid);
+  const uint16_t* a_rows[MFrags];
+#pragma unroll
+  for (int f = 0; f < MFrags; ++f) a_rows[f] = k::stripe_a_row(sources, mb * MFrags + f, tid);
   const auto stage = [&](int slot) { return k::StripeStage{reinterpret_cast<uint32_t*>(w_stage(slot)), a_stage(slot), p_stage(slot)}; };
   // Issues thread tid's copies of the cursor's tile into stage `slot`.
   const auto load = [&](const k::StripeCursor& at, int slot) {
-    k::stripe_load_tile<Bits>(sources, a_row, walk, at, tid, stage(slot), policy);
+    k::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, stage(slot), policy);
   };
 
-  float acc[4][4];
+  float acc[MFrags][4][4];  // [m16 fragment][n fragment][element]
 #pragma unroll
-  for (int j = 0; j < 4; ++j)
+  for (int f = 0; f < MFrags; ++f)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
   // The lane's group operands, prepared where a group row starts and kept across the group's tiles (the first
   // tile of a stripe always starts one: segment_start).
   k::StripeLaneGroups<Bits> groups{};
@@ -117,14 +128,17 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
         words[4 * q + 2] = v.z;
         words[4 * q + 3] = v.w;
       }
+      // One dequantization serves every m16 fragment of the row block.
       const k::StripeBFragments b = k::stripe_dequant_lane<Bits>(words, groups);
 #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        uint32_t a[4];
-        ldmatrix_x4(a, a_stage(slot) + k::stripe_a_ldmatrix_offset(lane, h, s));
+      for (int s = 0; s < 2; ++s)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_m16n8k16(acc[j], a, b.b[j][s][0], b.b[j][s][1]);
-      }
+        for (int f = 0; f < MFrags; ++f) {
+          uint32_t a[4];
+          ldmatrix_x4(a, a_stage(slot) + k::stripe_a_ldmatrix_offset(lane, h, s, f));
+#pragma unroll
+          for (int j = 0; j < 4; ++j) mma_m16n8k16(acc[f][j], a, b.b[j][s][0], b.b[j][s][1]);
+        }
     }
 
     if (k::stripe_cursor_segment_end(walk, at)) {  // the block's part of column nt ends here
@@ -132,32 +146,35 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
       const int64_t segment = column.segment;
       const bool direct = column.segments == 1;  // the column is this block's alone: fp16 C straight away
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int f = 0; f < MFrags; ++f)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const k::StripeRowCol rc = k::stripe_acc_position(warp, j, lane, 2 * r);
-          const int64_t m = mt * k::kStripeTileM + rc.row, n = nt * k::kStripeTileN + rc.col;
-          if (m >= args.M) continue;
-          if (direct) {
-            if (n < args.N) {  // n even, N % 8 == 0: n + 1 < N too
-              *reinterpret_cast<__half2*>(args.c + m * args.N + n) = __floats2half2_rn(acc[j][2 * r], acc[j][2 * r + 1]);
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const k::StripeRowCol rc = k::stripe_acc_position(warp, j, lane, 2 * r);
+            const int64_t m = (mb * MFrags + f) * k::kStripeTileM + rc.row, n = nt * k::kStripeTileN + rc.col;
+            if (m >= args.M) continue;
+            if (direct) {
+              if (n < args.N) {  // n even, N % 8 == 0: n + 1 < N too
+                *reinterpret_cast<__half2*>(args.c + m * args.N + n) = __floats2half2_rn(acc[f][j][2 * r], acc[f][j][2 * r + 1]);
+              }
+            } else {
+              *reinterpret_cast<float2*>(args.workspace + k::stripe_partial_index(segment, m, n, args.M, args.n_padded)) =
+                  make_float2(acc[f][j][2 * r], acc[f][j][2 * r + 1]);
             }
-          } else {
-            *reinterpret_cast<float2*>(args.workspace + k::stripe_partial_index(segment, m, n, args.M, args.n_padded)) =
-                make_float2(acc[j][2 * r], acc[j][2 * r + 1]);
           }
-        }
       if (!direct) {
         __threadfence();  // the partials are visible device-wide before the counter says so
         __syncthreads();
-        uint32_t* counter = args.counters + mt * args.n_tiles + nt;
+        uint32_t* counter = args.counters + mb * args.n_tiles + nt;
         if (tid == 0) last_block_of_column = atomicAdd(counter, 1u) + 1u == static_cast<uint32_t>(column.segments);
         __syncthreads();
         if (last_block_of_column) {
           __threadfence();
-          const int64_t rows = args.M - mt * k::kStripeTileM < k::kStripeTileM ? args.M - mt * k::kStripeTileM : k::kStripeTileM;
+          const int64_t first_row = mb * kRows;
+          const int64_t rows = args.M - first_row < kRows ? args.M - first_row : kRows;
           for (int e = tid; e < rows * k::kStripeTileN; e += k::kStripeThreads) {
-            const int64_t m = mt * k::kStripeTileM + e / k::kStripeTileN, n = nt * k::kStripeTileN + e % k::kStripeTileN;
+            const int64_t m = first_row + e / k::kStripeTileN, n = nt * k::kStripeTileN + e % k::kStripeTileN;
             if (n >= args.N) continue;
             float sum = 0.0f;  // slots in the fixed order 0, 1, ...: the same bits whichever block came last
             for (int64_t s = 0; s < column.segments; ++s) {
@@ -170,9 +187,11 @@ __global__ void __launch_bounds__(k::kStripeThreads) stripe_linear_kernel(const 
         __syncthreads();  // last_block_of_column is read by every thread before the next column may rewrite it
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int f = 0; f < MFrags; ++f)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
     }
   }
   k::copy_async_wait<0>();
@@ -232,21 +251,56 @@ void launch_gather_columns(const uint16_t* a, const int32_t* perm, uint16_t* out
   QGRU_CUDA_CHECK_LAUNCH("gather_columns_kernel<<<...>>>");
 }
 
-void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, int64_t m_tiles, void* stream) {
-  if (blocks < 1 || blocks > 0x7FFFFFFF || m_tiles < 1 || m_tiles > 65535) {
-    throw Error("stripes linear launch: grid " + std::to_string(blocks) + " x " + std::to_string(m_tiles) + " out of range");
-  }
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(m_tiles));
-  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+namespace {
+
+// The kernel for (bits, m16 fragments), with its dynamic shared memory (bytes).
+struct StripeKernel {
+  void (*kernel)(StripeLinearArgs);
+  int smem_bytes;
+  const char* name;
+};
+template <int Bits, int MFrags>
+StripeKernel stripe_kernel_entry(const char* name) {
+  return {stripe_linear_kernel<Bits, MFrags>, k::stripe_smem_bytes(Bits, MFrags), name};
+}
+StripeKernel stripe_kernel(int bits, int m_frags) {
   if (bits == 4) {
-    stripe_linear_kernel<4><<<grid, k::kStripeThreads, 0, cuda_stream>>>(args);
-    QGRU_CUDA_CHECK_LAUNCH("stripe_linear_kernel<4><<<...>>>");
+    if (m_frags == 1) return stripe_kernel_entry<4, 1>("stripe_linear_kernel<4, 1>");
+    if (m_frags == 2) return stripe_kernel_entry<4, 2>("stripe_linear_kernel<4, 2>");
+    if (m_frags == 4) return stripe_kernel_entry<4, 4>("stripe_linear_kernel<4, 4>");
   } else if (bits == 8) {
-    stripe_linear_kernel<8><<<grid, k::kStripeThreads, 0, cuda_stream>>>(args);
-    QGRU_CUDA_CHECK_LAUNCH("stripe_linear_kernel<8><<<...>>>");
+    if (m_frags == 1) return stripe_kernel_entry<8, 1>("stripe_linear_kernel<8, 1>");
+    if (m_frags == 2) return stripe_kernel_entry<8, 2>("stripe_linear_kernel<8, 2>");
+    if (m_frags == 4) return stripe_kernel_entry<8, 4>("stripe_linear_kernel<8, 4>");
   } else {
     throw NotSupported("stripes linear with " + std::to_string(bits) + "-bit codes (kernels exist for 4 and 8)");
   }
+  throw Error("stripes linear: no kernel for " + std::to_string(m_frags) + " m16 fragments per block");
+}
+
+}  // namespace
+
+int prepare_stripe_linear(int bits, int m_frags) {
+  const StripeKernel entry = stripe_kernel(bits, m_frags);
+  // A fixed value per kernel, the same whichever layer sets it: no ordering between threads is needed.
+  QGRU_CUDA_CHECK(cudaFuncSetAttribute(entry.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, entry.smem_bytes));
+  int blocks = 0;
+  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, entry.kernel, k::kStripeThreads,
+                                                                static_cast<size_t>(entry.smem_bytes)));
+  return blocks;
+}
+
+void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, void* stream) {
+  const int m_frags = k::stripe_m_frags(args.M);
+  const int64_t m_blocks = k::stripe_m_blocks(args.M);
+  if (blocks < 1 || blocks > 0x7FFFFFFF || args.M < 1 || args.M > k::kStripeMaxRows) {
+    throw Error("stripes linear launch: grid " + std::to_string(blocks) + " x " + std::to_string(m_blocks) + " (M=" +
+                std::to_string(args.M) + ") out of range");
+  }
+  const StripeKernel entry = stripe_kernel(bits, m_frags);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(m_blocks));
+  entry.kernel<<<grid, k::kStripeThreads, static_cast<size_t>(entry.smem_bytes), static_cast<cudaStream_t>(stream)>>>(args);
+  QGRU_CUDA_CHECK_LAUNCH(entry.name);
 }
 
 }  // namespace qgru::cuda

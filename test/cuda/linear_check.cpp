@@ -193,6 +193,9 @@ int check_quant_linear() {
       // a group of 96 (a multiple of 32, not of the 64-deep tile: group rows start in either k32 half), 8-bit,
       // K = 288 (4.5 tiles) and N = 200 both padded
       {9, 200, 288, 96, 8, 0, false},
+      // the stripes kernel's row blocks: two m16 fragments (8-bit, segments), four fragments on a layer of many
+      // columns and segments (48 rows: the fourth fragment all padding), 4-bit
+      {24, 264, 1024, 64, 8, 1, false},  {48, 1024, 2048, 128, 4, 0, false},
   };
   int failures = 0;
   uint32_t seed = 1;

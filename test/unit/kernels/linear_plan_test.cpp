@@ -153,7 +153,7 @@ TEST_CASE("engine choice: legacy by default, stripes only where the layer holds 
   CHECK(s == dq::LinearKernelSetting::Legacy);
   CHECK(dq::parse_linear_kernel_setting("fast", s).find("QGRU_CUDA_LINEAR_KERNEL=fast") != std::string::npos);
 
-  for (const int64_t M : {1, 16, 17, 63, 64, 256, 4096}) {
+  for (const int64_t M : {1, 16, 17, 63, 64, 65, 256, 4096}) {
     CAPTURE(M);
     CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Legacy, "").engine == dq::LinearEngine::Tiles);
     CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Stripes, "").engine == dq::LinearEngine::Stripes);
@@ -161,7 +161,7 @@ TEST_CASE("engine choice: legacy by default, stripes only where the layer holds 
     CHECK(refused.engine == dq::LinearEngine::Tiles);
     CHECK(refused.reason.find("group_size") != std::string::npos);
     const dq::EngineChoice a = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "");
-    CHECK(a.engine == (M < 64 ? dq::LinearEngine::Stripes : dq::LinearEngine::DequantGemm));
+    CHECK(a.engine == (M <= 64 ? dq::LinearEngine::Stripes : dq::LinearEngine::DequantGemm));
     CHECK(!a.reason.empty());
   }
 }

@@ -104,9 +104,9 @@ struct Emulated {
   std::vector<float> c_fp32;   // the fp32 value each output was rounded from
 };
 
-// One launch on the host: blocks of every m tile run in `block_order`, each to completion (any order the
-// GPU may run them in); the counters must be back at 0 afterwards.
-template <int Bits>
+// One launch on the host: the blocks of every row block (plan.m_frags m16 fragments each) run in `block_order`,
+// each to completion (any order the GPU may run them in); the counters must be back at 0 afterwards.
+template <int Bits, int MFrags>
 Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>& a, int64_t M,
                         const std::vector<int64_t>& block_order, const dq::StripePlan& plan) {
   // Act-order: the per-call gather of the activations, A'[m, k'] = A[m, perm[k']].
@@ -119,13 +119,19 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
   out.c.assign(static_cast<size_t>(M * s.N), 0xFFFFu);  // NaN sentinel: every output must be written once
   out.c_fp32.assign(static_cast<size_t>(M * s.N), std::nanf(""));
   std::vector<float> workspace(static_cast<size_t>(plan.max_segments * M * s.n_padded), std::nanf(""));
-  std::vector<uint32_t> counters(static_cast<size_t>(plan.m_tiles * plan.n_tiles), 0u);
-  for (int64_t mt = 0; mt < plan.m_tiles; ++mt) {
+  REQUIRE(plan.m_frags == MFrags);
+  REQUIRE(plan.m_blocks * MFrags * dq::kStripeTileM >= M);
+  REQUIRE((plan.m_blocks - 1) * MFrags * dq::kStripeTileM < M);  // no row block without a row
+  std::vector<uint32_t> counters(static_cast<size_t>(plan.m_blocks * plan.n_tiles), 0u);
+  REQUIRE(counters.size() <= static_cast<size_t>(dq::stripe_counter_count(s.n_padded)));
+  for (int64_t mb = 0; mb < plan.m_blocks; ++mb) {
+    const uint16_t* a_rows[MFrags];
+    for (int f = 0; f < MFrags; ++f) a_rows[f] = nullptr;
     for (const int64_t block : block_order) {
       const dq::TileRange range = dq::stripe_block_range(block, plan.tiles, plan.tiles_per_block);
       REQUIRE(range.begin < range.end);
       const dq::StripeWalk walk = dq::stripe_walk(block, plan.tiles, plan.tiles_per_block, plan.k_tiles, s.group_size);
-      float acc[4][4][32][4] = {};  // [warp][n fragment][lane][element]
+      float acc[MFrags][4][4][32][4] = {};  // [m16 fragment][warp][n fragment][lane][element]
       // the lane's prepared group operands, per warp, kept across tiles until a group row starts (as the kernel)
       dq::StripeLaneGroups<Bits> groups[4][32] = {};
       // The pipeline: kStripeStages stages, each poisoned before its load (a word, A half or group row the
@@ -137,11 +143,12 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
       std::vector<uint16_t> stage_a[dq::kStripeStages];
       const auto load = [&](const dq::StripeCursor& at, int slot) {
         stage_words[slot].assign(static_cast<size_t>(dq::stripe_tile_words(Bits)), 0xDEADBEEFu);
-        stage_a[slot].assign(static_cast<size_t>(dq::kStripeTileM * dq::kStripeLdA), 0xFFFFu);
+        stage_a[slot].assign(static_cast<size_t>(dq::stripe_a_stage_bytes(MFrags) / 2), 0xFFFFu);
         stage_params[slot].assign(static_cast<size_t>(2 * dq::kStripeTileN), 0xFFFFFFFFu);
         const dq::StripeStage stage{stage_words[slot].data(), stage_a[slot].data(), stage_params[slot].data()};
         for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
-          dq::stripe_load_tile<Bits>(sources, dq::stripe_a_row(sources, mt, tid), walk, at, tid, stage, 0);
+          for (int f = 0; f < MFrags; ++f) a_rows[f] = dq::stripe_a_row(sources, mb * MFrags + f, tid);
+          dq::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, stage, 0);
         }
       };
       dq::StripeCursor at = dq::stripe_walk_start(walk), ahead = at;
@@ -168,13 +175,14 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
                 for (int ks = 0; ks < 2; ++ks)
                   for (int r = 0; r < 2; ++r) b[j][ks][lane][r] = f.b[j][ks][r];
             }
-            for (int ks = 0; ks < 2; ++ks) {
-              int address[32];
-              for (int lane = 0; lane < 32; ++lane) address[lane] = dq::stripe_a_ldmatrix_offset(lane, h, ks);
-              uint32_t a_frag[32][4];
-              ldmatrix_x4(stage_a[slot], address, a_frag);
-              for (int j = 0; j < 4; ++j) mma_m16n8k16(a_frag, b[j][ks], acc[w][j]);
-            }
+            for (int ks = 0; ks < 2; ++ks)
+              for (int f = 0; f < MFrags; ++f) {  // one dequantization, every m16 fragment
+                int address[32];
+                for (int lane = 0; lane < 32; ++lane) address[lane] = dq::stripe_a_ldmatrix_offset(lane, h, ks, f);
+                uint32_t a_frag[32][4];
+                ldmatrix_x4(stage_a[slot], address, a_frag);
+                for (int j = 0; j < 4; ++j) mma_m16n8k16(a_frag, b[j][ks], acc[f][w][j]);
+              }
           }
         }
         // End of the block's part of column nt: the epilogue.
@@ -184,14 +192,15 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
           REQUIRE(segment >= 0);
           REQUIRE(segment < col.segments);
           auto each = [&](auto&& fn) {
-            for (int w = 0; w < 4; ++w)
-              for (int j = 0; j < 4; ++j)
-                for (int lane = 0; lane < 32; ++lane)
-                  for (int e = 0; e < 4; ++e) {
-                    const dq::StripeRowCol rc = dq::stripe_acc_position(w, j, lane, e);
-                    const int64_t m = mt * dq::kStripeTileM + rc.row, n = nt * dq::kStripeTileN + rc.col;
-                    fn(m, n, acc[w][j][lane][e]);
-                  }
+            for (int f = 0; f < MFrags; ++f)
+              for (int w = 0; w < 4; ++w)
+                for (int j = 0; j < 4; ++j)
+                  for (int lane = 0; lane < 32; ++lane)
+                    for (int e = 0; e < 4; ++e) {
+                      const dq::StripeRowCol rc = dq::stripe_acc_position(w, j, lane, e);
+                      const int64_t m = (mb * MFrags + f) * dq::kStripeTileM + rc.row, n = nt * dq::kStripeTileN + rc.col;
+                      fn(m, n, acc[f][w][j][lane][e]);
+                    }
           };
           if (col.segments == 1) {
             each([&](int64_t m, int64_t n, float v) {
@@ -204,12 +213,12 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
             each([&](int64_t m, int64_t n, float v) {
               if (m < M) workspace[static_cast<size_t>(dq::stripe_partial_index(segment, m, n, M, s.n_padded))] = v;
             });
-            uint32_t& counter = counters[static_cast<size_t>(mt * plan.n_tiles + nt)];
+            uint32_t& counter = counters[static_cast<size_t>(mb * plan.n_tiles + nt)];
             const uint32_t arrived = counter++;
             if (arrived + 1 == static_cast<uint32_t>(col.segments)) {  // the last block sums in slot order
-              for (int64_t r = 0; r < dq::kStripeTileM; ++r)
+              for (int64_t r = 0; r < MFrags * dq::kStripeTileM; ++r)
                 for (int64_t cidx = 0; cidx < dq::kStripeTileN; ++cidx) {
-                  const int64_t m = mt * dq::kStripeTileM + r, n = nt * dq::kStripeTileN + cidx;
+                  const int64_t m = mb * MFrags * dq::kStripeTileM + r, n = nt * dq::kStripeTileN + cidx;
                   if (m >= M || n >= s.N) continue;
                   float sum = 0.0f;
                   for (int64_t seg = 0; seg < col.segments; ++seg) {
@@ -222,16 +231,30 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
               counter = 0;
             }
           }
-          for (auto& warp : acc)
-            for (auto& frag : warp)
-              for (auto& lane : frag)
-                for (float& e : lane) e = 0.0f;
+          for (auto& m_frag : acc)
+            for (auto& warp : m_frag)
+              for (auto& frag : warp)
+                for (auto& lane : frag)
+                  for (float& e : lane) e = 0.0f;
         }
       }
     }
   }
   for (const uint32_t c : counters) REQUIRE(c == 0u);
   return out;
+}
+
+// The launch of the kernel instance the plan names (bits, m16 fragments per block).
+Emulated emulate(int bits, const dq::StripeWeights& s, const std::vector<uint16_t>& a, int64_t M,
+                 const std::vector<int64_t>& block_order, const dq::StripePlan& plan) {
+  if (bits == 4) {
+    return plan.m_frags == 1   ? emulate_launch<4, 1>(s, a, M, block_order, plan)
+           : plan.m_frags == 2 ? emulate_launch<4, 2>(s, a, M, block_order, plan)
+                               : emulate_launch<4, 4>(s, a, M, block_order, plan);
+  }
+  return plan.m_frags == 1   ? emulate_launch<8, 1>(s, a, M, block_order, plan)
+         : plan.m_frags == 2 ? emulate_launch<8, 2>(s, a, M, block_order, plan)
+                             : emulate_launch<8, 4>(s, a, M, block_order, plan);
 }
 
 void check_case(const Case& c, uint32_t seed) {
@@ -261,8 +284,8 @@ void check_case(const Case& c, uint32_t seed) {
   std::vector<int64_t> forward(static_cast<size_t>(plan.blocks)), backward;
   std::iota(forward.begin(), forward.end(), 0);
   backward.assign(forward.rbegin(), forward.rend());
-  const Emulated got = c.bits == 4 ? emulate_launch<4>(s, a, c.M, forward, plan) : emulate_launch<8>(s, a, c.M, forward, plan);
-  const Emulated again = c.bits == 4 ? emulate_launch<4>(s, a, c.M, backward, plan) : emulate_launch<8>(s, a, c.M, backward, plan);
+  const Emulated got = emulate(c.bits, s, a, c.M, forward, plan);
+  const Emulated again = emulate(c.bits, s, a, c.M, backward, plan);
   // Deterministic: the opposite block order gives the same bits.
   REQUIRE(got.c == again.c);
 
@@ -466,10 +489,38 @@ TEST_CASE("stripes launch (emulated) is exact on exact data and deterministic, e
         for (const bool act_order : {false, true})
           for (const int64_t group : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{0}}) {
             const int64_t K = 192;
-            const Case c{3, 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7};
+            // the three kernel instances: one, two and four m16 fragments per block
+            const int64_t M = group == 32 ? 21 : group == 64 ? 47 : 3;
+            const Case c{M, 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7};
             if (act_order && group == 0) continue;  // one group: act-order is the identity
             check_case(c, seed++);
           }
+}
+
+TEST_CASE("stripes rows: up to 64 rows one row block (each weight byte read once), every row in exactly one block") {
+  for (int64_t M = 1; M <= dq::kStripeMaxRows; ++M) {
+    CAPTURE(M);
+    const int frags = dq::stripe_m_frags(M);
+    const int64_t rows_per_block = frags * dq::kStripeTileM, blocks = dq::stripe_m_blocks(M);
+    REQUIRE((frags == 1 || frags == 2 || frags == dq::kStripeMaxMFrags));
+    REQUIRE(blocks * rows_per_block >= M);          // every row in a block
+    REQUIRE((blocks - 1) * rows_per_block < M);     // no block without rows
+    if (M <= 64) REQUIRE(blocks == 1);              // one row block: the weights streamed once per launch
+    if (M > 16) REQUIRE(frags > 1);                 // no second row block below 64 rows
+    REQUIRE(blocks <= dq::kStripeMaxMTiles);        // the layer's column counters hold every (row block, column)
+    // the fewest fragments that hold M rows below 64, never more than 2x the rows needed
+    if (M <= 64) REQUIRE(rows_per_block < 2 * M + 2 * dq::kStripeTileM);
+    const dq::StripePlan p = dq::plan_stripes(M, 256, 512, 10);
+    REQUIRE(p.m_frags == frags);
+    REQUIRE(p.m_blocks == blocks);
+  }
+  // The block's shared memory: four stages, each W tile + A rows + group rows, 16-byte aligned regions.
+  for (const int bits : {4, 8})
+    for (const int frags : {1, 2, 4}) {
+      REQUIRE(dq::stripe_a_stage_bytes(frags) % 16 == 0);
+      REQUIRE(dq::stripe_stage_bytes(bits, frags) % 16 == 0);
+      REQUIRE(dq::stripe_smem_bytes(bits, frags) <= 227 * 1024);  // a Hopper block's opt-in limit
+    }
 }
 
 TEST_CASE("stripes launch (emulated) within the fp32 bound: row counts, padding, one and many segments") {
@@ -477,9 +528,12 @@ TEST_CASE("stripes launch (emulated) within the fp32 bound: row counts, padding,
       {1, 128, 64, 64, 4, 0, false, false, false, 1},        // one tile, one block: the direct store
       {1, 264, 4096, 128, 4, 1, false, false, false, 132},   // padded N, many segments per column
       {16, 136, 160, 32, 4, 0, true, false, false, 5},       // padded K (160 = 2.5 tiles), act-order
-      {17, 128, 256, 128, 8, 1, false, true, false, 3},      // two m tiles, 8-bit symmetric v1
+      {17, 128, 256, 128, 8, 1, false, true, false, 3},      // two m16 fragments per block, 8-bit symmetric v1
       {5, 256, 200, 200, 8, 0, false, false, false, 100000}, // one group, K not a multiple of 32: per channel
-      {33, 136, 384, 64, 8, 0, true, false, false, 11},      // three m tiles, 8-bit act-order
+      {33, 136, 384, 64, 8, 0, true, false, false, 11},      // four fragments, three with rows, 8-bit act-order
+      {64, 264, 320, 64, 4, 1, false, false, false, 9},      // one full row block of 64, padded N, segments
+      {65, 136, 256, 128, 4, 0, true, false, false, 4},      // two row blocks, the second with one row
+      {130, 128, 192, 32, 8, 0, false, false, false, 2},     // three row blocks: the weights read three times
   };
   uint32_t seed = 500;
   for (const Case& c : cases) check_case(c, seed++);

@@ -215,12 +215,13 @@ inline constexpr EngineRow kEngineTable[] = {
     {16, LinearEngine::Stripes,
      "M <= 16: bound by weight bytes (2M FLOP per weight over bits/8 bytes: 64 FLOP per byte at M = 16, 4-bit, "
      "far below the tensor cores' ~200 per byte of HBM); one m16 fragment per block, each weight byte streamed "
-     "once at 16-byte loads, no shared-memory W tile"},
-    {63, LinearEngine::Stripes,
-     "17 <= M <= 63: still bound by weight bytes; the stripes kernel runs one m16 tile per grid row, re-reading the "
-     "weights (mostly from L2) per tile, which beats a per-call fp16 dequantization of all of W"},
+     "once at 16-byte loads"},
+    {64, LinearEngine::Stripes,
+     "17 <= M <= 64: still bound by weight bytes at 4 bits (256 FLOP per byte at M = 64); the stripes kernel holds "
+     "two or four m16 fragments per block, so each weight byte is still read once and one dequantization feeds "
+     "up to 32 mma.sync per k32 half"},
     {INT64_MAX, LinearEngine::DequantGemm,
-     "M >= 64: the GEMM turns compute bound; without a wgmma kernel, cuBLAS's fp16 tensor-core GEMM on W dequantized "
+     "M >= 65: the GEMM turns compute bound; without a wgmma kernel, cuBLAS's fp16 tensor-core GEMM on W dequantized "
      "once per call (0.5 + 2 + 2 bytes per weight of traffic) is the faster path: the WMMA tile kernel ran at "
      "0.14-0.49x cuBLAS fp16 at M = 64 and 256 (docs/benchmarks/cuda.md)"},
 };

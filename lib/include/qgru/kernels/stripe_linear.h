@@ -34,13 +34,16 @@
 // turn its four parameters into the dequantization's packed-half operands (StripeLaneGroups), which it keeps in
 // registers for the tiles that follow.
 //
+// Rows. A block computes a row block of 16·m_frags rows (stripe_m_frags: one, two or four m16 fragments of
+// A); a launch's rows are its row blocks (grid y), each with the same stripes over the same tiles.
+//
 // Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
 // takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
 // column nt are the column's segments s = 0, 1, ... in k order. A column with one segment is written to C
-// directly. Otherwise each segment writes its fp32 partial sums [M rows, 128] to slot s of the workspace, then
-// increments the column's counter; the block that brings it to the segment count (whichever arrives last)
-// sums the slots in the order s = 0, 1, ... (fixed: the result does not depend on which block was last), rounds
-// once to fp16, writes C and resets the counter to 0 for the next launch. The counters belong to the layer and
+// directly. Otherwise each segment writes its fp32 partial sums [its row block's rows, 128] to slot s of the
+// workspace, then increments the counter of (row block, column); the block that brings it to the segment count
+// (whichever arrives last) sums the slots in the order s = 0, 1, ... (fixed: the result does not depend on which
+// block was last), rounds once to fp16, writes C and resets the counter to 0 for the next launch. The counters belong to the layer and
 // start at 0: launches on one layer must not overlap in time (one stream, or ordered by events).
 #include <cstdint>
 #include <cstring>
@@ -59,7 +62,7 @@ inline constexpr int kStripeTileK = 64;       // inputs per block tile (two k32 
 inline constexpr int kStripeTileN = 128;      // outputs per block tile (four warps of 32)
 inline constexpr int kStripeWarps = 4;
 inline constexpr int kStripeThreads = 32 * kStripeWarps;
-inline constexpr int kStripeTileM = 16;       // rows of A per block (one mma m16 fragment)
+inline constexpr int kStripeTileM = 16;       // rows of one mma m16 fragment of A
 inline constexpr int kStripeStages = 4;       // cp.async pipeline depth
 inline constexpr int kStripeLdA = kStripeTileK + 8;  // A stage row, padded by 8 halves (conflict-free ldmatrix)
 // Blocks per multiprocessor the stripes aim at unless tuned (LinearTuning::target_blocks_per_sm): enough
@@ -69,21 +72,35 @@ inline constexpr int kStripeBlocksPerSm = 4;
 // Rows per launch: a call with more rows runs several launches in stream order (the counters are sized for it).
 inline constexpr int64_t kStripeMaxRows = 1024;
 inline constexpr int64_t kStripeMaxMTiles = kStripeMaxRows / kStripeTileM;
-// The column counters of a layer (one per m tile of a launch and column tile), 0 between launches.
+// The column counters of a layer (one per row block of a launch and column tile, at most one per m16 tile),
+// 0 between launches.
 inline constexpr int64_t stripe_counter_count(int64_t n_padded) { return kStripeMaxMTiles * (n_padded / kStripeTileN); }
+
+// Rows per block. A block holds the accumulators of m_frags m16 fragments (1, 2 or 4: up to 64 rows), so a
+// launch of up to 64 rows has one row block and reads each weight byte once (the weights' L2 policy is then
+// evict-first); more rows run in row blocks of 64 (grid y), each streaming the weights again, mostly from L2.
+// Per tile a warp's dequantized B fragments serve m_frags A fragments: 8·m_frags mma.sync per k32 half
+// against one dequantization, so the kernel stays bound by weight bytes up to about 64 rows. Fragments past
+// M are zero rows, computed and never stored (M = 33..64 share the 4-fragment kernel).
+inline constexpr int kStripeMaxMFrags = 4;
+QGRU_HD constexpr int stripe_m_frags(int64_t M) { return M <= kStripeTileM ? 1 : M <= 2 * kStripeTileM ? 2 : kStripeMaxMFrags; }
+QGRU_HD constexpr int64_t stripe_m_blocks(int64_t M) {
+  return (M + kStripeTileM * stripe_m_frags(M) - 1) / (kStripeTileM * stripe_m_frags(M));
+}
 
 QGRU_HD constexpr int stripe_words_per_lane(int bits) { return bits; }  // 32x32 codes / 32 lanes / (32 / bits)
 QGRU_HD constexpr int stripe_tile_words(int bits) { return kStripeWarps * 2 * 32 * stripe_words_per_lane(bits); }
 QGRU_HD constexpr int stripe_tile_bytes(int bits) { return 4 * stripe_tile_words(bits); }
 
-// Shared memory of one stage and of the block (bytes): W tile | A tile [16, kStripeLdA] fp16 | params
-// [2 halves, 128] uint32; every region a multiple of 16 bytes.
-QGRU_HD constexpr int stripe_a_stage_bytes() { return 2 * kStripeTileM * kStripeLdA; }
+// Shared memory of one stage and of the block (bytes): W tile | A tile [16·m_frags, kStripeLdA] fp16 | params
+// [2 halves, 128] uint32; every region a multiple of 16 bytes. 4-bit: 29,696 bytes at one fragment, 57,344 at
+// four (past the 48 KiB a launch gets without opting in: the kernel takes dynamic shared memory).
+QGRU_HD constexpr int stripe_a_stage_bytes(int m_frags) { return 2 * kStripeTileM * m_frags * kStripeLdA; }
 QGRU_HD constexpr int stripe_params_stage_bytes() { return 4 * 2 * kStripeTileN; }
-QGRU_HD constexpr int stripe_stage_bytes(int bits) {
-  return stripe_tile_bytes(bits) + stripe_a_stage_bytes() + stripe_params_stage_bytes();
+QGRU_HD constexpr int stripe_stage_bytes(int bits, int m_frags) {
+  return stripe_tile_bytes(bits) + stripe_a_stage_bytes(m_frags) + stripe_params_stage_bytes();
 }
-QGRU_HD constexpr int stripe_smem_bytes(int bits) { return kStripeStages * stripe_stage_bytes(bits); }
+QGRU_HD constexpr int stripe_smem_bytes(int bits, int m_frags) { return kStripeStages * stripe_stage_bytes(bits, m_frags); }
 
 // ---- the per-lane mapping of the repacked words ----
 
@@ -199,19 +216,27 @@ QGRU_HD StripeBFragments stripe_dequant_lane(const uint32_t* words, const uint32
 // Offset (in halves, from the A stage's start) of the row lane `lane` hands ldmatrix.x4 for the A fragment of
 // k-step s of half h: matrices 0..3 = (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15,
 // k 8-15) of the 16 x 16 block, which ldmatrix.x4 returns as registers a0..a3 of the mma A fragment.
-QGRU_HD int stripe_a_ldmatrix_offset(int lane, int h, int s) {
-  return (lane % 16) * kStripeLdA + 32 * h + 16 * s + 8 * (lane / 16);
+// m16 fragment f of the block's rows starts 16·f rows further down the stage.
+QGRU_HD int stripe_a_ldmatrix_offset(int lane, int h, int s, int f) {
+  return (kStripeTileM * f + lane % 16) * kStripeLdA + 32 * h + 16 * s + 8 * (lane / 16);
 }
 
 // ---- the pipeline's stage loads ----
 
-// An L2 policy for data read once (the weights): evict first. 0 on the host (no cache to hint).
-QGRU_HD uint64_t stripe_evict_first_policy() {
+// The weights' L2 policy: evict first where the launch reads each weight byte once (one row block), so they
+// do not push A, the group rows or the partial sums out of L2; evict normal where later row blocks read them
+// again. 0 on the host (no cache to hint).
+QGRU_HD uint64_t stripe_weight_policy(bool read_once) {
 #if defined(__CUDA_ARCH__)
   uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  if (read_once) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  }
   return policy;
 #else
+  static_cast<void>(read_once);
   return 0;
 #endif
 }
@@ -228,7 +253,7 @@ QGRU_HD void copy16_async_hinted(void* smem_dst, const void* gmem_src, uint64_t 
 #endif
 }
 
-// One stage of the pipeline in shared memory: the tile's words, A [16, kStripeLdA] fp16, params [2, 128].
+// One stage of the pipeline in shared memory: the tile's words, A [16·m_frags, kStripeLdA] fp16, params [2, 128].
 struct StripeStage {
   uint32_t* words;
   uint16_t* a;
@@ -238,15 +263,18 @@ struct StripeStage {
 // ---- the stripe partition ----
 
 struct StripePlan {
-  int64_t m_tiles = 0, n_tiles = 0, k_tiles = 0;  // tiles of 16 rows, 128 outputs, 64 inputs
-  int64_t tiles = 0;             // n_tiles · k_tiles (per m tile)
+  int m_frags = 1;               // m16 fragments per block (stripe_m_frags)
+  int64_t m_blocks = 0;          // row blocks of 16·m_frags rows
+  int64_t n_tiles = 0, k_tiles = 0;  // tiles of 128 outputs, 64 inputs
+  int64_t tiles = 0;             // n_tiles · k_tiles (per row block)
   int64_t tiles_per_block = 0;
-  int64_t blocks = 0;            // per m tile: grid = (blocks, m_tiles)
+  int64_t blocks = 0;            // per row block: grid = (blocks, m_blocks)
   int64_t max_segments = 0;      // largest number of blocks sharing a column
 };
 inline StripePlan plan_stripes(int64_t M, int64_t n_padded, int64_t k_padded, int64_t target_blocks) {
   StripePlan p;
-  p.m_tiles = (M + kStripeTileM - 1) / kStripeTileM;
+  p.m_frags = stripe_m_frags(M);
+  p.m_blocks = stripe_m_blocks(M);
   p.n_tiles = n_padded / kStripeTileN;
   p.k_tiles = k_padded / kStripeTileK;
   p.tiles = p.n_tiles * p.k_tiles;
@@ -398,20 +426,21 @@ struct StripeSources {
   int64_t n_padded;
 };
 
-// Thread tid's row of A for m tile mt (row tid / 8 of the tile), or nullptr past M: the same for every tile of
-// the block, so the kernel takes it once.
-QGRU_HD const uint16_t* stripe_a_row(const StripeSources& src, int64_t mt, int tid) {
-  const int64_t m = mt * kStripeTileM + tid / 8;
+// Thread tid's row of A in m16 fragment f of the launch (row tid / 8 of rows 16 f .. 16 f + 15), or nullptr past
+// M: the same for every tile of the block, so the kernel takes it once per fragment.
+QGRU_HD const uint16_t* stripe_a_row(const StripeSources& src, int64_t f, int tid) {
+  const int64_t m = f * kStripeTileM + tid / 8;
   return m < src.M ? src.a + m * src.K : nullptr;
 }
 
 // Thread tid's copies of the cursor's tile into `stage`: its share of the tile's 16-byte chunks of words
-// (evict-first; chunks tid, tid + 128, ...), one 16-byte chunk of A (row tid / 8 of the m tile, from a_row =
-// stripe_a_row; inputs 8·(tid % 8); zeros past M or K, K % 8 == 0), and for tid < 64 one chunk of the group row
-// of half tid / 32 when that half needs it (stripe_cursor_needs_params). Offsets within the layer are int32
-// (the walk's bound), element offsets of whole arrays int64.
-template <int Bits>
-QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* a_row, const StripeWalk& walk,
+// (with the weights' policy; chunks tid, tid + 128, ...), one 16-byte chunk of A per m16 fragment f (row tid / 8
+// of the fragment, from a_rows[f] = stripe_a_row of the block's fragment f; inputs 8·(tid % 8); zeros past M or
+// K, K % 8 == 0), and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it
+// (stripe_cursor_needs_params). Offsets within the layer are int32 (the walk's bound), element offsets of
+// whole arrays int64.
+template <int Bits, int MFrags>
+QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* const* a_rows, const StripeWalk& walk,
                               const StripeCursor& at, int tid, const StripeStage& stage, uint64_t policy) {
   constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
   static_assert(kChunks % kStripeThreads == 0, "whole 16-byte chunks per thread");
@@ -422,8 +451,10 @@ QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* a_row, c
   }
   const int row = tid / 8, col = 8 * (tid % 8);
   const int32_t k = at.kt * kStripeTileK + col;
-  const bool valid = a_row != nullptr && k < src.K;
-  copy16_async(stage.a + row * kStripeLdA + col, valid ? a_row + k : src.a, valid);
+  for (int f = 0; f < MFrags; ++f) {
+    const bool valid = a_rows[f] != nullptr && k < src.K;
+    copy16_async(stage.a + (kStripeTileM * f + row) * kStripeLdA + col, valid ? a_rows[f] + k : src.a, valid);
+  }
   if (tid < 2 * kStripeTileN / 4) {
     const int h = tid / 32, c = tid % 32;
     if (stripe_cursor_needs_params(walk, at, h)) {
@@ -438,7 +469,7 @@ QGRU_HD int64_t stripe_partial_index(int64_t segment, int64_t row, int64_t n, in
   return (segment * M + row) * n_padded + n;
 }
 
-// The accumulator element c of n fragment j of warp w, lane `lane`: (row in the m16 tile, column in the 128).
+// The accumulator element c of n fragment j of warp w, lane `lane`: (row in its m16 fragment, column in the 128).
 struct StripeRowCol {
   int row, col;
 };
