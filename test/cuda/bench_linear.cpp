@@ -11,7 +11,8 @@
 // Markdown on stdout; with --json FILE, one JSON row per figure:
 //   {"bits","K","N","M","engine","us","weight_gb_per_s","hbm_fraction","card","date","commit"}
 // engine: "qgru" (the engine QGRU_CUDA_LINEAR_KERNEL=auto picks: stripes or dequant-gemm), "qgru-legacy" (the WMMA
-// tile kernel), "qgru-stripes" (stripes at every M), "cublas-fp16", "d2d-copy" (bits, K, N, M = 0).
+// tile kernel), "qgru-stripes" (stripes forced; timed only where auto picks another engine), "cublas-fp16",
+// "d2d-copy" (bits, K, N, M = 0).
 // Without a GPU it prints "no usable GPU: <reason>" and exits 1.
 // Usage: bench_cuda_linear [--bits 4[,8]] [--shapes KxN[,KxN...]] [--ms M[,M...]] [--iters N] [--rounds R]
 //   [--engines qgru,qgru-legacy,qgru-stripes,cublas-fp16] [--blocks-per-sm B[,B...]] [--configs NAME[,NAME...]]
@@ -53,7 +54,8 @@ struct Options {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {4096, 11008}, {11008, 4096}, {8192, 8192}};
   std::vector<int64_t> ms = {1, 4, 16, 64, 256};
   int iters = 20, rounds = 7;
-  std::vector<std::string> engines = {"qgru", "qgru-legacy", "cublas-fp16"};
+  // qgru-stripes only where auto picks another engine (M > 64): below, its rows would repeat qgru's
+  std::vector<std::string> engines = {"qgru", "qgru-legacy", "qgru-stripes", "cublas-fp16"};
   std::vector<int> targets = {0};
   std::vector<std::string> configs = {"default"};
   double hbm_gbps = 0;
@@ -305,7 +307,8 @@ int main(int argc, char** argv) {
           };
           for (const int target : o.targets) {
             add_layers("qgru", automatic, -1, target);
-            add_layers("qgru-stripes", stripes, -1, target);
+            const bool same_as_auto = !automatic.empty() && automatic.front()->engine(M).engine == k::LinearEngine::Stripes;
+            if (!same_as_auto) add_layers("qgru-stripes", stripes, -1, target);
             for (const int config_index : config_indices) add_layers("qgru-legacy", legacy, config_index, target);
           }
           if (!w16.empty()) {
