@@ -36,10 +36,11 @@ struct StripeLinearArgs {
   int64_t M = 0, N = 0, K = 0, n_padded = 0;
   int64_t n_tiles = 0, k_tiles = 0, tiles = 0, tiles_per_block = 0;
   int64_t group_size = 0;             // effective (StripeWeights::group_size)
+  int64_t m_blocks = 0;               // row blocks (stripe_m_blocks(M)); set by launch_stripe_linear
 };
 
-// Grid (blocks, stripe_m_blocks(M)) of 128 threads, the kernel of stripe_m_frags(M) m16 fragments per block;
-// 1 <= M <= kStripeMaxRows. Throws NotSupported for other bit widths, CudaFailure on a launch error.
+// blocks · stripe_m_blocks(M) blocks of 128 threads (one dimension, row block fastest: stripe_grid_block), the
+// kernel of stripe_m_frags(M) m16 fragments per block; 1 <= M <= kStripeMaxRows. Throws NotSupported for other bit widths, CudaFailure on a launch error.
 void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, void* stream);
 // Readies the kernel of (bits, m_frags) on the current device (its dynamic shared-memory limit, a fixed value
 // per kernel) and returns how many of its blocks one multiprocessor holds (0: none fits this device).

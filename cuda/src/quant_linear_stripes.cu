@@ -65,11 +65,13 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
   __shared__ int last_block_of_column;
 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const int64_t block = blockIdx.x, mb = blockIdx.y;  // mb: the row block, rows kRows·mb ..
+  // The block's stripe and row block (rows kRows·mb ..), row block fastest in the one-dimensional grid.
+  const k::StripeGridBlock at_grid = k::stripe_grid_block(static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(args.m_blocks));
+  const int64_t block = at_grid.block, mb = at_grid.row_block;
   // The stripe's tiles in order, (column, k tile, group rows) advanced per tile without a division; 32-bit
   // indices (stripe_linear.h, kStripeMaxIndex).
   const k::StripeWalk walk = k::stripe_walk(block, args.tiles, args.tiles_per_block, args.k_tiles, args.group_size);
-  const uint64_t policy = k::stripe_weight_policy(gridDim.y == 1);  // one row block: each weight byte read once
+  const uint64_t policy = k::stripe_weight_policy(args.m_blocks == 1);  // one row block: each weight byte read once
 
   const auto w_stage = [&](int slot) { return smem + slot * kStageBytes; };
   const auto a_stage = [&](int slot) { return reinterpret_cast<uint16_t*>(smem + slot * kStageBytes + kTileBytes); };
@@ -293,13 +295,15 @@ int prepare_stripe_linear(int bits, int m_frags) {
 void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, void* stream) {
   const int m_frags = k::stripe_m_frags(args.M);
   const int64_t m_blocks = k::stripe_m_blocks(args.M);
-  if (blocks < 1 || blocks > 0x7FFFFFFF || args.M < 1 || args.M > k::kStripeMaxRows) {
-    throw Error("stripes linear launch: grid " + std::to_string(blocks) + " x " + std::to_string(m_blocks) + " (M=" +
-                std::to_string(args.M) + ") out of range");
+  if (blocks < 1 || args.M < 1 || args.M > k::kStripeMaxRows || blocks * m_blocks > 0x7FFFFFFF) {
+    throw Error("stripes linear launch: " + std::to_string(blocks) + " stripes x " + std::to_string(m_blocks) +
+                " row blocks (M=" + std::to_string(args.M) + ") out of range");
   }
   const StripeKernel entry = stripe_kernel(bits, m_frags);
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(m_blocks));
-  entry.kernel<<<grid, k::kStripeThreads, static_cast<size_t>(entry.smem_bytes), static_cast<cudaStream_t>(stream)>>>(args);
+  StripeLinearArgs launch = args;
+  launch.m_blocks = m_blocks;
+  entry.kernel<<<static_cast<unsigned>(blocks * m_blocks), k::kStripeThreads, static_cast<size_t>(entry.smem_bytes),
+                 static_cast<cudaStream_t>(stream)>>>(launch);
   QGRU_CUDA_CHECK_LAUNCH(entry.name);
 }
 

@@ -104,8 +104,9 @@ struct Emulated {
   std::vector<float> c_fp32;   // the fp32 value each output was rounded from
 };
 
-// One launch on the host: the blocks of every row block (plan.m_frags m16 fragments each) run in `block_order`,
-// each to completion (any order the GPU may run them in); the counters must be back at 0 afterwards.
+// One launch on the host: the grid's blocks (stripe x row block of plan.m_frags m16 fragments, one dimension:
+// stripe_grid_block) run in `block_order`, each to completion (any order the GPU may run them in); the
+// counters must be back at 0 afterwards.
 template <int Bits, int MFrags>
 Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>& a, int64_t M,
                         const std::vector<int64_t>& block_order, const dq::StripePlan& plan) {
@@ -124,10 +125,12 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
   REQUIRE((plan.m_blocks - 1) * MFrags * dq::kStripeTileM < M);  // no row block without a row
   std::vector<uint32_t> counters(static_cast<size_t>(plan.m_blocks * plan.n_tiles), 0u);
   REQUIRE(counters.size() <= static_cast<size_t>(dq::stripe_counter_count(s.n_padded)));
-  for (int64_t mb = 0; mb < plan.m_blocks; ++mb) {
+  {
     const uint16_t* a_rows[MFrags];
     for (int f = 0; f < MFrags; ++f) a_rows[f] = nullptr;
-    for (const int64_t block : block_order) {
+    for (const int64_t linear : block_order) {
+      const dq::StripeGridBlock grid = dq::stripe_grid_block(static_cast<int32_t>(linear), static_cast<int32_t>(plan.m_blocks));
+      const int64_t block = grid.block, mb = grid.row_block;
       const dq::TileRange range = dq::stripe_block_range(block, plan.tiles, plan.tiles_per_block);
       REQUIRE(range.begin < range.end);
       const dq::StripeWalk walk = dq::stripe_walk(block, plan.tiles, plan.tiles_per_block, plan.k_tiles, s.group_size);
@@ -281,7 +284,7 @@ void check_case(const Case& c, uint32_t seed) {
   REQUIRE(order.identity == !c.act_order);
   const dq::StripeWeights s = dq::repack_stripes(c.bits, c.K, c.N, c.group, c.zero_adjust, l.qweight, l.qzeros, l.scales, order);
   const dq::StripePlan plan = dq::plan_stripes(c.M, s.n_padded, s.k_padded, c.target_blocks);
-  std::vector<int64_t> forward(static_cast<size_t>(plan.blocks)), backward;
+  std::vector<int64_t> forward(static_cast<size_t>(plan.blocks * plan.m_blocks)), backward;
   std::iota(forward.begin(), forward.end(), 0);
   backward.assign(forward.rbegin(), forward.rend());
   const Emulated got = emulate(c.bits, s, a, c.M, forward, plan);
@@ -514,6 +517,21 @@ TEST_CASE("stripes rows: up to 64 rows one row block (each weight byte read once
     REQUIRE(p.m_frags == frags);
     REQUIRE(p.m_blocks == blocks);
   }
+  // The one-dimensional grid: every (stripe, row block) exactly once, a stripe's row blocks adjacent.
+  for (const int32_t m_blocks : {1, 2, 3, 16})
+    for (const int32_t blocks : {1, 7, 396}) {
+      std::vector<int> seen(static_cast<size_t>(blocks * m_blocks), 0);
+      for (int32_t linear = 0; linear < blocks * m_blocks; ++linear) {
+        const dq::StripeGridBlock g = dq::stripe_grid_block(linear, m_blocks);
+        REQUIRE(g.block >= 0);
+        REQUIRE(g.block < blocks);
+        REQUIRE(g.row_block >= 0);
+        REQUIRE(g.row_block < m_blocks);
+        REQUIRE(g.block == linear / m_blocks);  // row block fastest
+        ++seen[static_cast<size_t>(g.block * m_blocks + g.row_block)];
+      }
+      for (const int n : seen) REQUIRE(n == 1);
+    }
   // The block's shared memory: four stages, each W tile + A rows + group rows, 16-byte aligned regions.
   for (const int bits : {4, 8})
     for (const int frags : {1, 2, 4}) {

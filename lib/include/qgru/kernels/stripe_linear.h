@@ -35,7 +35,10 @@
 // registers for the tiles that follow.
 //
 // Rows. A block computes a row block of 16·m_frags rows (stripe_m_frags: one, two or four m16 fragments of
-// A); a launch's rows are its row blocks (grid y), each with the same stripes over the same tiles.
+// A); a launch's rows are its row blocks, each with the same stripes over the same tiles. The grid is one
+// dimension, row block fastest (stripe_grid_block): the row blocks of one stripe are neighbours in launch
+// order, so they run together and read the same weight tiles at about the same time, one HBM read and L2 hits
+// for the others, whatever the L2 keeps of the rest of the layer.
 //
 // Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
 // takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
@@ -78,7 +81,8 @@ inline constexpr int64_t stripe_counter_count(int64_t n_padded) { return kStripe
 
 // Rows per block. A block holds the accumulators of m_frags m16 fragments (1, 2 or 4: up to 64 rows), so a
 // launch of up to 64 rows has one row block and reads each weight byte once (the weights' L2 policy is then
-// evict-first); more rows run in row blocks of 64 (grid y), each streaming the weights again, mostly from L2.
+// evict-first); more rows run in row blocks of 64, each streaming the weights again, from L2 where the row
+// blocks of a stripe run together (stripe_grid_block).
 // Per tile a warp's dequantized B fragments serve m_frags A fragments: 8·m_frags mma.sync per k32 half
 // against one dequantization, so the kernel stays bound by weight bytes up to about 64 rows. Fragments past
 // M are zero rows, computed and never stored (M = 33..64 share the 4-fragment kernel).
@@ -86,6 +90,16 @@ inline constexpr int kStripeMaxMFrags = 4;
 QGRU_HD constexpr int stripe_m_frags(int64_t M) { return M <= kStripeTileM ? 1 : M <= 2 * kStripeTileM ? 2 : kStripeMaxMFrags; }
 QGRU_HD constexpr int64_t stripe_m_blocks(int64_t M) {
   return (M + kStripeTileM * stripe_m_frags(M) - 1) / (kStripeTileM * stripe_m_frags(M));
+}
+// Grid block `linear` (0 .. blocks · m_blocks - 1) of a launch: its stripe block and its row block, row block
+// fastest. 32-bit: the launcher refuses grids of 2^31 blocks or more.
+struct StripeGridBlock {
+  int32_t block;      // the stripe (stripe_block_range)
+  int32_t row_block;  // rows 16·m_frags·row_block ..
+};
+QGRU_HD StripeGridBlock stripe_grid_block(int32_t linear, int32_t m_blocks) {
+  const int32_t block = linear / m_blocks;
+  return {block, linear - block * m_blocks};
 }
 
 QGRU_HD constexpr int stripe_words_per_lane(int bits) { return bits; }  // 32x32 codes / 32 lanes / (32 / bits)
