@@ -92,24 +92,26 @@ __device__ void stage_rows(const void* source, unsigned char* stage, int64_t byt
   for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
 }
 
-// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one warp each,
-// into acc; warp w takes products w, w + kPersistentWarps, ... (persistent_dot_walk_advance: no division per product).
+// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one group of
+// kPersistentDotLanes lanes each, into acc; the thread's group takes products g, g + kPersistentDotGroups, ...
+// (stride: persistent_dot_stride for this phase's rows; no division per product).
 template <class Stored, class Acc>
 __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
-                           int32_t first_row, int32_t rows, int32_t batch_rows) {
+                           int32_t first_row, int32_t rows, int32_t batch_rows, const kernels::PersistentDotStride& stride) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
   const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
-  const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentLanes;
-  const int warp = static_cast<int>(threadIdx.x) / kernels::kPersistentLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentDotLanes;
+  // The group's lanes walk the same products, so they reach every shuffle together; the mask names only them.
+  const unsigned group_mask = ((1u << kernels::kPersistentDotLanes) - 1u)
+                              << (static_cast<unsigned>(threadIdx.x) % 32u & ~(kernels::kPersistentDotLanes - 1u));
   const auto acc_row = static_cast<int32_t>(3 * b.units_per_block);
-  for (kernels::PersistentDotWalk d{warp, 0}; d.n < batch_rows;
-       kernels::persistent_dot_walk_advance(d, kernels::kPersistentWarps, rows)) {
+  for (kernels::PersistentDotWalk d = stride.start; d.n < batch_rows; kernels::persistent_dot_walk_advance(d, stride, rows)) {
     const int32_t slice_row = first_row + d.row_in_phase;
     Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words,
-                                                         lane, kernels::kPersistentLanes);
-    for (int offset = kernels::kPersistentLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+                                                         lane, kernels::kPersistentDotLanes);
+    for (int offset = kernels::kPersistentDotLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(group_mask, sum, offset);
     if (lane == 0) acc[d.n * acc_row + slice_row] = sum;
   }
 }
@@ -143,6 +145,14 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   // The thread's elements of the slice, split into (unit, row) once for the whole launch.
   const kernels::PersistentElementStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
   const int64_t stage_bytes = slice.rows * b.H_p * static_cast<int64_t>(sizeof(Stored));
+  // The dot walk's start and step for each kind of phase (part 0, and part 1 of a two-phase step), divided once.
+  const auto group = static_cast<int32_t>(threadIdx.x) / kernels::kPersistentDotLanes;
+  // (Two named values, not an array: an array indexed by the phase's part would live in local memory.)
+  const auto dot_stride_of_part = [&](int part) {
+    const kernels::PersistentPhaseInfo kind = kernels::persistent_phase_info(part, b.phases_per_step, b.T + 1, b.reverse, U);
+    return kernels::persistent_dot_stride(group, kernels::kPersistentDotGroups, static_cast<int32_t>(kind.rows));
+  };
+  const kernels::PersistentDotStride dot_stride_a = dot_stride_of_part(0), dot_stride_b = dot_stride_of_part(1);
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
@@ -151,7 +161,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     __syncthreads();
     // int32: first_row + rows <= 3U and slice.rows <= NB (plan sizes, far below 2^31).
     block_dots<Stored, Acc>(b, s, smem, static_cast<int32_t>(ph.first_row), static_cast<int32_t>(ph.rows),
-                            static_cast<int32_t>(slice.rows));
+                            static_cast<int32_t>(slice.rows), kernels::persistent_dot_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
     __syncthreads();
     kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);
     publish(a);

@@ -190,27 +190,31 @@ TEST_CASE("persistent phase info: the shift and mask equal the division for ever
   CHECK(kernels::persistent_phase_info(far, 2, far, false, 16).part == 1);
 }
 
-TEST_CASE("persistent dot walk: every warp's products equal the division formula, each product once, every phase shape") {
-  // Every configuration of U, each phase's rows (3U, 2U, U), batch rows 1 .. 40 and every warp: the walk visits
-  // exactly the products p = warp, warp + 8, ... below rows·batch_rows, split as p mod rows and p / rows.
+TEST_CASE("persistent dot walk: every group's products equal the division formula, each product once, every phase shape") {
+  // Every configuration of U, each phase's rows (3U, 2U, U), batch rows 1 .. 40 and every dot group, with the
+  // kernel's group count and with others (a step below, equal to and above the phase's rows): the walk visits
+  // exactly the products p = g, g + groups, ... below rows·batch_rows, split as p mod rows and p / rows.
   for (int U : kernels::kPersistentUnitChoices) {
     for (int64_t rows : {3 * U, 2 * U, U}) {
       const int64_t first_row = rows == U ? 2 * U : 0;
-      for (int32_t batch_rows = 1; batch_rows <= 40; ++batch_rows) {
-        std::vector<int> seen(static_cast<size_t>(rows * batch_rows), 0);
-        for (int warp = 0; warp < kernels::kPersistentWarps; ++warp) {
-          int64_t p = warp;
-          for (kernels::PersistentDotWalk d{warp, 0}; d.n < batch_rows;
-               kernels::persistent_dot_walk_advance(d, kernels::kPersistentWarps, static_cast<int32_t>(rows))) {
-            REQUIRE(p < rows * batch_rows);
-            REQUIRE(first_row + d.row_in_phase == first_row + p % rows);
-            REQUIRE(d.n == p / rows);
-            ++seen[static_cast<size_t>(p)];
-            p += kernels::kPersistentWarps;
+      for (int32_t groups : {kernels::kPersistentDotGroups, 8, static_cast<int32_t>(rows), 3 * static_cast<int32_t>(rows) + 1}) {
+        for (int32_t batch_rows = 1; batch_rows <= 40; ++batch_rows) {
+          std::vector<int> seen(static_cast<size_t>(rows * batch_rows), 0);
+          for (int32_t group = 0; group < groups; ++group) {
+            const kernels::PersistentDotStride stride = kernels::persistent_dot_stride(group, groups, static_cast<int32_t>(rows));
+            int64_t p = group;
+            for (kernels::PersistentDotWalk d = stride.start; d.n < batch_rows;
+                 kernels::persistent_dot_walk_advance(d, stride, static_cast<int32_t>(rows))) {
+              REQUIRE(p < rows * batch_rows);
+              REQUIRE(first_row + d.row_in_phase == first_row + p % rows);
+              REQUIRE(d.n == p / rows);
+              ++seen[static_cast<size_t>(p)];
+              p += groups;
+            }
+            REQUIRE(p >= rows * batch_rows);  // the walk ended where the division loop ends
           }
-          REQUIRE(p >= rows * batch_rows);  // the walk ended where the division loop ends
+          REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
         }
-        REQUIRE(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
       }
     }
   }
@@ -268,9 +272,9 @@ TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, ex
   const int64_t words = (kernels::kInt8GemmMaxK - 15) / 4;
   std::vector<int32_t> all_min(static_cast<size_t>(words), static_cast<int32_t>(0x80808080u));
   int64_t total = 0;
-  for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
+  for (int lane = 0; lane < kernels::kPersistentDotLanes; ++lane) {
     total += kernels::persistent_dot_share<int8_t, int32_t>(all_min.data(), all_min.data(), words, lane,
-                                                           kernels::kPersistentLanes);
+                                                           kernels::kPersistentDotLanes);
   }
   CHECK(total == words * 4 * 16384);
   CHECK(total < (int64_t{1} << 31));
@@ -279,11 +283,11 @@ TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, ex
   std::vector<int32_t> wide_min(static_cast<size_t>(wide_words), static_cast<int32_t>(0x80008000u));
   std::vector<int32_t> mixed(static_cast<size_t>(wide_words), static_cast<int32_t>(0x7FFF8000u));  // hi 32767, lo -32768
   int64_t wide_total = 0, mixed_total = 0;
-  for (int lane = 0; lane < kernels::kPersistentLanes; ++lane) {
+  for (int lane = 0; lane < kernels::kPersistentDotLanes; ++lane) {
     wide_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), wide_min.data(), wide_words, lane,
-                                                                  kernels::kPersistentLanes);
+                                                                  kernels::kPersistentDotLanes);
     mixed_total += kernels::persistent_dot_share<int16_t, int64_t>(wide_min.data(), mixed.data(), wide_words, lane,
-                                                                   kernels::kPersistentLanes);
+                                                                   kernels::kPersistentDotLanes);
   }
   CHECK(wide_total == wide_words * 2 * (int64_t{1} << 30));
   CHECK(mixed_total == wide_words * ((int64_t{1} << 30) - int64_t{32768} * 32767));

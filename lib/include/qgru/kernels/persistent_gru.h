@@ -50,8 +50,13 @@
 namespace qgru::kernels {
 
 inline constexpr int kPersistentThreads = 256;  // 8 warps
-inline constexpr int kPersistentLanes = 32;     // lanes that split one dot product (a warp)
-inline constexpr int kPersistentWarps = kPersistentThreads / kPersistentLanes;
+// Lanes that split one dot product (a group of 4 aligned lanes of a warp; 64 groups per block). A warp per dot
+// (32 lanes) made each dot a chain of five dependent shuffles after one or two dp4a's per lane at H <= 256, and
+// a warp's dots ran one after another: at H = 256, U = 16, N = 1 (48 dots, 8 warps) six such chains per warp
+// and step. Four lanes: two shuffles per dot, 64 dots at once, each lane streaming its 16-byte chunks of the two
+// rows with 128-bit shared loads.
+inline constexpr int kPersistentDotLanes = 4;
+inline constexpr int kPersistentDotGroups = kPersistentThreads / kPersistentDotLanes;
 // The units-per-block configurations the kernel may run (the table plan_persistent_gru picks from).
 inline constexpr int kPersistentUnitChoices[] = {8, 16, 32, 64, 128, 256};
 // The smallest slice the plan takes by default: below it the per-step barrier dominates a block's work.
@@ -61,8 +66,7 @@ inline constexpr int kPersistentDefaultMinUnits = 16;
 // dot product): every index it forms there counts bytes, words or elements of ONE block's shared memory or fewer,
 // so the plan refuses a block whose shared memory reaches 2^31 bytes (no device comes near: 227 KiB on sm_90).
 inline constexpr int64_t kPersistentMaxSmemBytes = int64_t{1} << 31;
-static_assert(kPersistentWarps <= kPersistentUnitChoices[0],
-              "the dot walk advances by kPersistentWarps, at most the fewest rows of a phase (U)");
+static_assert(32 % kPersistentDotLanes == 0, "a dot's lanes lie in one warp (its shuffles' mask)");
 // A wait longer than this (globaltimer nanoseconds) is a failure, reported instead of spinning forever.
 // Far above any step's work (the whole grid's step is microseconds to a millisecond), and below a test's patience.
 inline constexpr int64_t kPersistentSpinLimitNs = 10'000'000'000;
@@ -298,40 +302,81 @@ QGRU_HD int32_t persistent_dp4a(int32_t a, int32_t b, int32_t c) {
 #endif
 }
 
-// One lane's share of the dot product of two rows of `words` 4-byte words (H_p·sizeof(Stored) / 4): words lane,
-// lane + lanes, ... The warp sums the lanes' shares (the kernel with shuffles, the emulation in a loop); exact in Acc
-// (see the header). Int8: four int8 products per word by dp4a; Wide16: two int16 products per word, each exact in
-// int32, summed in int64.
+// acc + the products of one 4-byte word pair. Int8: four int8 products by dp4a; Wide16: two int16 products, each
+// exact in int32, added in int64.
 template <class Stored, class Acc>
-// The word index is int32: words·4 bytes lie in one block's shared memory, < kPersistentMaxSmemBytes (the plan).
-QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
-  Acc acc = 0;
-  const auto words32 = static_cast<int32_t>(words);
-  for (int32_t w = lane; w < words32; w += lanes) {
-    if constexpr (sizeof(Stored) == 1) {
-      acc = persistent_dp4a(a_words[w], b_words[w], acc);
-    } else {
-      const auto a = static_cast<uint32_t>(a_words[w]), b = static_cast<uint32_t>(b_words[w]);
-      const int32_t lo = static_cast<int32_t>(static_cast<int16_t>(a & 0xFFFFu)) * static_cast<int16_t>(b & 0xFFFFu);
-      const int32_t hi = static_cast<int32_t>(static_cast<int16_t>(a >> 16)) * static_cast<int16_t>(b >> 16);
-      acc += static_cast<Acc>(lo) + static_cast<Acc>(hi);
-    }
+QGRU_HD Acc persistent_word_dot(int32_t a_word, int32_t b_word, Acc acc) {
+  if constexpr (sizeof(Stored) == 1) {
+    return persistent_dp4a(a_word, b_word, acc);
+  } else {
+    const auto a = static_cast<uint32_t>(a_word), b = static_cast<uint32_t>(b_word);
+    const int32_t lo = static_cast<int32_t>(static_cast<int16_t>(a & 0xFFFFu)) * static_cast<int16_t>(b & 0xFFFFu);
+    const int32_t hi = static_cast<int32_t>(static_cast<int16_t>(a >> 16)) * static_cast<int16_t>(b >> 16);
+    return acc + static_cast<Acc>(lo) + static_cast<Acc>(hi);
   }
-  return acc;
+}
+
+// The 4 words at `at` (16-byte aligned): one 128-bit load on the device.
+struct PersistentChunk {
+  int32_t w0, w1, w2, w3;
+};
+QGRU_HD PersistentChunk persistent_load_chunk(const int32_t* at) {
+#if defined(__CUDA_ARCH__)
+  const int4 v = *reinterpret_cast<const int4*>(at);
+  return {v.x, v.y, v.z, v.w};
+#else
+  return {at[0], at[1], at[2], at[3]};
+#endif
+}
+
+// One lane's share of the dot product of two rows of `words` 4-byte words (H_p·sizeof(Stored) / 4, a multiple of 4:
+// H_p·sizeof(Stored) is a multiple of 16, and both rows start 16-byte aligned): the 16-byte chunks lane,
+// lane + lanes, ... of the rows. The lanes of a dot sum their shares (the kernel with shuffles, the emulation in a
+// loop). Two accumulators, even and odd words, halve the dependent chain of dp4a's; exact in Acc in any order, each
+// partial sum being a sum over some of the products (see the header's bounds).
+template <class Stored, class Acc>
+// The chunk index is int32: words·4 bytes lie in one block's shared memory, < kPersistentMaxSmemBytes (the plan).
+QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words, int64_t words, int lane, int lanes) {
+  Acc even = 0, odd = 0;
+  const auto chunks = static_cast<int32_t>(words / 4);
+  for (int32_t c = lane; c < chunks; c += lanes) {
+    const PersistentChunk a = persistent_load_chunk(a_words + 4 * c), b = persistent_load_chunk(b_words + 4 * c);
+    even = persistent_word_dot<Stored, Acc>(a.w0, b.w0, even);
+    odd = persistent_word_dot<Stored, Acc>(a.w1, b.w1, odd);
+    even = persistent_word_dot<Stored, Acc>(a.w2, b.w2, even);
+    odd = persistent_word_dot<Stored, Acc>(a.w3, b.w3, odd);
+  }
+  return even + odd;
 }
 
 // Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p mod rows_in_phase against
 // staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
-// The kernel walks them without dividing: warp w takes p = w, w + kPersistentWarps, ..., each as (row_in_phase, n)
-// with p = n·rows_in_phase + row_in_phase, starting at (w, 0) and stepping by kPersistentWarps, which is at most
-// U (the static_assert above) and so at most every phase's rows: one conditional subtraction keeps row_in_phase
-// below rows_in_phase. The walk has passed the phase's last product once n reaches the block's batch rows.
+// The kernel walks them without dividing in its step loop: dot group g (kPersistentDotLanes lanes) takes p = g,
+// g + groups, ..., each as (row_in_phase, n) with p = n·rows_in_phase + row_in_phase. The divisions happen once per
+// launch and phase kind (persistent_dot_stride: where group g starts, and the step `groups` split the same way);
+// each step adds step_rows (< rows_in_phase) and step_n, and one conditional subtraction keeps row_in_phase below
+// rows_in_phase. The walk has passed the phase's last product once n reaches the block's batch rows.
 // int32: n·3U + slice row indexes the block's accumulators (< 2^31 bytes, the plan).
 struct PersistentDotWalk {
   int32_t row_in_phase, n;
 };
-QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, int32_t step, int32_t rows_in_phase) {
-  w.row_in_phase += step;
+struct PersistentDotStride {
+  PersistentDotWalk start;      // (g mod rows_in_phase, g / rows_in_phase)
+  int32_t step_rows, step_n;    // groups mod rows_in_phase, groups / rows_in_phase
+};
+QGRU_HD PersistentDotStride persistent_dot_stride(int32_t group, int32_t groups, int32_t rows_in_phase) {
+  return {{group % rows_in_phase, group / rows_in_phase}, groups % rows_in_phase, groups / rows_in_phase};
+}
+// first ? a : b, field by field (scalar selects keep both strides in registers; a select of whole structs made the
+// compiler put them in local memory).
+QGRU_HD PersistentDotStride persistent_dot_stride_select(bool first, const PersistentDotStride& a, const PersistentDotStride& b) {
+  return {{first ? a.start.row_in_phase : b.start.row_in_phase, first ? a.start.n : b.start.n},
+          first ? a.step_rows : b.step_rows,
+          first ? a.step_n : b.step_n};
+}
+QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, const PersistentDotStride& s, int32_t rows_in_phase) {
+  w.row_in_phase += s.step_rows;
+  w.n += s.step_n;
   if (w.row_in_phase >= rows_in_phase) {
     w.row_in_phase -= rows_in_phase;
     ++w.n;

@@ -140,15 +140,17 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     const auto* folds =
         reinterpret_cast<const GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
     const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
-    // Warp by warp, each walking its products as the kernel's do.
-    for (int warp = 0; warp < kPersistentWarps; ++warp) {
-      for (PersistentDotWalk d{warp, 0}; d.n < k.slice.rows;
-           persistent_dot_walk_advance(d, kPersistentWarps, static_cast<int32_t>(ph.rows))) {
+    // Dot group by dot group, each walking its products as the kernel's do (the stride divided once per phase kind).
+    for (int group = 0; group < kPersistentDotGroups; ++group) {
+      const PersistentDotStride stride =
+          persistent_dot_stride(group, kPersistentDotGroups, static_cast<int32_t>(ph.rows));
+      for (PersistentDotWalk d = stride.start; d.n < k.slice.rows;
+           persistent_dot_walk_advance(d, stride, static_cast<int32_t>(ph.rows))) {
         const int64_t slice_row = ph.first_row + d.row_in_phase;
         Acc sum = 0;  // exact: the bounds in persistent_gru.h
-        for (int lane = 0; lane < kPersistentLanes; ++lane) {
+        for (int lane = 0; lane < kPersistentDotLanes; ++lane) {
           sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words, lane,
-                                                   kPersistentLanes);
+                                                   kPersistentDotLanes);
         }
         acc[d.n * 3 * U + slice_row] = sum;
       }
