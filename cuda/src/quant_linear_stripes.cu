@@ -51,7 +51,7 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
 
 // Blocks per SM the register budget is sized for: four at one or two m16 fragments (64 accumulators or fewer),
 // three at four fragments (64 fp32 accumulators per lane; 65,536 / (3 · 128) = 170 registers, no spill) where
-// shared memory allows only three of its 57-74 KiB blocks anyway.
+// shared memory allows only three of its 56-72 KiB blocks anyway (H200; two on an A100).
 constexpr int stripe_min_blocks(int m_frags) { return m_frags == k::kStripeMaxMFrags ? 3 : 4; }
 
 template <int Bits, int MFrags>

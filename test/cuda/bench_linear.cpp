@@ -288,7 +288,11 @@ int main(int argc, char** argv) {
               const k::LinearPlan plan = layers.front()->plan(M);
               detail = std::string(k::kTileConfigs[plan.config_index].name) + ", split " + std::to_string(plan.grid_z);
             } else if (choice.engine == k::LinearEngine::Stripes) {
-              detail += ", " + std::to_string(layers.front()->stripe_plan(M).blocks) + " blocks";
+              // The grid of one launch: stripes x row blocks (one row block up to 64 rows), not the stripes alone.
+              const k::StripePlan sp = layers.front()->stripe_plan(M);
+              detail += ", " + std::to_string(sp.blocks) + " stripes x " + std::to_string(sp.m_blocks) + " row blocks of " +
+                        std::to_string(k::kStripeTileM * sp.m_frags) + " rows";
+              if (M > k::kStripeMaxRows) detail += " per launch of " + std::to_string(k::kStripeMaxRows) + " rows";
             }
             if (target != 0) detail += " (target " + std::to_string(target) + "/SM)";
             int64_t ws = 0;

@@ -51,11 +51,15 @@ class QuantLinear {
   // The tile kernel's launch plan for M rows on this device (plan.supported false with the reason when no
   // kernel fits); meaningful when engine(M) is Tiles.
   kernels::LinearPlan plan(int64_t M) const;
-  // The stripes partition of one launch of up to kStripeMaxRows rows (engine Stripes).
+  // The stripes partition of one launch of up to kStripeMaxRows rows (engine Stripes). Above kStripeMaxRows,
+  // run() launches once per kStripeMaxRows rows with this partition's stripes (blocks, tiles_per_block,
+  // max_segments); m_frags and m_blocks are those of a full launch, the last launch's follow from its rows.
   kernels::StripePlan stripe_plan(int64_t M) const;
   // The split-K target and the tile configuration plan() chooses (qgru/kernels/linear_plan.h; the default
   // tuning leaves both to the plan; a benchmark sweeps them); for the stripes engine target_blocks_per_sm sets
-  // the number of blocks (0: kStripeBlocksPerSm). Changes plan() and workspace_bytes() from the next call on.
+  // the stripes per multiprocessor of each row block (0: as many of the instance's blocks as the occupancy
+  // calculator fits on one multiprocessor at load, at most kStripeBlocksPerSm). Changes plan(), stripe_plan()
+  // and workspace_bytes() from the next call on.
   void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
