@@ -175,14 +175,29 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
           __threadfence();
           const int64_t first_row = mb * kRows;
           const int64_t rows = args.M - first_row < kRows ? args.M - first_row : kRows;
-          for (int e = tid; e < rows * k::kStripeTileN; e += k::kStripeThreads) {
-            const int64_t m = first_row + e / k::kStripeTileN, n = nt * k::kStripeTileN + e % k::kStripeTileN;
-            if (n >= args.N) continue;
-            float sum = 0.0f;  // slots in the fixed order 0, 1, ...: the same bits whichever block came last
-            for (int64_t s = 0; s < column.segments; ++s) {
-              sum += __ldcg(args.workspace + k::stripe_partial_index(s, m, n, args.M, args.n_padded));
+          // Groups of 4 outputs, kStripeSumGroups per thread at once, slots in the fixed order 0, 1, ...
+          // (stripe_sum_slots: the same bits whichever block came last).
+          const int64_t groups = rows * (k::kStripeTileN / 4);
+          for (int64_t e0 = tid; e0 < groups; e0 += int64_t{k::kStripeThreads} * k::kStripeSumGroups) {
+            int64_t first[k::kStripeSumGroups];
+            k::StripeSumGroup at_group[k::kStripeSumGroups];
+            int count = 0;
+#pragma unroll
+            for (int g = 0; g < k::kStripeSumGroups; ++g) {
+              const int64_t e = e0 + int64_t{g} * k::kStripeThreads;
+              at_group[g] = k::stripe_sum_group(first_row, nt, e);
+              first[g] = k::stripe_partial_index(0, at_group[g].row, at_group[g].n, args.M, args.n_padded);
+              if (e < groups) count = g + 1;
             }
-            args.c[m * args.N + n] = __half_as_ushort(__float2half_rn(sum));
+            k::StripeFloat4 sums[k::kStripeSumGroups];
+            k::stripe_sum_slots(args.workspace, first, count, args.M * args.n_padded, column.segments, sums);
+#pragma unroll
+            for (int g = 0; g < k::kStripeSumGroups; ++g) {
+              if (g >= count || at_group[g].n >= args.N) continue;  // N % 8 == 0: the group is all in or all out
+              __half2* out = reinterpret_cast<__half2*>(args.c + at_group[g].row * args.N + at_group[g].n);
+              out[0] = __floats2half2_rn(sums[g].v[0], sums[g].v[1]);
+              out[1] = __floats2half2_rn(sums[g].v[2], sums[g].v[3]);
+            }
           }
           if (tid == 0) atomicExch(counter, 0u);  // every segment has arrived: ready for the next launch
         }

@@ -219,17 +219,33 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
             uint32_t& counter = counters[static_cast<size_t>(mb * plan.n_tiles + nt)];
             const uint32_t arrived = counter++;
             if (arrived + 1 == static_cast<uint32_t>(col.segments)) {  // the last block sums in slot order
-              for (int64_t r = 0; r < MFrags * dq::kStripeTileM; ++r)
-                for (int64_t cidx = 0; cidx < dq::kStripeTileN; ++cidx) {
-                  const int64_t m = mb * MFrags * dq::kStripeTileM + r, n = nt * dq::kStripeTileN + cidx;
-                  if (m >= M || n >= s.N) continue;
-                  float sum = 0.0f;
-                  for (int64_t seg = 0; seg < col.segments; ++seg) {
-                    sum += workspace[static_cast<size_t>(dq::stripe_partial_index(seg, m, n, M, s.n_padded))];
+              // thread by thread, each taking its groups of 4 outputs kStripeSumGroups at a time, as the kernel's
+              const int64_t first_row = mb * MFrags * dq::kStripeTileM;
+              const int64_t rows = std::min<int64_t>(M - first_row, MFrags * dq::kStripeTileM);
+              const int64_t sum_groups = rows * (dq::kStripeTileN / 4);
+              for (int tid = 0; tid < dq::kStripeThreads; ++tid)
+                for (int64_t e0 = tid; e0 < sum_groups; e0 += int64_t{dq::kStripeThreads} * dq::kStripeSumGroups) {
+                  int64_t first[dq::kStripeSumGroups];
+                  dq::StripeSumGroup group_at[dq::kStripeSumGroups];
+                  int count = 0;
+                  for (int g = 0; g < dq::kStripeSumGroups; ++g) {
+                    const int64_t e = e0 + int64_t{g} * dq::kStripeThreads;
+                    group_at[g] = dq::stripe_sum_group(first_row, nt, e);
+                    first[g] = dq::stripe_partial_index(0, group_at[g].row, group_at[g].n, M, s.n_padded);
+                    if (e < sum_groups) count = g + 1;
                   }
-                  REQUIRE(out.c[static_cast<size_t>(m * s.N + n)] == 0xFFFFu);
-                  out.c[static_cast<size_t>(m * s.N + n)] = qgru::float_to_half_bits(sum);
-                  out.c_fp32[static_cast<size_t>(m * s.N + n)] = sum;
+                  dq::StripeFloat4 sums[dq::kStripeSumGroups];
+                  dq::stripe_sum_slots(workspace.data(), first, count, M * s.n_padded, col.segments, sums);
+                  for (int g = 0; g < count; ++g) {
+                    REQUIRE(group_at[g].row < M);
+                    if (group_at[g].n >= s.N) continue;
+                    for (int v = 0; v < 4; ++v) {
+                      const size_t o = static_cast<size_t>(group_at[g].row * s.N + group_at[g].n + v);
+                      REQUIRE(out.c[o] == 0xFFFFu);
+                      out.c[o] = qgru::float_to_half_bits(sums[g].v[v]);
+                      out.c_fp32[o] = sums[g].v[v];
+                    }
+                  }
                 }
               counter = 0;
             }

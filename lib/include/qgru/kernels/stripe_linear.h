@@ -483,6 +483,57 @@ QGRU_HD int64_t stripe_partial_index(int64_t segment, int64_t row, int64_t n, in
   return (segment * M + row) * n_padded + n;
 }
 
+// ---- the last block's sum of a column's partial slots ----
+//
+// The block that completes a column's counter sums, for every row of its row block and every output of the column,
+// the column's segments' fp32 partials in slot order 0, 1, ... starting from 0.0f (the same bits whichever block
+// came last), and rounds once to fp16. Its 128 threads take the outputs four adjacent columns at a time (one
+// 16-byte load per slot: n_padded and n are multiples of 4, the workspace 16-byte aligned) and kStripeSumGroups
+// such groups at once, loading kStripeSumSlots slots of each before adding them: the loads of a thread are
+// independent of each other (only the additions are ordered), so this keeps up to 8 of them in flight per
+// thread instead of one, which is what bounds the tail a column's last block adds (64 rows x 128 outputs x the
+// segments at M = 64).
+inline constexpr int kStripeSumGroups = 2;  // groups of 4 outputs a thread sums at once
+inline constexpr int kStripeSumSlots = 4;   // slots of each loaded before they are added
+// The group of 4 adjacent outputs a thread of the reduction takes: group e of the row block's rows x 32 groups.
+struct StripeSumGroup {
+  int64_t row;  // in the launch
+  int64_t n;    // first of the 4 outputs, n % 4 == 0
+};
+QGRU_HD StripeSumGroup stripe_sum_group(int64_t first_row, int64_t nt, int64_t e) {
+  return {first_row + e / (kStripeTileN / 4), nt * kStripeTileN + 4 * (e % (kStripeTileN / 4))};
+}
+// 16 bytes of partials; through L2 on the device (the other blocks wrote them: never a stale L1 line).
+struct StripeFloat4 {
+  float v[4];
+};
+QGRU_HD StripeFloat4 stripe_load_partials4(const float* at) {
+#if defined(__CUDA_ARCH__)
+  const float4 f = __ldcg(reinterpret_cast<const float4*>(at));
+  return {{f.x, f.y, f.z, f.w}};
+#else
+  return {{at[0], at[1], at[2], at[3]}};
+#endif
+}
+// sums[g] = Σ_s workspace[first[g] + s·slot_stride + 0..3] over s = 0 .. segments - 1 in that order from 0.0f, for
+// g < count (count <= kStripeSumGroups); first[g] = stripe_partial_index(0, row, n, M, n_padded), slot_stride =
+// M·n_padded.
+QGRU_HD void stripe_sum_slots(const float* workspace, const int64_t (&first)[kStripeSumGroups], int count,
+                              int64_t slot_stride, int32_t segments, StripeFloat4 (&sums)[kStripeSumGroups]) {
+  for (int g = 0; g < kStripeSumGroups; ++g)
+    for (int i = 0; i < 4; ++i) sums[g].v[i] = 0.0f;
+  for (int32_t base = 0; base < segments; base += kStripeSumSlots) {
+    StripeFloat4 loaded[kStripeSumGroups][kStripeSumSlots] = {};
+    for (int g = 0; g < kStripeSumGroups; ++g)
+      for (int k = 0; k < kStripeSumSlots; ++k)
+        if (g < count && base + k < segments) loaded[g][k] = stripe_load_partials4(workspace + first[g] + (base + k) * slot_stride);
+    for (int g = 0; g < kStripeSumGroups; ++g)
+      for (int k = 0; k < kStripeSumSlots; ++k)
+        if (g < count && base + k < segments)
+          for (int i = 0; i < 4; ++i) sums[g].v[i] += loaded[g][k].v[i];
+  }
+}
+
 // The accumulator element c of n fragment j of warp w, lane `lane`: (row in its m16 fragment, column in the 128).
 struct StripeRowCol {
   int row, col;
