@@ -239,10 +239,53 @@ int main(int argc, char** argv) {
                 o.hbm_gbps > 0 ? (", nominal HBM " + std::to_string(static_cast<int>(o.hbm_gbps)) + " GB/s").c_str() : "",
                 o.rounds, o.iters);
 
+    // Rows are printed and the JSON file rewritten after every shape, so a run cut short (a session's time limit)
+    // keeps what it measured.
+    std::printf("| bits | K x N | M | engine | detail | µs | weight GB/s | of nominal HBM | of measured copy |\n"
+                "|---|---|---|---|---|---|---|---|---|\n");
+    size_t printed = 0;
+    const std::string date = utc_date();
+    const auto flush = [&]() {
+      for (; printed < rows.size(); ++printed) {
+        const Row& r = rows[printed];
+        char nominal[32] = "n/a";
+        if (r.hbm_fraction >= 0) std::snprintf(nominal, sizeof nominal, "%.0f%%", 100.0 * r.hbm_fraction);
+        std::printf("| %d | %lldx%lld | %lld | %s | %s | %.1f | %.0f | %s | %.0f%% |\n", r.bits, static_cast<long long>(r.K),
+                    static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(), r.detail.c_str(), r.us,
+                    r.weight_gbps, nominal, 100.0 * r.weight_gbps / copy_gbps);
+      }
+      std::fflush(stdout);
+      if (o.json.empty()) return true;
+      FILE* f = std::fopen(o.json.c_str(), "w");
+      if (f == nullptr) {
+        std::printf("FAILED: cannot write --json %s\n", o.json.c_str());
+        return false;
+      }
+      std::fprintf(f, "[\n");
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        char fraction[32] = "null";
+        if (r.hbm_fraction >= 0) std::snprintf(fraction, sizeof fraction, "%.4f", r.hbm_fraction);
+        std::fprintf(f,
+                     "  {\"bits\": %d, \"K\": %lld, \"N\": %lld, \"M\": %lld, \"engine\": \"%s\", \"detail\": \"%s\", \"us\": %.3f, "
+                     "\"weight_gb_per_s\": %.1f, \"hbm_fraction\": %s, \"card\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}%s\n",
+                     r.bits, static_cast<long long>(r.K), static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(),
+                     r.detail.c_str(), r.us, r.weight_gbps, fraction, card.c_str(), date.c_str(), o.commit.c_str(),
+                     i + 1 < rows.size() ? "," : "");
+      }
+      std::fprintf(f, "]\n");
+      return std::fclose(f) == 0;
+    };
     cublasHandle_t handle;
     QGRU_CUBLAS_CHECK(blas::cublasCreate(&handle));
     std::mt19937 rng(42);
     const auto has = [&](const char* e) { return std::find(o.engines.begin(), o.engines.end(), e) != o.engines.end(); };
+    // qgru-stripes' copies of the layers are built only where a row times them: some M at which auto (qgru) takes
+    // another engine, or no qgru rows at all (the uploads cost the session time).
+    const bool stripes_timed =
+        has("qgru-stripes") && (!has("qgru") || std::any_of(o.ms.begin(), o.ms.end(), [](int64_t M) {
+          return k::choose_engine(M, k::LinearKernelSetting::Auto, "").engine != k::LinearEngine::Stripes;
+        }));
     for (const int bits : o.bits) {
       std::vector<int> config_indices;  // -1: the plan's choice
       for (const std::string& name : o.configs) {
@@ -265,7 +308,7 @@ int main(int argc, char** argv) {
         for (int c = 0; c < q_copies; ++c) {
           if (has("qgru-legacy")) legacy.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Legacy));
           if (has("qgru")) automatic.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Auto));
-          if (has("qgru-stripes")) stripes.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Stripes));
+          if (stripes_timed) stripes.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Stripes));
         }
         if (has("cublas-fp16")) {
           const std::vector<uint16_t> host16 = dequantize(w);
@@ -336,41 +379,12 @@ int main(int argc, char** argv) {
             rows.push_back({bits, K, N, M, t.engine, t.detail, us, gbps, o.hbm_gbps > 0 ? gbps / o.hbm_gbps : -1});
           }
         }
+        if (!flush()) return 1;
       }
     }
     QGRU_CUBLAS_CHECK(blas::cublasDestroy(handle));
 
-    std::printf("| bits | K x N | M | engine | detail | µs | weight GB/s | of nominal HBM | of measured copy |\n"
-                "|---|---|---|---|---|---|---|---|---|\n");
-    for (const Row& r : rows) {
-      char nominal[32] = "n/a";
-      if (r.hbm_fraction >= 0) std::snprintf(nominal, sizeof nominal, "%.0f%%", 100.0 * r.hbm_fraction);
-      std::printf("| %d | %lldx%lld | %lld | %s | %s | %.1f | %.0f | %s | %.0f%% |\n", r.bits, static_cast<long long>(r.K),
-                  static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(), r.detail.c_str(), r.us, r.weight_gbps,
-                  nominal, 100.0 * r.weight_gbps / copy_gbps);
-    }
-    if (!o.json.empty()) {
-      FILE* f = std::fopen(o.json.c_str(), "w");
-      if (f == nullptr) {
-        std::printf("FAILED: cannot write --json %s\n", o.json.c_str());
-        return 1;
-      }
-      const std::string date = utc_date();
-      std::fprintf(f, "[\n");
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = rows[i];
-        char fraction[32] = "null";
-        if (r.hbm_fraction >= 0) std::snprintf(fraction, sizeof fraction, "%.4f", r.hbm_fraction);
-        std::fprintf(f,
-                     "  {\"bits\": %d, \"K\": %lld, \"N\": %lld, \"M\": %lld, \"engine\": \"%s\", \"detail\": \"%s\", \"us\": %.3f, "
-                     "\"weight_gb_per_s\": %.1f, \"hbm_fraction\": %s, \"card\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}%s\n",
-                     r.bits, static_cast<long long>(r.K), static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(),
-                     r.detail.c_str(), r.us, r.weight_gbps, fraction, card.c_str(), date.c_str(), o.commit.c_str(),
-                     i + 1 < rows.size() ? "," : "");
-      }
-      std::fprintf(f, "]\n");
-      std::fclose(f);
-    }
+    if (!flush()) return 1;
     return 0;
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());

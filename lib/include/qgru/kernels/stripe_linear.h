@@ -37,8 +37,9 @@
 // Rows. A block computes a row block of 16·m_frags rows (stripe_m_frags: one, two or four m16 fragments of
 // A); a launch's rows are its row blocks, each with the same stripes over the same tiles. The grid is one
 // dimension, row block fastest (stripe_grid_block): the row blocks of one stripe are neighbours in launch
-// order, so they run together and read the same weight tiles at about the same time, one HBM read and L2 hits
-// for the others, whatever the L2 keeps of the rest of the layer.
+// order, so they are dispatched together and read the same weight tiles at about the same time, one HBM read and
+// L2 hits for the others, whatever the L2 keeps of the rest of the layer. (CUDA promises no dispatch order: a
+// performance bet on the hardware's, never a correctness assumption; no block waits for another.)
 //
 // Stripes and the reduction. T = n_tiles · k_tiles tiles over B blocks, tiles_per_block = ceil(T / B), block b
 // takes [b · per, min(T, (b + 1) · per)) (no block is empty: B is recomputed from per). The blocks touching a
