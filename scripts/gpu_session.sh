@@ -14,7 +14,9 @@
 #          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
 #          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
-#          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside).
+#          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside);
+#          last, the sweeps of two defaults that are guesses (sweeps.md): the persistent kernel's units per block and
+#          the stripes partition's blocks per SM.
 #   first: one call that gives the most when only one fits (15 minutes of device time, the machine's start
 #          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
 #          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds), the linear side
@@ -262,9 +264,24 @@ if [ "$mode" = check ]; then
   fi
 fi
 
+# sweeps.md: the defaults that are guesses until measured. The persistent kernel's units per block (8, 16, 32)
+# at N = 1 and the stripes partition's blocks per SM (0 = the occupancy calculator's count, then 1, 2, 4) where the
+# column reduction and the pipeline depth trade against each other; rows stream into the file as they come.
+sweeps() {
+  step "sweeps: persistent units per block; stripes blocks per SM" 120 bash -c \
+    "{ for units in 8 16 32; do echo \"### QGRU_CUDA_GRU_UNITS=\$units\"; \
+         QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 256,100,1 --runs 30; \
+         QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 1024,50,1 --runs 30; \
+       done; \
+       '$bin/bench_cuda_linear' --bits 4 --shapes 4096x11008,8192x8192 --ms 1,16,64 --engines qgru-stripes,cublas-fp16 \
+         --blocks-per-sm 0,1,2,4 --rounds 5; } > '$out/sweeps.md' 2>&1; \
+     status=\$?; cat '$out/sweeps.md'; exit \$status"
+}
+
 if [ "$mode" = bench ]; then
   gru_side_by_side
   linear_side_by_side
+  sweeps
   # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
   step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
     "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \
