@@ -299,6 +299,14 @@ StripeKernel stripe_kernel(int bits, int m_frags) {
 
 int prepare_stripe_linear(int bits, int m_frags) {
   const StripeKernel entry = stripe_kernel(bits, m_frags);
+  // A device whose blocks cannot hold the stages (opt-in limit below them) gets 0, and the layer the tile kernel,
+  // rather than an error from the attribute.
+  int device = 0, optin = 0;
+  QGRU_CUDA_CHECK(cudaGetDevice(&device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, entry.kernel));
+  if (static_cast<int64_t>(entry.smem_bytes) + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return 0;
   // A fixed value per kernel, the same whichever layer sets it: no ordering between threads is needed.
   QGRU_CUDA_CHECK(cudaFuncSetAttribute(entry.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, entry.smem_bytes));
   int blocks = 0;
