@@ -4,7 +4,9 @@
 # instructions its protocol is made of (docs/CUDA.md "The GRU executor", qgru/kernels/persistent_gru.h):
 #   ld.acquire.gpu (the wait), red.release.gpu (the publish), membar/fence (__threadfence), bar.sync (the block's
 #   barrier), ld.global.cg (exchange buffers read through L2), %globaltimer and nanosleep (the bounded spin).
-# A kernel that lost one of them (a plain load in the wait, an L1-cached exchange read) fails here.
+# A kernel that lost one of them (a plain load in the wait, an L1-cached exchange read) fails here. The int8
+# instantiation also computes its dot products on the tensor cores: mma.sync m16n8k32 and m16n8k16 .s8 with s32
+# accumulators, ldmatrix, and shared-memory atomic adds for the k splits.
 # Usage: scripts/check_ptx_persistent.sh [source-root] [nvcc]
 set -euo pipefail
 source "$(dirname "$0")/cuda_check.bash"
@@ -26,13 +28,18 @@ for arch in 80 90; do
   for n in 1 2; do
     body=$(awk -v want="$n" '/\.entry .*persistent_gru_kernel/ { k++; on = (k == want) } on { print } on && /^}/ { exit }' "$ptx")
     name=$(sed -n '1{s/.*\.entry //; s/(.*//; p}' <<<"$body")
-    for regex in "${required[@]}"; do
+    wanted=("${required[@]}")
+    if [[ "$name" == *kernelIaiE* ]]; then
+      wanted+=('mma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32' \
+               'mma\.sync\.aligned\.m16n8k16\.row\.col\.s32\.s8\.s8\.s32' 'ldmatrix\.sync' '(atom|red)\.shared\.add')
+    fi
+    for regex in "${wanted[@]}"; do
       if ! grep -Eq "$regex" <<<"$body"; then
         echo "FAIL sm_$arch $name: no $regex"
         failures=$((failures + 1))
       fi
     done
-    echo "sm_$arch $name: ${#required[@]} synchronization instructions present"
+    echo "sm_$arch $name: ${#wanted[@]} required instructions present"
   done
 done
 if [[ $failures -ne 0 ]]; then

@@ -85,11 +85,17 @@ __device__ void publish(const PersistentLaunch& a) {
   }
 }
 
-// The block's batch rows of an exchange buffer (bytes of them) into the staging region, 16 bytes at a time through L2.
-__device__ void stage_rows(const void* source, unsigned char* stage, int64_t bytes) {
+// The block's batch rows of an exchange buffer (rows of chunks_per_row 16-byte chunks, contiguous there) into the
+// staging region (rows row_chunks chunks apart: persistent_smem_row_bytes), 16 bytes at a time through L2; the
+// thread's chunks walked as (chunk, row) from `walk` (persistent_dot_stride over the chunks of a row, divided once
+// per launch).
+__device__ void stage_rows(const void* source, unsigned char* stage, int32_t batch_rows, int32_t chunks_per_row,
+                           int32_t row_chunks, const kernels::PersistentDotStride& walk) {
   const int4* from = reinterpret_cast<const int4*>(source);
   int4* to = reinterpret_cast<int4*>(stage);
-  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) to[i] = __ldcg(from + i);
+  for (kernels::PersistentDotWalk c = walk.start; c.n < batch_rows; kernels::persistent_dot_walk_advance(c, walk, chunks_per_row)) {
+    to[c.n * row_chunks + c.row_in_phase] = __ldcg(from + c.n * chunks_per_row + c.row_in_phase);
+  }
 }
 
 // rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one group of
@@ -101,7 +107,8 @@ __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, con
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
-  const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
+  const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;  // of a row's codes
+  const auto row_words = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, sizeof(Stored)) / 4);  // stride
   const int lane = static_cast<int>(threadIdx.x) % kernels::kPersistentDotLanes;
   // The group's lanes walk the same products, so they reach every shuffle together; the mask names only them.
   const unsigned group_mask = ((1u << kernels::kPersistentDotLanes) - 1u)
@@ -109,11 +116,102 @@ __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, con
   const auto acc_row = static_cast<int32_t>(3 * b.units_per_block);
   for (kernels::PersistentDotWalk d = stride.start; d.n < batch_rows; kernels::persistent_dot_walk_advance(d, stride, rows)) {
     const int32_t slice_row = first_row + d.row_in_phase;
-    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words,
-                                                         lane, kernels::kPersistentDotLanes);
+    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + d.n * row_words,
+                                                         words, lane, kernels::kPersistentDotLanes);
     for (int offset = kernels::kPersistentDotLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(group_mask, sum, offset);
     if (lane == 0) acc[d.n * acc_row + slice_row] = sum;
   }
+}
+
+// ldmatrix on shared memory (8-bit data read as b16 pairs: persistent_gru.h, "int8: a phase's dot products").
+__device__ __forceinline__ unsigned smem_address(const void* at) { return static_cast<unsigned>(__cvta_generic_to_shared(at)); }
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_address(at)));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_address(at)));
+}
+__device__ __forceinline__ void ldmatrix_x1(uint32_t& r, const void* at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(smem_address(at)));
+}
+// D = A·B + D, int8 operands, int32 accumulators (exact; fragments: PTX ISA, mma.m16n8k32 / m16n8k16 .s8).
+__device__ __forceinline__ void mma_s8_k32(int32_t (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_s8_k16(int32_t (&d)[4], const uint32_t (&a)[2], uint32_t b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b));
+}
+
+// The int8 kernel's dot products of a phase on the tensor cores (persistent_mma_plan / _item: warp w takes items w,
+// w + 8, ...; each tile's k steps in one or more splits). Two accumulator sets (even and odd k32 steps) halve the
+// dependent chain of mma; with one split per tile the sums are stored, with several they are added into acc
+// (zeroed by block_zero_acc before the staging's __syncthreads) with shared-memory atomics: int32, exact in any order.
+__device__ void block_dots_mma(const kernels::PersistentBuffers<int8_t, int32_t>& b, const PersistentShape& s,
+                               unsigned char* smem, int32_t first_row, int32_t rows, int32_t batch_rows,
+                               const kernels::PersistentMmaPlan& mp) {
+  const unsigned char* r_bytes = smem + s.r_offset;
+  const unsigned char* stage_bytes = smem + s.stage_offset;
+  int32_t* acc = reinterpret_cast<int32_t*>(smem + s.acc_offset);
+  const auto row_bytes = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, 1));  // the rows' stride
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const auto acc_row = static_cast<int32_t>(3 * b.units_per_block);
+  const int32_t items = mp.tiles << mp.split_shift;
+  for (int32_t item = warp; item < items; item += kernels::kPersistentMmaWarps) {
+    const kernels::PersistentMmaItem it = kernels::persistent_mma_item(mp, item);
+    int32_t even[4] = {0, 0, 0, 0}, odd[4] = {0, 0, 0, 0};
+    // The lane's row addresses at the item's first k step; each k32 step is 32 bytes on (the offsets are linear in k0).
+    const unsigned char* a_at = r_bytes + kernels::persistent_mma_a_offset(first_row, rows, it.mt, lane, row_bytes, 32 * it.k_begin);
+    const unsigned char* b_at = stage_bytes + kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, row_bytes, 32 * it.k_begin);
+    int32_t ks = it.k_begin;
+    for (; ks + 1 < it.k_end; ks += 2, a_at += 64, b_at += 64) {  // two independent accumulator chains
+      uint32_t a0[4], b0[2], a1[4], b1[2];
+      ldmatrix_x4(a0, a_at);
+      ldmatrix_x2(b0, b_at);
+      ldmatrix_x4(a1, a_at + 32);
+      ldmatrix_x2(b1, b_at + 32);
+      mma_s8_k32(even, a0, b0);
+      mma_s8_k32(odd, a1, b1);
+    }
+    if (ks < it.k_end) {
+      uint32_t a0[4], b0[2];
+      ldmatrix_x4(a0, a_at);
+      ldmatrix_x2(b0, b_at);
+      mma_s8_k32(even, a0, b0);
+      a_at += 32;
+      b_at += 32;
+    }
+    if (it.tail16) {  // the last split ends at k32 steps' end: a_at and b_at stand at the tail's 16 bytes
+      uint32_t a[2], bf;
+      ldmatrix_x2(a, a_at);
+      ldmatrix_x1(bf, b_at);
+      mma_s8_k16(odd, a, bf);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const kernels::PersistentMmaAt at = kernels::persistent_mma_acc_at(it.mt, it.nt, lane, e);
+      if (at.row >= rows || at.n >= batch_rows) continue;
+      int32_t* to = acc + at.n * acc_row + first_row + at.row;
+      if (mp.split_shift == 0) {
+        *to = even[e] + odd[e];
+      } else {
+        atomicAdd(to, even[e] + odd[e]);
+      }
+    }
+  }
+}
+
+// Zeroes the phase's accumulators [batch rows][first_row, first_row + rows) for the splits' atomics.
+__device__ void block_zero_acc(int32_t* acc, int32_t acc_row, int32_t first_row, int32_t rows, int32_t batch_rows) {
+  for (int32_t n = 0; n < batch_rows; ++n)
+    for (int32_t row = static_cast<int32_t>(threadIdx.x); row < rows; row += static_cast<int32_t>(blockDim.x)) {
+      acc[n * acc_row + first_row + row] = 0;
+    }
 }
 
 template <class Stored, class Acc>
@@ -124,15 +222,18 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   const int64_t H = view.hidden_size, U = b.units_per_block;
   const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, b.N, s.rows_per_block, blockIdx.x);
   int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
-  // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero).
+  // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero), rows
+  // persistent_smem_row_bytes apart (the 16 bytes between them are never read).
   const auto* R = static_cast<const Stored*>(a.R);
+  const auto chunks_per_row = static_cast<int32_t>(b.H_p * static_cast<int64_t>(sizeof(Stored)) / 16);
+  const auto row_chunks = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, sizeof(Stored)) / 16);
   {
-    const int64_t chunks_per_row = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 16;
     int4* to = reinterpret_cast<int4*>(smem + s.r_offset);
     for (int64_t i = threadIdx.x; i < 3 * U * chunks_per_row; i += blockDim.x) {
-      const int64_t source = kernels::persistent_r_source_row(H, U, slice, i / chunks_per_row);
-      to[i] = source < 0 ? make_int4(0, 0, 0, 0)
-                         : __ldg(reinterpret_cast<const int4*>(R + source * b.H_p) + i % chunks_per_row);
+      const int64_t row = i / chunks_per_row, chunk = i % chunks_per_row;
+      const int64_t source = kernels::persistent_r_source_row(H, U, slice, row);
+      to[row * row_chunks + chunk] =
+          source < 0 ? make_int4(0, 0, 0, 0) : __ldg(reinterpret_cast<const int4*>(R + source * b.H_p) + chunk);
     }
   }
   // B-1 / B-2's step-invariant constants of the block's units, folded once (the first wait's __syncthreads orders
@@ -144,7 +245,9 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
   // The thread's elements of the slice, split into (unit, row) once for the whole launch.
   const kernels::PersistentElementStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
-  const int64_t stage_bytes = slice.rows * b.H_p * static_cast<int64_t>(sizeof(Stored));
+  // The thread's staging chunks, (chunk, row) from thread tid stepping by the block, divided once.
+  const kernels::PersistentDotStride stage_walk =
+      kernels::persistent_dot_stride(static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x), chunks_per_row);
   // The dot walk's start and step for each kind of phase (part 0, and part 1 of a two-phase step), divided once.
   const auto group = static_cast<int32_t>(threadIdx.x) / kernels::kPersistentDotLanes;
   // (Two named values, not an array: an array indexed by the phase's part would live in local memory.)
@@ -157,11 +260,23 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
     if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
-    stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, stage_bytes);
-    __syncthreads();
+    stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, static_cast<int32_t>(slice.rows),
+               chunks_per_row, row_chunks, stage_walk);
     // int32: first_row + rows <= 3U and slice.rows <= NB (plan sizes, far below 2^31).
-    block_dots<Stored, Acc>(b, s, smem, static_cast<int32_t>(ph.first_row), static_cast<int32_t>(ph.rows),
-                            static_cast<int32_t>(slice.rows), kernels::persistent_dot_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
+    const auto first_row = static_cast<int32_t>(ph.first_row), rows = static_cast<int32_t>(ph.rows);
+    const auto batch_rows = static_cast<int32_t>(slice.rows);
+    if constexpr (sizeof(Stored) == 1) {  // int8: the tensor cores
+      const kernels::PersistentMmaPlan mp = kernels::persistent_mma_plan(rows, batch_rows, static_cast<int32_t>(b.H_p));
+      if (mp.split_shift > 0) {
+        block_zero_acc(reinterpret_cast<int32_t*>(smem + s.acc_offset), static_cast<int32_t>(3 * U), first_row, rows, batch_rows);
+      }
+      __syncthreads();
+      block_dots_mma(b, s, smem, first_row, rows, batch_rows, mp);
+    } else {
+      __syncthreads();
+      block_dots<Stored, Acc>(b, s, smem, first_row, rows, batch_rows,
+                              kernels::persistent_dot_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
+    }
     __syncthreads();
     kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);
     publish(a);

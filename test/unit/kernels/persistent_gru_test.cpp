@@ -54,7 +54,8 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(p.units_per_block == 16);
   CHECK(p.blocks == 64);
   CHECK(p.phases_per_step == 1);
-  CHECK(p.smem.total_bytes == 3 * 16 * 1024 + 1024 + 4 * 3 * 16 + 96 * 16 + 16);  // R, staging, acc, folds, flag
+  // R, staging (rows of 1024 codes and 16 bytes more: persistent_smem_row_bytes), acc, folds, flag
+  CHECK(p.smem.total_bytes == 3 * 16 * 1040 + 1040 + 4 * 3 * 16 + 96 * 16 + 16);
   CHECK(p.describe() == "persistent (64 blocks x 16 units x 1 rows, smem " + std::to_string(p.smem.total_bytes) + ")");
   p = plan_for(2200, 1, true);  // 2200 / 16 = 138 blocks > 132: 32 units
   REQUIRE(p.persistent);
@@ -68,7 +69,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   p = plan_for(256, 64, false);
   REQUIRE(p.persistent);
   CHECK((p.unit_blocks == 16 && p.rows_per_block == 8 && p.batch_blocks == 8 && p.blocks == 128));
-  CHECK(p.smem.stage_bytes == 8 * 256);
+  CHECK(p.smem.stage_bytes == 8 * (256 + 16));
   CHECK(p.smem.acc_bytes == 4 * 8 * 3 * 16);
   p = plan_for(256, 33, false);  // 8 slices for 33 rows: 5 rows each, the last 3 rows; 7 batch slices
   CHECK((p.rows_per_block == 5 && p.batch_blocks == 7 && p.blocks == 112));
@@ -81,27 +82,28 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   const PersistentGruPlan wide = plan_for(1024, 3, false, 0, GruGemmPath::Wide16);  // 2 batch slices: 2 rows, 1 row
   REQUIRE(wide.persistent);
   CHECK(wide.N_p == 3);
-  CHECK(wide.smem.total_bytes == 2 * 3 * 16 * 1024 + 2 * 2 * 1024 + 8 * 2 * 3 * 16 + 96 * 16 + 16);
+  // rows of 2 KiB of codes and 16 bytes more (persistent_smem_row_bytes: consecutive rows 4 banks apart)
+  CHECK(wide.smem.total_bytes == 3 * 16 * (2 * 1024 + 16) + 2 * (2 * 1024 + 16) + 8 * 2 * 3 * 16 + 96 * 16 + 16);
   CHECK(wide.describe() == "persistent (128 blocks x 16 units x 2 rows, smem " + std::to_string(wide.smem.total_bytes) +
                                ", 16-bit)");
-  // 96 KiB of R, 1536 bytes of folds, the flag, 2 KiB and 384 bytes per row, 2 batch slices: at most 54 rows each
-  // ((232448 - 98304 - 1536 - 16) / 2432 = 54.5)
-  CHECK(plan_for(1024, 108, false, 0, GruGemmPath::Wide16).persistent);
-  CHECK_FALSE(plan_for(1024, 109, false, 0, GruGemmPath::Wide16).persistent);
+  // 48 rows of R of 2064 bytes, 1536 bytes of folds, the flag, 2064 and 384 bytes per batch row, 2 batch slices: at
+  // most 53 rows each ((232448 - 99072 - 1536 - 16) / 2448 = 53.8)
+  CHECK(plan_for(1024, 106, false, 0, GruGemmPath::Wide16).persistent);
+  CHECK_FALSE(plan_for(1024, 107, false, 0, GruGemmPath::Wide16).persistent);
   CHECK(kernels::plan_persistent_gru(GruGemmPath::Int8, 64, 1, false, {132, 232448, false}).reason ==
         "the device does not support cooperative launches (H=64 N=1)");
   CHECK(plan_for(64, 1, false, 12).reason == "units per block 12 is not a configuration (H=64 N=1)");
   CHECK(plan_for(65536, 1, false).reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
   CHECK(plan_for(4096, 1, false, 16).reason == "256 blocks exceed the 132 multiprocessors (H=4096 N=1)");
-  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (400784 bytes") == 0);
+  CHECK(plan_for(4096, 1, false).reason.find("a block's shared memory (402336 bytes") == 0);
   const PersistentGruPlan big = plan_for(1024, 512, false);  // 2 batch slices of 256 rows: 256 KiB of staging each
   CHECK_FALSE(big.persistent);
   CHECK(big.reason.find("exceeds the device's 232448") != std::string::npos);
-  // The largest N that fits at H = 1024 (64 unit slices, 2 batch slices): 48 KiB of R, 1 KiB of staging and 192
-  // bytes of accumulators per row, 1536 bytes of folds, the flag: (232448 - 49152 - 1536 - 16) / 1216 = 149.5, 149
-  // rows per block.
-  CHECK(plan_for(1024, 298, false).persistent);
-  CHECK_FALSE(plan_for(1024, 299, false).persistent);
+  // The largest N that fits at H = 1024 (64 unit slices, 2 batch slices): 48 rows of R of 1040 bytes, 1040 bytes of
+  // staging and 192 of accumulators per batch row, 1536 bytes of folds, the flag: (232448 - 49920 - 1536 - 16) / 1232
+  // = 146.9, 146 rows per block.
+  CHECK(plan_for(1024, 292, false).persistent);
+  CHECK_FALSE(plan_for(1024, 293, false).persistent);
   // The kernel's 32-bit index math: a block of 2^31 bytes or more is refused whatever the device offers.
   // (H = 256, 16-bit, one batch slice of 2^22 rows: 512 bytes of staging and 384 of accumulators a row.)
   const PersistentDevice huge{132, int64_t{1} << 40, true};
@@ -117,7 +119,7 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   // Occupancy: refused unless every block can be resident at once.
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 64).empty());
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 63) ==
-        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 51920 bytes of shared memory");
+        "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 52704 bytes of shared memory");
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
 }
 
@@ -154,7 +156,10 @@ TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memo
       CHECK(m.flag_offset % 16 == 0);
       CHECK(m.flag_offset + 16 == m.total_bytes);
       CHECK(m.acc_bytes == 4 * p.rows_per_block * 3 * U);
-      CHECK(m.stage_bytes == p.rows_per_block * p.H_p);
+      // rows an odd number of 16-byte chunks apart: the codes, and 16 bytes more where they are an even number
+      const int64_t row_stride = p.H_p + (p.H_p / 16 % 2 == 0 ? 16 : 0);
+      CHECK(m.stage_bytes == p.rows_per_block * row_stride);
+      CHECK(m.r_bytes == 3 * U * row_stride);
       }
     }
   }
@@ -197,7 +202,8 @@ TEST_CASE("persistent dot walk: every group's products equal the division formul
   for (int U : kernels::kPersistentUnitChoices) {
     for (int64_t rows : {3 * U, 2 * U, U}) {
       const int64_t first_row = rows == U ? 2 * U : 0;
-      for (int32_t groups : {kernels::kPersistentDotGroups, 8, static_cast<int32_t>(rows), 3 * static_cast<int32_t>(rows) + 1}) {
+      for (int32_t groups : {kernels::kPersistentDotGroups, kernels::kPersistentThreads, 8, static_cast<int32_t>(rows),
+                             3 * static_cast<int32_t>(rows) + 1}) {
         for (int32_t batch_rows = 1; batch_rows <= 40; ++batch_rows) {
           std::vector<int> seen(static_cast<size_t>(rows * batch_rows), 0);
           for (int32_t group = 0; group < groups; ++group) {
@@ -218,6 +224,76 @@ TEST_CASE("persistent dot walk: every group's products equal the division formul
       }
     }
   }
+}
+
+TEST_CASE("persistent int8 tensor-core dots: every k step of every tile once, the tail once, addresses inside the rows") {
+  for (int32_t rows : {8, 16, 24, 32, 48, 96, 192, 768})
+    for (int32_t batch_rows : {1, 2, 7, 8, 9, 17, 40})
+      for (int32_t H_p : {16, 32, 48, 272, 1024, 1040}) {
+        CAPTURE(rows);
+        CAPTURE(batch_rows);
+        CAPTURE(H_p);
+        const kernels::PersistentMmaPlan p = kernels::persistent_mma_plan(rows, batch_rows, H_p);
+        REQUIRE(p.m_tiles * 16 >= rows);
+        REQUIRE(p.n_tiles * 8 >= batch_rows);
+        REQUIRE(32 * p.k32 + (p.tail16 ? 16 : 0) == H_p);
+        const int32_t splits = 1 << p.split_shift;
+        REQUIRE((splits == 1 || p.tiles * splits <= kernels::kPersistentMmaWarps));  // a split only to fill the warps
+        REQUIRE((splits == 1 || splits <= p.k32));                                     // every split keeps a k32 step
+        std::vector<int> k_seen(static_cast<size_t>(p.tiles * std::max(p.k32, 1)), 0), tail_seen(static_cast<size_t>(p.tiles), 0);
+        for (int32_t item = 0; item < (p.tiles << p.split_shift); ++item) {
+          const kernels::PersistentMmaItem it = kernels::persistent_mma_item(p, item);
+          REQUIRE(it.mt >= 0);
+          REQUIRE(it.mt < p.m_tiles);
+          REQUIRE(it.nt >= 0);
+          REQUIRE(it.nt < p.n_tiles);
+          REQUIRE(0 <= it.k_begin);
+          REQUIRE(it.k_begin <= it.k_end);
+          REQUIRE(it.k_end <= p.k32);
+          for (int32_t ks = it.k_begin; ks < it.k_end; ++ks) ++k_seen[static_cast<size_t>((it.mt * p.n_tiles + it.nt) * p.k32 + ks)];
+          if (it.tail16) ++tail_seen[static_cast<size_t>(it.mt * p.n_tiles + it.nt)];
+          // The row address of every lane ldmatrix reads (k32 steps: A x4, all lanes; B x2, lanes 0-15; the k16 tail:
+          // A x2, lanes 0-15; B x1, lanes 0-7): inside the phase's rows / the block's batch rows, 16-byte aligned,
+          // 16 bytes inside its row.
+          std::vector<std::pair<int32_t, bool>> steps;  // (k0, tail)
+          for (int32_t ks = it.k_begin; ks < it.k_end; ++ks) steps.emplace_back(32 * ks, false);
+          if (it.tail16) steps.emplace_back(32 * p.k32, true);
+          const auto stride = static_cast<int32_t>(kernels::persistent_smem_row_bytes(H_p, 1));
+          // 8 consecutive rows (an ldmatrix matrix) start on 8 different 4-bank groups: no bank conflict
+          for (int32_t r = 1; r < 8; ++r) REQUIRE((r * stride / 16) % 8 != 0);
+          for (const auto& [k0, tail] : steps) {
+            const int32_t first_row = 5;
+            for (int lane = 0; lane < (tail ? 16 : 32); ++lane) {
+              const int32_t a = kernels::persistent_mma_a_offset(first_row, rows, it.mt, lane, stride, k0);
+              // linear in k0: the kernel steps its addresses 32 bytes per k32 step from the item's first
+              REQUIRE(a - kernels::persistent_mma_a_offset(first_row, rows, it.mt, lane, stride, 32 * it.k_begin) == k0 - 32 * it.k_begin);
+              REQUIRE(kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, stride, k0) -
+                          kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, stride, 32 * it.k_begin) ==
+                      k0 - 32 * it.k_begin);
+              REQUIRE(a % 16 == 0);
+              REQUIRE(a / stride >= first_row);
+              REQUIRE(a / stride < first_row + rows);
+              REQUIRE(a % stride + 16 <= H_p);  // inside the row's codes, never its padding
+            }
+            for (int lane = 0; lane < (tail ? 8 : 16); ++lane) {
+              const int32_t b = kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, stride, k0);
+              REQUIRE(b % 16 == 0);
+              REQUIRE(b / stride < batch_rows);
+              REQUIRE(b % stride + 16 <= H_p);
+            }
+          }
+        }
+        if (p.k32 > 0) REQUIRE(std::all_of(k_seen.begin(), k_seen.end(), [](int c) { return c == 1; }));
+        REQUIRE(std::all_of(tail_seen.begin(), tail_seen.end(), [&](int c) { return c == (p.tail16 ? 1 : 0); }));
+        // The accumulator elements of a tile: each (row, batch row) of the tile once.
+        std::vector<int> at_seen(16 * 8, 0);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int e = 0; e < 4; ++e) {
+            const kernels::PersistentMmaAt at = kernels::persistent_mma_acc_at(0, 0, lane, e);
+            ++at_seen[static_cast<size_t>(at.row * 8 + at.n)];
+          }
+        REQUIRE(std::all_of(at_seen.begin(), at_seen.end(), [](int c) { return c == 1; }));
+      }
 }
 
 TEST_CASE("persistent element walk: (unit, row) of every element equals i mod units and i / units, each element once") {

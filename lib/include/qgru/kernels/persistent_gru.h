@@ -29,9 +29,11 @@
 // throws instead of hanging.
 //
 // Two operand widths, as the per-step path's (plan_gru_operands, qgru/kernels/gru_step.h):
-//   Int8 (Stored int8_t, Acc int32_t): dp4a on R's codes and h's stored codes, both in [-128, 127], so each product
-//     has |a·b| <= 2^14 and any partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for H_p < 2^17
-//     (plan_gru_gemm refuses longer reductions; the shared memory limit is far below);
+//   Int8 (Stored int8_t, Acc int32_t): R's codes and h's stored codes, both in [-128, 127], multiplied on the tensor
+//     cores (mma.sync m16n8k32 .s8, int32 accumulators; below, "int8: a phase's dot products as one small GEMM"; the
+//     lanes' dp4a dot products, persistent_dot_share, are the same sums), so each product has |a·b| <= 2^14 and any
+//     partial or full sum over K = H_p terms has |Σ| <= H_p·2^14 < 2^31 for H_p < 2^17 (plan_gru_gemm refuses
+//     longer reductions; the shared memory limit is far below);
 //   Wide16 (Stored int16_t, Acc int64_t): both operands in [-32768, 32767], each product |a·b| <= 2^30 exact in int32,
 //     summed in int64: |Σ| <= H_p·2^30 < 2^63 for any H_p a block can hold.
 // Either way every intermediate is exact, so the order of the lanes' partial sums does not matter. B-1 comes from the
@@ -50,7 +52,8 @@
 namespace qgru::kernels {
 
 inline constexpr int kPersistentThreads = 256;  // 8 warps
-// Lanes that split one dot product (a group of 4 aligned lanes of a warp; 64 groups per block). A warp per dot
+// Lanes that split one dot product of the 16-bit kernel (a group of 4 aligned lanes of a warp; 64 groups per block;
+// the int8 kernel multiplies on the tensor cores, "int8: a phase's dot products as one small GEMM"). A warp per dot
 // (32 lanes) made each dot a chain of five dependent shuffles after one or two dp4a's per lane at H <= 256, and
 // a warp's dots ran one after another: at H = 256, U = 16, N = 1 (48 dots, 8 warps) six such chains per warp
 // and step. Four lanes: two shuffles per dot, 64 dots at once, each lane streaming its 16-byte chunks of the two
@@ -95,6 +98,11 @@ inline PersistentWidths persistent_widths(GruGemmPath path) {
 //   R slice [3·U, H_p] Stored, row g·U + u = R's row g·H + j0 + u (rows of units past H are zero);
 //   staging [NB, H_p] Stored: h_s (or q_reset_hidden) of every unit for the block's batch rows, stored codes
 //     (q - h_offset);
+//   both with rows persistent_smem_row_bytes apart: an odd number of 16-byte chunks (a row's codes, and 16 bytes
+//     more when they are an even number of chunks), so that the 8 rows of an ldmatrix matrix (or the rows the dot
+//     groups of a quarter-warp read) start in 8 different 4-bank groups; with rows H_p·sizeof(Stored) apart, a
+//     multiple of 128 bytes whenever H_p is, all 8 rows of a matrix hit the same 4 banks (an 8-way conflict on every
+//     fragment load);
 //   acc [NB, 3·U] Acc: the block's R·h (R_n·(r ⊙ h) in the n rows of the linear_before_reset = 0 cell);
 //   folds [U] GruUnitFolds (96 bytes each, qgru/fixed/gru_cell.h): B-1 / B-2's step-invariant constants of the
 //     block's units (operand offset and zero-point compensation, bias, the channels' rescales), folded once per
@@ -107,13 +115,19 @@ struct PersistentSmemLayout {
 };
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+// Bytes from one R or staging row to the next in shared memory: an odd number of 16-byte chunks (H_p is a multiple
+// of 16, so rows stay 16-byte aligned).
+QGRU_HD constexpr int64_t persistent_smem_row_bytes(int64_t H_p, int64_t operand_bytes) {
+  return H_p * operand_bytes + ((H_p * operand_bytes / 16) % 2 == 0 ? 16 : 0);
+}
 
 inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t rows_per_block,
                                                    const PersistentWidths& w = {1, 4}) {
   PersistentSmemLayout s;
-  s.r_bytes = w.operand_bytes * 3 * units_per_block * H_p;
+  const int64_t row_bytes = persistent_smem_row_bytes(H_p, w.operand_bytes);
+  s.r_bytes = 3 * units_per_block * row_bytes;
   s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
-  s.stage_bytes = w.operand_bytes * rows_per_block * H_p;
+  s.stage_bytes = rows_per_block * row_bytes;
   s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
   s.acc_bytes = w.acc_bytes * rows_per_block * 3 * units_per_block;
   s.folds_offset = persistent_align16(s.acc_offset + s.acc_bytes);
@@ -381,6 +395,74 @@ QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, const PersistentD
     w.row_in_phase -= rows_in_phase;
     ++w.n;
   }
+}
+
+// ---- int8: a phase's dot products as one small GEMM on the tensor cores ----
+//
+// A phase's products acc[n][row] = Σ_k R[first_row + row][k] · h[n][k] (rows_in_phase x batch_rows, K = H_p) are the
+// product of the block's R rows (row-major A, [rows, H_p] int8 in shared memory) and its staged h rows (k contiguous
+// for each batch row: column-major B), exactly the operands of mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
+// (PTX ISA, "Matrix fragments for mma.m16n8k32"): tiles of 16 rows x 8 batch rows, k32 steps, the fragments loaded
+// with ldmatrix (8-bit data read as b16: a fragment's 4 bytes at k = 4·(lane % 4) .. + 3 of row lane / 4 are the
+// b16 pair ldmatrix gives that lane), a last m16n8k16 step where H_p % 32 == 16. Exact: integer products summed in
+// int32 under the bound dp4a's sums obey (|Σ| <= H_p·2^14 < 2^31), in any order; so the k range of a tile may be
+// split among warps whose int32 partials are added into the accumulators with shared-memory atomics (exact and
+// commutative: the same result in any order). The int8 kernel takes this path; the 16-bit one keeps the lanes'
+// dot products above. Rows past the phase's rows and batch rows past the block's are computed from a valid row
+// (row 0 of the phase, batch row 0) and never stored.
+inline constexpr int kPersistentMmaWarps = kPersistentThreads / 32;
+struct PersistentMmaPlan {
+  int32_t m_tiles = 0, n_tiles = 0, tiles = 0;  // 16-row tiles of the phase's rows, 8-wide tiles of the batch rows
+  int32_t k32 = 0;                              // whole k32 steps of H_p
+  bool tail16 = false;                          // H_p % 32 == 16: one m16n8k16 step ends the last split
+  int32_t split_shift = 0;                      // each tile's k steps split among 1 << split_shift warps
+};
+// The split spreads a phase's few tiles over the block's warps (at N = 1, U = 16: 3 tiles, split in 2) as long as
+// every split keeps a k32 step.
+QGRU_HD PersistentMmaPlan persistent_mma_plan(int32_t rows_in_phase, int32_t batch_rows, int32_t H_p) {
+  PersistentMmaPlan p;
+  p.m_tiles = (rows_in_phase + 15) / 16;
+  p.n_tiles = (batch_rows + 7) / 8;
+  p.tiles = p.m_tiles * p.n_tiles;
+  p.k32 = H_p / 32;
+  p.tail16 = H_p % 32 != 0;  // H_p is a multiple of 16
+  while ((p.tiles << (p.split_shift + 1)) <= kPersistentMmaWarps && (1 << (p.split_shift + 1)) <= p.k32) ++p.split_shift;
+  return p;
+}
+// Work item `item` (a warp takes items warp, warp + kPersistentMmaWarps, ...): its tile (mt, nt) and its k32 steps
+// [k_begin, k_end), plus the k16 tail for the last split.
+struct PersistentMmaItem {
+  int32_t mt, nt, k_begin, k_end;
+  bool tail16;
+};
+QGRU_HD PersistentMmaItem persistent_mma_item(const PersistentMmaPlan& p, int32_t item) {
+  const int32_t tile = item >> p.split_shift, split = item & ((1 << p.split_shift) - 1);
+  const int32_t mt = tile / p.n_tiles;
+  // (split · k32) >> shift: the splits' boundaries, each split a near-equal share of the k32 steps
+  return {mt, tile - mt * p.n_tiles, (split * p.k32) >> p.split_shift, ((split + 1) * p.k32) >> p.split_shift,
+          p.tail16 && split == (1 << p.split_shift) - 1};
+}
+// Byte offsets lane `lane` hands ldmatrix, from the start of the R region and of the staging region (row_bytes: the
+// rows' stride, persistent_smem_row_bytes). A (x4 for k32,
+// x2 for the k16 tail): lanes 0-7 rows 0-7 at k0, 8-15 rows 8-15 at k0, 16-23 rows 0-7 at k0 + 16, 24-31 rows 8-15 at
+// k0 + 16 of the tile; B (x2, x1 for the tail): lanes 0-7 batch rows 0-7 at k0, lanes 8-15 at k0 + 16.
+QGRU_HD int32_t persistent_mma_a_offset(int32_t first_row, int32_t rows_in_phase, int32_t mt, int lane, int32_t row_bytes,
+                                        int32_t k0) {
+  int32_t row = 16 * mt + lane % 16;
+  if (row >= rows_in_phase) row = 0;  // a valid row; its results are never stored
+  return (first_row + row) * row_bytes + k0 + 16 * (lane / 16);
+}
+QGRU_HD int32_t persistent_mma_b_offset(int32_t batch_rows, int32_t nt, int lane, int32_t row_bytes, int32_t k0) {
+  int32_t n = 8 * nt + lane % 8;
+  if (n >= batch_rows) n = 0;
+  return n * row_bytes + k0 + 16 * ((lane / 8) % 2);
+}
+// Accumulator element e (0..3) of lane `lane` in tile (mt, nt): its row in the phase and its batch row.
+struct PersistentMmaAt {
+  int32_t row, n;
+};
+QGRU_HD PersistentMmaAt persistent_mma_acc_at(int32_t mt, int32_t nt, int lane, int e) {
+  return {16 * mt + lane / 4 + 8 * (e / 2), 8 * nt + 2 * (lane % 4) + e % 2};
 }
 
 // The cell on unit j = slice.j0 + u of row n at input time t (a step of the linear_before_reset = 1 cell, or phase B

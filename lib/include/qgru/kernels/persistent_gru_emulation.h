@@ -25,6 +25,38 @@
 
 namespace qgru::kernels {
 
+// The tensor-core instructions of the int8 kernel's dot products, restated on the host from the PTX ISA (not from
+// persistent_gru.h's offset functions, which they check):
+//   ldmatrix .m8n8 .b16: lanes 8i .. 8i + 7 give the 16-byte row addresses of matrix i; lane t receives, in register
+//     i, bytes 4·(t % 4) .. + 3 of matrix i's row t / 4;
+//   mma .m16n8k32 .row.col .s32.s8.s8.s32 (g = lane / 4, q = lane % 4): A register r holds row g + 8·(r % 2), k
+//     16·(r / 2) + 4q .. + 3; B register r holds k 16r + 4q .. + 3 of column g; D element e is row g + 8·(e / 2),
+//     column 2q + e % 2. The .m16n8k16 form: A registers 0, 1 (k 4q .. + 3 of rows g, g + 8), B register 0.
+inline uint32_t emulated_ldmatrix(const unsigned char* base, const int32_t (&offsets)[32], int matrix, int lane) {
+  uint32_t r;
+  std::memcpy(&r, base + offsets[8 * matrix + lane / 4] + 4 * (lane % 4), 4);
+  return r;
+}
+inline void emulated_mma_s8(int k_size, const uint32_t (&a)[32][4], const uint32_t (&b)[32][2], int32_t (&d)[32][4]) {
+  int32_t A[16][32] = {}, B[32][8] = {};
+  const auto byte = [](uint32_t word, int i) { return static_cast<int32_t>(static_cast<int8_t>(word >> (8 * i) & 0xFFu)); };
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, q = l % 4;
+    for (int r = 0; r < (k_size == 32 ? 4 : 2); ++r)
+      for (int i = 0; i < 4; ++i) A[g + 8 * (r % 2)][16 * (r / 2) + 4 * q + i] = byte(a[l][r], i);
+    for (int r = 0; r < (k_size == 32 ? 2 : 1); ++r)
+      for (int i = 0; i < 4; ++i) B[16 * r + 4 * q + i][g] = byte(b[l][r], i);
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int e = 0; e < 4; ++e) {
+      const int row = l / 4 + 8 * (e / 2), col = 2 * (l % 4) + e % 2;
+      int64_t sum = d[l][e];
+      for (int kk = 0; kk < k_size; ++kk) sum += int64_t{A[row][kk]} * B[kk][col];
+      if (sum < INT32_MIN || sum > INT32_MAX) throw Error("emulated mma: an int32 accumulator overflowed");
+      d[l][e] = static_cast<int32_t>(sum);
+    }
+}
+
 struct PersistentEmulationOptions {
   uint32_t seed = 1;
   bool fault_wrong_parity = false;  // stage h from the other exchange buffer
@@ -103,10 +135,11 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     k.slice = persistent_block_slice(H, U, N, plan.rows_per_block, b);
     k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
     auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
-    const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);
+    const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);  // of a row's codes
+    const int64_t row_stride = persistent_smem_row_bytes(l.H_p, sizeof(Stored));
     for (int64_t row = 0; row < 3 * U; ++row) {  // R's slice, once
       const int64_t source = persistent_r_source_row(H, U, k.slice, row);
-      unsigned char* to = bytes + plan.smem.r_offset + row * static_cast<int64_t>(row_bytes);
+      unsigned char* to = bytes + plan.smem.r_offset + row * row_stride;
       if (source < 0) std::memset(to, 0, row_bytes);
       else std::memcpy(to, R.data() + source * l.H_p, row_bytes);
     }
@@ -127,8 +160,13 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   auto stage = [&](Block& k) {
     PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
     if (options.fault_wrong_parity) ph.step ^= 1;  // the other h buffer (part A / the only part)
-    std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset,
-                persistent_stage_source(buffers, ph, k.slice), static_cast<size_t>(k.slice.rows * l.H_p) * sizeof(Stored));
+    const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);  // contiguous rows in the buffer, strided here
+    const int64_t row_stride = persistent_smem_row_bytes(l.H_p, sizeof(Stored));
+    const auto* from = reinterpret_cast<const unsigned char*>(persistent_stage_source(buffers, ph, k.slice));
+    for (int64_t n = 0; n < k.slice.rows; ++n) {
+      std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset + n * row_stride,
+                  from + n * static_cast<int64_t>(row_bytes), row_bytes);
+    }
     k.staged = true;
   };
   // Move (2): the dot products (the warps' sums, lane by lane), the units, the arrival.
@@ -139,7 +177,53 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
     const auto* folds =
         reinterpret_cast<const GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
-    const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;
+    const int64_t words = l.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;  // of a row's codes
+    const int64_t row_words = persistent_smem_row_bytes(l.H_p, sizeof(Stored)) / 4;  // the rows' stride
+    if constexpr (sizeof(Stored) == 1) {
+      // int8: warp by warp, each taking its items of the phase's tiles as the kernel's do, on the emulated tensor cores.
+      const auto rows = static_cast<int32_t>(ph.rows), first_row = static_cast<int32_t>(ph.first_row);
+      const auto batch_rows = static_cast<int32_t>(k.slice.rows);
+      const auto row_bytes = static_cast<int32_t>(persistent_smem_row_bytes(l.H_p, 1));  // the rows' stride
+      const PersistentMmaPlan mp = persistent_mma_plan(rows, batch_rows, static_cast<int32_t>(l.H_p));
+      auto* acc32 = reinterpret_cast<int32_t*>(acc);
+      const auto acc_row = static_cast<int32_t>(3 * U);
+      if (mp.split_shift > 0) {
+        for (int32_t n = 0; n < batch_rows; ++n)
+          for (int32_t row = 0; row < rows; ++row) acc32[n * acc_row + first_row + row] = 0;
+      }
+      const auto* smem_bytes = reinterpret_cast<const unsigned char*>(k.smem.data());
+      const unsigned char* r_base = smem_bytes + plan.smem.r_offset;
+      const unsigned char* stage_base = smem_bytes + plan.smem.stage_offset;
+      for (int warp = 0; warp < kPersistentMmaWarps; ++warp) {
+        for (int32_t item = warp; item < (mp.tiles << mp.split_shift); item += kPersistentMmaWarps) {
+          const PersistentMmaItem it = persistent_mma_item(mp, item);
+          int32_t even[32][4] = {}, odd[32][4] = {};
+          const auto step = [&](int32_t k0, int k_size, int32_t (&d)[32][4]) {
+            int32_t a_offsets[32], b_offsets[32];
+            for (int lane = 0; lane < 32; ++lane) {
+              a_offsets[lane] = persistent_mma_a_offset(first_row, rows, it.mt, lane, row_bytes, k0);
+              b_offsets[lane] = persistent_mma_b_offset(batch_rows, it.nt, lane, row_bytes, k0);
+            }
+            uint32_t a[32][4] = {}, b[32][2] = {};
+            for (int lane = 0; lane < 32; ++lane) {
+              for (int i = 0; i < (k_size == 32 ? 4 : 2); ++i) a[lane][i] = emulated_ldmatrix(r_base, a_offsets, i, lane);
+              for (int i = 0; i < (k_size == 32 ? 2 : 1); ++i) b[lane][i] = emulated_ldmatrix(stage_base, b_offsets, i, lane);
+            }
+            emulated_mma_s8(k_size, a, b, d);
+          };
+          // as the kernel's: k32 steps alternately into the two chains from the item's first, the k16 tail into odd
+          for (int32_t ks = it.k_begin; ks < it.k_end; ++ks) step(32 * ks, 32, ((ks - it.k_begin) & 1) == 0 ? even : odd);
+          if (it.tail16) step(32 * mp.k32, 16, odd);
+          for (int lane = 0; lane < 32; ++lane)
+            for (int e = 0; e < 4; ++e) {
+              const PersistentMmaAt at = persistent_mma_acc_at(it.mt, it.nt, lane, e);
+              if (at.row >= rows || at.n >= batch_rows) continue;
+              int32_t& to = acc32[at.n * acc_row + first_row + at.row];
+              to = mp.split_shift == 0 ? even[lane][e] + odd[lane][e] : to + even[lane][e] + odd[lane][e];
+            }
+        }
+      }
+    } else {
     // Dot group by dot group, each walking its products as the kernel's do (the stride divided once per phase kind).
     for (int group = 0; group < kPersistentDotGroups; ++group) {
       const PersistentDotStride stride =
@@ -149,11 +233,12 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
         const int64_t slice_row = ph.first_row + d.row_in_phase;
         Acc sum = 0;  // exact: the bounds in persistent_gru.h
         for (int lane = 0; lane < kPersistentDotLanes; ++lane) {
-          sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * words, stage_words + d.n * words, words, lane,
-                                                   kPersistentDotLanes);
+          sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + d.n * row_words, words,
+                                                   lane, kPersistentDotLanes);
         }
         acc[d.n * 3 * U + slice_row] = sum;
       }
+    }
     }
     // Thread by thread, each walking its elements as the kernel's do.
     for (int thread = 0; thread < kPersistentThreads; ++thread) {
