@@ -16,7 +16,9 @@ Shapes (H, T, N): (64,100,1), (256,100,1), (1024,50,1), (256,100,64), (512,50,32
 
 Output: a markdown table on stdout (median us per step, and the ratio to the fastest cuDNN row of the shape), and with
 --json FILE the rows as a JSON array of {"H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"}
-plus "recurrence", "path", "ratio_to_fastest_peer", "rounds_us_per_step". The file is written once, at the end.
+plus "recurrence", "path", "ratio_to_fastest_peer", "rounds_us_per_step". Both files are rewritten after every round
+(the medians of the rounds done so far, which the table's first line counts), so a run cut short by a session's time
+limit keeps its finished rounds.
 
 On the GPU machine, from the repository root (builds bench_cuda_gru first if it is missing):
   python3 scripts/bench_cuda_gru_peers.py --build-if-missing --json /tmp/peers.json
@@ -209,8 +211,9 @@ def commit_id():
     return done.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def measure(args, engines):
-    """{(shape, key): [us per round]}, {(shape, key): path}: every round visits every shape and engine."""
+def measure(args, engines, after_round=None):
+    """{(shape, key): [us per round]}, {(shape, key): path}: every round visits every shape and engine; after_round(
+    samples, paths, rounds_done) is called after each round."""
     samples, paths = {}, {}
     for r in range(args.rounds):
         order = engines if r % 2 == 0 else list(reversed(engines))
@@ -219,6 +222,8 @@ def measure(args, engines):
                 for key, us, path in engine.visit(shape):
                     samples.setdefault((shape, key), []).append(us)
                     paths[(shape, key)] = path
+        if after_round is not None:
+            after_round(samples, paths, r + 1)
     return samples, paths
 
 
@@ -239,8 +244,9 @@ def build_rows(args, samples, paths, card, date, commit):
     return rows
 
 
-def markdown(rows, args, card, date, commit):
-    lines = [f"GPU: {card}; {date}; commit {commit}; median of {args.rounds} alternating rounds, each the median of "
+def markdown(rows, args, card, date, commit, rounds=None):
+    lines = [f"GPU: {card}; {date}; commit {commit}; median of {args.rounds if rounds is None else rounds} alternating "
+             f"rounds{'' if rounds in (None, args.rounds) else f' (of {args.rounds} asked)'}, each the median of "
              f"{args.runs} calls after {args.warmup} warm-up; 1 layer, 1 direction, C = H; end to end "
              f"({'torch on device-resident tensors' if args.torch_device_io else 'host in, host out for every engine'})",
              "", "| H | T | N | engine | preset | recurrence / path | µs per step | x fastest cuDNN |",
@@ -260,23 +266,34 @@ def write_json(path, rows):
     os.replace(f.name, path)
 
 
-def run(args):
+def run(args, after_round_hook=None):
     if args.dry_run:
         engines = [FakeEngine(e) for e in args.engine_list]
     else:
         engines = [QgruEngine(args) if e == "qgru" else TorchEngine(e, args) for e in args.engine_list]
-    samples, paths = measure(args, engines)
-    card = engines[-1].card() if not args.dry_run else DRY_RUN_CARD
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     commit = commit_id()
-    rows = build_rows(args, samples, paths, card, date, commit)
-    table = markdown(rows, args, card, date, commit)
+
+    def write_files(samples, paths, rounds_done):
+        card = engines[-1].card() if not args.dry_run else DRY_RUN_CARD
+        rows = build_rows(args, samples, paths, card, date, commit)
+        table = markdown(rows, args, card, date, commit, rounds_done)
+        if args.json:
+            write_json(args.json, rows)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(table + "\n")
+        return rows, table
+
+    def after_round(samples, paths, rounds_done):
+        write_files(samples, paths, rounds_done)
+        print(f"bench_cuda_gru_peers: round {rounds_done} of {args.rounds} done", file=sys.stderr, flush=True)
+        if after_round_hook is not None:
+            after_round_hook(rounds_done)
+
+    samples, paths = measure(args, engines, after_round)
+    rows, table = write_files(samples, paths, args.rounds)
     print(table)
-    if args.json:
-        write_json(args.json, rows)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(table + "\n")
     return rows
 
 
@@ -321,6 +338,25 @@ def self_test():
                 failures.append(f"{bad} accepted")
             except SystemExit as e:
                 expect(e.code == 2, f"{bad}: exit 2")
+        # A run cut short after its first round (as by a session's time limit) leaves that round's rows behind.
+        cut = parse_args(["--dry-run", "--rounds", "3", "--json", out, "--markdown", table, "--shape", "64,100,1"])
+
+        class Cut(Exception):
+            pass
+
+        def cut_after_first(rounds_done):
+            raise Cut()
+
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                run(cut, cut_after_first)
+            failures.append("the cut run was not cut")
+        except Cut:
+            partial = json.load(open(out))
+            expect(len(partial) == len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(PEERS), "the cut run's rows")
+            expect(all(len(r["rounds_us_per_step"]) == 1 for r in partial), "one round in the cut run's rows")
+            with open(table) as f:
+                expect("median of 1 alternating rounds (of 3 asked)" in f.read(), "the cut table says how many rounds")
         expect("torch" not in sys.modules, "torch stays unimported in a dry run")
     if failures:
         print("bench_cuda_gru_peers self-test FAILED: " + "; ".join(failures), file=sys.stderr)
