@@ -411,6 +411,62 @@ TEST_CASE("persistent emulation equals the direct cell loop: both cells, both wi
   }
 }
 
+TEST_CASE("persistent emulation with several 8-row tiles of batch rows and of slice rows, partial last tiles and k splits") {
+  // The cases above plan at most 8 batch rows a block (one batch tile of the tensor-core path). Here tuned rows per
+  // block give 2 or 3 batch tiles, the last one partial, with several row tiles, k32 steps split among warps (a phase
+  // with fewer tiles than warps) or not, with and without the k16 tail; the 16-bit path's dot groups on the same
+  // shapes. Each (H, U, N, rows per block) names what the int8 path's phases must exercise, checked first.
+  struct Shape {
+    int H, U, N, rows;
+    bool some_split, tail16;
+  };
+  const Shape shapes[] = {
+      {65, 32, 40, 19, false, true},   // H_p 80; 3 batch slices of 19, 19, 2 rows; 3 batch tiles, the last of 3 rows
+      {64, 8, 11, 11, true, false},    // 2 batch tiles (8 + 3), 1 or 2 row tiles, every phase split in two
+      {100, 16, 17, 17, true, true},   // H_p 112: 3 k32 steps split 1 + 2, the tail on the last split
+      {256, 16, 11, 11, true, false},  // H_p 256 (rows padded to 272 bytes): the n rows' 2 tiles in 4 splits
+  };
+  for (const Shape& s : shapes) {
+    for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+      for (bool reset_before_linear : {false, true}) {
+        const PersistentGruPlan plan = plan_for(s.H, s.N, reset_before_linear, s.U, path, s.rows);
+        CAPTURE(s.H);
+        CAPTURE(s.N);
+        CAPTURE(reset_before_linear);
+        CAPTURE(plan.describe());
+        REQUIRE(plan.persistent);
+        REQUIRE(plan.rows_per_block == s.rows);
+        if (path == GruGemmPath::Int8) {
+          bool split = false;
+          for (int part = 0; part < plan.phases_per_step; ++part) {
+            const kernels::PersistentPhaseInfo kind =
+                kernels::persistent_phase_info(part, plan.phases_per_step, 1, false, s.U);
+            const kernels::PersistentMmaPlan mp = kernels::persistent_mma_plan(
+                static_cast<int32_t>(kind.rows), s.rows, static_cast<int32_t>(plan.H_p));
+            CHECK(mp.n_tiles >= 2);
+            CHECK(mp.tail16 == s.tail16);
+            split = split || mp.split_shift > 0;
+          }
+          if (reset_before_linear) CHECK(split == s.some_split);  // the two-phase cell's smaller phases split
+        }
+        const int C = 5, T = 4;
+        const qgru::test::HandGruCell cell(s.H, C, static_cast<uint32_t>(s.H * 13 + s.N), reset_before_linear);
+        const auto q_x = random_codes(static_cast<size_t>(T * s.N * C), static_cast<uint32_t>(s.N), 0, 255);
+        const auto q_h0 = random_codes(static_cast<size_t>(s.N * s.H), static_cast<uint32_t>(s.H), 0, 255);
+        for (bool reverse : {false, true}) {
+          CAPTURE(reverse);
+          kernels::PersistentEmulationOptions options;
+          options.seed = static_cast<uint32_t>(s.H + s.N + (reverse ? 1 : 0));
+          const kernels::PersistentEmulationResult got = kernels::emulate_persistent_gru_cell(
+              plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(), reverse,
+              nullptr, options);
+          qgru::test::check_cell_flow(cell, got.out, q_x, T, s.N, q_h0, reverse);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or skipping a wait is caught") {
   for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
   for (bool reset_before_linear : {false, true}) {
