@@ -281,6 +281,17 @@ TEST_CASE("persistent int8 tensor-core dots: every k step of every tile once, th
               REQUIRE(b / stride < batch_rows);
               REQUIRE(b % stride + 16 <= H_p);
             }
+            // The lanes ldmatrix ignores (.x2: 16-31, .x1: 8-31; PTX ISA, ldmatrix) hand addresses too, the tail's at
+            // most 16 bytes past their row's codes: every lane's 16 bytes lie in the phase's rows or the 16 bytes
+            // after them, inside the block's shared memory (staging follows R, the accumulators follow staging).
+            bool inside = true;
+            for (int lane = 0; lane < 32; ++lane) {
+              const int32_t a = kernels::persistent_mma_a_offset(first_row, rows, it.mt, lane, stride, k0);
+              const int32_t b = kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, stride, k0);
+              inside = inside && a >= first_row * stride && a + 16 <= (first_row + rows) * stride + 16 && b >= 0 &&
+                       b + 16 <= batch_rows * stride + 16;
+            }
+            REQUIRE(inside);
           }
         }
         if (p.k32 > 0) REQUIRE(std::all_of(k_seen.begin(), k_seen.end(), [](int c) { return c == 1; }));
