@@ -426,7 +426,8 @@ TEST_CASE("persistent emulation with several 8-row tiles of batch rows and of sl
   // The cases above plan at most 8 batch rows a block (one batch tile of the tensor-core path). Here tuned rows per
   // block give 2 or 3 batch tiles, the last one partial, with several row tiles, k32 steps split among warps (a phase
   // with fewer tiles than warps) or not, with and without the k16 tail; the 16-bit path's dot groups on the same
-  // shapes. Each (H, U, N, rows per block) names what the int8 path's phases must exercise, checked first.
+  // shapes (those test_cuda_gpu runs among them). Each (H, U, N, rows per block) names what the int8 path's phases
+  // must exercise, checked first.
   struct Shape {
     int H, U, N, rows;
     bool some_split, tail16;
@@ -435,6 +436,7 @@ TEST_CASE("persistent emulation with several 8-row tiles of batch rows and of sl
       {65, 32, 40, 19, false, true},   // H_p 80; 3 batch slices of 19, 19, 2 rows; 3 batch tiles, the last of 3 rows
       {64, 8, 11, 11, true, false},    // 2 batch tiles (8 + 3), 1 or 2 row tiles, every phase split in two
       {100, 16, 17, 17, true, true},   // H_p 112: 3 k32 steps split 1 + 2, the tail on the last split
+      {100, 16, 40, 17, true, true},   // the same in 3 batch slices of 17, 17, 6 rows
       {256, 16, 11, 11, true, false},  // H_p 256 (rows padded to 272 bytes): the n rows' 2 tiles in 4 splits
   };
   for (const Shape& s : shapes) {
