@@ -9,9 +9,11 @@
 //   lengths with rows of length 0, 1 and T;
 //   every units-per-block configuration (QGRU_CUDA_GRU_UNITS) with 2 batch rows per block (QGRU_CUDA_GRU_ROWS): the
 //   plan's default takes 16 units on every shape above, so the other slices and the largest shared memory run here;
+//   11 and 17 batch rows per block: several 8-row tiles of batch rows on the int8 kernel's tensor cores;
 //   two cells at once on two streams whose grids cannot both be resident (the second launch must wait, not hang).
 // A case that throws (a launch error, a wait past the limit) stops the list with the case named.
-// small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse; under a minute).
+// small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse, the int8 kernel's k
+// splits; under a minute).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -255,6 +257,10 @@ int check_persistent_gru(bool small) {
   int failures = 0;
   if (small) {
     for (bool rbl : {false, true}) failures += check_cell(33, rbl, {3}, {4}, {false, true});
+    // The int8 kernel's k splits (shared-memory zeroing, then atomics) for the sanitizers, which the other small cases
+    // never reach (H_p 32 or 48: one k32 step, nothing to split): H_p 64 in rows padded to 80 bytes, 8 units and 11
+    // batch rows per block, so every phase has 2 to 4 tiles (2 of batch rows, the last of 3 rows) split in two.
+    for (bool rbl : {false, true}) failures += check_cell(64, rbl, {11}, {3}, {false}, 8, 11);
     failures += check_model({"int8", false, 33, 2, 2, 3, 4, true, true, true});
     failures += check_model({"int8", true, 31, 1, 2, 3, 4, false, true, false});
     failures += check_model({"int16-activations", false, 33, 1, 2, 3, 4, true, true, false});
@@ -278,6 +284,14 @@ int check_persistent_gru(bool small) {
   // unit slice for each; 256 units: about 160 KB of shared memory per block).
   for (int units : kernels::kPersistentUnitChoices) {
     for (bool rbl : {false, true}) failures += check_cell(200, rbl, {5}, {4}, {false, true}, units, 2);
+  }
+  // Several 8-row tiles of batch rows on the int8 kernel's tensor cores (on an H200 the plan's default gives a block at
+  // most 8 batch rows on every shape above but the two grids'): 17 rows per block (3 tiles, the last of 1 row; at N = 40 a
+  // last slice of 6 rows) with 3 k32 steps split 1 + 2 and the k16 tail (H = 100), and H = 256's rows padded to 272
+  // bytes with the n rows' 2 tiles in 4 splits.
+  for (bool rbl : {false, true}) {
+    failures += check_cell(100, rbl, {17, 40}, {5}, {false, true}, 16, 17);
+    failures += check_cell(256, rbl, {11}, {5}, {false}, 16, 11);
   }
   failures += check_two_grids();
   return failures;

@@ -281,6 +281,17 @@ TEST_CASE("persistent int8 tensor-core dots: every k step of every tile once, th
               REQUIRE(b / stride < batch_rows);
               REQUIRE(b % stride + 16 <= H_p);
             }
+            // The lanes ldmatrix ignores (.x2: 16-31, .x1: 8-31; PTX ISA, ldmatrix) hand addresses too, the tail's at
+            // most 16 bytes past their row's codes: every lane's 16 bytes lie in the phase's rows or the 16 bytes
+            // after them, inside the block's shared memory (staging follows R, the accumulators follow staging).
+            bool inside = true;
+            for (int lane = 0; lane < 32; ++lane) {
+              const int32_t a = kernels::persistent_mma_a_offset(first_row, rows, it.mt, lane, stride, k0);
+              const int32_t b = kernels::persistent_mma_b_offset(batch_rows, it.nt, lane, stride, k0);
+              inside = inside && a >= first_row * stride && a + 16 <= (first_row + rows) * stride + 16 && b >= 0 &&
+                       b + 16 <= batch_rows * stride + 16;
+            }
+            REQUIRE(inside);
           }
         }
         if (p.k32 > 0) REQUIRE(std::all_of(k_seen.begin(), k_seen.end(), [](int c) { return c == 1; }));
@@ -408,6 +419,64 @@ TEST_CASE("persistent emulation equals the direct cell loop: both cells, both wi
       }
     }
   }
+  }
+}
+
+TEST_CASE("persistent emulation with several 8-row tiles of batch rows and of slice rows, partial last tiles and k splits") {
+  // The cases above plan at most 8 batch rows a block (one batch tile of the tensor-core path). Here tuned rows per
+  // block give 2 or 3 batch tiles, the last one partial, with several row tiles, k32 steps split among warps (a phase
+  // with fewer tiles than warps) or not, with and without the k16 tail; the 16-bit path's dot groups on the same
+  // shapes (those test_cuda_gpu runs among them). Each (H, U, N, rows per block) names what the int8 path's phases
+  // must exercise, checked first.
+  struct Shape {
+    int H, U, N, rows;
+    bool some_split, tail16;
+  };
+  const Shape shapes[] = {
+      {65, 32, 40, 19, false, true},   // H_p 80; 3 batch slices of 19, 19, 2 rows; 3 batch tiles, the last of 3 rows
+      {64, 8, 11, 11, true, false},    // 2 batch tiles (8 + 3), 1 or 2 row tiles, every phase split in two
+      {100, 16, 17, 17, true, true},   // H_p 112: 3 k32 steps split 1 + 2, the tail on the last split
+      {100, 16, 40, 17, true, true},   // the same in 3 batch slices of 17, 17, 6 rows
+      {256, 16, 11, 11, true, false},  // H_p 256 (rows padded to 272 bytes): the n rows' 2 tiles in 4 splits
+  };
+  for (const Shape& s : shapes) {
+    for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+      for (bool reset_before_linear : {false, true}) {
+        const PersistentGruPlan plan = plan_for(s.H, s.N, reset_before_linear, s.U, path, s.rows);
+        CAPTURE(s.H);
+        CAPTURE(s.N);
+        CAPTURE(reset_before_linear);
+        CAPTURE(plan.describe());
+        REQUIRE(plan.persistent);
+        REQUIRE(plan.rows_per_block == s.rows);
+        if (path == GruGemmPath::Int8) {
+          bool split = false;
+          for (int part = 0; part < plan.phases_per_step; ++part) {
+            const kernels::PersistentPhaseInfo kind =
+                kernels::persistent_phase_info(part, plan.phases_per_step, 1, false, s.U);
+            const kernels::PersistentMmaPlan mp = kernels::persistent_mma_plan(
+                static_cast<int32_t>(kind.rows), s.rows, static_cast<int32_t>(plan.H_p));
+            CHECK(mp.n_tiles >= 2);
+            CHECK(mp.tail16 == s.tail16);
+            split = split || mp.split_shift > 0;
+          }
+          if (reset_before_linear) CHECK(split == s.some_split);  // the two-phase cell's smaller phases split
+        }
+        const int C = 5, T = 4;
+        const qgru::test::HandGruCell cell(s.H, C, static_cast<uint32_t>(s.H * 13 + s.N), reset_before_linear);
+        const auto q_x = random_codes(static_cast<size_t>(T * s.N * C), static_cast<uint32_t>(s.N), 0, 255);
+        const auto q_h0 = random_codes(static_cast<size_t>(s.N * s.H), static_cast<uint32_t>(s.H), 0, 255);
+        for (bool reverse : {false, true}) {
+          CAPTURE(reverse);
+          kernels::PersistentEmulationOptions options;
+          options.seed = static_cast<uint32_t>(s.H + s.N + (reverse ? 1 : 0));
+          const kernels::PersistentEmulationResult got = kernels::emulate_persistent_gru_cell(
+              plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(), reverse,
+              nullptr, options);
+          qgru::test::check_cell_flow(cell, got.out, q_x, T, s.N, q_h0, reverse);
+        }
+      }
+    }
   }
 }
 
