@@ -437,7 +437,9 @@ struct PersistentMmaItem {
 };
 QGRU_HD PersistentMmaItem persistent_mma_item(const PersistentMmaPlan& p, int32_t item) {
   const int32_t tile = item >> p.split_shift, split = item & ((1 << p.split_shift) - 1);
-  const int32_t mt = tile / p.n_tiles;
+  // Up to 8 batch rows a block (N = 1 among them) have one batch tile: no division for them.
+  int32_t mt = tile;
+  if (p.n_tiles != 1) mt = tile / p.n_tiles;
   // (split · k32) >> shift: the splits' boundaries, each split a near-equal share of the k32 steps
   return {mt, tile - mt * p.n_tiles, (split * p.k32) >> p.split_shift, ((split + 1) * p.k32) >> p.split_shift,
           p.tail16 && split == (1 << p.split_shift) - 1};
