@@ -281,13 +281,13 @@ sweeps() {
 if [ "$mode" = bench ]; then
   gru_side_by_side
   linear_side_by_side
-  sweeps
   # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
   step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
     "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \
        '$bin/bench_cuda_gru' --shapes small --preset int8 --flow host && \
        '$bin/bench_cuda_gru' --shapes small --preset int8 --flow device; } > '$out/cuda-stream.md'; \
      status=\$?; cat '$out/cuda-stream.md'; exit \$status"
+  sweeps
 fi
 echo "=== gpu_session: $mode, $(($(date +%s) - started)) s, first failing status ${first_failure}" | tee -a "$log"
 exit "$first_failure"
