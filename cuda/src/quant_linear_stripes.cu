@@ -84,9 +84,12 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
 #pragma unroll
   for (int f = 0; f < MFrags; ++f) a_rows[f] = k::stripe_a_row(sources, mb * MFrags + f, tid);
   const auto stage = [&](int slot) { return k::StripeStage{reinterpret_cast<uint32_t*>(w_stage(slot)), a_stage(slot), p_stage(slot)}; };
-  // Issues thread tid's copies of the cursor's tile into stage `slot`.
-  const auto load = [&](const k::StripeCursor& at, int slot) {
-    k::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, stage(slot), policy);
+  // Issues thread tid's copies of the cursor's tile into stage `slot`; `words` is the thread's first chunk of the
+  // tile (stripe_tile_thread_words). The one-fragment kernel (M <= 16, bound by issue) steps it one tile per
+  // advance of the load cursor; the others, at their register limit, pass null and let the load form the address
+  // from the tile's index.
+  const auto load = [&](const k::StripeCursor& at, const uint32_t* words, int slot) {
+    k::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, MFrags == 1 ? words : nullptr, stage(slot), policy);
   };
 
   float acc[MFrags][4][4];  // [m16 fragment][n fragment][element]
@@ -102,18 +105,21 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
 
   k::StripeCursor at = k::stripe_walk_start(walk);  // the tile computed
   k::StripeCursor ahead = at;                       // the tile loaded, kStripeStages - 1 ahead
+  const uint32_t* ahead_words = MFrags == 1 ? k::stripe_tile_thread_words<Bits>(sources, ahead.t, tid) : nullptr;
 #pragma unroll
   for (int i = 0; i < k::kStripeStages - 1; ++i) {
-    if (ahead.t < walk.end) load(ahead, i);
+    if (ahead.t < walk.end) load(ahead, ahead_words, i);
     k::copy_async_commit();
     k::stripe_walk_advance(walk, ahead);
+    if constexpr (MFrags == 1) ahead_words += k::stripe_tile_words(Bits);
   }
   for (int i = 0; at.t < walk.end; ++i, k::stripe_walk_advance(walk, at)) {
     k::copy_async_wait<k::kStripeStages - 2>();  // tile at.t's group has landed
     __syncthreads();                                 // ... for every thread; the slot of tile at.t - 1 is free
-    if (ahead.t < walk.end) load(ahead, (i + k::kStripeStages - 1) % k::kStripeStages);
+    if (ahead.t < walk.end) load(ahead, ahead_words, (i + k::kStripeStages - 1) % k::kStripeStages);
     k::copy_async_commit();
     k::stripe_walk_advance(walk, ahead);
+    if constexpr (MFrags == 1) ahead_words += k::stripe_tile_words(Bits);  // the walk steps one tile: t + 1
 
     const int slot = i % k::kStripeStages;
     const int64_t nt = at.nt;

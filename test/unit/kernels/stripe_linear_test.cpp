@@ -144,6 +144,13 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
       const dq::StripeSources sources{s.words.data(), a_in.data(), s.params.data(), M, static_cast<int32_t>(s.K), s.n_padded};
       std::vector<uint32_t> stage_words[dq::kStripeStages], stage_params[dq::kStripeStages];
       std::vector<uint16_t> stage_a[dq::kStripeStages];
+      // Each thread's first chunk of the loaded tile, taken once at the stripe's start and stepped one tile per
+      // advance of the load cursor, as the kernel's (ahead_words) are; kept as offsets into the words (the kernel's
+      // pointer runs up to three tiles past the stripe without being read) and held to stripe_tile_thread_words.
+      std::vector<int64_t> ahead_offsets(dq::kStripeThreads);
+      const auto step_ahead_words = [&](int64_t tiles) {
+        for (auto& o : ahead_offsets) o += tiles * dq::stripe_tile_words(Bits);
+      };
       const auto load = [&](const dq::StripeCursor& at, int slot) {
         stage_words[slot].assign(static_cast<size_t>(dq::stripe_tile_words(Bits)), 0xDEADBEEFu);
         stage_a[slot].assign(static_cast<size_t>(dq::stripe_a_stage_bytes(MFrags) / 2), 0xFFFFu);
@@ -151,17 +158,25 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
         const dq::StripeStage stage{stage_words[slot].data(), stage_a[slot].data(), stage_params[slot].data()};
         for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
           for (int f = 0; f < MFrags; ++f) a_rows[f] = dq::stripe_a_row(sources, mb * MFrags + f, tid);
-          dq::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, stage, 0);
+          const uint32_t* thread_words = s.words.data() + ahead_offsets[static_cast<size_t>(tid)];
+          REQUIRE(thread_words == dq::stripe_tile_thread_words<Bits>(sources, at.t, tid));
+          // as the kernel: the stepped address for one fragment, null (the address from the tile index) otherwise
+          dq::stripe_load_tile<Bits, MFrags>(sources, a_rows, walk, at, tid, MFrags == 1 ? thread_words : nullptr, stage, 0);
         }
       };
       dq::StripeCursor at = dq::stripe_walk_start(walk), ahead = at;
+      for (int tid = 0; tid < dq::kStripeThreads; ++tid) {
+        ahead_offsets[static_cast<size_t>(tid)] = dq::stripe_tile_thread_words<Bits>(sources, ahead.t, tid) - s.words.data();
+      }
       for (int i = 0; i < dq::kStripeStages - 1; ++i) {
         if (ahead.t < walk.end) load(ahead, i);
         dq::stripe_walk_advance(walk, ahead);
+        step_ahead_words(1);
       }
       for (int i = 0; at.t < walk.end; ++i, dq::stripe_walk_advance(walk, at)) {
         if (ahead.t < walk.end) load(ahead, (i + dq::kStripeStages - 1) % dq::kStripeStages);
         dq::stripe_walk_advance(walk, ahead);
+        step_ahead_words(1);
         const int slot = i % dq::kStripeStages;
         const int64_t nt = at.nt;
         for (int w = 0; w < 4; ++w) {
@@ -568,6 +583,9 @@ TEST_CASE("stripes launch (emulated) within the fp32 bound: row counts, padding,
       {64, 264, 320, 64, 4, 1, false, false, false, 9},      // one full row block of 64, padded N, segments
       {65, 136, 256, 128, 4, 0, true, false, false, 4},      // two row blocks, the second with one row
       {130, 128, 192, 32, 8, 0, false, false, false, 2},     // three row blocks: the weights read three times
+      // stripes longer than the pipeline's depth: loads in the steady state of the tile loop, not only the prologue
+      {3, 256, 1024, 128, 4, 0, false, false, false, 4},     // 8 tiles a block, two columns, one fragment
+      {40, 136, 640, 64, 8, 1, true, false, false, 3},       // 7 tiles a block across a column's end, four fragments
   };
   uint32_t seed = 500;
   for (const Case& c : cases) check_case(c, seed++);

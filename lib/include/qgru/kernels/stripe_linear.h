@@ -448,21 +448,37 @@ QGRU_HD const uint16_t* stripe_a_row(const StripeSources& src, int64_t f, int ti
   return m < src.M ? src.a + m * src.K : nullptr;
 }
 
+// Thread tid's first 16-byte chunk of words in tile t. The tiles of a stripe are consecutive, so the kernel takes
+// this once and steps it by stripe_tile_words(bits) per tile (one 64-bit add), instead of forming the address
+// from t and tid on every tile.
+template <int Bits>
+QGRU_HD const uint32_t* stripe_tile_thread_words(const StripeSources& src, int32_t t, int tid) {
+  return src.words + static_cast<int64_t>(t) * stripe_tile_words(Bits) + 4 * tid;
+}
+
 // Thread tid's copies of the cursor's tile into `stage`: its share of the tile's 16-byte chunks of words
-// (with the weights' policy; chunks tid, tid + 128, ...), one 16-byte chunk of A per m16 fragment f (row tid / 8
+// (thread_words = stripe_tile_thread_words of the cursor's tile, or null to form the address from the cursor's tile
+// index here; with the weights' policy; chunks tid, tid + 128, ...), one 16-byte chunk of A per m16 fragment f (row tid / 8
 // of the fragment, from a_rows[f] = stripe_a_row of the block's fragment f; inputs 8·(tid % 8); zeros past M or
 // K, K % 8 == 0), and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it
 // (stripe_cursor_needs_params). Offsets within the layer are int32 (the walk's bound), element offsets of
 // whole arrays int64.
 template <int Bits, int MFrags>
 QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* const* a_rows, const StripeWalk& walk,
-                              const StripeCursor& at, int tid, const StripeStage& stage, uint64_t policy) {
+                              const StripeCursor& at, int tid, const uint32_t* thread_words, const StripeStage& stage,
+                              uint64_t policy) {
   constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
   static_assert(kChunks % kStripeThreads == 0, "whole 16-byte chunks per thread");
-  const uint32_t* tile = src.words + static_cast<int64_t>(at.t) * stripe_tile_words(Bits);
-  for (int i = 0; i < kChunks / kStripeThreads; ++i) {
-    const int chunk = tid + i * kStripeThreads;
-    copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+  if (thread_words != nullptr) {
+    for (int i = 0; i < kChunks / kStripeThreads; ++i) {
+      copy16_async_hinted(stage.words + 4 * (tid + i * kStripeThreads), thread_words + 4 * i * kStripeThreads, policy);
+    }
+  } else {
+    const uint32_t* tile = src.words + static_cast<int64_t>(at.t) * stripe_tile_words(Bits);
+    for (int i = 0; i < kChunks / kStripeThreads; ++i) {
+      const int chunk = tid + i * kStripeThreads;
+      copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+    }
   }
   const int row = tid / 8, col = 8 * (tid % 8);
   const int32_t k = at.kt * kStripeTileK + col;
