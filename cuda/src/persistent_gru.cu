@@ -87,23 +87,23 @@ __device__ void publish(const PersistentLaunch& a) {
 
 // The block's batch rows of an exchange buffer (rows of chunks_per_row 16-byte chunks, contiguous there) into the
 // staging region (rows row_chunks chunks apart: persistent_smem_row_bytes), 16 bytes at a time through L2; the
-// thread's chunks walked as (chunk, row) from `walk` (persistent_dot_stride over the chunks of a row, divided once
+// thread's chunks walked as (chunk, row) from `walk` (persistent_split_stride over the chunks of a row, divided once
 // per launch).
 __device__ void stage_rows(const void* source, unsigned char* stage, int32_t batch_rows, int32_t chunks_per_row,
-                           int32_t row_chunks, const kernels::PersistentDotStride& walk) {
+                           int32_t row_chunks, const kernels::PersistentSplitStride& walk) {
   const int4* from = reinterpret_cast<const int4*>(source);
   int4* to = reinterpret_cast<int4*>(stage);
-  for (kernels::PersistentDotWalk c = walk.start; c.n < batch_rows; kernels::persistent_dot_walk_advance(c, walk, chunks_per_row)) {
-    to[c.n * row_chunks + c.row_in_phase] = __ldcg(from + c.n * chunks_per_row + c.row_in_phase);
+  for (kernels::PersistentSplitWalk c = walk.start; c.major < batch_rows; kernels::persistent_split_walk_advance(c, walk, chunks_per_row)) {
+    to[c.major * row_chunks + c.minor] = __ldcg(from + c.major * chunks_per_row + c.minor);  // (row, chunk)
   }
 }
 
 // rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one group of
 // kPersistentDotLanes lanes each, into acc; the thread's group takes products g, g + kPersistentDotGroups, ...
-// (stride: persistent_dot_stride for this phase's rows; no division per product).
+// (stride: persistent_split_stride for this phase's rows; no division per product).
 template <class Stored, class Acc>
 __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
-                           int32_t first_row, int32_t rows, int32_t batch_rows, const kernels::PersistentDotStride& stride) {
+                           int32_t first_row, int32_t rows, int32_t batch_rows, const kernels::PersistentSplitStride& stride) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
   const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
@@ -114,12 +114,12 @@ __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, con
   const unsigned group_mask = ((1u << kernels::kPersistentDotLanes) - 1u)
                               << (static_cast<unsigned>(threadIdx.x) % 32u & ~(kernels::kPersistentDotLanes - 1u));
   const auto acc_row = static_cast<int32_t>(3 * b.units_per_block);
-  for (kernels::PersistentDotWalk d = stride.start; d.n < batch_rows; kernels::persistent_dot_walk_advance(d, stride, rows)) {
-    const int32_t slice_row = first_row + d.row_in_phase;
-    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + d.n * row_words,
+  for (kernels::PersistentSplitWalk d = stride.start; d.major < batch_rows; kernels::persistent_split_walk_advance(d, stride, rows)) {
+    const int32_t slice_row = first_row + d.minor, n = d.major;  // the product's R row and staged batch row
+    Acc sum = kernels::persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + n * row_words,
                                                          words, lane, kernels::kPersistentDotLanes);
     for (int offset = kernels::kPersistentDotLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(group_mask, sum, offset);
-    if (lane == 0) acc[d.n * acc_row + slice_row] = sum;
+    if (lane == 0) acc[n * acc_row + slice_row] = sum;
   }
 }
 
@@ -244,18 +244,18 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   __syncthreads();
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
   // The thread's elements of the slice, split into (unit, row) once for the whole launch.
-  const kernels::PersistentElementStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
+  const kernels::PersistentSplitStride elements = kernels::persistent_element_stride(slice, threadIdx.x, blockDim.x);
   // The thread's staging chunks, (chunk, row) from thread tid stepping by the block, divided once.
-  const kernels::PersistentDotStride stage_walk =
-      kernels::persistent_dot_stride(static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x), chunks_per_row);
+  const kernels::PersistentSplitStride stage_walk =
+      kernels::persistent_split_stride(static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x), chunks_per_row);
   // The dot walk's start and step for each kind of phase (part 0, and part 1 of a two-phase step), divided once.
   const auto group = static_cast<int32_t>(threadIdx.x) / kernels::kPersistentDotLanes;
   // (Two named values, not an array: an array indexed by the phase's part would live in local memory.)
   const auto dot_stride_of_part = [&](int part) {
     const kernels::PersistentPhaseInfo kind = kernels::persistent_phase_info(part, b.phases_per_step, b.T + 1, b.reverse, U);
-    return kernels::persistent_dot_stride(group, kernels::kPersistentDotGroups, static_cast<int32_t>(kind.rows));
+    return kernels::persistent_split_stride(group, kernels::kPersistentDotGroups, static_cast<int32_t>(kind.rows));
   };
-  const kernels::PersistentDotStride dot_stride_a = dot_stride_of_part(0), dot_stride_b = dot_stride_of_part(1);
+  const kernels::PersistentSplitStride dot_stride_a = dot_stride_of_part(0), dot_stride_b = dot_stride_of_part(1);
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     } else {
       __syncthreads();
       block_dots<Stored, Acc>(b, s, smem, first_row, rows, batch_rows,
-                              kernels::persistent_dot_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
+                              kernels::persistent_split_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
     }
     __syncthreads();
     kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);

@@ -207,13 +207,13 @@ TEST_CASE("persistent dot walk: every group's products equal the division formul
         for (int32_t batch_rows = 1; batch_rows <= 40; ++batch_rows) {
           std::vector<int> seen(static_cast<size_t>(rows * batch_rows), 0);
           for (int32_t group = 0; group < groups; ++group) {
-            const kernels::PersistentDotStride stride = kernels::persistent_dot_stride(group, groups, static_cast<int32_t>(rows));
+            const kernels::PersistentSplitStride stride = kernels::persistent_split_stride(group, groups, static_cast<int32_t>(rows));
             int64_t p = group;
-            for (kernels::PersistentDotWalk d = stride.start; d.n < batch_rows;
-                 kernels::persistent_dot_walk_advance(d, stride, static_cast<int32_t>(rows))) {
+            for (kernels::PersistentSplitWalk d = stride.start; d.major < batch_rows;
+                 kernels::persistent_split_walk_advance(d, stride, static_cast<int32_t>(rows))) {
               REQUIRE(p < rows * batch_rows);
-              REQUIRE(first_row + d.row_in_phase == first_row + p % rows);
-              REQUIRE(d.n == p / rows);
+              REQUIRE(first_row + d.minor == first_row + p % rows);
+              REQUIRE(d.major == p / rows);
               ++seen[static_cast<size_t>(p)];
               p += groups;
             }
@@ -316,13 +316,13 @@ TEST_CASE("persistent element walk: (unit, row) of every element equals i mod un
       for (int64_t stride : {int64_t{1}, int64_t{7}, int64_t{kernels::kPersistentThreads}, int64_t{300}}) {
         std::vector<int> seen(static_cast<size_t>(units * rows), 0);
         for (int64_t first = 0; first < stride; ++first) {
-          const kernels::PersistentElementStride walk = kernels::persistent_element_stride(slice, first, stride);
+          const kernels::PersistentSplitStride walk = kernels::persistent_element_stride(slice, first, stride);
           int64_t i = first;
-          for (kernels::PersistentElementWalk e = walk.start; e.n_local < rows;
-               kernels::persistent_element_walk_advance(e, walk.step, static_cast<int32_t>(units))) {
+          for (kernels::PersistentSplitWalk e = walk.start; e.major < rows;
+               kernels::persistent_split_walk_advance(e, walk, static_cast<int32_t>(units))) {
             REQUIRE(i < units * rows);
-            REQUIRE(e.u == i % units);
-            REQUIRE(e.n_local == i / units);
+            REQUIRE(e.minor == i % units);
+            REQUIRE(e.major == i / units);
             ++seen[static_cast<size_t>(i)];
             i += stride;
           }
@@ -333,8 +333,8 @@ TEST_CASE("persistent element walk: (unit, row) of every element equals i mod un
     }
   }
   // A slice without units visits nothing.
-  const kernels::PersistentElementStride none = kernels::persistent_element_stride({0, 0, 0, 4}, 0, 256);
-  CHECK(none.start.n_local >= 4);
+  const kernels::PersistentSplitStride none = kernels::persistent_element_stride({0, 0, 0, 4}, 0, 256);
+  CHECK(none.start.major >= 4);
 }
 
 TEST_CASE("persistent dp4a emulation equals the byte-wise signed dot product, extremes included") {

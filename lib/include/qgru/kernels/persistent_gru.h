@@ -363,37 +363,40 @@ QGRU_HD Acc persistent_dot_share(const int32_t* a_words, const int32_t* b_words,
   return even + odd;
 }
 
-// Dot product p of a phase's rows_in_phase·(slice rows) products: slice row first_row + p mod rows_in_phase against
-// staged row n = p / rows_in_phase (the block's batch row n0 + n); its accumulator lands at acc[n·3U + slice row].
-// The kernel walks them without dividing in its step loop: dot group g (kPersistentDotLanes lanes) takes p = g,
-// g + groups, ..., each as (row_in_phase, n) with p = n·rows_in_phase + row_in_phase. The divisions happen once per
-// launch and phase kind (persistent_dot_stride: where group g starts, and the step `groups` split the same way);
-// each step adds step_rows (< rows_in_phase) and step_n, and one conditional subtraction keeps row_in_phase below
-// rows_in_phase. The walk has passed the phase's last product once n reaches the block's batch rows.
-// int32: n·3U + slice row indexes the block's accumulators (< 2^31 bytes, the plan).
-struct PersistentDotWalk {
-  int32_t row_in_phase, n;
+// A split walk: a thread visits positions i = first, first + stride, ... of a range of [major][count] (minor =
+// i mod count, major = i / count) without dividing per position. persistent_split_stride splits first and stride
+// once (per launch, or per kind of phase); each step adds them with one carry of minor into major (minor +
+// step.minor < 2·count, so one conditional subtraction). The walk has passed the range once major reaches its rows.
+// Three walks use it:
+//   a dot group's products of a phase: p = g, g + groups, ..., minor = p mod rows_in_phase (the slice row
+//     first_row + minor), major = p / rows_in_phase (staged row n, the block's batch row n0 + n; the accumulator
+//     lands at acc[n·3U + slice row]);
+//   a thread's staging chunks: chunk tid, tid + threads, ..., minor the 16-byte chunk of a row, major the row;
+//   a thread's cell elements (persistent_element_stride): minor the unit, major the batch row.
+// int32: every position indexes one block's shared memory or accumulators (< 2^31 bytes, the plan).
+struct PersistentSplitWalk {
+  int32_t minor, major;
 };
-struct PersistentDotStride {
-  PersistentDotWalk start;      // (g mod rows_in_phase, g / rows_in_phase)
-  int32_t step_rows, step_n;    // groups mod rows_in_phase, groups / rows_in_phase
+struct PersistentSplitStride {
+  PersistentSplitWalk start;  // (first mod count, first / count)
+  PersistentSplitWalk step;   // (stride mod count, stride / count)
 };
-QGRU_HD PersistentDotStride persistent_dot_stride(int32_t group, int32_t groups, int32_t rows_in_phase) {
-  return {{group % rows_in_phase, group / rows_in_phase}, groups % rows_in_phase, groups / rows_in_phase};
+QGRU_HD PersistentSplitStride persistent_split_stride(int32_t first, int32_t stride, int32_t count) {
+  return {{first % count, first / count}, {stride % count, stride / count}};
 }
 // first ? a : b, field by field (scalar selects keep both strides in registers; a select of whole structs made the
 // compiler put them in local memory).
-QGRU_HD PersistentDotStride persistent_dot_stride_select(bool first, const PersistentDotStride& a, const PersistentDotStride& b) {
-  return {{first ? a.start.row_in_phase : b.start.row_in_phase, first ? a.start.n : b.start.n},
-          first ? a.step_rows : b.step_rows,
-          first ? a.step_n : b.step_n};
+QGRU_HD PersistentSplitStride persistent_split_stride_select(bool first, const PersistentSplitStride& a,
+                                                            const PersistentSplitStride& b) {
+  return {{first ? a.start.minor : b.start.minor, first ? a.start.major : b.start.major},
+          {first ? a.step.minor : b.step.minor, first ? a.step.major : b.step.major}};
 }
-QGRU_HD void persistent_dot_walk_advance(PersistentDotWalk& w, const PersistentDotStride& s, int32_t rows_in_phase) {
-  w.row_in_phase += s.step_rows;
-  w.n += s.step_n;
-  if (w.row_in_phase >= rows_in_phase) {
-    w.row_in_phase -= rows_in_phase;
-    ++w.n;
+QGRU_HD void persistent_split_walk_advance(PersistentSplitWalk& w, const PersistentSplitStride& s, int32_t count) {
+  w.minor += s.step.minor;
+  w.major += s.step.major;
+  if (w.minor >= count) {
+    w.minor -= count;
+    ++w.major;
   }
 }
 
@@ -512,30 +515,12 @@ QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, cons
   reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
 }
 
-// A thread's elements of a block's slice (element i: unit u = i mod units, batch row n_local = i / units) walked
-// without dividing per element: the thread starts at i = first and steps by `stride` (the block's threads), so its
-// start and step are split into (u, n_local) once per launch, and each step adds them with one carry of u into
-// n_local (u + step.u < 2·units). int32: i < units·rows <= the block's accumulators (< 2^31 bytes, the plan).
-struct PersistentElementWalk {
-  int32_t u, n_local;
-};
-struct PersistentElementStride {
-  PersistentElementWalk start, step;
-};
+// A thread's elements of a block's slice (element i: unit u = i mod units, batch row n_local = i / units): a split
+// walk (minor u, major n_local) from the thread's first element by the block's threads, split once per launch.
 // units == 0 (a slice past H, which the plan never makes) starts past the end: the walk visits nothing.
-QGRU_HD PersistentElementStride persistent_element_stride(const PersistentSlice& slice, int64_t first, int64_t stride) {
+QGRU_HD PersistentSplitStride persistent_element_stride(const PersistentSlice& slice, int64_t first, int64_t stride) {
   if (slice.units < 1) return {{0, static_cast<int32_t>(slice.rows)}, {0, 1}};
-  const auto units = static_cast<int32_t>(slice.units);
-  const auto first32 = static_cast<int32_t>(first), stride32 = static_cast<int32_t>(stride);
-  return {{first32 % units, first32 / units}, {stride32 % units, stride32 / units}};
-}
-QGRU_HD void persistent_element_walk_advance(PersistentElementWalk& w, const PersistentElementWalk& step, int32_t units) {
-  w.u += step.u;
-  w.n_local += step.n_local;
-  if (w.u >= units) {
-    w.u -= units;
-    ++w.n_local;
-  }
+  return persistent_split_stride(static_cast<int32_t>(first), static_cast<int32_t>(stride), static_cast<int32_t>(slice.units));
 }
 
 // ---- one phase of one block: what the kernel and the emulation both run ----
@@ -596,13 +581,13 @@ QGRU_HD void persistent_fill_folds(const GruCellParamsView& view, const Persiste
 template <class Stored, class Acc>
 QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
                                        const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
-                                       const GruUnitFolds* folds, const PersistentElementStride& walk) {
+                                       const GruUnitFolds* folds, const PersistentSplitStride& walk) {
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
   Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
   const auto units = static_cast<int32_t>(slice.units), rows = static_cast<int32_t>(slice.rows);
-  for (PersistentElementWalk e = walk.start; e.n_local < rows; persistent_element_walk_advance(e, walk.step, units)) {
-    const int64_t u = e.u, n_local = e.n_local, n = slice.n0 + n_local;
+  for (PersistentSplitWalk e = walk.start; e.major < rows; persistent_split_walk_advance(e, walk, units)) {
+    const int64_t u = e.minor, n_local = e.major, n = slice.n0 + n_local;
     const auto j = static_cast<int32_t>(slice.j0 + u);
     const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
     if (b.phases_per_step == 2 && ph.part == 0) {

@@ -226,17 +226,17 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     } else {
     // Dot group by dot group, each walking its products as the kernel's do (the stride divided once per phase kind).
     for (int group = 0; group < kPersistentDotGroups; ++group) {
-      const PersistentDotStride stride =
-          persistent_dot_stride(group, kPersistentDotGroups, static_cast<int32_t>(ph.rows));
-      for (PersistentDotWalk d = stride.start; d.n < k.slice.rows;
-           persistent_dot_walk_advance(d, stride, static_cast<int32_t>(ph.rows))) {
-        const int64_t slice_row = ph.first_row + d.row_in_phase;
+      const PersistentSplitStride stride =
+          persistent_split_stride(group, kPersistentDotGroups, static_cast<int32_t>(ph.rows));
+      for (PersistentSplitWalk d = stride.start; d.major < k.slice.rows;
+           persistent_split_walk_advance(d, stride, static_cast<int32_t>(ph.rows))) {
+        const int64_t slice_row = ph.first_row + d.minor, n = d.major;  // the product's R row and staged batch row
         Acc sum = 0;  // exact: the bounds in persistent_gru.h
         for (int lane = 0; lane < kPersistentDotLanes; ++lane) {
-          sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + d.n * row_words, words,
+          sum += persistent_dot_share<Stored, Acc>(r_words + slice_row * row_words, stage_words + n * row_words, words,
                                                    lane, kPersistentDotLanes);
         }
-        acc[d.n * 3 * U + slice_row] = sum;
+        acc[n * 3 * U + slice_row] = sum;
       }
     }
     }
