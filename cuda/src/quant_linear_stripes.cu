@@ -185,18 +185,10 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
           // (stripe_sum_slots: the same bits whichever block came last).
           const int64_t groups = rows * (k::kStripeTileN / 4);
           for (int64_t e0 = tid; e0 < groups; e0 += int64_t{k::kStripeThreads} * k::kStripeSumGroups) {
-            int64_t first[k::kStripeSumGroups];
             k::StripeSumGroup at_group[k::kStripeSumGroups];
-            int count = 0;
-#pragma unroll
-            for (int g = 0; g < k::kStripeSumGroups; ++g) {
-              const int64_t e = e0 + int64_t{g} * k::kStripeThreads;
-              at_group[g] = k::stripe_sum_group(first_row, nt, e);
-              first[g] = k::stripe_partial_index(0, at_group[g].row, at_group[g].n, args.M, args.n_padded);
-              if (e < groups) count = g + 1;
-            }
             k::StripeFloat4 sums[k::kStripeSumGroups];
-            k::stripe_sum_slots(args.workspace, first, count, args.M * args.n_padded, column.segments, sums);
+            const int count = k::stripe_sum_pass(args.workspace, first_row, nt, e0, groups, args.M, args.n_padded,
+                                                 column.segments, at_group, sums);
 #pragma unroll
             for (int g = 0; g < k::kStripeSumGroups; ++g) {
               if (g >= count || at_group[g].n >= args.N) continue;  // N % 8 == 0: the group is all in or all out

@@ -240,17 +240,10 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
               const int64_t sum_groups = rows * (dq::kStripeTileN / 4);
               for (int tid = 0; tid < dq::kStripeThreads; ++tid)
                 for (int64_t e0 = tid; e0 < sum_groups; e0 += int64_t{dq::kStripeThreads} * dq::kStripeSumGroups) {
-                  int64_t first[dq::kStripeSumGroups];
                   dq::StripeSumGroup group_at[dq::kStripeSumGroups];
-                  int count = 0;
-                  for (int g = 0; g < dq::kStripeSumGroups; ++g) {
-                    const int64_t e = e0 + int64_t{g} * dq::kStripeThreads;
-                    group_at[g] = dq::stripe_sum_group(first_row, nt, e);
-                    first[g] = dq::stripe_partial_index(0, group_at[g].row, group_at[g].n, M, s.n_padded);
-                    if (e < sum_groups) count = g + 1;
-                  }
                   dq::StripeFloat4 sums[dq::kStripeSumGroups];
-                  dq::stripe_sum_slots(workspace.data(), first, count, M * s.n_padded, col.segments, sums);
+                  const int count = dq::stripe_sum_pass(workspace.data(), first_row, nt, e0, sum_groups, M, s.n_padded,
+                                                        col.segments, group_at, sums);
                   for (int g = 0; g < count; ++g) {
                     REQUIRE(group_at[g].row < M);
                     if (group_at[g].n >= s.N) continue;

@@ -551,6 +551,24 @@ QGRU_HD void stripe_sum_slots(const float* workspace, const int64_t (&first)[kSt
   }
 }
 
+// A thread's pass of the last block's sum: the groups e0, e0 + kStripeThreads, ... (kStripeSumGroups of them, those
+// below `groups`, the row block's rows x 32), their outputs in at[] and their sums (stripe_sum_slots over `segments`
+// slots) in sums[]. Returns how many of the kStripeSumGroups there are; the kernel and the emulation store those.
+QGRU_HD int stripe_sum_pass(const float* workspace, int64_t first_row, int64_t nt, int64_t e0, int64_t groups, int64_t M,
+                            int64_t n_padded, int32_t segments, StripeSumGroup (&at)[kStripeSumGroups],
+                            StripeFloat4 (&sums)[kStripeSumGroups]) {
+  int64_t first[kStripeSumGroups];
+  int count = 0;
+  for (int g = 0; g < kStripeSumGroups; ++g) {
+    const int64_t e = e0 + int64_t{g} * kStripeThreads;
+    at[g] = stripe_sum_group(first_row, nt, e);
+    first[g] = stripe_partial_index(0, at[g].row, at[g].n, M, n_padded);
+    if (e < groups) count = g + 1;
+  }
+  stripe_sum_slots(workspace, first, count, M * n_padded, segments, sums);
+  return count;
+}
+
 // The accumulator element c of n fragment j of warp w, lane `lane`: (row in its m16 fragment, column in the 128).
 struct StripeRowCol {
   int row, col;
