@@ -258,12 +258,17 @@ def markdown(rows, args, card, date, commit, rounds=None):
     return "\n".join(lines)
 
 
-def write_json(path, rows):
+def write_text(path, text):
+    """The whole file or nothing: a temporary file beside it, renamed over it (the files are rewritten every round,
+    and a run cut short while writing must leave the previous round's file whole)."""
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
-        json.dump(rows, f, indent=1)
-        f.write("\n")
+        f.write(text)
     os.replace(f.name, path)
+
+
+def write_json(path, rows):
+    write_text(path, json.dumps(rows, indent=1) + "\n")
 
 
 def run(args, after_round_hook=None):
@@ -281,8 +286,7 @@ def run(args, after_round_hook=None):
         if args.json:
             write_json(args.json, rows)
         if args.markdown:
-            with open(args.markdown, "w") as f:
-                f.write(table + "\n")
+            write_text(args.markdown, table + "\n")
         return rows, table
 
     def after_round(samples, paths, rounds_done):

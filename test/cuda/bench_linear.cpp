@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "qgru/base/atomic_file.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
 #include "qgru_cuda/check.h"
@@ -256,25 +257,33 @@ int main(int argc, char** argv) {
       }
       std::fflush(stdout);
       if (o.json.empty()) return true;
-      FILE* f = std::fopen(o.json.c_str(), "w");
-      if (f == nullptr) {
-        std::printf("FAILED: cannot write --json %s\n", o.json.c_str());
-        return false;
-      }
-      std::fprintf(f, "[\n");
+      // Through the atomic writer: a run killed while the file is rewritten leaves the previous shape's whole file.
+      std::string text = "[\n";
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         char fraction[32] = "null";
         if (r.hbm_fraction >= 0) std::snprintf(fraction, sizeof fraction, "%.4f", r.hbm_fraction);
-        std::fprintf(f,
-                     "  {\"bits\": %d, \"K\": %lld, \"N\": %lld, \"M\": %lld, \"engine\": \"%s\", \"detail\": \"%s\", \"us\": %.3f, "
-                     "\"weight_gb_per_s\": %.1f, \"hbm_fraction\": %s, \"card\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}%s\n",
-                     r.bits, static_cast<long long>(r.K), static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(),
-                     r.detail.c_str(), r.us, r.weight_gbps, fraction, card.c_str(), date.c_str(), o.commit.c_str(),
-                     i + 1 < rows.size() ? "," : "");
+        char line[1024];
+        const int length = std::snprintf(line, sizeof line,
+                      "  {\"bits\": %d, \"K\": %lld, \"N\": %lld, \"M\": %lld, \"engine\": \"%s\", \"detail\": \"%s\", \"us\": %.3f, "
+                      "\"weight_gb_per_s\": %.1f, \"hbm_fraction\": %s, \"card\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}%s\n",
+                      r.bits, static_cast<long long>(r.K), static_cast<long long>(r.N), static_cast<long long>(r.M), r.engine.c_str(),
+                      r.detail.c_str(), r.us, r.weight_gbps, fraction, card.c_str(), date.c_str(), o.commit.c_str(),
+                      i + 1 < rows.size() ? "," : "");
+        if (length < 0 || length >= static_cast<int>(sizeof line)) {
+          std::printf("FAILED: --json %s: a row longer than %zu bytes\n", o.json.c_str(), sizeof line);
+          return false;
+        }
+        text += line;
       }
-      std::fprintf(f, "]\n");
-      return std::fclose(f) == 0;
+      text += "]\n";
+      try {
+        qgru::write_file_atomic(o.json, text);
+      } catch (const std::exception& e) {
+        std::printf("FAILED: cannot write --json %s: %s\n", o.json.c_str(), e.what());
+        return false;
+      }
+      return true;
     };
     cublasHandle_t handle;
     QGRU_CUBLAS_CHECK(blas::cublasCreate(&handle));
