@@ -19,7 +19,7 @@ set(qgru_runtime_objects $<TARGET_OBJECTS:qgru_base> $<TARGET_OBJECTS:qgru_io> $
 set(qgru_toolchain_areas base io runtime executor runtime_capi import model calib quant export search gptq capi verify)
 set(qgru_runtime_link_deps spdlog::spdlog Threads::Threads)
 if(QGRU_HAVE_CUDA)
-  list(APPEND qgru_runtime_objects $<TARGET_OBJECTS:qgru_cuda>)
+  list(APPEND qgru_runtime_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_wgmma>)
   list(APPEND qgru_runtime_link_deps CUDA::cudart_static ${CMAKE_DL_LIBS})  # cuBLAS: loaded at first use (dlopen)
 endif()
 
@@ -46,7 +46,7 @@ endforeach()
 set(qgru_toolchain_link_deps "")
 if(QGRU_HAVE_CUDA)
   # cuSOLVER (GPTQ on the GPU) is loaded at run time as cuBLAS is: the runtime's link deps already hold dl.
-  list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_gptq>)
+  list(APPEND qgru_toolchain_objects $<TARGET_OBJECTS:qgru_cuda> $<TARGET_OBJECTS:qgru_cuda_wgmma> $<TARGET_OBJECTS:qgru_cuda_gptq>)
 endif()
 add_library(qgru_toolchain STATIC ${qgru_toolchain_objects})
 target_link_libraries(qgru_toolchain INTERFACE nlohmann_json::nlohmann_json ${qgru_runtime_link_deps}

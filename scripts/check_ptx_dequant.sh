@@ -7,13 +7,14 @@
 #  2. Compiles cuda/src/quant_linear_kernels.cu and cuda/src/quant_linear_stripes.cu to PTX and asserts the
 #     same of every GEMM kernel entry: lop3.b32 in the 4-bit ones, prmt.b32 in the 8-bit ones, f16x2
 #     arithmetic, no int->float cvt (the stripes kernels also: mma.sync, ldmatrix, and the cp.async pipeline with
-#     the weights' evict-first L2 policy).
+#     the weights' evict-first L2 policy), and cuda/src/quant_linear_wgmma.cu for sm_90a (also: the wgmma of its
+#     row block's width, its fence, commit and wait, and the async-proxy fence).
 # Usage: scripts/check_ptx_dequant.sh [source-root] [nvcc]
 set -euo pipefail
 source "$(dirname "$0")/cuda_check.bash"
 cuda_check_init "${1:-}" "${2:-}"
-compile_ptx() {  # source output
-  "$nvcc" -ptx -arch=sm_80 -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
+compile_ptx() {  # source output [arch]
+  "$nvcc" -ptx -arch="${3:-sm_80}" -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
     -I"$root/cuda/src" -o "$2" "$1"
 }
 # Body of the .entry whose name contains $2, from the PTX file $1 (from ".entry NAME(" to the closing "}").
@@ -91,6 +92,28 @@ for k in $stripes; do
       "${stripe_pipeline[@]}"
   else
     check_entry "$work/stripes.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2' 'mma\.sync' 'ldmatrix' "${stripe_pipeline[@]}"
+  fi
+done
+# The wgmma kernels (sm_90a): the same dequantization and pipeline, the warpgroup instruction with A from
+# registers at its row block's width (m64n64k16 or m64n128k16), its fence, commit and wait, and the proxy fence
+# that makes the stage's copies visible to the tensor cores' reads.
+compile_ptx "$root/cuda/src/quant_linear_wgmma.cu" "$work/wgmma.ptx" sm_90a
+wgmma_entries=$(grep -oE '\.entry [A-Za-z0-9_]*stripe_wgmma_kernelILi[48]ELi(64|128)E[A-Za-z0-9_]*' "$work/wgmma.ptx" | awk '{print $2}' || true)
+if [[ $(wc -w <<<"$wgmma_entries") -ne 4 ]]; then
+  echo "FAIL: expected four stripe_wgmma_kernel entries (4 and 8 bits x row blocks of 64 and 128) in the PTX of" \
+    "cuda/src/quant_linear_wgmma.cu for sm_90a, found: $wgmma_entries" >&2
+  failures=$((failures + 1))
+fi
+wgmma_sync=('wgmma\.fence\.sync\.aligned' 'wgmma\.commit_group\.sync\.aligned' 'wgmma\.wait_group\.sync\.aligned' \
+  'fence\.proxy\.async\.shared::cta' "${stripe_pipeline[@]}")
+for k in $wgmma_entries; do
+  width=64
+  [[ "$k" == *ELi128E* ]] && width=128
+  shape="wgmma\\.mma_async\\.sync\\.aligned\\.m64n${width}k16\\.f32\\.f16\\.f16"
+  if [[ "$k" == *kernelILi4E* ]]; then
+    check_entry "$work/wgmma.ptx" "$k" 'lop3\.b32' 'sub\.rn\.f16x2' 'fma\.rn\.f16x2' 'mul\.rn\.f16x2' "$shape" "${wgmma_sync[@]}"
+  else
+    check_entry "$work/wgmma.ptx" "$k" 'prmt\.b32' 'sub\.rn\.f16x2' 'mul\.rn\.f16x2' "$shape" "${wgmma_sync[@]}"
   fi
 done
 if [[ $failures -ne 0 ]]; then

@@ -252,9 +252,9 @@ if [ "$mode" = check ]; then
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
     step "racecheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool racecheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
-    step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
+    step "racecheck (linear kernels)" 100 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
-    step "memcheck (linear kernels)" 60 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
+    step "memcheck (linear kernels)" 80 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|gather|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
     step "memcheck (device-flow-small)" 40 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter device-flow-small
@@ -266,15 +266,18 @@ fi
 
 # sweeps.md: the defaults that are guesses until measured. The persistent kernel's units per block (8, 16, 32)
 # at N = 1 and the stripes partition's blocks per SM (0 = the occupancy calculator's count, then 1, 2, 4) where the
-# column reduction and the pipeline depth trade against each other; rows stream into the file as they come.
+# column reduction and the pipeline depth trade against each other; the wgmma kernel's row block (64 rows, two
+# blocks an SM, or 128, one) and blocks per SM at M = 64-256; rows stream into the file as they come.
 sweeps() {
-  step "sweeps: persistent units per block; stripes blocks per SM" 120 bash -c \
+  step "sweeps: persistent units per block; stripes blocks per SM; wgmma row blocks" 180 bash -c \
     "{ for units in 8 16 32; do echo \"### QGRU_CUDA_GRU_UNITS=\$units\"; \
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 256,100,1 --runs 30; \
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 1024,50,1 --runs 30; \
        done; \
        '$bin/bench_cuda_linear' --bits 4 --shapes 4096x11008,8192x8192 --ms 1,16,64 --engines qgru-stripes,cublas-fp16 \
-         --blocks-per-sm 0,1,2,4 --rounds 5; } > '$out/sweeps.md' 2>&1; \
+         --blocks-per-sm 0,1,2,4 --rounds 5; \
+       '$bin/bench_cuda_linear' --bits 4 --shapes 4096x4096,8192x8192 --ms 64,128,256 --engines qgru-wgmma,cublas-fp16 \
+         --wgmma-rows 64,128 --blocks-per-sm 0,1 --rounds 5; } > '$out/sweeps.md' 2>&1; \
      status=\$?; cat '$out/sweeps.md'; exit \$status"
 }
 

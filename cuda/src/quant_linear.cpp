@@ -14,6 +14,7 @@
 #include "blas_handle.h"
 #include "qgru/kernels/device_upload.h"
 #include "qgru/kernels/gptq_layout.h"
+#include "qgru/kernels/stripe_wgmma.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
@@ -37,6 +38,10 @@ struct QuantLinear::Impl {
   // Resident blocks per multiprocessor of the stripes kernel at 1, 2 and 4 m16 fragments (the occupancy
   // calculator's answer, at most kStripeBlocksPerSm): the partition's block target.
   int stripe_blocks_per_sm[3] = {0, 0, 0};
+  // The wgmma engine (wgmma setting): resident blocks per SM at row blocks of 64 and 128 rows, and why the
+  // layer cannot run it ("" when it can; the stripes kernel serves instead).
+  int wgmma_blocks_per_sm[2] = {0, 0};
+  std::string wgmma_reason;
   std::unique_ptr<BlasHandle> blas;  // the DequantGemm engine's cuBLAS (auto setting only)
   // The engine per row of kEngineTable, chosen once at load (choose_engine gives the same answer for every M
   // of a row): run() looks it up instead of choosing again.
@@ -136,8 +141,26 @@ QuantLinear::QuantLinear(const GptqLinearWeights& w, kernels::LinearKernelSettin
     d.stripes = kernels::upload_stripe_layer(s, uploader);  // with the column counters, 0 before any launch
     if (setting == kernels::LinearKernelSetting::Auto) d.blas = std::make_unique<BlasHandle>(nullptr);
   }
+  if (setting == kernels::LinearKernelSetting::Wgmma && d.stripes_reason.empty()) {
+    d.wgmma_reason = wgmma_unavailable_reason();
+    for (int i = 0; i < 2 && d.wgmma_reason.empty(); ++i) {
+      const int rows = 64 << i;
+      d.wgmma_blocks_per_sm[i] = prepare_stripe_wgmma(w.bits, rows);
+      if (d.wgmma_blocks_per_sm[i] < 1) {
+        d.wgmma_reason = "wgmma kernel: " + std::to_string(w.bits) + "-bit with row blocks of " + std::to_string(rows) +
+                         " rows does not fit one multiprocessor of this device (" +
+                         std::to_string(kernels::wgmma_smem_bytes(w.bits, rows)) + " bytes of shared memory)";
+      }
+    }
+  }
   d.arrays = uploader.take();
-  for (const kernels::EngineRow& row : kernels::kEngineTable) d.choices.push_back(kernels::choose_engine(row.max_m, setting, d.stripes_reason));
+  for (const kernels::EngineRow& row : kernels::kEngineTable) {
+    kernels::EngineChoice choice = kernels::choose_engine(row.max_m, setting, d.stripes_reason);
+    if (choice.engine == kernels::LinearEngine::Wgmma && !d.wgmma_reason.empty()) {
+      choice = {kernels::LinearEngine::Stripes, d.wgmma_reason + "; the stripes kernel serves instead"};
+    }
+    d.choices.push_back(choice);
+  }
 }
 
 QuantLinear::~QuantLinear() = default;
@@ -167,6 +190,15 @@ kernels::StripePlan QuantLinear::stripe_plan(int64_t M) const {
   return kernels::plan_stripes(rows, d.n_padded, d.k_padded, int64_t{per_sm} * d.sm_count);
 }
 
+kernels::StripePlan QuantLinear::wgmma_plan(int64_t M) const {
+  const Impl& d = *impl_;
+  const int64_t rows_m = M < kernels::kStripeMaxRows ? M : kernels::kStripeMaxRows;
+  const int rows = d.tuning.wgmma_rows == 64 || d.tuning.wgmma_rows == 128 ? d.tuning.wgmma_rows : kernels::wgmma_rows(rows_m);
+  const int resident = d.wgmma_blocks_per_sm[rows == 64 ? 0 : 1];
+  const int per_sm = d.tuning.target_blocks_per_sm > 0 ? d.tuning.target_blocks_per_sm : resident > 0 ? resident : 1;
+  return kernels::plan_wgmma(rows_m, rows, d.n_padded, d.k_padded, int64_t{per_sm} * d.sm_count);
+}
+
 void QuantLinear::set_tuning(const kernels::LinearTuning& tuning) { impl_->tuning = tuning; }
 
 int64_t QuantLinear::workspace_bytes(int64_t M) const {
@@ -180,8 +212,8 @@ int64_t QuantLinear::workspace_bytes(int64_t M) const {
   }
   // [the gathered A, act-order only] [stripes: fp32 partials of one launch | dequant-gemm: fp16 W [K, N]]
   const int64_t gathered = d.act_order ? align_up(2 * M * d.K) : 0;
-  if (choice.engine == kernels::LinearEngine::Stripes) {
-    const kernels::StripePlan sp = stripe_plan(M);
+  if (choice.engine == kernels::LinearEngine::Stripes || choice.engine == kernels::LinearEngine::Wgmma) {
+    const kernels::StripePlan sp = choice.engine == kernels::LinearEngine::Stripes ? stripe_plan(M) : wgmma_plan(M);
     const int64_t rows = M < kernels::kStripeMaxRows ? M : kernels::kStripeMaxRows;
     return gathered + align_up(4 * sp.max_segments * rows * d.n_padded);
   }
@@ -198,7 +230,7 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
     throw Error("quant linear M=" + std::to_string(M) + " needs a workspace of " + std::to_string(need) + " bytes");
   }
   const kernels::EngineChoice& choice = d.choice(M);
-  if (choice.engine == kernels::LinearEngine::Stripes) {
+  if (choice.engine == kernels::LinearEngine::Stripes || choice.engine == kernels::LinearEngine::Wgmma) {
     // The stripes kernel stores C two halves at a time (32-bit stores) and reads the gathered A in the workspace
     // with 16-byte copies: a misaligned address there is a launch failure that ends the CUDA context.
     if (reinterpret_cast<uintptr_t>(c) % 4 != 0) {
@@ -259,6 +291,22 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
       args.a = a_in + m0 * d.K;
       args.c = static_cast<uint16_t*>(c) + m0 * d.N;
       launch_stripe_linear(args, d.bits, sp.blocks, stream);
+    }
+    return;
+  }
+  if (choice.engine == kernels::LinearEngine::Wgmma) {
+    const kernels::StripePlan sp = wgmma_plan(M);
+    const int rows = kernels::kStripeTileM * sp.m_frags;
+    args.n_tiles = sp.n_tiles;
+    args.k_tiles = sp.k_tiles;
+    args.tiles = sp.tiles;
+    args.tiles_per_block = sp.tiles_per_block;
+    args.workspace = reinterpret_cast<float*>(base);
+    for (int64_t m0 = 0; m0 < M; m0 += kernels::kStripeMaxRows) {  // launches in stream order share the counters
+      args.M = M - m0 < kernels::kStripeMaxRows ? M - m0 : kernels::kStripeMaxRows;
+      args.a = a_in + m0 * d.K;
+      args.c = static_cast<uint16_t*>(c) + m0 * d.N;
+      launch_stripe_wgmma(args, d.bits, rows, sp.blocks, stream);
     }
     return;
   }

@@ -2,6 +2,7 @@
 // Internal: the kernel arguments of the quantized linear and its launcher (quant_linear_kernels.cu).
 // Plain C++ types so quant_linear.cpp (compiled by the host compiler) can fill them.
 #include <cstdint>
+#include <string>
 
 #include "qgru/kernels/linear_plan.h"
 
@@ -46,6 +47,12 @@ void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks
 // per kernel) and returns how many of its blocks one multiprocessor holds (0: none fits this device).
 int prepare_stripe_linear(int bits, int m_frags);
 // The whole weight, fp16 [K, N] row-major (rows in the layer's K order), from the stripes layout of args.
+// The wgmma engine (quant_linear_wgmma.cu): the same arguments, row blocks of `rows` (64 or 128) rows.
+// prepare: resident blocks per SM of the (bits, rows) instance, 0 where the device cannot run it (not
+// compute capability 9.0, or too little shared memory); wgmma_unavailable_reason says why ("" when it can).
+void launch_stripe_wgmma(const StripeLinearArgs& args, int bits, int rows, int64_t blocks, void* stream);
+int prepare_stripe_wgmma(int bits, int rows);
+std::string wgmma_unavailable_reason();
 void launch_stripe_dequant(const StripeLinearArgs& args, int bits, uint16_t* w16, void* stream);
 // out[m, k'] = a[m, perm[k']] (fp16 bits, [M, K] each).
 void launch_gather_columns(const uint16_t* a, const int32_t* perm, uint16_t* out, int64_t M, int64_t K, void* stream);

@@ -26,6 +26,7 @@
 #include "qgru/kernels/stripe_linear.h"
 #include "qgru_cuda/check.h"
 #include "quant_linear_launch.h"
+#include "stripe_column_sum.cuh"
 
 namespace qgru::cuda {
 
@@ -171,36 +172,7 @@ __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) 
                   make_float2(acc[f][j][2 * r], acc[f][j][2 * r + 1]);
             }
           }
-      if (!direct) {
-        __threadfence();  // the partials are visible device-wide before the counter says so
-        __syncthreads();
-        uint32_t* counter = args.counters + mb * args.n_tiles + nt;
-        if (tid == 0) last_block_of_column = atomicAdd(counter, 1u) + 1u == static_cast<uint32_t>(column.segments);
-        __syncthreads();
-        if (last_block_of_column) {
-          __threadfence();
-          const int64_t first_row = mb * kRows;
-          const int64_t rows = args.M - first_row < kRows ? args.M - first_row : kRows;
-          // Groups of 4 outputs, kStripeSumGroups per thread at once, slots in the fixed order 0, 1, ...
-          // (stripe_sum_slots: the same bits whichever block came last).
-          const int64_t groups = rows * (k::kStripeTileN / 4);
-          for (int64_t e0 = tid; e0 < groups; e0 += int64_t{k::kStripeThreads} * k::kStripeSumGroups) {
-            k::StripeSumGroup at_group[k::kStripeSumGroups];
-            k::StripeFloat4 sums[k::kStripeSumGroups];
-            const int count = k::stripe_sum_pass(args.workspace, first_row, nt, e0, groups, args.M, args.n_padded,
-                                                 column.segments, at_group, sums);
-#pragma unroll
-            for (int g = 0; g < k::kStripeSumGroups; ++g) {
-              if (g >= count || at_group[g].n >= args.N) continue;  // N % 8 == 0: the group is all in or all out
-              __half2* out = reinterpret_cast<__half2*>(args.c + at_group[g].row * args.N + at_group[g].n);
-              out[0] = __floats2half2_rn(sums[g].v[0], sums[g].v[1]);
-              out[1] = __floats2half2_rn(sums[g].v[2], sums[g].v[3]);
-            }
-          }
-          if (tid == 0) atomicExch(counter, 0u);  // every segment has arrived: ready for the next launch
-        }
-        __syncthreads();  // last_block_of_column is read by every thread before the next column may rewrite it
-      }
+      if (!direct) stripe_column_sum(args, mb, kRows, nt, column.segments, tid, last_block_of_column);
 #pragma unroll
       for (int f = 0; f < MFrags; ++f)
 #pragma unroll

@@ -11,14 +11,16 @@
 // Markdown on stdout; with --json FILE, one JSON row per figure:
 //   {"bits","K","N","M","engine","us","weight_gb_per_s","hbm_fraction","card","date","commit"}
 // engine: "qgru" (the engine QGRU_CUDA_LINEAR_KERNEL=auto picks: stripes or dequant-gemm), "qgru-legacy" (the WMMA
-// tile kernel), "qgru-stripes" (stripes forced; timed only where auto picks another engine), "cublas-fp16",
-// "d2d-copy" (bits, K, N, M = 0).
+// tile kernel), "qgru-stripes" (stripes forced; timed only where auto picks another engine), "qgru-wgmma" (the
+// wgmma kernel forced: QGRU_CUDA_LINEAR_KERNEL=wgmma; on a device that cannot run it the row says stripes),
+// "cublas-fp16", "d2d-copy" (bits, K, N, M = 0).
 // Without a GPU it prints "no usable GPU: <reason>" and exits 1.
 // Usage: bench_cuda_linear [--bits 4[,8]] [--shapes KxN[,KxN...]] [--ms M[,M...]] [--iters N] [--rounds R]
-//   [--engines qgru,qgru-legacy,qgru-stripes,cublas-fp16] [--blocks-per-sm B[,B...]] [--configs NAME[,NAME...]]
-//   [--hbm-gbps G] [--commit SHA] [--json FILE]
+//   [--engines qgru,qgru-legacy,qgru-stripes,qgru-wgmma,cublas-fp16] [--blocks-per-sm B[,B...]]
+//   [--configs NAME[,NAME...]] [--wgmma-rows R[,R...]] [--hbm-gbps G] [--commit SHA] [--json FILE]
 //   --blocks-per-sm / --configs: the split-K targets / tile configurations of qgru-legacy and the stripes
-//   block target of qgru and qgru-stripes (kernels::LinearTuning; 0 and "default": the library's own).
+//   block target of qgru, qgru-stripes and qgru-wgmma (kernels::LinearTuning; 0 and "default": the library's own);
+//   --wgmma-rows: qgru-wgmma's row block, 64 or 128 (0: the library's choice by M).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -56,8 +58,9 @@ struct Options {
   std::vector<int64_t> ms = {1, 4, 16, 64, 256};
   int iters = 20, rounds = 7;
   // qgru-stripes only where auto picks another engine (M > 64): below, its rows would repeat qgru's
-  std::vector<std::string> engines = {"qgru", "qgru-legacy", "qgru-stripes", "cublas-fp16"};
+  std::vector<std::string> engines = {"qgru", "qgru-legacy", "qgru-stripes", "qgru-wgmma", "cublas-fp16"};
   std::vector<int> targets = {0};
+  std::vector<int> wgmma_rows = {0};
   std::vector<std::string> configs = {"default"};
   double hbm_gbps = 0;
   std::string commit = "unknown", json;
@@ -99,9 +102,13 @@ bool parse_options(int argc, char** argv, Options& o) {
     } else if (flag == "--engines") {
       o.engines = split<std::string>(value, [](const std::string& s) { return s; });
       for (const auto& e : o.engines)
-        if (e != "qgru" && e != "qgru-legacy" && e != "qgru-stripes" && e != "cublas-fp16") return false;
+        if (e != "qgru" && e != "qgru-legacy" && e != "qgru-stripes" && e != "qgru-wgmma" && e != "cublas-fp16") return false;
     } else if (flag == "--blocks-per-sm") {
       o.targets = split<int>(value, [](const std::string& s) { return std::max(0, std::atoi(s.c_str())); });
+    } else if (flag == "--wgmma-rows") {
+      o.wgmma_rows = split<int>(value, [](const std::string& s) { return std::atoi(s.c_str()); });
+      for (int r : o.wgmma_rows)
+        if (r != 0 && r != 64 && r != 128) return false;
     } else if (flag == "--configs") {
       o.configs = split<std::string>(value, [](const std::string& s) { return s; });
     } else if (flag == "--hbm-gbps") {
@@ -200,7 +207,8 @@ int main(int argc, char** argv) {
   if (!parse_options(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: %s [--bits 4[,8]] [--shapes KxN[,...]] [--ms M[,...]] [--iters N] [--rounds R] "
-                 "[--engines qgru,qgru-legacy,qgru-stripes,cublas-fp16] [--blocks-per-sm B[,...]] [--configs NAME[,...]] "
+                 "[--engines qgru,qgru-legacy,qgru-stripes,qgru-wgmma,cublas-fp16] [--blocks-per-sm B[,...]] [--configs NAME[,...]] "
+                 "[--wgmma-rows R[,...]] "
                  "[--hbm-gbps G] [--commit SHA] [--json FILE]  (K a multiple of 128, N of 8)\n",
                  argv[0]);
     return 2;
@@ -311,13 +319,14 @@ int main(int argc, char** argv) {
         const auto w = random_layer(K, N, bits, rng);
         const double q_bytes = static_cast<double>(K) * static_cast<double>(N) * bits / 8.0, f_bytes = 2.0 * static_cast<double>(K) * static_cast<double>(N);
         // Copies of every layout that is timed; all built from the same host weights.
-        std::vector<std::unique_ptr<qgru::cuda::QuantLinear>> legacy, automatic, stripes;
+        std::vector<std::unique_ptr<qgru::cuda::QuantLinear>> legacy, automatic, stripes, wgmma;
         std::vector<DeviceBuffer> w16;
         const int q_copies = copies_for(q_bytes, l2_bytes), f_copies = copies_for(f_bytes, l2_bytes);
         for (int c = 0; c < q_copies; ++c) {
           if (has("qgru-legacy")) legacy.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Legacy));
           if (has("qgru")) automatic.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Auto));
           if (stripes_timed) stripes.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Stripes));
+          if (has("qgru-wgmma")) wgmma.push_back(std::make_unique<qgru::cuda::QuantLinear>(w, k::LinearKernelSetting::Wgmma));
         }
         if (has("cublas-fp16")) {
           const std::vector<uint16_t> host16 = dequantize(w);
@@ -331,9 +340,10 @@ int main(int argc, char** argv) {
           std::vector<Timed> timed;
           std::vector<std::unique_ptr<DeviceBuffer>> workspaces;
           const auto add_layers = [&](const std::string& engine, std::vector<std::unique_ptr<qgru::cuda::QuantLinear>>& layers,
-                                      int config_index, int target) {
+                                      int config_index, int target, int wgmma_rows) {
             if (layers.empty()) return;
-            for (auto& l : layers) l->set_tuning({target, config_index});
+            const k::LinearTuning tuning{target, config_index, wgmma_rows};
+            for (auto& l : layers) l->set_tuning(tuning);
             const k::EngineChoice choice = layers.front()->engine(M);
             std::string detail = k::engine_name(choice.engine);
             if (choice.engine == k::LinearEngine::Tiles) {
@@ -345,6 +355,11 @@ int main(int argc, char** argv) {
               detail += ", " + std::to_string(sp.blocks) + " stripes x " + std::to_string(sp.m_blocks) + " row blocks of " +
                         std::to_string(k::kStripeTileM * sp.m_frags) + " rows";
               if (M > k::kStripeMaxRows) detail += " per launch of " + std::to_string(k::kStripeMaxRows) + " rows";
+            } else if (choice.engine == k::LinearEngine::Wgmma) {
+              const k::StripePlan sp = layers.front()->wgmma_plan(M);
+              detail += ", " + std::to_string(sp.blocks) + " stripes x " + std::to_string(sp.m_blocks) + " row blocks of " +
+                        std::to_string(k::kStripeTileM * sp.m_frags) + " rows";
+              if (M > k::kStripeMaxRows) detail += " per launch of " + std::to_string(k::kStripeMaxRows) + " rows";
             }
             if (target != 0) detail += " (target " + std::to_string(target) + "/SM)";
             int64_t ws = 0;
@@ -352,7 +367,6 @@ int main(int argc, char** argv) {
             workspaces.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(ws)));
             void* ws_ptr = workspaces.back()->data();
             auto* list = &layers;
-            const k::LinearTuning tuning{target, config_index};
             timed.push_back({engine, detail, q_bytes,
                              [list, ws_ptr, tuning, &a_dev, &c_dev, M](int i) {
                                qgru::cuda::QuantLinear& layer = *(*list)[static_cast<size_t>(i) % list->size()];
@@ -362,10 +376,11 @@ int main(int argc, char** argv) {
                              {}});
           };
           for (const int target : o.targets) {
-            add_layers("qgru", automatic, -1, target);
+            add_layers("qgru", automatic, -1, target, 0);
             const bool same_as_auto = !automatic.empty() && automatic.front()->engine(M).engine == k::LinearEngine::Stripes;
-            if (!same_as_auto) add_layers("qgru-stripes", stripes, -1, target);
-            for (const int config_index : config_indices) add_layers("qgru-legacy", legacy, config_index, target);
+            if (!same_as_auto) add_layers("qgru-stripes", stripes, -1, target, 0);
+            for (const int block_rows : o.wgmma_rows) add_layers("qgru-wgmma", wgmma, -1, target, block_rows);
+            for (const int config_index : config_indices) add_layers("qgru-legacy", legacy, config_index, target, 0);
           }
           if (!w16.empty()) {
             // Row-major C[M,N] = A[M,K]·W[K,N] is column-major C^T[N,M] = W^T[N,K]·A^T[K,M]: no transposes.

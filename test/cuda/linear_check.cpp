@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "gpu_checks.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
@@ -21,6 +23,14 @@
 namespace qgru::cuda_test {
 
 namespace {
+
+bool compute_capability_is_9_0() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
+  return major == 9 && minor == 0;
+}
 
 struct Shape {
   int64_t M, N, K, group;
@@ -96,9 +106,10 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
       std::printf("  run() made %lld host<->device copies, expected 0\n", static_cast<long long>(cuda::host_transfer_count() - transfers));
       ++repeat_bad;
     }
-    // The stripes engine's alignment rules are refused before any launch (a misaligned store would end the
+    // The stripes and wgmma engines' alignment rules are refused before any launch (a misaligned store would end the
     // context): C two bytes in, a workspace eight bytes in.
-    if (engine.engine == kernels::LinearEngine::Stripes) {
+    const bool stripes_layout = engine.engine == kernels::LinearEngine::Stripes || engine.engine == kernels::LinearEngine::Wgmma;
+    if (stripes_layout) {
       auto* c_bytes = static_cast<unsigned char*>(c1.data());
       auto* ws_bytes = static_cast<unsigned char*>(ws.data());
       const struct {
@@ -117,10 +128,9 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
       }
     }
     c_poisoned = c1.to_vector<uint16_t>(c.size());
-    // The stripes engine promises the same bits on every run (its fixed-order reduction); the tile kernel's
+    // The stripes and wgmma engines promise the same bits on every run (the fixed-order reduction); the tile kernel's
     // split-K adds with atomics in arrival order, and cuBLAS makes no such promise: they are not held to it.
-    if (layer.engine(s.M).engine == kernels::LinearEngine::Stripes &&
-        (c_poisoned != c || c2.to_vector<uint16_t>(c.size()) != c)) {
+    if (stripes_layout && (c_poisoned != c || c2.to_vector<uint16_t>(c.size()) != c)) {
       std::printf("  repeated runs differ from the first in some bits (the stripes reduction must be deterministic)\n");
       ++repeat_bad;
     }
@@ -161,7 +171,11 @@ int run_case(const Shape& s, uint32_t seed, int config_index, kernels::LinearKer
   const bool fell_back = setting != kernels::LinearKernelSetting::Legacy && engine.engine == kernels::LinearEngine::Tiles &&
                          kernels::stripe_unsupported_reason(s.bits, s.K, s.N, s.group).empty();
   if (fell_back) std::printf("  the %s setting ran the tile kernel: %s\n", kernels::setting_name(setting), engine.reason.c_str());
-  const bool fail = bad || repeat_bad || !nonzero || fell_back;
+  // The wgmma setting on a compute capability 9.0 device must run the wgmma kernel (elsewhere: stripes, with why).
+  const bool wgmma_missing = setting == kernels::LinearKernelSetting::Wgmma && engine.engine != kernels::LinearEngine::Wgmma &&
+                             kernels::stripe_unsupported_reason(s.bits, s.K, s.N, s.group).empty() && compute_capability_is_9_0();
+  if (wgmma_missing) std::printf("  the wgmma setting ran %s: %s\n", kernels::engine_name(engine.engine), engine.reason.c_str());
+  const bool fail = bad || repeat_bad || !nonzero || fell_back || wgmma_missing;
   std::printf("%s W%dA16 M=%lld N=%lld K=%lld group=%lld zero_adjust=%d act_order=%d sym=%d (%s: %s): max |err| %.3g\n",
               fail ? "FAIL" : "ok  ", s.bits, static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), static_cast<long long>(s.group), s.zero_adjust, s.act_order ? 1 : 0,
@@ -196,12 +210,15 @@ int check_quant_linear() {
       // the stripes kernel's row blocks: two m16 fragments (8-bit, segments), four fragments on a layer of many
       // columns and segments (48 rows: the fourth fragment all padding), 4-bit
       {24, 264, 1024, 64, 8, 1, false},  {48, 1024, 2048, 128, 4, 0, false},
+      // the wgmma kernel's row blocks of 128: two of them, the second full (4-bit), and a partial second one on
+      // a padded, act-order 8-bit layer
+      {256, 512, 1024, 128, 4, 0, false}, {200, 264, 512, 64, 8, 1, true},
   };
   int failures = 0;
   uint32_t seed = 1;
   for (const Shape& s : shapes) {
     for (const auto setting : {kernels::LinearKernelSetting::Legacy, kernels::LinearKernelSetting::Stripes,
-                               kernels::LinearKernelSetting::Auto}) {
+                               kernels::LinearKernelSetting::Auto, kernels::LinearKernelSetting::Wgmma}) {
       // the tile kernel takes only group sizes that are multiples of 8 / its k tile: the legacy rows as before
       if (setting == kernels::LinearKernelSetting::Legacy && !kernels::plan_linear({s.M, s.N, s.K, s.bits, s.group}, 132).supported) continue;
       failures += run_case(s, seed, -1, setting);

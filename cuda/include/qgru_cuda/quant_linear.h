@@ -1,9 +1,10 @@
 #pragma once
 // GPU quantized linear (W4A16 / W8A16): C[M, N] fp16 = A[M, K] fp16 · W[K, N], W a GPTQ checkpoint layer
 // dequantized on the fly with the fast PRMT/LOP3 path (qgru/kernels/fast_dequant.h), fp32 accumulation on
-// tensor cores. Three engines (qgru/kernels/linear_plan.h, "which engine serves a call"): the WMMA tile kernel
-// (kTileConfigs; the default), the stripes mma.sync kernel (qgru/kernels/stripe_linear.h) and, for large M,
-// a per-call dequantization + cuBLAS fp16 GEMM; QGRU_CUDA_LINEAR_KERNEL=legacy|stripes|auto chooses at load.
+// tensor cores. Four engines (qgru/kernels/linear_plan.h, "which engine serves a call"): the WMMA tile kernel
+// (kTileConfigs; the default), the stripes mma.sync kernel (qgru/kernels/stripe_linear.h), for large M a
+// per-call dequantization + cuBLAS fp16 GEMM, and on Hopper the wgmma kernel (qgru/kernels/stripe_wgmma.h);
+// QGRU_CUDA_LINEAR_KERNEL=legacy|stripes|auto|wgmma chooses at load.
 // Host-only API without CUDA headers. Shapes no engine serves throw NotSupported naming the shape.
 #include <cstdint>
 #include <memory>
@@ -55,17 +56,21 @@ class QuantLinear {
   // run() launches once per kStripeMaxRows rows with this partition's stripes (blocks, tiles_per_block,
   // max_segments); m_frags and m_blocks are those of a full launch, the last launch's follow from its rows.
   kernels::StripePlan stripe_plan(int64_t M) const;
+  // The same for the wgmma engine (engine Wgmma): row blocks of LinearTuning::wgmma_rows rows, or
+  // kernels::wgmma_rows of the launch's rows; m_frags = rows / 16.
+  kernels::StripePlan wgmma_plan(int64_t M) const;
   // The split-K target and the tile configuration plan() chooses (qgru/kernels/linear_plan.h; the default
   // tuning leaves both to the plan; a benchmark sweeps them); for the stripes engine target_blocks_per_sm sets
   // the stripes per multiprocessor of each row block (0: as many of the instance's blocks as the occupancy
-  // calculator fits on one multiprocessor at load, at most kStripeBlocksPerSm). Changes plan(), stripe_plan()
-  // and workspace_bytes() from the next call on.
+  // calculator fits on one multiprocessor at load, at most kStripeBlocksPerSm; for the wgmma engine, as many as
+  // fit), and wgmma_rows the wgmma engine's row block. Changes plan(), stripe_plan(), wgmma_plan() and
+  // workspace_bytes() from the next call on.
   void set_tuning(const kernels::LinearTuning& tuning);
   int64_t workspace_bytes(int64_t M) const;  // throws NotSupported when no kernel fits
 
-  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N] (4-byte aligned when engine(M) is Stripes);
-  // workspace: device, >= workspace_bytes(M) bytes (may be null when that is 0; 16-byte aligned when engine(M)
-  // is Stripes). A pointer misaligned for its engine throws NotSupported before any launch.
+  // a: device fp16 [M, K], 16-byte aligned; c: device fp16 [M, N] (4-byte aligned when engine(M) is Stripes or
+  // Wgmma); workspace: device, >= workspace_bytes(M) bytes (may be null when that is 0; 16-byte aligned when
+  // engine(M) is Stripes or Wgmma). A pointer misaligned for its engine throws NotSupported before any launch.
   // stream: a cudaStream_t (null: the default stream). Asynchronous.
   void run(const void* a, int64_t M, void* c, void* workspace, void* stream) const;
 

@@ -151,12 +151,20 @@ TEST_CASE("engine choice: legacy by default, stripes only where the layer holds 
   CHECK(s == dq::LinearKernelSetting::Auto);
   CHECK(dq::parse_linear_kernel_setting("legacy", s).empty());
   CHECK(s == dq::LinearKernelSetting::Legacy);
+  CHECK(dq::parse_linear_kernel_setting("wgmma", s).empty());
+  CHECK(s == dq::LinearKernelSetting::Wgmma);
+  CHECK(std::string(dq::setting_name(s)) == "wgmma");
   CHECK(dq::parse_linear_kernel_setting("fast", s).find("QGRU_CUDA_LINEAR_KERNEL=fast") != std::string::npos);
 
   for (const int64_t M : {1, 16, 17, 63, 64, 65, 256, 4096}) {
     CAPTURE(M);
     CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Legacy, "").engine == dq::LinearEngine::Tiles);
     CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Stripes, "").engine == dq::LinearEngine::Stripes);
+    // wgmma: every M on the stripes layout; a layer without it runs the tile kernel, saying why
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Wgmma, "").engine == dq::LinearEngine::Wgmma);
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Wgmma, "stripes kernel: group_size").engine == dq::LinearEngine::Tiles);
+    // auto never picks it before a benchmark places it in the table
+    CHECK(dq::choose_engine(M, dq::LinearKernelSetting::Auto, "").engine != dq::LinearEngine::Wgmma);
     const dq::EngineChoice refused = dq::choose_engine(M, dq::LinearKernelSetting::Auto, "stripes kernel: group_size");
     CHECK(refused.engine == dq::LinearEngine::Tiles);
     CHECK(refused.reason.find("group_size") != std::string::npos);
@@ -170,7 +178,8 @@ TEST_CASE("the engine choice is constant over each row of the engine table (so a
   int64_t low = 1;
   for (const dq::EngineRow& row : dq::kEngineTable) {
     const int64_t high = row.max_m == INT64_MAX ? low + 1000 : row.max_m;
-    for (const auto setting : {dq::LinearKernelSetting::Legacy, dq::LinearKernelSetting::Stripes, dq::LinearKernelSetting::Auto})
+    for (const auto setting : {dq::LinearKernelSetting::Legacy, dq::LinearKernelSetting::Stripes, dq::LinearKernelSetting::Auto,
+                               dq::LinearKernelSetting::Wgmma})
       for (const std::string& why : {std::string(), std::string("stripes kernel: group_size")}) {
         const dq::EngineChoice at_row = dq::choose_engine(row.max_m, setting, why);
         for (int64_t M = low; M <= high; M += (high - low) / 7 + 1) {

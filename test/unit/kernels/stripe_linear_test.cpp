@@ -22,47 +22,26 @@
 #include "gptq_test_layer.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/kernels/stripe_linear.h"
+#include "stripe_emulation.h"
 
 namespace dq = qgru::kernels;
 
 namespace {
 
-struct Case {
-  int64_t M, N, K, group;  // group = K: one group ("-1", per channel)
-  int bits, zero_adjust;
-  bool act_order, symmetric, exact_data;
-  int64_t target_blocks;
-};
-
-using Layer = qgru::test::GptqLayer;
-
-Layer make_layer(const Case& c, std::mt19937& rng) {
-  const uint32_t maxq = (1u << c.bits) - 1u;
-  const int64_t G = (c.K + c.group - 1) / c.group;
-  Layer l;
-  l.codes.resize(static_cast<size_t>(c.K * c.N));
-  l.zeros.resize(static_cast<size_t>(G * c.N));
-  l.scales.resize(static_cast<size_t>(G * c.N));
-  // Extremes first (gemmlowp MakeTestVals), then random codes.
-  for (size_t i = 0; i < l.codes.size(); ++i) l.codes[i] = i < 4 ? (i % 2 ? maxq : 0u) : (static_cast<uint32_t>(rng()) & maxq);
-  for (auto& z : l.zeros) {
-    // symmetric: GPTQ stores 2^(bits-1) (v2) or 2^(bits-1) - 1 (v1, read back + 1): the true zero is 2^(bits-1)
-    z = c.symmetric ? (1u << (c.bits - 1)) : static_cast<uint32_t>(rng()) % (maxq + 1) + static_cast<uint32_t>(c.zero_adjust);
-  }
-  for (auto& s : l.scales) {
-    s = c.exact_data ? qgru::float_to_half_bits(std::ldexp(1.0f, -static_cast<int>(rng() % 4)))
-                     : qgru::float_to_half_bits(0.001f + static_cast<float>(static_cast<uint32_t>(rng()) % 1000) * 1e-5f);
-  }
-  qgru::test::pack_layer(l, c.K, c.N, G, c.group, c.bits, c.zero_adjust, c.act_order, rng);
-  return l;
-}
+using qgru::test::stripes::block_order;
+using qgru::test::stripes::Case;
+using qgru::test::stripes::check_case_with;
+using qgru::test::stripes::column_end;
+using qgru::test::stripes::Emulated;
+using qgru::test::stripes::hi;
+using qgru::test::stripes::Layer;
+using qgru::test::stripes::lo;
+using qgru::test::stripes::make_layer;
 
 // ---- mma.sync.m16n8k16 .f16 fragments, from the PTX ISA's figures (independent of stripe_linear.h) ----
 // A (16 x 16, row): register r of lane l holds rows l/4 + 8·(r % 2), columns 2·(l % 4) + 8·(r / 2) + {0, 1}.
 // B (16 x 8, col):  register r holds rows (k) 2·(l % 4) + 8·r + {0, 1}, column (n) l / 4.
 // C/D (16 x 8 f32): element c holds row l/4 + 8·(c / 2), column 2·(l % 4) + c % 2.
-float lo(uint32_t pair) { return qgru::half_bits_to_float(static_cast<uint16_t>(pair & 0xFFFFu)); }
-float hi(uint32_t pair) { return qgru::half_bits_to_float(static_cast<uint16_t>(pair >> 16)); }
 
 // D = A·B + C for one warp; sums in double, stored to fp32 (the tensor core's products are exact; its sum order
 // is its own: within the bound the inexact cases allow).
@@ -99,23 +78,13 @@ void ldmatrix_x4(const std::vector<uint16_t>& smem, const int address[32], uint3
     }
 }
 
-struct Emulated {
-  std::vector<uint16_t> c;     // fp16 [M, N]
-  std::vector<float> c_fp32;   // the fp32 value each output was rounded from
-};
-
 // One launch on the host: the grid's blocks (stripe x row block of plan.m_frags m16 fragments, one dimension:
 // stripe_grid_block) run in `block_order`, each to completion (any order the GPU may run them in); the
 // counters must be back at 0 afterwards.
 template <int Bits, int MFrags>
 Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>& a, int64_t M,
                         const std::vector<int64_t>& block_order, const dq::StripePlan& plan) {
-  // Act-order: the per-call gather of the activations, A'[m, k'] = A[m, perm[k']].
-  std::vector<uint16_t> a_in = a;
-  if (!s.perm.empty()) {
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t kp = 0; kp < s.K; ++kp) a_in[static_cast<size_t>(m * s.K + kp)] = a[static_cast<size_t>(m * s.K + s.perm[static_cast<size_t>(kp)])];
-  }
+  const std::vector<uint16_t> a_in = qgru::test::stripes::gather_act_order(s, a, M);  // act-order: A'[m, k'] = A[m, perm[k']]
   Emulated out;
   out.c.assign(static_cast<size_t>(M * s.N), 0xFFFFu);  // NaN sentinel: every output must be written once
   out.c_fp32.assign(static_cast<size_t>(M * s.N), std::nanf(""));
@@ -206,9 +175,6 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
         // End of the block's part of column nt: the epilogue.
         if (dq::stripe_cursor_segment_end(walk, at)) {
           const dq::StripeSegment col = dq::stripe_cursor_segment(walk, at);
-          const int64_t segment = col.segment;
-          REQUIRE(segment >= 0);
-          REQUIRE(segment < col.segments);
           auto each = [&](auto&& fn) {
             for (int f = 0; f < MFrags; ++f)
               for (int w = 0; w < 4; ++w)
@@ -220,44 +186,7 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
                       fn(m, n, acc[f][w][j][lane][e]);
                     }
           };
-          if (col.segments == 1) {
-            each([&](int64_t m, int64_t n, float v) {
-              if (m >= M || n >= s.N) return;
-              REQUIRE(out.c[static_cast<size_t>(m * s.N + n)] == 0xFFFFu);
-              out.c[static_cast<size_t>(m * s.N + n)] = qgru::float_to_half_bits(v);
-              out.c_fp32[static_cast<size_t>(m * s.N + n)] = v;
-            });
-          } else {
-            each([&](int64_t m, int64_t n, float v) {
-              if (m < M) workspace[static_cast<size_t>(dq::stripe_partial_index(segment, m, n, M, s.n_padded))] = v;
-            });
-            uint32_t& counter = counters[static_cast<size_t>(mb * plan.n_tiles + nt)];
-            const uint32_t arrived = counter++;
-            if (arrived + 1 == static_cast<uint32_t>(col.segments)) {  // the last block sums in slot order
-              // thread by thread, each taking its groups of 4 outputs kStripeSumGroups at a time, as the kernel's
-              const int64_t first_row = mb * MFrags * dq::kStripeTileM;
-              const int64_t rows = std::min<int64_t>(M - first_row, MFrags * dq::kStripeTileM);
-              const int64_t sum_groups = rows * (dq::kStripeTileN / 4);
-              for (int tid = 0; tid < dq::kStripeThreads; ++tid)
-                for (int64_t e0 = tid; e0 < sum_groups; e0 += int64_t{dq::kStripeThreads} * dq::kStripeSumGroups) {
-                  dq::StripeSumGroup group_at[dq::kStripeSumGroups];
-                  dq::StripeFloat4 sums[dq::kStripeSumGroups];
-                  const int count = dq::stripe_sum_pass(workspace.data(), first_row, nt, e0, sum_groups, M, s.n_padded,
-                                                        col.segments, group_at, sums);
-                  for (int g = 0; g < count; ++g) {
-                    REQUIRE(group_at[g].row < M);
-                    if (group_at[g].n >= s.N) continue;
-                    for (int v = 0; v < 4; ++v) {
-                      const size_t o = static_cast<size_t>(group_at[g].row * s.N + group_at[g].n + v);
-                      REQUIRE(out.c[o] == 0xFFFFu);
-                      out.c[o] = qgru::float_to_half_bits(sums[g].v[v]);
-                      out.c_fp32[o] = sums[g].v[v];
-                    }
-                  }
-                }
-              counter = 0;
-            }
-          }
+          column_end(out, workspace, counters, s, M, plan.n_tiles, mb, MFrags * dq::kStripeTileM, nt, col, each);
           for (auto& m_frag : acc)
             for (auto& warp : m_frag)
               for (auto& frag : warp)
@@ -285,57 +214,10 @@ Emulated emulate(int bits, const dq::StripeWeights& s, const std::vector<uint16_
 }
 
 void check_case(const Case& c, uint32_t seed) {
-  CAPTURE(c.M);
-  CAPTURE(c.N);
-  CAPTURE(c.K);
-  CAPTURE(c.group);
-  CAPTURE(c.bits);
-  CAPTURE(c.zero_adjust);
-  CAPTURE(c.act_order);
-  CAPTURE(c.symmetric);
-  CAPTURE(c.exact_data);
-  CAPTURE(c.target_blocks);
-  REQUIRE(dq::stripe_unsupported_reason(c.bits, c.K, c.N, c.group).empty());
-  std::mt19937 rng(seed);
-  const Layer l = make_layer(c, rng);
-  std::vector<uint16_t> a(static_cast<size_t>(c.M * c.K));
-  for (auto& v : a) {
-    v = c.exact_data ? qgru::float_to_half_bits(static_cast<float>(static_cast<int>(rng() % 5) - 2))
-                     : qgru::float_to_half_bits(static_cast<float>(static_cast<uint32_t>(rng()) % 2001) / 1000.0f - 1.0f);
-  }
-  dq::ActOrderPlan order;
-  REQUIRE(dq::plan_act_order(l.g_idx, c.K, c.group, order).empty());
-  REQUIRE(order.identity == !c.act_order);
-  const dq::StripeWeights s = dq::repack_stripes(c.bits, c.K, c.N, c.group, c.zero_adjust, l.qweight, l.qzeros, l.scales, order);
-  const dq::StripePlan plan = dq::plan_stripes(c.M, s.n_padded, s.k_padded, c.target_blocks);
-  std::vector<int64_t> forward(static_cast<size_t>(plan.blocks * plan.m_blocks)), backward;
-  std::iota(forward.begin(), forward.end(), 0);
-  backward.assign(forward.rbegin(), forward.rend());
-  const Emulated got = emulate(c.bits, s, a, c.M, forward, plan);
-  const Emulated again = emulate(c.bits, s, a, c.M, backward, plan);
-  // Deterministic: the opposite block order gives the same bits.
-  REQUIRE(got.c == again.c);
-
-  double norm = 0;
-  for (int64_t m = 0; m < c.M; ++m)
-    for (int64_t n = 0; n < c.N; ++n) {
-      const qgru::test::ReferenceSum r = qgru::test::reference_output(l.codes, l.zeros, l.scales, l.g_idx, a, c.K, c.N, m, n);
-      const double ref = r.value, mag = r.magnitude;
-      norm += ref * ref;
-      const size_t at = static_cast<size_t>(m * c.N + n);
-      if (c.exact_data) {
-        // Integral activations, power-of-two scales: every product and partial sum is exact in fp32.
-        REQUIRE_MESSAGE(got.c[at] == qgru::float_to_half_bits(static_cast<float>(ref)),
-                        "m=" << m << " n=" << n << " got " << qgru::half_bits_to_float(got.c[at]) << " reference " << ref);
-      } else {
-        // fp32 accumulation: at most K/16 + segments roundings of a partial of magnitude <= mag, each <= 2^-24.
-        const double bound = static_cast<double>(c.K + 64) * std::ldexp(mag, -24) + 1e-30;
-        REQUIRE_MESSAGE(std::fabs(static_cast<double>(got.c_fp32[at]) - ref) <= bound,
-                        "m=" << m << " n=" << n << " got " << got.c_fp32[at] << " reference " << ref << " bound " << bound);
-        REQUIRE(got.c[at] == qgru::float_to_half_bits(got.c_fp32[at]));
-      }
-    }
-  CHECK(norm > 0);
+  check_case_with(c, seed, [&](const dq::StripeWeights& s, const std::vector<uint16_t>& a, bool reverse) {
+    const dq::StripePlan plan = dq::plan_stripes(c.M, s.n_padded, s.k_padded, c.target_blocks);
+    return emulate(c.bits, s, a, c.M, block_order(plan.blocks * plan.m_blocks, reverse), plan);
+  });
 }
 
 // The walk of every block of a plan against the division formulas the walk replaces (tile t is column t / k_tiles,

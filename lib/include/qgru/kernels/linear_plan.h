@@ -47,6 +47,7 @@ inline constexpr int kTargetBlocksPerSmLargeBatch = 2;
 struct LinearTuning {
   int target_blocks_per_sm = 0;  // 0: the tile's default above; else >= 1
   int config_index = -1;         // -1: by bits and batch size; else an index into kTileConfigs with the same bits
+  int wgmma_rows = 0;            // the wgmma engine's row block: 0 for kernels::wgmma_rows(M), else 64 or 128
 };
 
 struct LinearProblem {
@@ -170,21 +171,25 @@ inline LinearPlan plan_linear(const LinearProblem& p, int sm_count, const Linear
 //                order, dequantized in registers, stripes over N x K tiles), for group sizes that are multiples
 //                of 32 or a single group;
 //   DequantGemm  the stripes layout dequantized once per call into an fp16 W [K, N] in the workspace, then
-//                cuBLAS's fp16 tensor-core GEMM (fp32 compute).
+//                cuBLAS's fp16 tensor-core GEMM (fp32 compute);
+//   Wgmma        the stripes layout, dequantized in registers into the A operand of Hopper's warpgroup
+//                instruction (qgru/kernels/stripe_wgmma.h), on a compute capability 9.0 device only.
 // The layer holds one weight layout, chosen at load by the setting (QGRU_CUDA_LINEAR_KERNEL): "legacy" holds
 // the checkpoint layout and runs Tiles for every M; "stripes" holds the stripes layout and runs Stripes for
-// every M; "auto" holds the stripes layout when the layer can take it and picks per M from kEngineTable;
+// every M; "wgmma" holds the stripes layout and runs Wgmma for every M (Stripes, with the reason, on a device
+// that cannot run it); "auto" holds the stripes layout when the layer can take it and picks per M from kEngineTable;
 // a layer the stripes layout cannot serve runs Tiles whatever the setting says (the reason is reported).
-// The default is "legacy": it is the engine a GPU has run and timed; Stripes and DequantGemm were written and
-// emulated on the host but have not run on a GPU (docs/CUDA.md, "Quantized linear").
-enum class LinearEngine { Tiles, Stripes, DequantGemm };
-enum class LinearKernelSetting { Legacy, Stripes, Auto };
+// The default is "legacy": it is the engine a GPU has run and timed; Stripes, DequantGemm and Wgmma were written
+// and emulated on the host but have not run on a GPU (docs/CUDA.md, "Quantized linear"). Wgmma is not in auto's
+// table until a benchmark places it.
+enum class LinearEngine { Tiles, Stripes, DequantGemm, Wgmma };
+enum class LinearKernelSetting { Legacy, Stripes, Auto, Wgmma };
 
 inline const char* engine_name(LinearEngine e) {
-  return e == LinearEngine::Tiles ? "tiles" : e == LinearEngine::Stripes ? "stripes" : "dequant-gemm";
+  return e == LinearEngine::Tiles ? "tiles" : e == LinearEngine::Stripes ? "stripes" : e == LinearEngine::Wgmma ? "wgmma" : "dequant-gemm";
 }
 inline const char* setting_name(LinearKernelSetting s) {
-  return s == LinearKernelSetting::Legacy ? "legacy" : s == LinearKernelSetting::Stripes ? "stripes" : "auto";
+  return s == LinearKernelSetting::Legacy ? "legacy" : s == LinearKernelSetting::Stripes ? "stripes" : s == LinearKernelSetting::Wgmma ? "wgmma" : "auto";
 }
 inline constexpr LinearKernelSetting kDefaultLinearKernelSetting = LinearKernelSetting::Legacy;
 
@@ -199,8 +204,10 @@ inline std::string parse_linear_kernel_setting(const char* value, LinearKernelSe
     out = LinearKernelSetting::Stripes;
   } else if (v == "auto") {
     out = LinearKernelSetting::Auto;
+  } else if (v == "wgmma") {
+    out = LinearKernelSetting::Wgmma;
   } else {
-    return "QGRU_CUDA_LINEAR_KERNEL=" + v + ": expected legacy, stripes or auto";
+    return "QGRU_CUDA_LINEAR_KERNEL=" + v + ": expected legacy, stripes, auto or wgmma";
   }
   return "";
 }
@@ -236,6 +243,7 @@ inline EngineChoice choose_engine(int64_t M, LinearKernelSetting setting, const 
   if (setting == LinearKernelSetting::Legacy) return {LinearEngine::Tiles, "QGRU_CUDA_LINEAR_KERNEL=legacy (the default)"};
   if (!stripes_reason.empty()) return {LinearEngine::Tiles, stripes_reason};
   if (setting == LinearKernelSetting::Stripes) return {LinearEngine::Stripes, "QGRU_CUDA_LINEAR_KERNEL=stripes"};
+  if (setting == LinearKernelSetting::Wgmma) return {LinearEngine::Wgmma, "QGRU_CUDA_LINEAR_KERNEL=wgmma"};
   for (const EngineRow& row : kEngineTable) {
     if (M <= row.max_m) return {row.engine, row.reason};
   }

@@ -463,36 +463,58 @@ QGRU_HD const uint32_t* stripe_tile_thread_words(const StripeSources& src, int32
 // K, K % 8 == 0), and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it
 // (stripe_cursor_needs_params). Offsets within the layer are int32 (the walk's bound), element offsets of
 // whole arrays int64.
-template <int Bits, int MFrags>
-QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* const* a_rows, const StripeWalk& walk,
-                              const StripeCursor& at, int tid, const uint32_t* thread_words, const StripeStage& stage,
-                              uint64_t policy) {
+// Thread tid's share of the cursor's tile of words (chunks tid, tid + 128, ...) into stage_words, with the
+// weights' policy: from thread_words (stripe_tile_thread_words of the cursor's tile) or, when that is null, from
+// the address formed from the cursor's tile index.
+template <int Bits>
+QGRU_HD void stripe_load_tile_words(const StripeSources& src, const StripeCursor& at, int tid, const uint32_t* thread_words,
+                                    uint32_t* stage_words, uint64_t policy) {
   constexpr int kChunks = stripe_tile_bytes(Bits) / 16;
   static_assert(kChunks % kStripeThreads == 0, "whole 16-byte chunks per thread");
   if (thread_words != nullptr) {
     for (int i = 0; i < kChunks / kStripeThreads; ++i) {
-      copy16_async_hinted(stage.words + 4 * (tid + i * kStripeThreads), thread_words + 4 * i * kStripeThreads, policy);
+      copy16_async_hinted(stage_words + 4 * (tid + i * kStripeThreads), thread_words + 4 * i * kStripeThreads, policy);
     }
   } else {
     const uint32_t* tile = src.words + static_cast<int64_t>(at.t) * stripe_tile_words(Bits);
     for (int i = 0; i < kChunks / kStripeThreads; ++i) {
       const int chunk = tid + i * kStripeThreads;
-      copy16_async_hinted(stage.words + 4 * chunk, tile + 4 * chunk, policy);
+      copy16_async_hinted(stage_words + 4 * chunk, tile + 4 * chunk, policy);
     }
   }
+}
+// For tid < 64: one chunk of the group row of half tid / 32 into stage_params, when that half needs it
+// (stripe_cursor_needs_params).
+QGRU_HD void stripe_load_tile_params(const StripeSources& src, const StripeWalk& walk, const StripeCursor& at, int tid,
+                                     uint32_t* stage_params) {
+  if (tid < 2 * kStripeTileN / 4) {
+    const int h = tid / 32, c = tid % 32;
+    if (stripe_cursor_needs_params(walk, at, h)) {
+      const int64_t g = stripe_cursor_group(walk, at, h);
+      copy16_async(stage_params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + (at.nt * kStripeTileN + 4 * c), true);
+    }
+  }
+}
+
+// Thread tid's copies of the cursor's tile into `stage`: its share of the tile's 16-byte chunks of words
+// (thread_words = stripe_tile_thread_words of the cursor's tile, or null to form the address from the cursor's tile
+// index here; with the weights' policy; chunks tid, tid + 128, ...), one 16-byte chunk of A per m16 fragment f (row tid / 8
+// of the fragment, from a_rows[f] = stripe_a_row of the block's fragment f; inputs 8·(tid % 8); zeros past M or
+// K, K % 8 == 0), and for tid < 64 one chunk of the group row of half tid / 32 when that half needs it
+// (stripe_cursor_needs_params). Offsets within the layer are int32 (the walk's bound), element offsets of
+// whole arrays int64.
+template <int Bits, int MFrags>
+QGRU_HD void stripe_load_tile(const StripeSources& src, const uint16_t* const* a_rows, const StripeWalk& walk,
+                              const StripeCursor& at, int tid, const uint32_t* thread_words, const StripeStage& stage,
+                              uint64_t policy) {
+  stripe_load_tile_words<Bits>(src, at, tid, thread_words, stage.words, policy);
   const int row = tid / 8, col = 8 * (tid % 8);
   const int32_t k = at.kt * kStripeTileK + col;
   for (int f = 0; f < MFrags; ++f) {
     const bool valid = a_rows[f] != nullptr && k < src.K;
     copy16_async(stage.a + (kStripeTileM * f + row) * kStripeLdA + col, valid ? a_rows[f] + k : src.a, valid);
   }
-  if (tid < 2 * kStripeTileN / 4) {
-    const int h = tid / 32, c = tid % 32;
-    if (stripe_cursor_needs_params(walk, at, h)) {
-      const int64_t g = stripe_cursor_group(walk, at, h);
-      copy16_async(stage.params + h * kStripeTileN + 4 * c, src.params + g * src.n_padded + (at.nt * kStripeTileN + 4 * c), true);
-    }
-  }
+  stripe_load_tile_params(src, walk, at, tid, stage.params);
 }
 
 // Workspace: fp32 partial sums [max_segments][M][n_padded]; element of (segment, row, column).
