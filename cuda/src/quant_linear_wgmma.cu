@@ -149,31 +149,33 @@ __global__ void __launch_bounds__(k::kWgmmaThreads, wgmma_min_blocks(Rows)) stri
   for (int e = 0; e < kAcc; ++e) acc[e] = 0.0f;
   k::WgmmaPairGroups<Bits> groups{};
 
+  // kAhead tiles are loaded ahead (stripe_wgmma.h, wgmma_tiles_ahead): the slot a load refills is that of the tile
+  // kStripeStages - kAhead back, whose wgmma are complete when the block's barrier passes.
+  constexpr bool kOverlap = k::wgmma_overlaps(Rows);
+  constexpr int kAhead = k::wgmma_tiles_ahead(Rows);
   k::StripeCursor at = k::stripe_walk_start(walk);
   k::StripeCursor ahead = at;
 #pragma unroll
-  for (int i = 0; i < k::kStripeStages - 1; ++i) {
+  for (int i = 0; i < kAhead; ++i) {
     if (ahead.t < walk.end) load(ahead, i);
     k::copy_async_commit();
     k::stripe_walk_advance(walk, ahead);
   }
-  for (int i = 0; at.t < walk.end; ++i, k::stripe_walk_advance(walk, at)) {
-    k::copy_async_wait<k::kStripeStages - 2>();  // tile at.t's group has landed
-    fence_proxy_async_shared();                    // ... visible to the tensor cores' reads
-    __syncthreads();                               // ... for every thread; the slot of tile at.t - 1 is free (its
-                                                   // wgmma completed: each tile waits for its own)
-    if (ahead.t < walk.end) load(ahead, (i + k::kStripeStages - 1) % k::kStripeStages);
+  // One tile with its fragments in `a`. Without overlap its instructions complete before it returns; with overlap
+  // they are left running through the next tile's preparation, whose fragments go to the other set, so no register
+  // a running wgmma reads is redefined (a definition inside a pipeline stage would make ptxas serialize them, C7513).
+  const auto tile = [&](int i, uint32_t (&a)[2][2][4]) {
+    k::copy_async_wait<kAhead - 1>();  // tile at.t's group has landed
+    fence_proxy_async_shared();        // ... visible to the tensor cores' reads
+    __syncthreads();                   // ... for every thread; the slot the next load refills is free (its wgmma
+                                       // completed before the barrier: the last tile's wait in every thread)
+    if (ahead.t < walk.end) load(ahead, (i + kAhead) % k::kStripeStages);
     k::copy_async_commit();
     k::stripe_walk_advance(walk, ahead);
 
     const int slot = i % k::kStripeStages;
     const int64_t nt = at.nt;
     const uint32_t a_tile = smem_address + static_cast<uint32_t>(slot * kStageBytes);
-    // Both halves' fragments first (four A fragments: 16 registers), then the tile's four instructions in one
-    // commit group, waited for before the next tile's fragments are written into the same registers: no register a
-    // running wgmma reads is redefined (a definition inside a pipeline stage would make ptxas serialize them,
-    // C7513); the tensor cores' time is covered by the other warpgroup and the SM's other block.
-    uint32_t a[2][2][4];  // [half][k-step][register]
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (k::stripe_cursor_needs_params(walk, at, h)) groups = k::wgmma_pair_groups_from_stage<Bits>(p_stage(slot), h, warp, lane, pair);
@@ -198,11 +200,16 @@ __global__ void __launch_bounds__(k::kWgmmaThreads, wgmma_min_blocks(Rows)) stri
 #pragma unroll
       for (int s = 0; s < 2; ++s) wgmma_block_rows<Rows>(acc, a[h][s], k::wgmma_b_descriptor(a_tile, 2 * h + s));
     wgmma_commit_group();
-    wgmma_wait_group<0>();
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) keep_register(acc[e]);
+    if constexpr (kOverlap) {
+      wgmma_wait_group<1>();  // the previous tile's instructions are done: its fragments' registers may be rewritten
+    } else {
+      wgmma_wait_group<0>();
+    }
 
-    if (k::stripe_cursor_segment_end(walk, at)) {  // the block's part of column nt ends here (its wgmma are done)
+    if (k::stripe_cursor_segment_end(walk, at)) {  // the block's part of column nt ends here
+      wgmma_wait_group<0>();
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e) keep_register(acc[e]);
       const k::StripeSegment column = k::stripe_cursor_segment(walk, at);
       const int64_t segment = column.segment;
       const bool direct = column.segments == 1;  // the column is this block's alone: fp16 C straight away
@@ -221,6 +228,19 @@ __global__ void __launch_bounds__(k::kWgmmaThreads, wgmma_min_blocks(Rows)) stri
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) acc[e] = 0.0f;
     }
+    k::stripe_walk_advance(walk, at);
+  };
+  uint32_t a0[2][2][4];  // [half][k-step][register]
+  if constexpr (kOverlap) {
+    uint32_t a1[2][2][4];  // the second set: tiles alternate between them
+    for (int i = 0; at.t < walk.end; i += 2) {
+      tile(i, a0);
+      if (at.t >= walk.end) break;
+      tile(i + 1, a1);
+    }
+    wgmma_wait_group<0>();
+  } else {
+    for (int i = 0; at.t < walk.end; ++i) tile(i, a0);
   }
   k::copy_async_wait<0>();
 #else

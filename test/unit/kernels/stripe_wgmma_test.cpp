@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "qgru/half.h"
@@ -137,18 +138,40 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
         dq::wgmma_load_a<Rows>(sources, first_row, at, tid, a_stage(slot));
       }
     };
+    // The kernel's copies run kAhead tiles ahead; its wgmma groups (one per tile) are emulated as asynchronous:
+    // each group reads the shared memory only when a wait of the kernel retires it (wait_group 1 after the next
+    // tile's group with overlap, wait_group 0 otherwise and at a column's end), the latest moment the hardware may.
+    // A copy that refilled a slot a running group still reads would feed it the next tile's data (or the poison).
+    constexpr int kAhead = dq::wgmma_tiles_ahead(Rows);
+    struct Group {
+      std::vector<uint32_t> frag;  // [pair][k-step of the tile (4)][warp][lane][register]
+      uint32_t a_tile;
+    };
+    std::vector<Group> pending;
+    const auto retire = [&](size_t keep) {  // wgmma.wait_group keep
+      while (pending.size() > keep) {
+        const Group& g = pending.front();
+        for (int kstep = 0; kstep < 4; ++kstep)
+          for (int pair = 0; pair < 2; ++pair) {
+            uint32_t frag[4][32][4];
+            std::memcpy(frag, g.frag.data() + (pair * 4 + kstep) * 4 * 32 * 4, sizeof(frag));
+            wgmma_m64nNk16<Rows>(frag, dq::wgmma_b_descriptor(g.a_tile, kstep), smem, g.a_tile,
+                                 g.a_tile + static_cast<uint32_t>(kAStageBytes), acc[pair]);
+          }
+        pending.erase(pending.begin());
+      }
+    };
     dq::StripeCursor at = dq::stripe_walk_start(walk), ahead = at;
-    for (int i = 0; i < dq::kStripeStages - 1; ++i) {
+    for (int i = 0; i < kAhead; ++i) {
       if (ahead.t < walk.end) load(ahead, i);
       dq::stripe_walk_advance(walk, ahead);
     }
     for (int i = 0; at.t < walk.end; ++i, dq::stripe_walk_advance(walk, at)) {
-      if (ahead.t < walk.end) load(ahead, (i + dq::kStripeStages - 1) % dq::kStripeStages);
+      if (ahead.t < walk.end) load(ahead, (i + kAhead) % dq::kStripeStages);
       dq::stripe_walk_advance(walk, ahead);
       const int slot = i % dq::kStripeStages;
-      const uint32_t a_tile = kSmemBase + static_cast<uint32_t>(slot * kStageBytes);
-      for (int h = 0; h < 2; ++h) {
-        static uint32_t frag[2][2][4][32][4];  // [pair][k-step][warp][lane][register]
+      Group group{std::vector<uint32_t>(2 * 4 * 4 * 32 * 4), kSmemBase + static_cast<uint32_t>(slot * kStageBytes)};
+      for (int h = 0; h < 2; ++h)
         for (int pair = 0; pair < 2; ++pair)
           for (int w = 0; w < 4; ++w)
             for (int lane = 0; lane < 32; ++lane) {
@@ -160,15 +183,14 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
               uint32_t a_frag[2][4];
               dq::wgmma_dequant_pair<Bits>(words, groups[pair][w][lane], a_frag);
               for (int ks = 0; ks < 2; ++ks)
-                for (int r = 0; r < 4; ++r) frag[pair][ks][w][lane][r] = a_frag[ks][r];
+                for (int r = 0; r < 4; ++r) {
+                  group.frag[static_cast<size_t>((((pair * 4 + 2 * h + ks) * 4 + w) * 32 + lane) * 4 + r)] = a_frag[ks][r];
+                }
             }
-        for (int ks = 0; ks < 2; ++ks)
-          for (int pair = 0; pair < 2; ++pair) {
-            wgmma_m64nNk16<Rows>(frag[pair][ks], dq::wgmma_b_descriptor(a_tile, 2 * h + ks), smem, a_tile,
-                                 a_tile + static_cast<uint32_t>(kAStageBytes), acc[pair]);
-          }
-      }
+      pending.push_back(std::move(group));
+      retire(dq::wgmma_overlaps(Rows) ? 1 : 0);
       if (dq::stripe_cursor_segment_end(walk, at)) {
+        retire(0);
         const dq::StripeSegment col = dq::stripe_cursor_segment(walk, at);
         const int64_t nt = at.nt;
         auto each = [&](auto&& fn) {
@@ -184,6 +206,7 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
         std::memset(acc, 0, sizeof(acc));
       }
     }
+    REQUIRE(pending.empty());  // a column's end retired every group
   }
   for (const uint32_t c : counters) REQUIRE(c == 0u);
   return out;

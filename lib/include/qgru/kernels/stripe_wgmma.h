@@ -36,6 +36,16 @@ namespace qgru::kernels {
 // Rows of a block's row block: 64 up to 64 rows (one row block), 128 beyond (fewer weight streams from L2).
 QGRU_HD constexpr int wgmma_rows(int64_t M) { return M <= 64 ? 64 : 128; }
 
+// Overlap: at 128 rows a block is alone on its SM (244 registers a thread), so nothing else covers the tensor cores
+// while it prepares a tile; it leaves each tile's wgmma running through the next tile's barrier, copies and
+// dequantization (into a second set of fragment registers) and waits for them only after issuing the next tile's
+// (wait_group 1). The copies then run two tiles ahead instead of three, so that the slot a copy refills is never
+// the one the running instructions read. At 64 rows two blocks share an SM and cover each other; a tile's
+// instructions complete within it (wait_group 0), three tiles ahead. stripe_wgmma_test.cpp runs each instruction
+// group's shared-memory reads at the latest moment the kernel's waits allow.
+QGRU_HD constexpr bool wgmma_overlaps(int rows) { return rows == 128; }
+QGRU_HD constexpr int wgmma_tiles_ahead(int rows) { return wgmma_overlaps(rows) ? kStripeStages - 2 : kStripeStages - 1; }
+
 // Shared memory: per stage [A tile: rows x 128 bytes, 1024-aligned][words tile][params: 2 halves x 128 uint32];
 // every region a multiple of 1024 bytes, so every stage's A tile stays 1024-aligned. The block asks for 1024
 // bytes more than its stages and aligns the base itself (the static shared variables come first).
