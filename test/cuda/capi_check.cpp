@@ -289,8 +289,8 @@ int run_case(const CapiShape& s, uint32_t seed, bool check_statuses, const std::
 int check_capi_linear() {
   // M = 1 (split-K), M not a multiple of 16, across the small/large tile boundary; N not a multiple of 128;
   // one group and several; padded rows; both dtypes.
-  // Resident weights: the same shapes under every engine setting, and M = 1 contiguous fp16 (no transposes)
-  // and M = 64 (auto: the dequantize + cuBLAS engine).
+  // Resident weights: the same shapes under every engine setting (wgmma: the stripes kernel off Hopper), and M = 1
+  // contiguous fp16 (no transposes) and M = 64 (auto: the dequantize + cuBLAS engine).
   const CapiShape shapes[] = {
       {128, 256, 1, 2, QGRU_DTYPE_F16, 0}, {136, 512, 5, 4, QGRU_DTYPE_F32, 3}, {64, 128, 40, 1, QGRU_DTYPE_F16, 8},
       {256, 1024, 33, 8, QGRU_DTYPE_F32, 0}, {256, 512, 64, 4, QGRU_DTYPE_F16, 0},
@@ -299,7 +299,7 @@ int check_capi_linear() {
   uint32_t seed = 100;
   bool first = true;
   for (const CapiShape& s : shapes) {
-    for (const char* resident : {"", "legacy", "stripes", "auto"}) {
+    for (const char* resident : {"", "legacy", "stripes", "auto", "wgmma"}) {
       failures += run_case(s, seed, first, resident);
       first = false;
     }
