@@ -1,17 +1,19 @@
-// The wgmma quantized linear (W4A16 / W8A16) for 17 to 1024 rows on Hopper: C[M, N] = A[M, K] · W[K, N] with W in
-// the stripes layout. Read qgru/kernels/stripe_wgmma.h first (the product turned around, the operands' layouts,
-// the synchronization), then stripe_linear.h (tiles, words, stripes, the reduction).
+// The wgmma quantized linear (W4A16 / W8A16) for up to 1024 rows a launch on Hopper: C[M, N] = A[M, K] · W[K, N]
+// with W in the stripes layout. Read qgru/kernels/stripe_wgmma.h first (the product turned around, the operands'
+// layouts, the two warpgroups, the overlap, the synchronization), then stripe_linear.h (tiles, words, stripes, the
+// reduction).
 //
-// One block is one warpgroup (4 warps). It streams its stripe of 64 x 128 weight tiles through the stripes
+// One block is two warpgroups (8 warps). It streams its stripe of 64 x 128 weight tiles through the stripes
 // kernel's 4-stage cp.async pipeline, with the row block's A tile (64 or 128 rows x 64 inputs) in the 128-byte
-// swizzled layout. Per k32 half every lane dequantizes its words in registers (the stripes kernel's
-// stripe_dequant_lane) and hands them, two n fragments at a time, as the A operand of wgmma.mma_async m64nRk16:
-// per k16 step, two instructions (outputs 0-15 and 16-31 of each warp's 32), B read by the tensor cores from the
-// stage through a descriptor. The column epilogue is the stripes kernel's (stripe_column_sum.cuh).
+// swizzled layout. Per tile every lane dequantizes its pair's words in registers (the stripes kernel's
+// dequantization, half of a stripes lane's words) into the A operand of wgmma.mma_async m64nRk16: per k16 step
+// each warpgroup issues one instruction for its pair g (outputs 32w + 16g .. + 15 of each warp tile w), B read by
+// the tensor cores from the stage through a descriptor. The column epilogue is the stripes kernel's
+// (stripe_column_sum.cuh).
 //
-// Compiled for sm_90a only (wgmma needs the architecture-specific target; cuda/CMakeLists.txt builds this file
-// for sm_80 and sm_90a): on sm_80 the kernel body is a trap and prepare_stripe_wgmma answers 0, so the layer never
-// launches it there. The PTX instructions are restated on the host by test/unit/kernels/stripe_linear_test.cpp.
+// wgmma needs the architecture-specific target: cuda/CMakeLists.txt builds this file for sm_80 and sm_90a. On
+// sm_80 the kernel body is a trap and prepare_stripe_wgmma answers 0, so the layer never launches it there. The
+// PTX instructions are restated on the host by test/unit/kernels/stripe_wgmma_test.cpp.
 #include <cuda_fp16.h>
 
 #include <string>
@@ -101,8 +103,9 @@ __device__ __forceinline__ void wgmma_block_rows(float (&d)[Rows / 2], const uin
 }
 #endif  // QGRU_WGMMA_DEVICE
 
-// Two blocks per SM (each two warpgroups; 65,536 / (2 · 256) = 128 registers a thread, the accumulators of one
-// pair: 64 at 128 rows), and the shared memory of two (85-101 KiB at 128 rows) fits an H100's 227 KiB.
+// Blocks per SM the registers are sized for: two at 64 rows (65,536 / (2 · 256) = 128 registers a thread, 32 of
+// them accumulators), one at 128 rows (64 accumulators and two sets of fragments: about 245 registers; two blocks would
+// spill).
 constexpr int wgmma_min_blocks(int rows) { return rows == 128 ? 1 : 2; }
 
 template <int Bits, int Rows>
@@ -136,12 +139,14 @@ __global__ void __launch_bounds__(k::kWgmmaThreads, wgmma_min_blocks(Rows)) stri
     return reinterpret_cast<uint32_t*>(smem + slot * kStageBytes + kAStageBytes + kTileBytes);
   };
   const k::StripeSources sources{args.words, args.a, args.params, args.M, static_cast<int32_t>(args.K), args.n_padded};
+  const uint16_t* a_rows[Rows * 8 / k::kWgmmaThreads];
+  k::wgmma_a_rows<Rows>(sources, first_row, tid, a_rows);
   const auto load = [&](const k::StripeCursor& at, int slot) {
     if (loads_words) {
       k::stripe_load_tile_words<Bits>(sources, at, tid, nullptr, w_stage(slot), policy);
       k::stripe_load_tile_params(sources, walk, at, tid, p_stage(slot));
     }
-    k::wgmma_load_a<Rows>(sources, first_row, at, tid, a_stage(slot));
+    k::wgmma_load_a<Rows>(sources, a_rows, at, tid, a_stage(slot));
   };
 
   float acc[kAcc];

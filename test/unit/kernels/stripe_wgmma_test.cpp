@@ -135,7 +135,9 @@ Emulated emulate_launch(const dq::StripeWeights& s, const std::vector<uint16_t>&
           dq::stripe_load_tile_words<Bits>(sources, at, tid, nullptr, w_stage(slot), 0);
           dq::stripe_load_tile_params(sources, walk, at, tid, p_stage(slot));
         }
-        dq::wgmma_load_a<Rows>(sources, first_row, at, tid, a_stage(slot));
+        const uint16_t* a_rows[Rows * 8 / dq::kWgmmaThreads];
+        dq::wgmma_a_rows<Rows>(sources, first_row, tid, a_rows);
+        dq::wgmma_load_a<Rows>(sources, a_rows, at, tid, a_stage(slot));
       }
     };
     // The kernel's copies run kAhead tiles ahead; its wgmma groups (one per tile) are emulated as asynchronous:

@@ -9,10 +9,10 @@
 //   - its A operand (64 outputs x 16 inputs) comes from registers: warp w of the warpgroup holds rows 16w .. 16w + 15
 //     in the m16n8k16 A fragment layout. The dequantized weights of a lane are mma.sync B fragments (stripe_linear.h:
 //     b[j][s][r] = inputs 16s + 2(lane % 4) + 8r + {0, 1}, output 8j + lane / 4 of the warp's 32); two n fragments
-//     side by side, j = 2p and 2p + 1, are exactly the A fragment of 16 outputs (wgmma_a_fragment). So each warp's 32
+//     side by side, j = 2p and 2p + 1, are exactly the A fragment of 16 outputs (wgmma_dequant_pair). So each warp's 32
 //     outputs are two m16 pieces p = 0, 1, and the block issues two wgmma per k16 step: pair p's instruction has
-//     rows 16w + i = output 32w + 16p + i. The repacked words, their groups and the dequantization are the stripes
-//     kernel's, unchanged.
+//     rows 16w + i = output 32w + 16p + i; the block's two warpgroups take one pair each (kWgmmaThreads below). The
+//     repacked words, their groups and the dequantization are the stripes kernel's, unchanged.
 //   - its B operand (16 inputs x R rows of A, "K-major": each row's inputs contiguous) comes from shared memory
 //     through a matrix descriptor, in the 128-byte swizzled layout: row m of the stage's A tile is 128 bytes (64
 //     inputs), its 16-byte chunk q stored at chunk q ^ (m % 8) (wgmma_a_chunk_offset), the tile 1024-byte aligned.
@@ -23,9 +23,10 @@
 //
 // Synchronization (the kernel): the stage's copies land (cp.async.wait_group), each thread makes its writes
 // visible to the async proxy the tensor cores read through (fence.proxy.async.shared::cta), then the block's
-// barrier; wgmma.fence before each half's instructions (their A registers were just written); one commit group per
-// k32 half; wgmma.wait_group 0 before a stage is reloaded, the B registers are rewritten, or the accumulators are
-// read (segment end).
+// barrier; wgmma.fence before each tile's instructions (their A registers were just written); one commit group per
+// tile; a group is waited for before its stage is reloaded, before its A registers are rewritten, and before the
+// accumulators are read (segment end): wait_group 0 at the tile's end at 64 rows, wait_group 1 after the next
+// tile's group with the overlap at 128 rows (wgmma_overlaps).
 #include <cstdint>
 
 #include "qgru/hd.h"
@@ -36,7 +37,7 @@ namespace qgru::kernels {
 // Rows of a block's row block: 64 up to 64 rows (one row block), 128 beyond (fewer weight streams from L2).
 QGRU_HD constexpr int wgmma_rows(int64_t M) { return M <= 64 ? 64 : 128; }
 
-// Overlap: at 128 rows a block is alone on its SM (244 registers a thread), so nothing else covers the tensor cores
+// Overlap: at 128 rows a block is alone on its SM (about 245 registers a thread), so nothing else covers the tensor cores
 // while it prepares a tile; it leaves each tile's wgmma running through the next tile's barrier, copies and
 // dequantization (into a second set of fragment registers) and waits for them only after issuing the next tile's
 // (wait_group 1). The copies then run two tiles ahead instead of three, so that the slot a copy refills is never
@@ -62,27 +63,36 @@ static_assert(wgmma_stage_bytes(4, 64) % kWgmmaSmemAlign == 0 && wgmma_stage_byt
 // 128-byte swizzle (chunk bits 4-6 of the address XOR row bits 7-9).
 QGRU_HD constexpr int wgmma_a_chunk_offset(int m, int q) { return m * 128 + ((q ^ (m % 8)) * 16); }
 
+inline constexpr int kWgmmaWarpgroups = 2;
+inline constexpr int kWgmmaThreads = 128 * kWgmmaWarpgroups;
 // The block: two warpgroups (kWgmmaThreads). Warpgroup g takes pair g of every warp tile: its warp w (0..3)
 // dequantizes n fragments 2g and 2g + 1 of the stripes warp w's words (outputs 32w + 16g .. + 15) and issues
 // the wgmma whose rows are those outputs. The dequantization is split, not repeated: each lane dequantizes
 // half of what a stripes lane does, and holds the accumulators of one pair (rows / 2 of them).
-inline constexpr int kWgmmaWarpgroups = 2;
-inline constexpr int kWgmmaThreads = 128 * kWgmmaWarpgroups;
 
-// Thread tid's copies of A for the cursor's tile: chunks c = tid + 256 i (row c / 8 = tid / 8 + 32 i of the row
-// block, inputs 8 (tid % 8) ..), zeros past M or K (K % 8 == 0). first_row: the row block's first row of A. Row
-// and input offsets are int32 (rows <= 1024, K <= kStripeMaxIndex); element offsets int64. (The words and the group
-// rows are loaded by warpgroup 0 with the stripes kernel's stripe_load_tile_words / stripe_load_tile_params.)
+// Thread tid's rows of A in row block mb: a_rows[i] = row tid / 8 + 32 i of the block (i < rows / 32), or null past
+// M: the same for every tile of the block, so the kernel takes them once and adds only the tile's inputs.
 template <int Rows>
-QGRU_HD void wgmma_load_a(const StripeSources& src, int64_t first_row, const StripeCursor& at, int tid, unsigned char* stage_a) {
+QGRU_HD void wgmma_a_rows(const StripeSources& src, int64_t first_row, int tid, const uint16_t* (&a_rows)[Rows * 8 / kWgmmaThreads]) {
+  for (int i = 0; i < Rows * 8 / kWgmmaThreads; ++i) {
+    const int64_t row = first_row + tid / 8 + (kWgmmaThreads / 8) * i;
+    a_rows[i] = row < src.M ? src.a + row * src.K : nullptr;
+  }
+}
+// Thread tid's copies of A for the cursor's tile: chunks c = tid + 256 i (row c / 8 = tid / 8 + 32 i of the row
+// block, a_rows[i] from wgmma_a_rows; inputs 8 (tid % 8) ..), zeros past M or K (K % 8 == 0). Input offsets are
+// int32 (K <= kStripeMaxIndex). (The words and the group rows are loaded by warpgroup 0 with the stripes kernel's
+// stripe_load_tile_words / stripe_load_tile_params.)
+template <int Rows>
+QGRU_HD void wgmma_load_a(const StripeSources& src, const uint16_t* const (&a_rows)[Rows * 8 / kWgmmaThreads], const StripeCursor& at,
+                          int tid, unsigned char* stage_a) {
   static_assert(Rows * 8 % kWgmmaThreads == 0, "whole chunks per thread");
   const int q = tid % 8;
   const int32_t k = at.kt * kStripeTileK + 8 * q;
   for (int i = 0; i < Rows * 8 / kWgmmaThreads; ++i) {
     const int m = tid / 8 + (kWgmmaThreads / 8) * i;
-    const int64_t row = first_row + m;
-    const bool valid = row < src.M && k < src.K;
-    copy16_async(stage_a + wgmma_a_chunk_offset(m, q), valid ? src.a + row * src.K + k : src.a, valid);
+    const bool valid = a_rows[i] != nullptr && k < src.K;
+    copy16_async(stage_a + wgmma_a_chunk_offset(m, q), valid ? a_rows[i] + k : src.a, valid);
   }
 }
 
