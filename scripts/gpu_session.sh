@@ -11,7 +11,8 @@
 #          racecheck and memcheck over the linear's kernels (--filter linear; the stripes kernel's cp.async reads
 #          and half2 stores) and memcheck over the device flow's short list (--filter device-flow-small).
 #   bench: the GRU executors against torch.nn.GRU on cuDNN fp32 / fp16 (scripts/bench_cuda_gru_peers.py) and the
-#          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), each writing its
+#          quantized linear against cuBLAS fp16 and tinygemm (scripts/bench_cuda_linear.sh), the wgmma engine beside
+#          cuBLAS fp16 in a process of its own (cuda-linear-wgmma.json), each writing its
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
 #          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
 #          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside);
@@ -235,10 +236,18 @@ linear_side_by_side() {
     "bash '$root/scripts/bench_cuda_linear.sh' '$pack' 20 --json '$out/cuda-linear.json' > '$out/cuda-linear.md'; \
      status=\$?; cat '$out/cuda-linear.md'; exit \$status"
 }
+# The wgmma engine (Hopper) beside cuBLAS fp16, in a process of its own (a fault of a kernel no GPU has run yet
+# ends only this step): its JSON rows in cuda-linear-wgmma.json (docs/benchmarks/cuda-linear.json takes them with
+# engine "qgru-wgmma"), its table in the log.
+wgmma_side_by_side() {
+  step "wgmma linear beside cuBLAS fp16 (M = 16-256)" 90 "$bin/bench_cuda_linear" --bits 4,8 --ms 16,64,128,256 \
+    --engines qgru-wgmma,cublas-fp16 --commit "$QGRU_COMMIT" --json "$out/cuda-linear-wgmma.json"
+}
 if [ "$mode" = first ]; then
   persistent_self_test
   gru_side_by_side --rounds 2
   linear_side_by_side
+  wgmma_side_by_side
   gptq_bench  # whatever the budget leaves: GPTQ's figures in the first call too, when the rest was quick
 fi
 
@@ -252,13 +261,16 @@ if [ "$mode" = check ]; then
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
     step "racecheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool racecheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
-    step "racecheck (linear kernels)" 100 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
+    step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
-    # The linear check runs every engine setting, wgmma among them (its kernel matches the regex). Older
-    # compute-sanitizer versions misreport the size of wgmma's shared-memory operand reads: a report on an HGMMA
-    # shared read of stripe_wgmma_kernel alone, with the plain self-test passing, points at the tool first.
-    step "memcheck (linear kernels)" 80 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
+    step "memcheck (linear kernels)" 60 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|gather|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
+    # Older compute-sanitizer versions misreport the size of wgmma's shared-memory operand reads: a report on an
+    # HGMMA shared read of stripe_wgmma_kernel alone, with the plain self-test passing, points at the tool first.
+    step "racecheck and memcheck (wgmma linear)" 120 bash -c "'$sanitizer' --tool racecheck --error-exitcode 1 \
+      --kernel-name regex:'stripe_wgmma' '$bin/test_cuda_gpu' --require-gpu --filter linear_wgmma && \
+      '$sanitizer' --tool memcheck --error-exitcode 1 --kernel-name regex:'(stripe|gather)' '$bin/test_cuda_gpu' \
+      --require-gpu --filter linear_wgmma"
     step "memcheck (device-flow-small)" 40 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter device-flow-small
   else
@@ -287,6 +299,7 @@ sweeps() {
 if [ "$mode" = bench ]; then
   gru_side_by_side
   linear_side_by_side
+  wgmma_side_by_side
   # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
   step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
     "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \

@@ -10,6 +10,8 @@ int check_dequant_on_device();
 // QuantLinear (W4A16/W8A16 GEMM) against a CPU reference in double over edge shapes, both checkpoint
 // zero formats, single and multiple groups, act-order, and split-K.
 int check_quant_linear();
+// The wgmma engine setting over the same shapes (the self-test runs it last).
+int check_quant_linear_wgmma();
 
 // GruCellCuda (cuBLAS int8 GEMMs + the shared cell kernel) against a CPU loop over the same cell function.
 int check_gru_cell();
@@ -24,6 +26,8 @@ int check_float_gru();
 // The C API's CUDA device (qgruQuantizeLinearGPTQ on QGRU_DEVICE_CUDA) against the same API's CPU path,
 // within fp16 rounding, plus the CUDA path's call-time statuses (capi_check.cpp).
 int check_capi_linear();
+// The C API's resident weights under the wgmma setting (run last, as check_quant_linear_wgmma).
+int check_capi_linear_wgmma();
 
 // The persistent GRU kernel (GruRecurrence::Persistent) against the direct cell loop and the reference executor, code
 // for code, each line naming the path taken; small: the short list for compute-sanitizer (persistent_gru_check.cpp).

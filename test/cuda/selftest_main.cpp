@@ -4,7 +4,7 @@
 // linear vs its CPU path, the persistent GRU kernel vs the CPU references, and GPTQ on the GPU vs the CPU path. Without a GPU it says so plainly and
 // does NOT pass: exit 77 ("SKIPPED", ctest's skip code) by default, exit 1 with --require-gpu.
 // --filter NAME runs only the check NAME (dequant, linear, gru_cell, quant_gru, float_gru, capi_linear, persistent,
-// device_flow, cuda_stream, capi_stream, gptq, resident_linear; device-flow-small: the device flow's short list for compute-sanitizer;
+// device_flow, cuda_stream, capi_stream, gptq, resident_linear, linear_wgmma, capi_linear_wgmma; device-flow-small: the device flow's short list for compute-sanitizer;
 // persistent-small: the persistent kernel's short list, for compute-sanitizer, which no full run includes; gptq,
 // GPTQ on the GPU against the CPU path, is also run only by its name).
 #include <cstdio>
@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
       {"capi_stream", qgru::cuda_test::check_capi_stream},
       {"gptq", qgru::cuda_test::check_gptq},
       {"resident_linear", qgru::cuda_test::check_resident_linear},
+      // Last: the wgmma kernel has not run on a GPU yet, and a fault ends the process's CUDA context.
+      {"linear_wgmma", qgru::cuda_test::check_quant_linear_wgmma},
+      {"capi_linear_wgmma", qgru::cuda_test::check_capi_linear_wgmma},
   };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0) {
