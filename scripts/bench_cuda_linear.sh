@@ -21,20 +21,32 @@ find_cuda_bench "$build" bench_cuda_linear
 commit="${QGRU_COMMIT:-$(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$bench" --bits 4,8 --iters "$iters" --commit "$commit" --json "$work/qgru.json" "$@"
+# qgru's rows go straight to the output file, rewritten whole after every shape (bench_cuda_linear's atomic
+# writer): a run cut by a time limit keeps what it measured. tinygemm's rows are added to them at the end.
+status=0
+rm -f "$json"  # a file from an earlier run must not pass for this one's
+"$bench" --bits 4,8 --iters "$iters" --commit "$commit" --json "$json" "$@" || status=$?
 echo
 if python3 -c "import torch" 2>/dev/null; then
-  python3 "$(dirname "$0")/bench_linear_torch.py" --iters "$iters" --commit "$commit" --json "$work/torch.json"
+  python3 "$(dirname "$0")/bench_linear_torch.py" --iters "$iters" --commit "$commit" --json "$work/torch.json" || status=$?
 else
   echo "tinygemm: NOT RUN (python3 cannot import torch here)"
 fi
-python3 - "$json" "$work"/*.json <<'PY'
-import json, sys
+# tinygemm's rows appended to qgru's, the file replaced whole (a temporary file and a rename); nothing measured,
+# nothing written.
+[[ -e "$json" || -e "$work/torch.json" ]] || exit $status
+python3 - "$json" "$work" <<'PY'
+import json, os, sys
+target, work = sys.argv[1], sys.argv[2]
 rows = []
-for path in sys.argv[2:]:
-    with open(path) as f:
-        rows += json.load(f)
-with open(sys.argv[1], "w") as f:
+for path in (target, os.path.join(work, "torch.json")):
+    if os.path.exists(path):
+        with open(path) as f:
+            rows += json.load(f)
+temporary = target + ".partial"
+with open(temporary, "w") as f:
     json.dump(rows, f, indent=1)
-print(f"\n{len(rows)} JSON rows in {sys.argv[1]}")
+os.replace(temporary, target)
+print(f"\n{len(rows)} JSON rows in {target}")
 PY
+exit $status
