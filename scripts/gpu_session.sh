@@ -30,6 +30,8 @@
 #          qgru.Hessian on cuda fed CUDA tensors in place (scripts/check_hessian_cuda.py) and GPTQ's benchmark
 #          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
 #          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
+# Afterwards, on the development machine: scripts/collect_gpu_results.py FILES_AT checks the JSON rows a call brought
+# back and merges them into docs/benchmarks (cuda-gru.json, cuda-linear.json, gptq-cuda.json).
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).

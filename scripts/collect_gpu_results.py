@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Folds what a GPU session measured into the project's benchmark records, and says what it shows.
+
+    collect_gpu_results.py OUT_DIR [--docs DIR]     OUT_DIR: the folder a gpu_session.sh call wrote (the device
+                                                    tool's files_at); DIR: default docs/benchmarks of this checkout
+    collect_gpu_results.py --self-test              shows the checks refuse what they must (no GPU needed)
+
+OUT_DIR may hold any of cuda-gru.json (scripts/bench_cuda_gru_peers.py), cuda-linear.json (scripts/bench_cuda_linear.sh),
+cuda-linear-wgmma.json (the wgmma step) and gptq-cuda.json (bench_cuda_gptq). Their rows go into DIR/cuda-gru.json,
+DIR/cuda-linear.json (the wgmma rows too) and DIR/gptq-cuda.json, the lists the issues define:
+  cuda-gru     {"H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"}
+  cuda-linear  {"bits", "K", "N", "M", "engine", "us", "weight_gb_per_s", "hbm_fraction", "card", "date", "commit"}
+  gptq-cuda    {"K", "N", "rows", "device", "seconds", "rel_err", "cpu_rel_err", "card", "date", "commit"}
+(other keys a benchmark writes, such as "detail", are kept). Every row of every input is checked first: a missing
+key, a value of the wrong type, a time that is not positive, a row of the peers script's dry run (fabricated
+timings) or a card that does not name a GPU is one line naming the file, the row and the key, exit 1, and nothing
+is written. A row replaces the recorded one with the same card, commit and identity (shape, engine, preset or
+device); the others stay, so runs on several cards and commits accumulate. Each record is written whole through a
+temporary file and a rename.
+
+Then it prints, per card and commit, what the rows show against the issues' targets: the linear engines' speed-up
+over cuBLAS fp16 and their fraction of HBM, the GRU executors' µs per step and ratio to the fastest cuDNN run, and
+GPTQ's seconds and error against the CPU path. Only rows measured, nothing estimated.
+"""
+import json
+import math
+import os
+import sys
+import tempfile
+
+DRY_RUN_CARD = "dry run: fabricated timings, no GPU"  # scripts/bench_cuda_gru_peers.py's
+
+NUMBER = (int, float)
+# record name -> (input files, required keys and their types, the identity keys of a row besides card and commit)
+RECORDS = {
+    "cuda-gru.json": (["cuda-gru.json"],
+                      {"H": int, "T": int, "N": int, "engine": str, "preset": str, "us_per_step": NUMBER,
+                       "card": str, "date": str, "commit": str},
+                      ["H", "T", "N", "engine", "preset"]),
+    "cuda-linear.json": (["cuda-linear.json", "cuda-linear-wgmma.json"],
+                         {"bits": int, "K": int, "N": int, "M": int, "engine": str, "us": NUMBER,
+                          "weight_gb_per_s": NUMBER, "hbm_fraction": (int, float, type(None)), "card": str,
+                          "date": str, "commit": str},
+                         ["bits", "K", "N", "M", "engine", "detail"]),
+    "gptq-cuda.json": (["gptq-cuda.json"],
+                       {"K": int, "N": int, "rows": int, "device": str, "seconds": NUMBER, "rel_err": NUMBER,
+                        "cpu_rel_err": (int, float, type(None)), "card": str, "date": str, "commit": str},
+                       ["K", "N", "rows", "device", "hessian_product"]),
+}
+POSITIVE = {"us_per_step", "us", "seconds"}
+
+
+class Refused(Exception):
+    pass
+
+
+def check_rows(path, rows, keys):
+    if not isinstance(rows, list):
+        raise Refused(f"{path}: expected a JSON list of rows, got {type(rows).__name__}")
+    for i, row in enumerate(rows):
+        where = f"{path}: row {i}"
+        if not isinstance(row, dict):
+            raise Refused(f"{where}: expected an object, got {type(row).__name__}")
+        for key, kind in keys.items():
+            if key not in row:
+                raise Refused(f"{where}: no \"{key}\"")
+            value = row[key]
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise Refused(f"{where}: \"{key}\" is {json.dumps(value)}, expected {describe(kind)}")
+            if key in POSITIVE and not (math.isfinite(value) and value > 0):
+                raise Refused(f"{where}: \"{key}\" is {value}, expected a positive time")
+        card = row["card"]
+        if card == DRY_RUN_CARD:
+            raise Refused(f"{where}: a dry run's row (card \"{card}\"): fabricated timings are not records")
+        if not card.strip() or card.strip().lower() in ("unknown", "none", "n/a", "cpu"):
+            raise Refused(f"{where}: \"card\" is \"{card}\", expected the GPU's name")
+
+
+def describe(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "an integer", float: "a number", str: "a string", type(None): "null"}
+    return " or ".join(dict.fromkeys(names[k] for k in kinds))
+
+
+def identity(row, keys):
+    return (row["card"], row["commit"]) + tuple(json.dumps(row.get(k), sort_keys=True) for k in keys)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise Refused(f"{path}: not JSON ({e})")
+
+
+def write_whole(path, rows):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".collect-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(rows, f, indent=1)
+            f.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def collect(out_dir, docs_dir, report=print):
+    """Checks every input, then merges; returns {record: (added, replaced, total)}."""
+    plans = []
+    for record, (inputs, keys, id_keys) in RECORDS.items():
+        new_rows = []
+        for name in inputs:
+            path = os.path.join(out_dir, name)
+            if os.path.exists(path):
+                rows = load(path)
+                check_rows(path, rows, keys)
+                new_rows += rows
+        if not new_rows:
+            continue
+        target = os.path.join(docs_dir, record)
+        old_rows = load(target) if os.path.exists(target) else []
+        check_rows(target, old_rows, keys)
+        plans.append((record, target, old_rows, new_rows, id_keys))
+    if not plans:
+        raise Refused(f"{out_dir}: none of {', '.join(n for r in RECORDS.values() for n in r[0])} is there")
+    summary = {}
+    for record, target, old_rows, new_rows, id_keys in plans:
+        merged = {identity(r, id_keys): r for r in old_rows}
+        replaced = sum(1 for r in new_rows if identity(r, id_keys) in merged)
+        for r in new_rows:
+            merged[identity(r, id_keys)] = r
+        rows = [merged[k] for k in sorted(merged)]
+        write_whole(target, rows)
+        summary[record] = (len(new_rows) - replaced, replaced, len(rows))
+        report(f"{target}: {len(new_rows) - replaced} rows added, {replaced} replaced, {len(rows)} in all")
+    return summary
+
+
+def rows_in(out_dir, *names):
+    """The rows of those of the files that are in out_dir (already checked by collect)."""
+    rows = []
+    for name in names:
+        path = os.path.join(out_dir, name)
+        if os.path.exists(path):
+            rows += load(path)
+    return rows
+
+
+def table_head(report, title, columns):
+    report(f"\n{title}")
+    report("| " + " | ".join(name for name, _ in columns) + " |")
+    report("|" + "|".join("---:" if right else "---" for _, right in columns) + "|")
+
+
+def show(out_dir, report=print):
+    """What the session's rows show against the issues' targets (measured rows only)."""
+    linear = rows_in(out_dir, "cuda-linear.json", "cuda-linear-wgmma.json")
+    if linear:
+        table_head(report, "quantized linear: speed-up over cuBLAS fp16 (its time / the engine's), fraction of HBM",
+                   [("card", 0), ("bits", 1), ("K x N", 0), ("M", 1), ("engine", 0), ("µs", 1), ("x cuBLAS fp16", 1), ("HBM", 1)])
+        cublas = {(r["card"], r["bits"], r["K"], r["N"], r["M"]): r["us"] for r in linear if r["engine"] == "cublas-fp16"}
+        for r in sorted(linear, key=lambda r: (r["card"], r["bits"], r["K"], r["N"], r["M"], r["engine"])):
+            if r["engine"] in ("cublas-fp16", "d2d-copy"):
+                continue
+            base = cublas.get((r["card"], r["bits"], r["K"], r["N"], r["M"]))
+            ratio = f"{base / r['us']:.2f}" if base else "n/a"
+            hbm = f"{100 * r['hbm_fraction']:.0f}%" if r.get("hbm_fraction") is not None else "n/a"
+            report(f"| {r['card']} | {r['bits']} | {r['K']}x{r['N']} | {r['M']} | {r['engine']} | {r['us']:.1f} | {ratio} | {hbm} |")
+    gru = rows_in(out_dir, "cuda-gru.json")
+    if gru:
+        table_head(report, "GRU: µs per step, ratio to the fastest cuDNN run of the shape (its time / this one's)",
+                   [("card", 0), ("H, T, N", 0), ("engine", 0), ("preset", 0), ("µs per step", 1), ("x fastest cuDNN", 1)])
+        fastest = {}
+        for r in gru:
+            if r["engine"].startswith("cudnn"):
+                key = (r["card"], r["H"], r["T"], r["N"])
+                fastest[key] = min(fastest.get(key, math.inf), r["us_per_step"])
+        for r in sorted(gru, key=lambda r: (r["card"], r["H"], r["T"], r["N"], r["engine"], r["preset"])):
+            best = fastest.get((r["card"], r["H"], r["T"], r["N"]))
+            ratio = f"{best / r['us_per_step']:.2f}" if best else "n/a"
+            report(f"| {r['card']} | {r['H']}, {r['T']}, {r['N']} | {r['engine']} | {r['preset']} | "
+                   f"{r['us_per_step']:.2f} | {ratio} |")
+    gptq = rows_in(out_dir, "gptq-cuda.json")
+    if gptq:
+        table_head(report, "GPTQ on the GPU: seconds, relative error against the CPU path's",
+                   [("card", 0), ("K x N", 0), ("rows", 1), ("device", 0), ("s", 1), ("rel_err", 1), ("cpu_rel_err", 1)])
+        for r in gptq:
+            cpu = "n/a" if r.get("cpu_rel_err") is None else f"{r['cpu_rel_err']:.5g}"
+            report(f"| {r['card']} | {r['K']}x{r['N']} | {r['rows']} | {r['device']} | {r['seconds']:.3f} | "
+                   f"{r['rel_err']:.5g} | {cpu} |")
+
+
+def self_test():
+    failures = []
+
+    def expect(condition, what):
+        if not condition:
+            failures.append(what)
+
+    card, date = "NVIDIA H200", "2026-11-29"
+    linear_row = {"bits": 4, "K": 4096, "N": 4096, "M": 1, "engine": "qgru", "detail": "stripes", "us": 10.0,
+                  "weight_gb_per_s": 800.0, "hbm_fraction": 0.17, "card": card, "date": date, "commit": "abc"}
+    cublas_row = dict(linear_row, engine="cublas-fp16", detail="cublasGemmEx", us=20.0, hbm_fraction=None)
+    wgmma_row = dict(linear_row, M=256, engine="qgru-wgmma", detail="wgmma", us=30.0)
+    gru_row = {"H": 256, "T": 100, "N": 1, "engine": "qgru", "preset": "int8", "us_per_step": 2.5, "card": card,
+               "date": date, "commit": "abc"}
+    cudnn_row = dict(gru_row, engine="cudnn-fp16", preset="fp16", us_per_step=5.0)
+    gptq_row = {"K": 4096, "N": 4096, "rows": 262144, "device": "cuda", "hessian_product": "fp32", "seconds": 0.8,
+                "rel_err": 0.011, "cpu_rel_err": 0.0111, "card": card, "date": date, "commit": "abc"}
+    with tempfile.TemporaryDirectory() as root:
+        out, docs = os.path.join(root, "out"), os.path.join(root, "docs")
+        os.makedirs(out)
+        os.makedirs(docs)
+
+        def put(name, rows):
+            with open(os.path.join(out, name), "w") as f:
+                json.dump(rows, f)
+
+        put("cuda-linear.json", [linear_row, cublas_row])
+        put("cuda-linear-wgmma.json", [wgmma_row])
+        put("cuda-gru.json", [gru_row, cudnn_row])
+        put("gptq-cuda.json", [gptq_row])
+        lines = []
+        summary = collect(out, docs, lines.append)
+        expect(summary.get("cuda-linear.json") == (3, 0, 3), f"linear rows merged with the wgmma ones: {summary}")
+        expect(summary.get("cuda-gru.json") == (2, 0, 2) and summary.get("gptq-cuda.json") == (1, 0, 1),
+               f"every record written: {summary}")
+        # A second run of another commit adds; the same commit replaces.
+        put("cuda-linear.json", [dict(linear_row, us=9.0), dict(linear_row, commit="def")])
+        os.unlink(os.path.join(out, "cuda-linear-wgmma.json"))
+        summary = collect(out, docs, lines.append)
+        with open(os.path.join(docs, "cuda-linear.json")) as f:
+            recorded = json.load(f)
+        expect(summary.get("cuda-linear.json") == (1, 1, 4), f"one replaced, one added: {summary}")
+        expect(any(r["us"] == 9.0 and r["commit"] == "abc" for r in recorded) and
+               not any(r["us"] == 10.0 and r["commit"] == "abc" and r["engine"] == "qgru" for r in recorded),
+               "the same card, commit and identity: the new row replaces the old")
+        # Refusals: one line naming the file, the row and the key; nothing written, not even the good records.
+        before = {n: open(os.path.join(docs, n)).read() for n in os.listdir(docs)}
+        bad_cases = [
+            ("cuda-gru.json", [gru_row, {k: v for k, v in gru_row.items() if k != "us_per_step"}], "row 1: no \"us_per_step\""),
+            ("cuda-gru.json", [dict(gru_row, card=DRY_RUN_CARD)], "a dry run"),
+            ("cuda-linear.json", [dict(linear_row, us=0.0)], "expected a positive time"),
+            ("cuda-linear.json", [dict(linear_row, M="1")], "\"M\" is \"1\", expected an integer"),
+            ("gptq-cuda.json", [dict(gptq_row, card="unknown")], "expected the GPU's name"),
+            ("cuda-linear.json", {"rows": []}, "expected a JSON list"),
+        ]
+        for name, rows, message in bad_cases:
+            put("cuda-gru.json", [gru_row])
+            put("cuda-linear.json", [linear_row])
+            put("gptq-cuda.json", [gptq_row])
+            put(name, rows)
+            try:
+                collect(out, docs, lambda _: None)
+                expect(False, f"{name} {message}: accepted")
+            except Refused as e:
+                text = str(e)
+                expect(message in text and name in text and "\n" not in text, f"{name}: the refusal says {text!r}")
+            after = {n: open(os.path.join(docs, n)).read() for n in os.listdir(docs)}
+            expect(after == before, f"{name} {message}: a record was written although an input was refused")
+        with open(os.path.join(out, "cuda-gru.json"), "w") as f:
+            f.write("[{")
+        try:
+            collect(out, docs, lambda _: None)
+            expect(False, "a truncated file accepted")
+        except Refused as e:
+            expect("not JSON" in str(e), f"a truncated file: {e}")
+        empty = os.path.join(root, "empty")
+        os.makedirs(empty)
+        try:
+            collect(empty, docs, lambda _: None)
+            expect(False, "an empty folder accepted")
+        except Refused as e:
+            expect("none of" in str(e), f"an empty folder: {e}")
+        # The summary tables: the ratio to cuBLAS fp16 and to the fastest cuDNN run, from the rows alone.
+        put("cuda-linear.json", [linear_row, cublas_row])
+        put("cuda-gru.json", [gru_row, cudnn_row])
+        put("gptq-cuda.json", [gptq_row])
+        shown = []
+        show(out, shown.append)
+        text = "\n".join(shown)
+        expect("| NVIDIA H200 | 4 | 4096x4096 | 1 | qgru | 10.0 | 2.00 | 17% |" in text, f"linear summary:\n{text}")
+        expect("| NVIDIA H200 | 256, 100, 1 | qgru | int8 | 2.50 | 2.00 |" in text, f"GRU summary:\n{text}")
+        expect("| NVIDIA H200 | 4096x4096 | 262144 | cuda | 0.800 | 0.011 | 0.0111 |" in text, f"GPTQ summary:\n{text}")
+        leftovers = [n for n in os.listdir(docs) if n.startswith(".collect-")]
+        expect(not leftovers, f"temporary files left: {leftovers}")
+    for f in failures:
+        print(f"collect_gpu_results self-test: FAIL: {f}")
+    print(f"collect_gpu_results self-test: {'FAILED' if failures else 'OK'}")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    args = argv[1:]
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks")
+    if len(args) == 3 and args[1] == "--docs":
+        docs = args[2]
+        args = args[:1]
+    if len(args) != 1 or args[0].startswith("-"):
+        print("usage: collect_gpu_results.py OUT_DIR [--docs DIR] | --self-test", file=sys.stderr)
+        return 2
+    if not os.path.isdir(args[0]):
+        print(f"collect_gpu_results: {args[0]}: not a folder", file=sys.stderr)
+        return 1
+    try:
+        collect(args[0], docs)
+    except Refused as e:
+        print(f"collect_gpu_results: {e}; nothing written", file=sys.stderr)
+        return 1
+    show(args[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
