@@ -12,6 +12,8 @@
 
 #include "hand_gru_cell.h"
 #include "qgru/kernels/device_upload.h"
+#include "qgru/quant/activation_generation.h"
+#include "qgru/runtime/activation_tables.h"
 
 namespace dq = qgru::kernels;
 
@@ -129,4 +131,35 @@ TEST_CASE("stripes layer upload: tiles, group parameters, the act-order permutat
     REQUIRE(up.owns(u.counters + counters - 1));
     for (int64_t i = 0; i < counters; ++i) REQUIRE(u.counters[i] == 0u);
   }
+}
+
+TEST_CASE("a piecewise-linear activation's upload: its four arrays and its bucket index, every code the same output") {
+  qgru::TensorQuant input, output;
+  input.bits = 16;
+  input.shift = 10;  // codes span [-32, 32)
+  output.bits = 16;
+  output.symmetric = true;
+  output.shift = 15;  // tanh into [-1, 1)
+  const qgru::ActivationTables tables = qgru::generate_activation(qgru::ActivationFunction::Tanh, qgru::ActivationImpl::Pwl,
+                                                                  qgru::default_pwl_segments(16), input, output);
+  const qgru::ActivationView host = tables.view();
+  REQUIRE(host.num_segments > 16);
+  CHECK(host.pwl_bucket == nullptr);  // the host view: the plain search, the reference
+  RecordingUploader up;
+  const qgru::ActivationView device = dq::upload_activation(host, up);
+  CHECK(up.calls.size() == 5);  // thresholds, slopes, intercepts, shifts, the bucket index
+  for (const void* p : {static_cast<const void*>(device.pwl_threshold), static_cast<const void*>(device.pwl_q_b),
+                        static_cast<const void*>(device.pwl_term_c), static_cast<const void*>(device.pwl_shift),
+                        static_cast<const void*>(device.pwl_bucket)}) {
+    CHECK(up.owns(p));
+  }
+  CHECK(device.pwl_bucket_shift == 8);  // 65,536 codes in 256 buckets
+  int64_t first_mismatch = INT64_MIN;
+  for (int64_t q = int64_t{host.q_in_min} - 3; q <= int64_t{host.q_in_max} + 3; ++q) {
+    if (qgru::evaluate_activation(device, static_cast<int32_t>(q)) != qgru::evaluate_activation(host, static_cast<int32_t>(q)) &&
+        first_mismatch == INT64_MIN) {
+      first_mismatch = q;
+    }
+  }
+  CHECK_MESSAGE(first_mismatch == INT64_MIN, "the uploaded activation differs at q_in = " << first_mismatch);
 }

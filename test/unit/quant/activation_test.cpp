@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "qgru/base/error.h"
 #include "qgru/fixed/activation.h"
+#include "qgru/fixed/activation_buckets.h"
 #include "qgru/runtime/activation_tables.h"
 #include "qgru/quant/activation_generation.h"
 
@@ -95,8 +97,17 @@ Measured check_exhaustively(const qgru::ActivationTables& tables, bool expect_mo
   int64_t first_bad_pwl = std::numeric_limits<int64_t>::min();
   int64_t first_decrease = std::numeric_limits<int64_t>::min();
   int32_t previous = std::numeric_limits<int32_t>::min();
+  // The device copies' bucket index (activation_buckets.h) must find the same segment for every code.
+  const qgru::PwlBuckets buckets = tables.impl == ActivationImpl::Pwl ? qgru::pwl_buckets(view) : qgru::PwlBuckets{};
+  const qgru::ActivationView bucketed = qgru::with_pwl_buckets(view, buckets);
+  int64_t first_bucket_mismatch = std::numeric_limits<int64_t>::min();
   for (int64_t q_in = tables.input.qmin(); q_in <= tables.input.qmax(); ++q_in) {
     const int32_t got = qgru::evaluate_activation(view, static_cast<int32_t>(q_in));
+    if (tables.impl == ActivationImpl::Pwl && first_bucket_mismatch == std::numeric_limits<int64_t>::min() &&
+        (qgru::find_pwl_segment(bucketed, static_cast<int32_t>(q_in)) != qgru::find_pwl_segment(view, static_cast<int32_t>(q_in)) ||
+         qgru::evaluate_activation(bucketed, static_cast<int32_t>(q_in)) != got)) {
+      first_bucket_mismatch = q_in;
+    }
     if (got < previous && first_decrease == std::numeric_limits<int64_t>::min()) first_decrease = q_in;
     previous = got;
     if (tables.impl == ActivationImpl::Pwl && got != reference_pwl(tables, q_in) &&
@@ -115,6 +126,8 @@ Measured check_exhaustively(const qgru::ActivationTables& tables, bool expect_mo
                 "the output decreases at q_in = " << first_decrease);
   CHECK_MESSAGE(first_bad_pwl == std::numeric_limits<int64_t>::min(),
                 "integer Pwl evaluation differs from its long-double reading at q_in = " << first_bad_pwl);
+  CHECK_MESSAGE(first_bucket_mismatch == std::numeric_limits<int64_t>::min(),
+                "the bucket index finds another segment or output than the plain search at q_in = " << first_bucket_mismatch);
   const qgru::ActivationError library = qgru::measure_activation_error(tables);
   CHECK(library.max_lsb_error == measured.max_lsb);
   CHECK(library.mean_abs_lsb_error == doctest::Approx(measured.mean_lsb));
@@ -472,5 +485,56 @@ TEST_CASE("malformed table artifact data is refused: a 13-bit input, a wrong siz
     auto bad = tables;
     bad.table[7] = 128;  // tanh output is int8
     CHECK(contains(read_error(write_artifact(bad, prefix), prefix), "gate.new.table\": element 7 = 128"));
+  }
+}
+
+TEST_CASE("pwl bucket index: the same segment as a linear scan for every code, whatever the thresholds' spacing") {
+  // Thresholds by hand (the search reads nothing else): one segment; more segments than buckets; all crowded into one
+  // bucket; an 8-bit range (one code a bucket); an unsigned 16-bit range; the range's last code alone a segment.
+  struct Case {
+    int32_t q_min, q_max;
+    std::vector<int32_t> thresholds;
+  };
+  std::vector<Case> cases = {{-32768, 32767, {-32768}}, {-128, 127, {-128, -1, 0, 5, 127}}, {0, 65535, {0, 100, 101, 65535}}};
+  std::vector<int32_t> dense;  // 4096 segments over 65536 codes: 16 a bucket
+  for (int32_t t = -32768; t < 32768; t += 16) dense.push_back(t);
+  cases.push_back({-32768, 32767, dense});
+  std::vector<int32_t> crowded = {-32768};  // 200 segments inside codes 1000 .. 1199, one bucket of 256 codes
+  for (int32_t t = 1000; t < 1200; ++t) crowded.push_back(t);
+  cases.push_back({-32768, 32767, crowded});
+  std::mt19937 rng(5);
+  for (int c = 0; c < 20; ++c) {  // random spacings, random ranges of 8 to 17 bits
+    const int bits = 8 + static_cast<int>(rng() % 10);
+    const int32_t q_min = -(int32_t{1} << (bits - 1)) + static_cast<int32_t>(rng() % 7), q_max = (int32_t{1} << (bits - 1)) - 1;
+    std::vector<int32_t> t = {q_min};
+    while (t.back() < q_max && t.size() < 4096) t.push_back(t.back() + 1 + static_cast<int32_t>(rng() % (rng() % 2 ? 3 : 900)));
+    if (t.back() > q_max) t.pop_back();
+    cases.push_back({q_min, q_max, t});
+  }
+  for (const Case& c : cases) {
+    CAPTURE(c.q_min);
+    CAPTURE(c.q_max);
+    CAPTURE(c.thresholds.size());
+    qgru::ActivationView view{};
+    view.impl = ActivationImpl::Pwl;
+    view.q_in_min = c.q_min;
+    view.q_in_max = c.q_max;
+    view.num_segments = static_cast<int32_t>(c.thresholds.size());
+    view.pwl_threshold = c.thresholds.data();
+    const qgru::PwlBuckets buckets = qgru::pwl_buckets(view);
+    CHECK(static_cast<int64_t>(buckets.first_segment.size()) <= qgru::kActivationPwlMaxBuckets + 1);
+    CHECK(((int64_t{c.q_max} - c.q_min) >> buckets.shift) + 2 == static_cast<int64_t>(buckets.first_segment.size()));
+    if (buckets.shift > 0) CHECK(((int64_t{c.q_max} - c.q_min) >> (buckets.shift - 1)) >= qgru::kActivationPwlMaxBuckets);  // fewest codes a bucket
+    const qgru::ActivationView bucketed = qgru::with_pwl_buckets(view, buckets);
+    size_t segment = 0;
+    int64_t first_mismatch = std::numeric_limits<int64_t>::min();
+    for (int64_t q = c.q_min; q <= c.q_max; ++q) {
+      while (segment + 1 < c.thresholds.size() && c.thresholds[segment + 1] <= q) ++segment;  // the linear scan
+      if (qgru::find_pwl_segment(bucketed, static_cast<int32_t>(q)) != static_cast<int32_t>(segment) &&
+          first_mismatch == std::numeric_limits<int64_t>::min()) {
+        first_mismatch = q;
+      }
+    }
+    CHECK_MESSAGE(first_mismatch == std::numeric_limits<int64_t>::min(), "another segment at q_in = " << first_mismatch);
   }
 }

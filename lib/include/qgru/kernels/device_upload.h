@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "qgru/fixed/activation_buckets.h"
 #include "qgru/fixed/gru_cell.h"
 #include "qgru/kernels/gru_step.h"
 #include "qgru/kernels/stripe_linear.h"
@@ -45,7 +46,7 @@ class Uploader {
   }
 };
 
-// The device copy of one activation (table, or piecewise-linear segments).
+// The device copy of one activation (table, or piecewise-linear segments with their bucket index).
 inline ActivationView upload_activation(const ActivationView& a, Uploader& up) {
   ActivationView d = a;
   if (a.impl == ActivationImpl::Table) {
@@ -55,6 +56,10 @@ inline ActivationView upload_activation(const ActivationView& a, Uploader& up) {
     d.pwl_q_b = up.put(a.pwl_q_b, a.num_segments);
     d.pwl_term_c = up.put(a.pwl_term_c, a.num_segments);
     d.pwl_shift = up.put(a.pwl_shift, a.num_segments);
+    // The bucket index (qgru/fixed/activation_buckets.h): the same segments, fewer dependent loads.
+    const PwlBuckets buckets = pwl_buckets(a);
+    d.pwl_bucket = up.put(buckets.first_segment);
+    d.pwl_bucket_shift = buckets.shift;
   }
   return d;
 }
