@@ -30,14 +30,16 @@ struct LinearCli {
   bool no_bias = false;
 };
 
+// engine: set to the engine the layer ran (QuantLinear::engine: "tiles", "stripes", "dequant-gemm" or "wgmma").
 std::vector<float> linear_cuda(const qgru::gptq::QuantizedLayer& layer, const std::vector<int32_t>& qweight,
-                               const std::vector<float>& x, int64_t M) {
+                               const std::vector<float>& x, int64_t M, std::string& engine) {
 #ifdef QGRU_WITH_CUDA
   qgru::cuda::require_device();
   const qgru::cuda::QuantLinear gpu(qgru::cuda::checkpoint_linear_weights(layer, qweight));
+  engine = qgru::kernels::engine_name(gpu.engine(M).engine);
   return qgru::cuda::run_host_floats(gpu, x, M);
 #else
-  (void)layer, (void)qweight, (void)x, (void)M;
+  (void)layer, (void)qweight, (void)x, (void)M, (void)engine;
   throw qgru::Error("no CUDA device: this qgru was built without CUDA support");
 #endif
 }
@@ -54,14 +56,15 @@ int run_linear(const LinearCli& cli) {
   int64_t M = 0;
   const std::vector<float> x =
       qgru::gptq::linear_input(qgru::read_array(cli.input), cli.input, checkpoint, cli.layer, M);
-  std::vector<float> y = cli.device == "cuda" ? linear_cuda(layer, checkpoint.qweight, x, M)
+  std::string engine = "cpu-f32";
+  std::vector<float> y = cli.device == "cuda" ? linear_cuda(layer, checkpoint.qweight, x, M, engine)
                                               : qgru::gptq::layer_linear_f32(layer, checkpoint.qweight, x, M);
   qgru::gptq::add_linear_bias(y, checkpoint.bias, M);
   qgru::write_npy(cli.output, qgru::Tensor::from_vector({M, layer.N}, y));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("linear %s: M=%lld N=%lld K=%lld bits=%d bias=%s device=%s -> %s (%.1f ms)\n", cli.layer.c_str(),
+  std::printf("linear %s: M=%lld N=%lld K=%lld bits=%d bias=%s device=%s engine=%s -> %s (%.1f ms)\n", cli.layer.c_str(),
               static_cast<long long>(M), static_cast<long long>(layer.N), static_cast<long long>(layer.K), layer.bits,
-              checkpoint.bias.empty() ? "no" : "yes", cli.device.c_str(), cli.output.c_str(), ms);
+              checkpoint.bias.empty() ? "no" : "yes", cli.device.c_str(), engine.c_str(), cli.output.c_str(), ms);
   return qgru::kExitOk;
 }
 
@@ -84,6 +87,10 @@ QGRU_SUBCOMMAND("linear", "Run one GPTQ checkpoint layer on activations: y = x �
                   command.add_flag("--no-bias", cli->no_bias, "Leave out the checkpoint's PREFIX.bias (added by default)");
                   command.footer(
                       "y = x · Ŵᵀ + bias, Ŵ decoded as GPTQModel and transformers decode it (docs/GPTQ.md).\n"
+                      "With --device cuda the engine is chosen when the layer loads, by QGRU_CUDA_LINEAR_KERNEL:\n"
+                      "  legacy (unset: the tile kernel), stripes (weights repacked, dequantized in registers), auto\n"
+                      "  (stripes up to 64 rows, dequantize + cuBLAS beyond), wgmma (Hopper's warpgroup kernel; stripes\n"
+                      "  elsewhere). The summary line names the engine that ran (docs/CUDA.md, \"Quantized linear\").\n"
                       "Example:\n"
                       "  qgru linear --checkpoint q/model.safetensors --layer fc1 --input x.npy --output y.npy");
                   return [cli] { return run_linear(*cli); };

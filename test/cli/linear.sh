@@ -35,6 +35,13 @@ PY
 "$qgru" -q linear --checkpoint ckpt.safetensors --layer fc --input x.npy --output y_cpu.npy >linear.stdout \
   || fail "qgru linear --device cpu failed"
 grep -q "bias=yes" linear.stdout || fail "qgru linear did not report the bias: $(cat linear.stdout)"
+grep -q "device=cpu engine=cpu-f32 " linear.stdout || fail "qgru linear did not name its engine: $(cat linear.stdout)"
+# --help says how the CUDA engine is chosen, every value of the variable
+"$qgru" linear --help >help.stdout || fail "qgru linear --help failed"
+for value in legacy stripes auto wgmma; do
+  grep -q "QGRU_CUDA_LINEAR_KERNEL" help.stdout && grep -q "$value" help.stdout ||
+    fail "qgru linear --help does not explain QGRU_CUDA_LINEAR_KERNEL=$value: $(cat help.stdout)"
+done
 "$qgru" -q linear --checkpoint ckpt.safetensors --layer fc --input x.npy --output y_nobias.npy --no-bias >/dev/null \
   || fail "qgru linear --no-bias failed"
 mkdir -p v1_2bit v2_3bit
