@@ -4,8 +4,8 @@ not synchronize.
 
 The per-call paths are QuantLinear::run (cuda/src/quant_linear.cpp), the C API's resident linear
 (cuda_linear_resident in lib/src/gptq/capi/qgru_gptq_cuda.cpp) and every function of the files whose kernels they
-launch (cuda/src/quant_linear_stripes.cu, quant_linear_wgmma.cu, stripe_column_sum.cuh, quant_linear_kernels.cu,
-layout_convert.cu). Their bodies must not
+launch (cuda/src/quant_linear_stripes.cu, quant_linear_wgmma.cu, stripe_column_sum.cuh, stripe_kernel_entry.cuh,
+quant_linear_kernels.cu, layout_convert.cu). Their bodies must not
 contain a host<->device copy (cudaMemcpy*, DeviceBuffer::from / upload / download / to_vector, an uploader),
 a synchronization (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize) or a host-side repack
 (repack_stripes, capi_to_checkpoint, download_rows). The GPU self-test checks the same at run time with
@@ -27,6 +27,7 @@ PER_CALL = [("cuda/src/quant_linear.cpp", "QuantLinear::run"),
             ("cuda/src/quant_linear_stripes.cu", None),
             ("cuda/src/quant_linear_wgmma.cu", None),
             ("cuda/src/stripe_column_sum.cuh", None),
+            ("cuda/src/stripe_kernel_entry.cuh", None),
             ("cuda/src/quant_linear_kernels.cu", None),
             ("cuda/src/layout_convert.cu", None)]
 

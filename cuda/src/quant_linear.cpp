@@ -279,34 +279,25 @@ void QuantLinear::run(const void* a, int64_t M, void* c, void* workspace, void* 
   args.K = d.K;
   args.n_padded = d.n_padded;
   args.group_size = d.stripe_group_size;
-  if (choice.engine == kernels::LinearEngine::Stripes) {
-    const kernels::StripePlan sp = stripe_plan(M);
+  if (choice.engine == kernels::LinearEngine::Stripes || choice.engine == kernels::LinearEngine::Wgmma) {
+    // One partition for every launch of the call; launches of up to kStripeMaxRows rows, in stream order, share the
+    // column counters.
+    const bool wgmma = choice.engine == kernels::LinearEngine::Wgmma;
+    const kernels::StripePlan sp = wgmma ? wgmma_plan(M) : stripe_plan(M);
     args.n_tiles = sp.n_tiles;
     args.k_tiles = sp.k_tiles;
     args.tiles = sp.tiles;
     args.tiles_per_block = sp.tiles_per_block;
     args.workspace = reinterpret_cast<float*>(base);
-    for (int64_t m0 = 0; m0 < M; m0 += kernels::kStripeMaxRows) {  // launches in stream order share the counters
+    for (int64_t m0 = 0; m0 < M; m0 += kernels::kStripeMaxRows) {
       args.M = M - m0 < kernels::kStripeMaxRows ? M - m0 : kernels::kStripeMaxRows;
       args.a = a_in + m0 * d.K;
       args.c = static_cast<uint16_t*>(c) + m0 * d.N;
-      launch_stripe_linear(args, d.bits, sp.blocks, stream);
-    }
-    return;
-  }
-  if (choice.engine == kernels::LinearEngine::Wgmma) {
-    const kernels::StripePlan sp = wgmma_plan(M);
-    const int rows = kernels::kStripeTileM * sp.m_frags;
-    args.n_tiles = sp.n_tiles;
-    args.k_tiles = sp.k_tiles;
-    args.tiles = sp.tiles;
-    args.tiles_per_block = sp.tiles_per_block;
-    args.workspace = reinterpret_cast<float*>(base);
-    for (int64_t m0 = 0; m0 < M; m0 += kernels::kStripeMaxRows) {  // launches in stream order share the counters
-      args.M = M - m0 < kernels::kStripeMaxRows ? M - m0 : kernels::kStripeMaxRows;
-      args.a = a_in + m0 * d.K;
-      args.c = static_cast<uint16_t*>(c) + m0 * d.N;
-      launch_stripe_wgmma(args, d.bits, rows, sp.blocks, stream);
+      if (wgmma) {
+        launch_stripe_wgmma(args, d.bits, kernels::kStripeTileM * sp.m_frags, sp.blocks, stream);
+      } else {
+        launch_stripe_linear(args, d.bits, sp.blocks, stream);
+      }
     }
     return;
   }

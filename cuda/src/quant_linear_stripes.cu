@@ -27,6 +27,7 @@
 #include "qgru_cuda/check.h"
 #include "quant_linear_launch.h"
 #include "stripe_column_sum.cuh"
+#include "stripe_kernel_entry.cuh"
 
 namespace qgru::cuda {
 
@@ -241,16 +242,11 @@ void launch_gather_columns(const uint16_t* a, const int32_t* perm, uint16_t* out
 namespace {
 
 // The kernel for (bits, m16 fragments), with its dynamic shared memory (bytes).
-struct StripeKernel {
-  void (*kernel)(StripeLinearArgs);
-  int smem_bytes;
-  const char* name;
-};
 template <int Bits, int MFrags>
-StripeKernel stripe_kernel_entry(const char* name) {
+StripeKernelEntry stripe_kernel_entry(const char* name) {
   return {stripe_linear_kernel<Bits, MFrags>, k::stripe_smem_bytes(Bits, MFrags), name};
 }
-StripeKernel stripe_kernel(int bits, int m_frags) {
+StripeKernelEntry stripe_kernel(int bits, int m_frags) {
   if (bits == 4) {
     if (m_frags == 1) return stripe_kernel_entry<4, 1>("stripe_linear_kernel<4, 1>");
     if (m_frags == 2) return stripe_kernel_entry<4, 2>("stripe_linear_kernel<4, 2>");
@@ -267,37 +263,11 @@ StripeKernel stripe_kernel(int bits, int m_frags) {
 
 }  // namespace
 
-int prepare_stripe_linear(int bits, int m_frags) {
-  const StripeKernel entry = stripe_kernel(bits, m_frags);
-  // A device whose blocks cannot hold the stages (opt-in limit below them) gets 0, and the layer the tile kernel,
-  // rather than an error from the attribute.
-  int device = 0, optin = 0;
-  QGRU_CUDA_CHECK(cudaGetDevice(&device));
-  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  cudaFuncAttributes attributes{};
-  QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, entry.kernel));
-  if (static_cast<int64_t>(entry.smem_bytes) + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return 0;
-  // A fixed value per kernel, the same whichever layer sets it: no ordering between threads is needed.
-  QGRU_CUDA_CHECK(cudaFuncSetAttribute(entry.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, entry.smem_bytes));
-  int blocks = 0;
-  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, entry.kernel, k::kStripeThreads,
-                                                                static_cast<size_t>(entry.smem_bytes)));
-  return blocks;
-}
+int prepare_stripe_linear(int bits, int m_frags) { return prepare_stripe_kernel(stripe_kernel(bits, m_frags), k::kStripeThreads); }
 
 void launch_stripe_linear(const StripeLinearArgs& args, int bits, int64_t blocks, void* stream) {
-  const int m_frags = k::stripe_m_frags(args.M);
-  const int64_t m_blocks = k::stripe_m_blocks(args.M);
-  if (blocks < 1 || args.M < 1 || args.M > k::kStripeMaxRows || blocks * m_blocks > 0x7FFFFFFF) {
-    throw Error("stripes linear launch: " + std::to_string(blocks) + " stripes x " + std::to_string(m_blocks) +
-                " row blocks (M=" + std::to_string(args.M) + ") out of range");
-  }
-  const StripeKernel entry = stripe_kernel(bits, m_frags);
-  StripeLinearArgs launch = args;
-  launch.m_blocks = m_blocks;
-  entry.kernel<<<static_cast<unsigned>(blocks * m_blocks), k::kStripeThreads, static_cast<size_t>(entry.smem_bytes),
-                 static_cast<cudaStream_t>(stream)>>>(launch);
-  QGRU_CUDA_CHECK_LAUNCH(entry.name);
+  launch_stripe_kernel(stripe_kernel(bits, k::stripe_m_frags(args.M)), k::kStripeThreads, args, blocks,
+                       k::stripe_m_blocks(args.M), "stripes linear", stream);
 }
 
 }  // namespace qgru::cuda

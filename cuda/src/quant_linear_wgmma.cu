@@ -23,6 +23,7 @@
 #include "qgru_cuda/check.h"
 #include "quant_linear_launch.h"
 #include "stripe_column_sum.cuh"
+#include "stripe_kernel_entry.cuh"
 
 namespace qgru::cuda {
 
@@ -254,16 +255,12 @@ __global__ void __launch_bounds__(k::kWgmmaThreads, wgmma_min_blocks(Rows)) stri
 #endif
 }
 
-struct WgmmaKernel {
-  void (*kernel)(StripeLinearArgs);
-  int smem_bytes;
-  const char* name;
-};
+// The kernel for (bits, rows of a row block), with its dynamic shared memory (bytes).
 template <int Bits, int Rows>
-WgmmaKernel wgmma_kernel_entry(const char* name) {
+StripeKernelEntry wgmma_kernel_entry(const char* name) {
   return {stripe_wgmma_kernel<Bits, Rows>, k::wgmma_smem_bytes(Bits, Rows), name};
 }
-WgmmaKernel wgmma_kernel(int bits, int rows) {
+StripeKernelEntry wgmma_kernel(int bits, int rows) {
   if (bits == 4) {
     if (rows == 64) return wgmma_kernel_entry<4, 64>("stripe_wgmma_kernel<4, 64>");
     if (rows == 128) return wgmma_kernel_entry<4, 128>("stripe_wgmma_kernel<4, 128>");
@@ -291,33 +288,14 @@ std::string wgmma_unavailable_reason() {
 }
 
 int prepare_stripe_wgmma(int bits, int rows) {
-  const WgmmaKernel entry = wgmma_kernel(bits, rows);
+  const StripeKernelEntry entry = wgmma_kernel(bits, rows);
   if (!wgmma_unavailable_reason().empty()) return 0;
-  int device = 0, optin = 0;
-  QGRU_CUDA_CHECK(cudaGetDevice(&device));
-  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  cudaFuncAttributes attributes{};
-  QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, entry.kernel));
-  if (static_cast<int64_t>(entry.smem_bytes) + static_cast<int64_t>(attributes.sharedSizeBytes) > optin) return 0;
-  QGRU_CUDA_CHECK(cudaFuncSetAttribute(entry.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, entry.smem_bytes));
-  int blocks = 0;
-  QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, entry.kernel, k::kWgmmaThreads,
-                                                                static_cast<size_t>(entry.smem_bytes)));
-  return blocks;
+  return prepare_stripe_kernel(entry, k::kWgmmaThreads);
 }
 
 void launch_stripe_wgmma(const StripeLinearArgs& args, int bits, int rows, int64_t blocks, void* stream) {
-  const int64_t m_blocks = k::wgmma_m_blocks(args.M, rows);
-  if (blocks < 1 || args.M < 1 || args.M > k::kStripeMaxRows || blocks * m_blocks > 0x7FFFFFFF) {
-    throw Error("wgmma linear launch: " + std::to_string(blocks) + " stripes x " + std::to_string(m_blocks) +
-                " row blocks (M=" + std::to_string(args.M) + ") out of range");
-  }
-  const WgmmaKernel entry = wgmma_kernel(bits, rows);
-  StripeLinearArgs launch = args;
-  launch.m_blocks = m_blocks;
-  entry.kernel<<<static_cast<unsigned>(blocks * m_blocks), k::kWgmmaThreads, static_cast<size_t>(entry.smem_bytes),
-                 static_cast<cudaStream_t>(stream)>>>(launch);
-  QGRU_CUDA_CHECK_LAUNCH(entry.name);
+  launch_stripe_kernel(wgmma_kernel(bits, rows), k::kWgmmaThreads, args, blocks, k::wgmma_m_blocks(args.M, rows),
+                       "wgmma linear", stream);
 }
 
 }  // namespace qgru::cuda
