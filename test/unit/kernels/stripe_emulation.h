@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -130,6 +131,23 @@ void column_end(Emulated& out, std::vector<float>& workspace, std::vector<uint32
       }
     }
   counter = 0;
+}
+
+// Every option combination on a 192-input, 136-output layer of exact data (integral activations, power-of-two
+// scales): 4 and 8 bits, both zero-point formats (zero_adjust 0, 1), symmetric or not, act-order or not, each group
+// size of `groups` (0: one group over K); rows(group) gives the M of a group size, so that the combinations reach
+// every kernel instance. Act-order with one group is the identity and is left out. check(c) runs each case.
+template <class Rows, class Check>
+void each_option_combination(std::initializer_list<int64_t> groups, Rows rows, Check check) {
+  constexpr int64_t K = 192;
+  for (const int bits : {4, 8})
+    for (const int zero_adjust : {0, 1})
+      for (const bool symmetric : {false, true})
+        for (const bool act_order : {false, true})
+          for (const int64_t group : groups) {
+            if (act_order && group == 0) continue;
+            check(Case{rows(group), 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7});
+          }
 }
 
 // Builds the case's layer and activations, repacks them, runs emulate(s, a, reverse) in both block orders (the

@@ -28,15 +28,7 @@ namespace dq = qgru::kernels;
 
 namespace {
 
-using qgru::test::stripes::block_order;
-using qgru::test::stripes::Case;
-using qgru::test::stripes::check_case_with;
-using qgru::test::stripes::column_end;
-using qgru::test::stripes::Emulated;
-using qgru::test::stripes::hi;
-using qgru::test::stripes::Layer;
-using qgru::test::stripes::lo;
-using qgru::test::stripes::make_layer;
+using namespace qgru::test::stripes;  // the emulations' shared layer, epilogue and reference
 
 // ---- mma.sync.m16n8k16 .f16 fragments, from the PTX ISA's figures (independent of stripe_linear.h) ----
 // A (16 x 16, row): register r of lane l holds rows l/4 + 8·(r % 2), columns 2·(l % 4) + 8·(r / 2) + {0, 1}.
@@ -392,18 +384,9 @@ TEST_CASE("stripes partition: every tile in exactly one block, segments counted,
 
 TEST_CASE("stripes launch (emulated) is exact on exact data and deterministic, every option combination") {
   uint32_t seed = 7;
-  for (const int bits : {4, 8})
-    for (const int zero_adjust : {0, 1})
-      for (const bool symmetric : {false, true})
-        for (const bool act_order : {false, true})
-          for (const int64_t group : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{0}}) {
-            const int64_t K = 192;
-            // the three kernel instances: one, two and four m16 fragments per block
-            const int64_t M = group == 32 ? 21 : group == 64 ? 47 : 3;
-            const Case c{M, 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7};
-            if (act_order && group == 0) continue;  // one group: act-order is the identity
-            check_case(c, seed++);
-          }
+  // the three kernel instances: one, two and four m16 fragments per block
+  each_option_combination({32, 64, 96, 0}, [](int64_t group) -> int64_t { return group == 32 ? 21 : group == 64 ? 47 : 3; },
+                          [&](const Case& c) { check_case(c, seed++); });
 }
 
 TEST_CASE("stripes rows: up to 64 rows one row block (each weight byte read once), every row in exactly one block") {

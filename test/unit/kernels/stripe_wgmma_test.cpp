@@ -23,13 +23,7 @@ namespace dq = qgru::kernels;
 
 namespace {
 
-using qgru::test::stripes::block_order;
-using qgru::test::stripes::Case;
-using qgru::test::stripes::check_case_with;
-using qgru::test::stripes::column_end;
-using qgru::test::stripes::Emulated;
-using qgru::test::stripes::hi;
-using qgru::test::stripes::lo;
+using namespace qgru::test::stripes;  // the emulations' shared layer, epilogue and reference
 
 // The emulated block's shared memory starts at this shared-window address (1024-aligned, not 0: the descriptors'
 // start addresses are absolute).
@@ -288,18 +282,9 @@ TEST_CASE("wgmma layout: the swizzled A tile, the descriptors, the accumulators,
 
 TEST_CASE("wgmma launch (emulated) is exact on exact data and deterministic, every option combination") {
   uint32_t seed = 70;
-  for (const int bits : {4, 8})
-    for (const int zero_adjust : {0, 1})
-      for (const bool symmetric : {false, true})
-        for (const bool act_order : {false, true})
-          for (const int64_t group : {int64_t{32}, int64_t{64}, int64_t{0}}) {
-            const int64_t K = 192;
-            // both instances: one row block of 64, one of 128 rows
-            const int64_t M = group == 32 ? 5 : group == 64 ? 77 : 40;
-            const Case c{M, 136, K, group == 0 ? K : group, bits, zero_adjust, act_order, symmetric, true, 7};
-            if (act_order && group == 0) continue;  // one group: act-order is the identity
-            check_case(c, seed++);
-          }
+  // both instances: one row block of 64, one of 128 rows
+  each_option_combination({32, 64, 0}, [](int64_t group) -> int64_t { return group == 32 ? 5 : group == 64 ? 77 : 40; },
+                          [&](const Case& c) { check_case(c, seed++); });
 }
 
 TEST_CASE("wgmma launch (emulated) within the fp32 bound: row blocks, padding, one and many segments") {
