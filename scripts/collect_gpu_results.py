@@ -36,7 +36,7 @@ RECORDS = {
     "cuda-gru.json": (["cuda-gru.json"],
                       {"H": int, "T": int, "N": int, "engine": str, "preset": str, "us_per_step": NUMBER,
                        "card": str, "date": str, "commit": str},
-                      ["H", "T", "N", "engine", "preset"]),
+                      ["H", "T", "N", "engine", "preset", "recurrence"]),
     "cuda-linear.json": (["cuda-linear.json", "cuda-linear-wgmma.json"],
                          {"bits": int, "K": int, "N": int, "M": int, "engine": str, "us": NUMBER,
                           "weight_gb_per_s": NUMBER, "hbm_fraction": (int, float, type(None)), "card": str,
@@ -173,17 +173,19 @@ def show(out_dir, report=print):
     gru = rows_in(out_dir, "cuda-gru.json")
     if gru:
         table_head(report, "GRU: µs per step, ratio to the fastest cuDNN run of the shape (its time / this one's)",
-                   [("card", 0), ("H, T, N", 0), ("engine", 0), ("preset", 0), ("µs per step", 1), ("x fastest cuDNN", 1)])
+                   [("card", 0), ("H, T, N", 0), ("engine", 0), ("preset", 0), ("recurrence", 0), ("µs per step", 1),
+                    ("x fastest cuDNN", 1)])
         fastest = {}
         for r in gru:
             if r["engine"].startswith("cudnn"):
                 key = (r["card"], r["H"], r["T"], r["N"])
                 fastest[key] = min(fastest.get(key, math.inf), r["us_per_step"])
-        for r in sorted(gru, key=lambda r: (r["card"], r["H"], r["T"], r["N"], r["engine"], r["preset"])):
+        for r in sorted(gru, key=lambda r: (r["card"], r["H"], r["T"], r["N"], r["engine"], r["preset"],
+                                            str(r.get("recurrence", "")))):
             best = fastest.get((r["card"], r["H"], r["T"], r["N"]))
             ratio = f"{best / r['us_per_step']:.2f}" if best else "n/a"
             report(f"| {r['card']} | {r['H']}, {r['T']}, {r['N']} | {r['engine']} | {r['preset']} | "
-                   f"{r['us_per_step']:.2f} | {ratio} |")
+                   f"{r.get('recurrence', '')} | {r['us_per_step']:.2f} | {ratio} |")
     gptq = rows_in(out_dir, "gptq-cuda.json")
     if gptq:
         table_head(report, "GPTQ on the GPU: seconds, relative error against the CPU path's",
@@ -207,8 +209,10 @@ def self_test():
     cublas_row = dict(linear_row, engine="cublas-fp16", detail="cublasGemmEx", us=20.0, hbm_fraction=None)
     wgmma_row = dict(linear_row, M=256, engine="qgru-wgmma", detail="wgmma", us=30.0)
     gru_row = {"H": 256, "T": 100, "N": 1, "engine": "qgru", "preset": "int8", "us_per_step": 2.5, "card": card,
-               "date": date, "commit": "abc"}
-    cudnn_row = dict(gru_row, engine="cudnn-fp16", preset="fp16", us_per_step=5.0)
+               "date": date, "commit": "abc", "recurrence": "step"}
+    # The same preset on another recurrence is another row, not a replacement.
+    persistent_row = dict(gru_row, recurrence="persistent", us_per_step=1.5)
+    cudnn_row = dict(gru_row, engine="cudnn-fp16", preset="fp16", us_per_step=5.0, recurrence="cudnn")
     gptq_row = {"K": 4096, "N": 4096, "rows": 262144, "device": "cuda", "hessian_product": "fp32", "seconds": 0.8,
                 "rel_err": 0.011, "cpu_rel_err": 0.0111, "card": card, "date": date, "commit": "abc"}
     with tempfile.TemporaryDirectory() as root:
@@ -222,13 +226,13 @@ def self_test():
 
         put("cuda-linear.json", [linear_row, cublas_row])
         put("cuda-linear-wgmma.json", [wgmma_row])
-        put("cuda-gru.json", [gru_row, cudnn_row])
+        put("cuda-gru.json", [gru_row, persistent_row, cudnn_row])
         put("gptq-cuda.json", [gptq_row])
         lines = []
         summary = collect(out, docs, lines.append)
         expect(summary.get("cuda-linear.json") == (3, 0, 3), f"linear rows merged with the wgmma ones: {summary}")
-        expect(summary.get("cuda-gru.json") == (2, 0, 2) and summary.get("gptq-cuda.json") == (1, 0, 1),
-               f"every record written: {summary}")
+        expect(summary.get("cuda-gru.json") == (3, 0, 3) and summary.get("gptq-cuda.json") == (1, 0, 1),
+               f"every record written, the step and persistent rows of one preset both: {summary}")
         # A second run of another commit adds; the same commit replaces.
         put("cuda-linear.json", [dict(linear_row, us=9.0), dict(linear_row, commit="def")])
         os.unlink(os.path.join(out, "cuda-linear-wgmma.json"))
@@ -284,7 +288,7 @@ def self_test():
         show(out, shown.append)
         text = "\n".join(shown)
         expect("| NVIDIA H200 | 4 | 4096x4096 | 1 | qgru | 10.0 | 2.00 | 17% |" in text, f"linear summary:\n{text}")
-        expect("| NVIDIA H200 | 256, 100, 1 | qgru | int8 | 2.50 | 2.00 |" in text, f"GRU summary:\n{text}")
+        expect("| NVIDIA H200 | 256, 100, 1 | qgru | int8 | step | 2.50 | 2.00 |" in text, f"GRU summary:\n{text}")
         expect("| NVIDIA H200 | 4096x4096 | 262144 | cuda | 0.800 | 0.011 | 0.0111 |" in text, f"GPTQ summary:\n{text}")
         leftovers = [n for n in os.listdir(docs) if n.startswith(".collect-")]
         expect(not leftovers, f"temporary files left: {leftovers}")

@@ -6,7 +6,9 @@
 #          against the CPU reference, code for code; the linear's engines within their bound; the whole call on the
 #          device and streaming on the GPU); qgru verify --device cuda and run cpu|cuda byte for byte on the bundled
 #          example (every preset; again with the persistent recurrence and with QGRU_CUDA_GRU_FLOW=device); the whole self-test
-#          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent); compute-sanitizer
+#          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent), and once more with its
+#          cluster barrier asked for (QGRU_CUDA_GRU_SYNC=cluster; the self-test's own persistent list checks both
+#          barriers every time); compute-sanitizer
 #          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small),
 #          racecheck and memcheck over the linear's kernels (--filter linear; the stripes kernel's cp.async reads
 #          and half2 stores) and memcheck over the device flow's short list (--filter device-flow-small).
@@ -16,8 +18,8 @@
 #          markdown table and JSON rows (docs/benchmarks/cuda-gru.json, cuda-linear.json take them); the streaming
 #          step's latency per frame on the GPU beside the CPU's (bench_cuda_gru --streaming) and the whole call on
 #          the host chaining and on the device (--flow host|device), both in cuda-stream.md (JSON rows inside);
-#          last, the sweeps of two defaults that are guesses (sweeps.md): the persistent kernel's units per block and
-#          the stripes partition's blocks per SM.
+#          last, the sweeps of the defaults that are guesses (sweeps.md): the persistent kernel's units per block and
+#          barrier (grid or cluster), the stripes partition's blocks per SM, the wgmma row block.
 #   first: one call that gives the most when only one fits (15 minutes of device time, the machine's start
 #          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
 #          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds), the linear side
@@ -229,6 +231,12 @@ export -f cublas_at_first_use
 persistent_self_test() {
   step "self-test, persistent recurrence forced" 100 env QGRU_CUDA_GRU_PATH=persistent "$bin/test_cuda_gpu" --require-gpu
 }
+# Every check's cells and models on the persistent kernel with the cluster barrier where the plan can (the path of
+# each line says which barrier it took, and why where not the cluster's).
+cluster_self_test() {
+  step "self-test, persistent recurrence forced, cluster barrier" 100 env QGRU_CUDA_GRU_PATH=persistent \
+    QGRU_CUDA_GRU_SYNC=cluster "$bin/test_cuda_gpu" --require-gpu
+}
 gru_side_by_side() {
   step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
     --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md" "$@"
@@ -256,6 +264,7 @@ fi
 if [ "$mode" = check ]; then
   step "cuBLAS at first use: one line without it, the CPU fallback, the image's file" 30 bash -c cublas_at_first_use
   persistent_self_test
+  cluster_self_test
   sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
   if [ -x "$sanitizer" ]; then
     # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.
@@ -282,14 +291,20 @@ if [ "$mode" = check ]; then
 fi
 
 # sweeps.md: the defaults that are guesses until measured. The persistent kernel's units per block (8, 16, 32)
-# at N = 1 and the stripes partition's blocks per SM (0 = the occupancy calculator's count, then 1, 2, 4) where the
+# at N = 1, with the grid barrier and then the cluster barrier (the plan's units; and at N = 64, 8 clusters), and the
+# stripes partition's blocks per SM (0 = the occupancy calculator's count, then 1, 2, 4) where the
 # column reduction and the pipeline depth trade against each other; the wgmma kernel's row block (64 rows, two
 # blocks an SM, or 128, one) and blocks per SM at M = 64-256; rows stream into the file as they come.
 sweeps() {
-  step "sweeps: persistent units per block; stripes blocks per SM; wgmma row blocks" 180 bash -c \
+  step "sweeps: persistent units per block and barrier; stripes blocks per SM; wgmma row blocks" 200 bash -c \
     "{ for units in 8 16 32; do echo \"### QGRU_CUDA_GRU_UNITS=\$units\"; \
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 256,100,1 --runs 30; \
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 1024,50,1 --runs 30; \
+       done; \
+       for sync in grid cluster; do echo \"### QGRU_CUDA_GRU_SYNC=\$sync\"; \
+         for shape in 256,100,1 1024,50,1 256,100,64; do \
+           QGRU_CUDA_GRU_SYNC=\$sync '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape \$shape --runs 30; \
+         done; \
        done; \
        '$bin/bench_cuda_linear' --bits 4 --shapes 4096x11008,8192x8192 --ms 1,16,64 --engines qgru-stripes,cublas-fp16 \
          --blocks-per-sm 0,1,2,4 --rounds 5; \

@@ -202,11 +202,14 @@ int count_from_environment(const char* name) {
 
 // The persistent plan's slices from the environment, for a benchmark's sweep (else the plan's own choice):
 // QGRU_CUDA_GRU_UNITS units per block (one of kernels::kPersistentUnitChoices; the plan refuses any other),
-// QGRU_CUDA_GRU_ROWS batch rows per block.
+// QGRU_CUDA_GRU_ROWS batch rows per block; and how its blocks meet: QGRU_CUDA_GRU_SYNC=cluster (the cluster barrier
+// where the device and the shape allow it) or grid (the default, also when unset).
 kernels::PersistentGruTuning persistent_tuning_from_environment() {
   kernels::PersistentGruTuning tuning;
   tuning.units_per_block = count_from_environment("QGRU_CUDA_GRU_UNITS");
   tuning.rows_per_block = count_from_environment("QGRU_CUDA_GRU_ROWS");
+  tuning.sync = environment_says("QGRU_CUDA_GRU_SYNC", "grid", "cluster") ? kernels::PersistentSync::Cluster
+                                                                          : kernels::PersistentSync::Grid;
   return tuning;
 }
 
@@ -237,7 +240,7 @@ struct GruCellCuda::Impl {
   mutable PinnedBuffer in_pinned;    // the packed x and h0 on their way in
   GruRecurrence recurrence = GruRecurrence::Step;  // resolved: Step or Persistent
   kernels::PersistentDevice device;                 // what the persistent plan may use
-  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS / _ROWS, read at construction
+  kernels::PersistentGruTuning tuning;              // QGRU_CUDA_GRU_UNITS / _ROWS / _SYNC, read at construction
   mutable std::map<int64_t, kernels::PersistentGruPlan> persistent_plans;  // by N, occupancy checked
   mutable int64_t last_N = 1;                      // describe()'s batch size
 
@@ -296,12 +299,18 @@ struct GruCellCuda::Impl {
       p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
     } else {
       p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
-      if (p.persistent) {
-        const std::string refused = persistent_occupancy(p);
-        if (!refused.empty()) {
-          p.persistent = false;
-          p.reason = refused;
-        }
+      std::string refused = p.persistent ? persistent_occupancy(p) : "";
+      if (!refused.empty() && p.sync == kernels::PersistentSync::Cluster) {
+        // No cluster of the plan's blocks fits: the grid barrier's plan, saying why.
+        kernels::PersistentGruTuning grid = tuning;
+        grid.sync = kernels::PersistentSync::Grid;
+        p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, grid);
+        if (p.persistent) p.sync_note = "the cluster barrier was refused: " + refused;
+        refused = p.persistent ? persistent_occupancy(p) : "";
+      }
+      if (!refused.empty()) {
+        p.persistent = false;
+        p.reason = refused;
       }
     }
     return persistent_plans.emplace(N, p).first->second;
@@ -446,6 +455,10 @@ void GruCellCuda::Impl::check_persistent_error(const int* error_word, const std:
   int error[3] = {0, 0, 0};
   QGRU_CUDA_CHECK(cudaMemcpy(error, error_word, sizeof(error), cudaMemcpyDeviceToHost));
   count_host_transfer();
+  if (error[0] == kernels::kPersistentWrongCluster) {
+    throw CudaFailure("persistent GRU kernel (" + plan_text + "): block " + std::to_string(error[1]) +
+                      " ran in a cluster of " + std::to_string(error[2]) + " blocks");
+  }
   if (error[0] != 0) {
     throw CudaFailure("persistent GRU kernel (" + plan_text + "): block " + std::to_string(error[1]) + " waited more than " +
                       std::to_string(spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));

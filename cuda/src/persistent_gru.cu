@@ -1,10 +1,16 @@
-// The persistent GRU recurrence: one cooperative launch per cell runs all T steps (design, protocol, exactness:
+// The persistent GRU recurrence: one launch per cell runs all T steps (design, protocol, exactness:
 // qgru/kernels/persistent_gru.h; the same QGRU_HD functions run block by block on the host in
 // qgru/kernels/persistent_gru_emulation.h, which test_kernels holds to the reference executor).
-// Synchronization: publish = __syncthreads, then thread 0 __threadfence + red.release.gpu on the arrival counter;
-// wait = thread 0 spins on ld.acquire.gpu of the counter (globaltimer-bounded, __nanosleep between polls), then
-// __syncthreads. Exchange buffers are read with ld.global.cg (L2, never a stale L1 line: a block reads the same
-// buffer again two steps later).
+// Synchronization, PersistentSync::Grid (a cooperative launch): publish = __syncthreads, then thread 0
+// __threadfence + red.release.gpu on the arrival counter; wait = thread 0 spins on ld.acquire.gpu of the counter
+// (globaltimer-bounded, __nanosleep between polls), then __syncthreads.
+// PersistentSync::Cluster (sm_90, a cluster launch, one cluster per batch slice): every phase after the first starts
+// with barrier.cluster.arrive.release + barrier.cluster.wait.acquire in every thread (cooperative_groups'
+// cluster.sync()): release and acquire at cluster scope order the previous phase's exchange writes of every thread
+// of the cluster before this phase's reads, and every thread of the block passes it, so it is the block's barrier
+// too. No counter, no spin, no error word: the hardware barrier cannot time out, and no cluster waits for another.
+// Either way exchange buffers are read with ld.global.cg (L2, never a stale L1 line: a block reads the same buffer
+// again two steps later).
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -22,6 +28,7 @@ namespace {
 struct PersistentShape {
   int64_t blocks, rows_per_block;
   int32_t r_offset, stage_offset, acc_offset, folds_offset, flag_offset;
+  int32_t cluster_blocks;  // Cluster: the blocks a cluster must hold (plan.cluster_blocks); Grid: 0
 };
 
 __device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* at) {
@@ -74,6 +81,28 @@ __device__ bool wait_arrivals(const PersistentLaunch& a, unsigned long long arri
   }
   __syncthreads();
   return *flag == 0;
+}
+
+// The blocks of this block's cluster (%cluster_nctarank; 1 outside a cluster launch).
+__device__ __forceinline__ unsigned cluster_blocks_launched() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned blocks;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+  return blocks;
+#else
+  return 1;
+#endif
+}
+
+// Every thread of the cluster: arrive (releasing its writes), then wait for every thread of every block of the cluster
+// (acquiring theirs). The aligned forms: every thread of each warp executes them together (the phase loop is uniform).
+__device__ __forceinline__ void cluster_barrier() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+  __trap();  // never launched: the plan takes Cluster only where the kernel image is sm_90 or newer
+#endif
 }
 
 // After __syncthreads (every thread's writes of the phase done): one arrival, released.
@@ -214,14 +243,27 @@ __device__ void block_zero_acc(int32_t* acc, int32_t acc_row, int32_t first_row,
     }
 }
 
-template <class Stored, class Acc>
+template <class Stored, class Acc, kernels::PersistentSync kSync>
 __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     persistent_gru_kernel(const GruCellParamsView view, const kernels::PersistentBuffers<Stored, Acc> b,
                           const PersistentLaunch a, const PersistentShape s) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t H = view.hidden_size, U = b.units_per_block;
   const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, b.N, s.rows_per_block, blockIdx.x);
-  int* flag = reinterpret_cast<int*>(smem + s.flag_offset);
+  [[maybe_unused]] int* flag = reinterpret_cast<int*>(smem + s.flag_offset);  // the Grid wait's verdict
+  if constexpr (kSync == kernels::PersistentSync::Cluster) {
+    // Launched without the plan's clusters, the barrier would span other blocks (or, outside a cluster launch, only
+    // this one: ptxas turns it into the block's barrier), a silent race. Every block sees the same size and returns
+    // before any barrier; the host reads the error word and throws.
+    const unsigned launched = cluster_blocks_launched();
+    if (launched != static_cast<unsigned>(s.cluster_blocks)) {
+      if (threadIdx.x == 0 && atomicCAS(a.error, 0, kernels::kPersistentWrongCluster) == 0) {
+        a.error[1] = static_cast<int>(blockIdx.x);
+        a.error[2] = static_cast<int>(launched);
+      }
+      return;
+    }
+  }
   // R's slice, once: 3U rows of H_p codes, 16 bytes at a time (rows of units past H are zero), rows
   // persistent_smem_row_bytes apart (the 16 bytes between them are never read).
   const auto* R = static_cast<const Stored*>(a.R);
@@ -259,7 +301,11 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
-    if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
+    if constexpr (kSync == kernels::PersistentSync::Cluster) {
+      if (k > 0) cluster_barrier();  // phase 0 reads h0, written before the launch
+    } else {
+      if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
+    }
     stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, static_cast<int32_t>(slice.rows),
                chunks_per_row, row_chunks, stage_walk);
     // int32: first_row + rows <= 3U and slice.rows <= NB (plan sizes, far below 2^31).
@@ -279,7 +325,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     }
     __syncthreads();
     kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);
-    publish(a);
+    if constexpr (kSync == kernels::PersistentSync::Grid) publish(a);
   }
 }
 
@@ -290,31 +336,55 @@ PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
           static_cast<int32_t>(plan.smem.stage_offset),
           static_cast<int32_t>(plan.smem.acc_offset),
           static_cast<int32_t>(plan.smem.folds_offset),
-          static_cast<int32_t>(plan.smem.flag_offset)};
+          static_cast<int32_t>(plan.smem.flag_offset),
+          static_cast<int32_t>(plan.cluster_blocks)};
 }
 
 }  // namespace
 
+namespace {
+
+// The kernel instantiation of the plan's operand width and meeting.
+const void* kernel_of(const kernels::PersistentGruPlan& plan) {
+  using kernels::PersistentSync;
+  const bool int8 = plan.path == kernels::GruGemmPath::Int8;
+  if (plan.sync == PersistentSync::Cluster) {
+    return int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t, PersistentSync::Cluster>)
+                : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::Cluster>);
+  }
+  return int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t, PersistentSync::Grid>)
+              : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::Grid>);
+}
+
+// Clusters of up to this many blocks: sm_90's non-portable limit (8 without cudaFuncAttributeNonPortableClusterSizeAllowed,
+// which allow_smem sets on the cluster kernels). Whether a given cluster fits is cudaOccupancyMaxActiveClusters' call.
+constexpr int kMaxClusterBlocks = 16;
+
+}  // namespace
+
 kernels::PersistentDevice persistent_device() {
-  int device = 0, sm_count = 0, smem_optin = 0, cooperative = 0;
+  int device = 0, sm_count = 0, smem_optin = 0, cooperative = 0, cluster_launch = 0;
   QGRU_CUDA_CHECK(cudaGetDevice(&device));
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device));
   kernels::PersistentDevice d;
   d.sm_count = sm_count;
   d.smem_optin_bytes = smem_optin;
   d.cooperative_launch = cooperative != 0;
+  if (cluster_launch != 0) {
+    // The image the device runs must hold the barrier (sm_90 or newer), not the sm_80 image's trap.
+    cudaFuncAttributes attributes{};
+    QGRU_CUDA_CHECK(cudaFuncGetAttributes(
+        &attributes, reinterpret_cast<const void*>(
+                         persistent_gru_kernel<int8_t, int32_t, kernels::PersistentSync::Cluster>)));
+    if (attributes.binaryVersion >= 90) d.max_cluster_blocks = kMaxClusterBlocks;
+  }
   return d;
 }
 
 namespace {
-
-// The kernel instantiation of the plan's operand width.
-const void* kernel_of(const kernels::PersistentGruPlan& plan) {
-  return plan.path == kernels::GruGemmPath::Int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t>)
-                                                 : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t>);
-}
 
 // The kernel's dynamic shared memory limit (a launch asking more fails) is one value per kernel and device for the
 // whole process: raised to the plan's when below it, never lowered, under one lock. Setting each plan's own value
@@ -325,15 +395,49 @@ void allow_smem(const kernels::PersistentGruPlan& plan) {
   const std::lock_guard<std::mutex> hold(lock);
   cudaFuncAttributes attributes{};
   QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel_of(plan)));
+  if (plan.sync == kernels::PersistentSync::Cluster && attributes.nonPortableClusterSizeAllowed == 0) {  // once
+    QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
   if (attributes.maxDynamicSharedSizeBytes >= plan.smem.total_bytes) return;
   QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(plan.smem.total_bytes)));
 }
 
+// The launch configuration of a Cluster plan: a 1-D grid of plan.blocks in clusters of plan.cluster_blocks.
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute[1];
+  cudaLaunchConfig_t config{};
+  ClusterLaunch(const kernels::PersistentGruPlan& plan, cudaStream_t stream) {
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster_blocks);
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.gridDim = dim3(static_cast<unsigned>(plan.blocks));
+    config.blockDim = dim3(static_cast<unsigned>(plan.threads));
+    config.dynamicSmemBytes = static_cast<size_t>(plan.smem.total_bytes);
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+};
+
 }  // namespace
 
 std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
   allow_smem(plan);
+  if (plan.sync == kernels::PersistentSync::Cluster) {
+    const ClusterLaunch launch(plan, nullptr);
+    int clusters = 0;
+    // A cluster that cannot fit may be reported as 0 clusters or as an error (cudaErrorInvalidClusterSize): either
+    // is a refusal; the error is not sticky, and is cleared so the next check does not see it.
+    const cudaError_t status = cudaOccupancyMaxActiveClusters(&clusters, kernel_of(plan), &launch.config);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "occupancy: the device refused a cluster of " + std::to_string(plan.cluster_blocks) + " blocks at " +
+             std::to_string(plan.smem.total_bytes) + " bytes of shared memory (" + cudaGetErrorString(status) + ")";
+    }
+    return kernels::persistent_cluster_occupancy_refusal(plan, clusters);
+  }
   int blocks_per_sm = 0, device = 0, sm_count = 0;
   QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel_of(plan), plan.threads,
                                                                 static_cast<size_t>(plan.smem.total_bytes)));
@@ -353,6 +457,12 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   void* params[] = {&view, &b, &a, &shape};
   // persistent_occupancy raised the limit for this plan already (per device: asked again, it costs a lookup).
   allow_smem(plan);
+  if (plan.sync == kernels::PersistentSync::Cluster) {
+    // A cluster's blocks are resident together by construction; clusters never wait for one another.
+    const ClusterLaunch cluster(plan, stream);
+    QGRU_CUDA_CHECK(cudaLaunchKernelExC(&cluster.config, kernel_of(plan), params));
+    return;
+  }
   // Cooperative: the launch fails (instead of deadlocking) when the blocks cannot all be resident.
   QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(plan), dim3(static_cast<unsigned>(plan.blocks)),
                                               dim3(static_cast<unsigned>(plan.threads)), params,

@@ -21,10 +21,11 @@ struct PersistentLaunch {
 
 // What the current device offers the plan.
 kernels::PersistentDevice persistent_device();
-// "" when every block of `plan` can be resident at once with the compiled kernel (after raising its dynamic shared
-// memory limit to the plan's), else the refusal.
+// "" when every block of `plan` (Grid), or one cluster of its blocks (Cluster), can be resident at once with the
+// compiled kernel (after raising its dynamic shared memory limit to the plan's), else the refusal.
 std::string persistent_occupancy(const kernels::PersistentGruPlan& plan);
-// One cooperative launch of plan.blocks blocks on `stream`. Stored / Acc: int8_t / int32_t (Int8 path) or
+// One launch of plan.blocks blocks on `stream`: cooperative (PersistentSync::Grid) or in clusters of
+// plan.cluster_blocks (PersistentSync::Cluster). Stored / Acc: int8_t / int32_t (Int8 path) or
 // int16_t / int64_t (Wide16), instantiated in persistent_gru.cu.
 template <class Stored, class Acc>
 void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCellParamsView& device_view,

@@ -10,7 +10,10 @@
 //   every units-per-block configuration (QGRU_CUDA_GRU_UNITS) with 2 batch rows per block (QGRU_CUDA_GRU_ROWS): the
 //   plan's default takes 16 units on every shape above, so the other slices and the largest shared memory run here;
 //   11 and 17 batch rows per block: several 8-row tiles of batch rows on the int8 kernel's tensor cores;
-//   two cells at once on two streams whose grids cannot both be resident (the second launch must wait, not hang).
+//   two cells at once on two streams whose grids cannot both be resident (the second launch must wait, not hang);
+//   the cluster barrier (QGRU_CUDA_GRU_SYNC=cluster): cells on edges and several clusters (batch slices) drifting
+//   apart, where the path must name the cluster barrier, H = 1024's 16-block clusters of ~200 KB each (the path says
+//   which barrier the device gave), and whole models.
 // A case that throws (a launch error, a wait past the limit) stops the list with the case named.
 // small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse, the int8 kernel's k
 // splits; under a minute).
@@ -85,19 +88,27 @@ class CaseFailure : public std::runtime_error {
   throw CaseFailure(what_case + ": " + e.what());
 }
 
+// How a cell's blocks are asked to meet (QGRU_CUDA_GRU_SYNC, read at construction) and what its path must say.
+enum class Meet {
+  Grid,           // unset: the grid barrier; the path must not name a cluster
+  Cluster,        // cluster: the path must name the cluster barrier
+  ClusterIfFits,  // cluster: either barrier (the device's occupancy decides); the path says which and why
+};
+
 // One cell of hidden size H built once, run on every (N, T, direction) given; one line per run. units / rows: the
 // plan's tuning (QGRU_CUDA_GRU_UNITS / _ROWS, read at construction; 0: the plan's choice), which the path must name.
 int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batches, std::initializer_list<int> lengths,
-               std::initializer_list<bool> directions, int units = 0, int rows = 0) {
+               std::initializer_list<bool> directions, int units = 0, int rows = 0, Meet meet = Meet::Grid) {
   const int C = 5;
   const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 3 + 1), reset_before_linear);
   const std::string cell_case = "persistent GRU cell H=" + std::to_string(H) + " lbr=" +
                                 std::to_string(reset_before_linear ? 0 : 1) + " units=" + std::to_string(units) +
-                                " rows=" + std::to_string(rows);
+                                " rows=" + std::to_string(rows) + (meet == Meet::Grid ? "" : " sync=cluster");
   std::optional<cuda::GruCellCuda> gpu_cell;
   try {
     const ScopedEnvironment u("QGRU_CUDA_GRU_UNITS", units != 0 ? std::to_string(units) : "");
     const ScopedEnvironment r("QGRU_CUDA_GRU_ROWS", rows != 0 ? std::to_string(rows) : "");
+    const ScopedEnvironment m("QGRU_CUDA_GRU_SYNC", meet == Meet::Grid ? "" : "cluster");
     gpu_cell.emplace(cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, nullptr, nullptr,
                      cuda::GruRecurrence::Persistent);
   } catch (const std::exception& e) {
@@ -129,8 +140,10 @@ int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batch
           }
         }
         // T = 0 launches nothing: an empty result whatever the path
+        const bool clustered = path.find(", cluster barrier of ") != std::string::npos;
         const bool path_wrong =
-            T > 0 && (!is_persistent(path) || (units != 0 && rows != 0 && path.find(tuned) == std::string::npos));
+            T > 0 && (!is_persistent(path) || (units != 0 && rows != 0 && path.find(tuned) == std::string::npos) ||
+                      (meet == Meet::Cluster && !clustered) || (meet == Meet::Grid && clustered));
         const bool fails = bad != 0 || path_wrong;
         std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s%s\n", fails ? "FAIL" : "ok  ",
                     H, C, T, N, reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "",
@@ -162,7 +175,7 @@ int check_model(const test::GruModelCase& k) {
   // Every cell must take the persistent path (the int8 preset's the int8 kernel, the 16-bit presets' the wide one).
   const bool wide = std::string(k.preset) != "int8";
   const bool path_right = described.find("per-step") == std::string::npos &&
-                          (described.find(", 16-bit)") != std::string::npos) == wide;
+                          (described.find(", 16-bit") != std::string::npos) == wide;
   const bool fails = !cmp.equal() || !path_right;
   std::printf("%s persistent quantized GRU %-17s mult=%d H=%d T=%d N=%d L=%d D=%d h0=%d lbr=%d lengths=%d [%s]: %zu codes, "
               "%zu differ%s%s%s\n",
@@ -190,6 +203,7 @@ int check_two_grids() {
   const qgru::test::HandGruCell forward(H, C, 71u, false), backward(H, C, 72u, true);
   const ScopedEnvironment tuning_units("QGRU_CUDA_GRU_UNITS", std::to_string(units));
   const ScopedEnvironment tuning_rows("QGRU_CUDA_GRU_ROWS", "");
+  const ScopedEnvironment grid_barrier("QGRU_CUDA_GRU_SYNC", "");  // two cooperative grids, whatever the run asked for
   struct Streams {
     cudaStream_t s[2] = {nullptr, nullptr};
     ~Streams() {
@@ -261,6 +275,8 @@ int check_persistent_gru(bool small) {
     // never reach (H_p 32 or 48: one k32 step, nothing to split): H_p 64 in rows padded to 80 bytes, 8 units and 11
     // batch rows per block, so every phase has 2 to 4 tiles (2 of batch rows, the last of 3 rows) split in two.
     for (bool rbl : {false, true}) failures += check_cell(64, rbl, {11}, {3}, {false}, 8, 11);
+    // The cluster barrier: 5 unit slices a cluster, 3 clusters.
+    for (bool rbl : {false, true}) failures += check_cell(40, rbl, {3}, {4}, {true}, 8, 1, Meet::Cluster);
     failures += check_model({"int8", false, 33, 2, 2, 3, 4, true, true, true});
     failures += check_model({"int8", true, 31, 1, 2, 3, 4, false, true, false});
     failures += check_model({"int16-activations", false, 33, 1, 2, 3, 4, true, true, false});
@@ -294,6 +310,20 @@ int check_persistent_gru(bool small) {
     failures += check_cell(256, rbl, {11}, {5}, {false}, 16, 11);
   }
   failures += check_two_grids();
+  // The cluster barrier. H up to 257 fits one cluster (at most 16 unit slices: 257 takes 9 of 32 units); N = 33 and
+  // 64 spread over several clusters; tuned 8 units (5 slices) with 1 and 2 rows a block, 3 to 17 clusters that run
+  // phases apart. H = 1024: 16 slices of 64 units, ~200 KB of shared memory a block.
+  for (bool rbl : {false, true}) {
+    for (int H : {1, 33, 257}) failures += check_cell(H, rbl, {1, 3, 33}, {1, 5}, {false, true}, 0, 0, Meet::Cluster);
+    failures += check_cell(256, rbl, {64}, {10}, {true}, 0, 0, Meet::Cluster);
+    failures += check_cell(40, rbl, {3, 17}, {6}, {false, true}, 8, 1, Meet::Cluster);
+    failures += check_cell(100, rbl, {40}, {5}, {false}, 16, 17, Meet::Cluster);
+    failures += check_cell(1024, rbl, {1, 4}, {20}, {true}, 0, 0, Meet::ClusterIfFits);
+  }
+  {
+    const ScopedEnvironment cluster("QGRU_CUDA_GRU_SYNC", "cluster");
+    for (const test::GruModelCase& k : test::kPersistentModelCases) failures += check_model(k);
+  }
   return failures;
 }
 

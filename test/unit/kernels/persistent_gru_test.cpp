@@ -29,6 +29,8 @@ using kernels::PersistentGruPlan;
 using kernels::PersistentGruTuning;
 
 constexpr PersistentDevice kH200{132, 232448, true};  // the figures an H200 reports (sm_90 opt-in shared memory)
+// The same with cluster launches of up to 16 blocks (what persistent_device reports on sm_90 with the sm_90 image).
+constexpr PersistentDevice kH200Clusters{132, 232448, true, 16};
 
 PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
                            GruGemmPath path = GruGemmPath::Int8, int rows = 0) {
@@ -36,6 +38,16 @@ PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int u
   tuning.units_per_block = units;
   tuning.rows_per_block = rows;
   return kernels::plan_persistent_gru(path, H, N, reset_before_linear, kH200, tuning);
+}
+
+PersistentGruPlan plan_cluster(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
+                               GruGemmPath path = GruGemmPath::Int8, int rows = 0,
+                               const PersistentDevice& device = kH200Clusters) {
+  PersistentGruTuning tuning;
+  tuning.units_per_block = units;
+  tuning.rows_per_block = rows;
+  tuning.sync = kernels::PersistentSync::Cluster;
+  return kernels::plan_persistent_gru(path, H, N, reset_before_linear, device, tuning);
 }
 
 std::vector<int32_t> random_codes(size_t count, uint32_t seed, int lo, int hi) {
@@ -121,6 +133,80 @@ TEST_CASE("persistent plan: the units per block, the blocks, the shared memory a
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 1, 63) ==
         "occupancy: 1 resident block(s) per multiprocessor x 63 < 64 blocks at 52704 bytes of shared memory");
   CHECK(kernels::persistent_occupancy_refusal(plan_for(1024, 1, false), 0, 132).find("0 resident") != std::string::npos);
+}
+
+TEST_CASE("persistent plan, cluster barrier: a cluster per batch slice, the unit slices within one cluster, else the grid's plan saying why") {
+  using kernels::PersistentSync;
+  // H = 256: 16 unit slices of 16 units, one cluster of 16 blocks.
+  PersistentGruPlan p = plan_cluster(256, 1, false);
+  REQUIRE(p.persistent);
+  CHECK(p.sync == PersistentSync::Cluster);
+  CHECK((p.units_per_block == 16 && p.unit_blocks == 16 && p.cluster_blocks == 16 && p.blocks == 16));
+  CHECK(p.sync_note.empty());
+  CHECK(p.describe() == "persistent (16 blocks x 16 units x 1 rows, smem " + std::to_string(p.smem.total_bytes) +
+                            ", cluster barrier of 16 blocks)");
+  // H = 1024: 16 and 32 units need 64 and 32 slices, more than a cluster's 16; 64 units (16 slices) fit one block's
+  // shared memory: 192 rows of R of 1040 bytes, 1040 bytes of staging, 192 int32 accumulators, 64 folds, the flag.
+  p = plan_cluster(1024, 1, false);
+  REQUIRE(p.persistent);
+  CHECK((p.units_per_block == 64 && p.cluster_blocks == 16 && p.blocks == 16));
+  CHECK(p.smem.total_bytes == 3 * 64 * 1040 + 1040 + 4 * 3 * 64 + 96 * 64 + 16);
+  // A batch: one cluster per batch slice; clusters need not all be resident, so tuned rows may ask for more blocks
+  // than multiprocessors (the grid barrier refuses that).
+  p = plan_cluster(256, 64, false);
+  CHECK((p.persistent && p.rows_per_block == 8 && p.batch_blocks == 8 && p.blocks == 128 && p.cluster_blocks == 16));
+  p = plan_cluster(256, 200, false, 0, GruGemmPath::Int8, 1);
+  CHECK((p.persistent && p.sync == PersistentSync::Cluster && p.blocks == 3200));
+  CHECK(plan_for(256, 200, false, 0, GruGemmPath::Int8, 1).reason == "3200 blocks exceed the 132 multiprocessors (H=256 N=200)");
+  // No cooperative launch is needed for clusters.
+  CHECK(plan_cluster(256, 1, false, 0, GruGemmPath::Int8, 0, {132, 232448, false, 16}).sync == PersistentSync::Cluster);
+
+  // Refused clusters fall back to the grid barrier's plan, the reason in the description.
+  // 16-bit H = 1024: 64 units a block take 3 x 64 rows of 2064 bytes, past the device's shared memory.
+  p = plan_cluster(1024, 1, false, 0, GruGemmPath::Wide16);
+  REQUIRE(p.persistent);
+  CHECK((p.sync == PersistentSync::Grid && p.cluster_blocks == 0 && p.units_per_block == 16 && p.blocks == 64));
+  CHECK(p.sync_note.find("the cluster barrier was refused: a block's shared memory (") == 0);
+  CHECK(p.describe().find(", 16-bit, grid barrier: the cluster barrier was refused: a block's shared memory") != std::string::npos);
+  // Tuned units whose slices outnumber a cluster's blocks.
+  p = plan_cluster(256, 1, false, 8);
+  CHECK((p.persistent && p.sync == PersistentSync::Grid && p.blocks == 32));
+  CHECK(p.sync_note == "the cluster barrier was refused: 32 unit slices exceed a cluster's 16 blocks (H=256 N=1)");
+  // No unit slicing fits a cluster: 2200 units need 18 slices of 128; 9 slices of 256 overflow shared memory.
+  p = plan_cluster(2200, 1, false);
+  CHECK((p.persistent && p.sync == PersistentSync::Grid && p.units_per_block == 32));
+  CHECK(p.sync_note.find("the cluster barrier was refused: a block's shared memory (") == 0);
+  p = plan_cluster(65536, 1, false);
+  CHECK_FALSE(p.persistent);  // neither way fits: the grid's reason, as without the cluster's
+  CHECK(p.reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
+  CHECK(kernels::persistent_gru_plan_for_sync(GruGemmPath::Int8, 65536, 1, false, kH200Clusters, {},
+                                              PersistentSync::Cluster).reason ==
+        "H needs more unit slices than a cluster's 16 blocks (H=65536 N=1)");
+  // A device (or kernel image) without cluster launches.
+  p = plan_cluster(256, 1, false, 0, GruGemmPath::Int8, 0, kH200);
+  CHECK((p.persistent && p.sync == PersistentSync::Grid));
+  CHECK(p.sync_note == "the cluster barrier was refused: the device (or the kernel image it runs) has no cluster launch "
+                       "(H=256 N=1)");
+  // Grid asked for: no note, the description as before.
+  CHECK(plan_for(256, 1, false).describe().find("barrier") == std::string::npos);
+
+  // Occupancy: one cluster resident is enough.
+  CHECK(kernels::persistent_cluster_occupancy_refusal(plan_cluster(1024, 1, false), 1).empty());
+  CHECK(kernels::persistent_cluster_occupancy_refusal(plan_cluster(1024, 1, false), 0) ==
+        "occupancy: no cluster of 16 blocks at 207648 bytes of shared memory can be resident");
+
+  // Groups: the hardware's consecutive blocks, batch slice by batch slice; the grid's one group of every padded row.
+  p = plan_cluster(256, 33, false);  // 8 batch slices of 5 rows, the last of 3; 7 clusters
+  REQUIRE((p.rows_per_block == 5 && p.batch_blocks == 7 && p.cluster_blocks == 16));
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    const kernels::PersistentSyncGroup g = kernels::persistent_sync_group(p, b);
+    const kernels::PersistentSlice slice = kernels::persistent_block_slice(256, 16, 33, 5, b);
+    CHECK((g.index == b / 16 && g.first_block == g.index * 16 && g.blocks == 16));
+    CHECK((g.n0 == slice.n0 && g.rows == slice.rows));  // the rows the cluster's blocks stage are the group's
+  }
+  const PersistentGruPlan grid = plan_for(256, 33, false);
+  const kernels::PersistentSyncGroup all = kernels::persistent_sync_group(grid, grid.blocks - 1);
+  CHECK((all.index == 0 && all.first_block == 0 && all.blocks == grid.blocks && all.n0 == 0 && all.rows == grid.N_p));
 }
 
 TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memory regions are aligned and disjoint") {
@@ -511,6 +597,72 @@ TEST_CASE("persistent emulation: a block reading the wrong exchange buffer or sk
                 .out != want);
     }
   }
+  }
+}
+
+TEST_CASE("persistent emulation, cluster barrier: clusters drift phases apart, the codes equal the direct cell loop; a "
+          "cluster that does not hold every writer of its rows is caught") {
+  struct Shape {
+    int H, U, N, rows;
+  };
+  // 5 unit slices x 3 batch slices of 1 row; 3 unit slices x 3 batch slices (19, 19, 2 rows: tiles, the tail);
+  // 4 unit slices x 4 batch slices of 3 rows (the last of 2)
+  const Shape shapes[] = {{33, 8, 3, 1}, {65, 32, 40, 19}, {32, 8, 11, 3}};
+  for (const Shape& s : shapes) {
+    for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+      for (bool reset_before_linear : {false, true}) {
+        const PersistentGruPlan plan = plan_cluster(s.H, s.N, reset_before_linear, s.U, path, s.rows);
+        CAPTURE(plan.describe());
+        REQUIRE(plan.persistent);
+        REQUIRE(plan.sync == kernels::PersistentSync::Cluster);
+        REQUIRE(plan.batch_blocks >= 3);
+        const int C = 5, T = 6;
+        const qgru::test::HandGruCell cell(s.H, C, static_cast<uint32_t>(s.H * 17 + s.N), reset_before_linear);
+        const auto q_x = random_codes(static_cast<size_t>(T * s.N * C), static_cast<uint32_t>(s.N + 3), 0, 255);
+        const auto q_h0 = random_codes(static_cast<size_t>(s.N * s.H), static_cast<uint32_t>(s.H + 3), 0, 255);
+        for (bool reverse : {false, true}) {
+          CAPTURE(reverse);
+          const std::vector<int32_t> want = cell.reference(q_x, T, s.N, q_h0, reverse);
+          for (uint32_t seed = 1; seed <= 4; ++seed) {
+            CAPTURE(seed);
+            kernels::PersistentEmulationOptions options;
+            options.seed = seed;
+            const kernels::PersistentEmulationResult got = kernels::emulate_persistent_gru_cell(
+                plan, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(), reverse,
+                nullptr, options);
+            CHECK(got.out == want);
+            CHECK(got.max_phase_gap > 1);  // clusters ran phases apart: no wait of one on another
+            // The same plan with one grid barrier: never more than one phase apart.
+            PersistentGruPlan one_group = plan;
+            one_group.sync = kernels::PersistentSync::Grid;
+            const kernels::PersistentEmulationResult grid = kernels::emulate_persistent_gru_cell(
+                one_group, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(),
+                reverse, nullptr, options);
+            CHECK(grid.out == want);
+            CHECK(grid.max_phase_gap <= 1);
+            // Faults: the wrong exchange buffer, a skipped barrier, and clusters half as large as the unit slices
+            // (a block's barrier then misses writers of the rows it stages).
+            options.fault_wrong_parity = true;
+            CHECK(kernels::emulate_persistent_gru_cell(plan, cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                       cell.x_space, q_x.data(), T, q_h0.data(), reverse, nullptr,
+                                                       options).out != want);
+            options.fault_wrong_parity = false;
+            options.fault_skip_wait = true;
+            CHECK(kernels::emulate_persistent_gru_cell(plan, cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                       cell.x_space, q_x.data(), T, q_h0.data(), reverse, nullptr,
+                                                       options).out != want);
+            options.fault_skip_wait = false;
+            if (plan.unit_blocks % 2 == 0) {
+              PersistentGruPlan halved = plan;
+              halved.cluster_blocks = plan.unit_blocks / 2;
+              CHECK(kernels::emulate_persistent_gru_cell(halved, cell.view, cell.q_W.data(), cell.q_R.data(), C,
+                                                         cell.x_space, q_x.data(), T, q_h0.data(), reverse, nullptr,
+                                                         options).out != want);
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -79,11 +79,30 @@ struct PersistentDevice {
   int sm_count = 0;
   int64_t smem_optin_bytes = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
   bool cooperative_launch = false;
+  // The most blocks a cluster launch of the kernel may group (0: none: the device has no cluster launch, or the
+  // kernel image it runs is older than sm_90). Whether a cluster of that many blocks at a plan's shared memory can
+  // be resident is the occupancy check's question (persistent_cluster_occupancy_refusal).
+  int max_cluster_blocks = 0;
 };
+
+// How the blocks that exchange h meet once per phase.
+//   Grid: the arrival counter in global memory (the protocol above), over every block of a cooperative launch.
+//   Cluster (sm_90): one thread-block cluster per batch slice, its blocks the slice's unit slices (cluster c =
+//     blocks [c·unit_blocks, (c+1)·unit_blocks), the batch slice c of persistent_block_slice); each phase starts
+//     with the cluster's hardware barrier (barrier.cluster.arrive.release + wait.acquire, every thread), which
+//     orders the previous phase's exchange writes of the cluster's blocks before this phase's staging reads. A batch
+//     slice's rows of the exchange buffers are written and read by its own cluster's blocks only, so clusters never
+//     wait for one another: the launch needs no co-residency beyond one cluster at a time, and the barrier is the
+//     cluster's, not the whole grid's. The same phases, parities and buffers as Grid; only the meeting differs.
+enum class PersistentSync { Grid, Cluster };
+inline const char* persistent_sync_name(PersistentSync sync) { return sync == PersistentSync::Grid ? "grid" : "cluster"; }
 
 struct PersistentGruTuning {
   int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
   int rows_per_block = 0;   // batch rows per block; 0: the plan's choice
+  // Cluster: the cluster barrier where the device and the shape allow it, else Grid with the reason in the plan's
+  // description. Grid until a GPU measures the two side by side (scripts/gpu_session.sh sweeps both).
+  PersistentSync sync = PersistentSync::Grid;
 };
 
 // Operand and accumulator bytes of a path: 1 and 4 (Int8), 2 and 8 (Wide16).
@@ -147,31 +166,45 @@ struct PersistentGruPlan {
   int threads = kPersistentThreads;
   int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
   PersistentSmemLayout smem;
-  // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path)
+  PersistentSync sync = PersistentSync::Grid;
+  int64_t cluster_blocks = 0;  // Cluster: blocks a cluster (= unit_blocks); Grid: 0
+  std::string sync_note;       // Grid when the tuning asked for Cluster: why the cluster barrier was refused
+  // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path;
+  // then ", cluster barrier of C blocks", or ", grid barrier: <why not the cluster's>" when that was asked for)
   // or "per-step: <reason>"
   std::string describe() const {
     if (!persistent) return "per-step: " + reason;
-    return "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) + " units x " +
-           std::to_string(rows_per_block) + " rows, smem " + std::to_string(smem.total_bytes) +
-           (path == GruGemmPath::Int8 ? "" : ", 16-bit") + ")";
+    std::string text = "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) +
+                       " units x " + std::to_string(rows_per_block) + " rows, smem " + std::to_string(smem.total_bytes) +
+                       (path == GruGemmPath::Int8 ? "" : ", 16-bit");
+    if (sync == PersistentSync::Cluster) text += ", cluster barrier of " + std::to_string(cluster_blocks) + " blocks";
+    if (!sync_note.empty()) text += ", grid barrier: " + sync_note;
+    return text + ")";
   }
 };
 
-// The plan for a cell of hidden size H at batch N on `device` whose operands take `path`: persistent when the
-// device launches cooperatively, the blocks fit one per multiprocessor and one block's shared memory fits; else the
-// per-step path with the reason. U: tuning's, or the smallest entry of kPersistentUnitChoices of at least
-// kPersistentDefaultMinUnits whose unit slices fit the multiprocessors. NB: tuning's (at most N), or the fewest rows
-// that spread the batch over the multiprocessors the unit slices leave (NB = N when they leave none). The occupancy
-// check of the compiled kernel at the plan's shared memory comes after (persistent_occupancy_refusal).
-inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
-                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
+// The plan for a cell of hidden size H at batch N on `device` whose operands take `path`, for one way of meeting
+// (persistent_gru_plan_for_sync below; plan_persistent_gru is the entry).
+// Grid: persistent when the device launches cooperatively, the blocks fit one per multiprocessor and one block's
+// shared memory fits; else the per-step path with the reason. U: tuning's, or the smallest entry of
+// kPersistentUnitChoices of at least kPersistentDefaultMinUnits whose unit slices fit the multiprocessors.
+// Cluster: as Grid, but U's unit slices must also fit one cluster (device.max_cluster_blocks), and the blocks need not
+// all be resident at once (clusters are independent); no cooperative launch.
+// NB: tuning's (at most N), or the fewest rows that spread the batch over the multiprocessors the unit slices leave
+// (NB = N when they leave none). The occupancy check of the compiled kernel at the plan's shared memory comes after
+// (persistent_occupancy_refusal, persistent_cluster_occupancy_refusal).
+inline PersistentGruPlan persistent_gru_plan_for_sync(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                                      const PersistentDevice& device, const PersistentGruTuning& tuning,
+                                                      PersistentSync sync) {
   PersistentGruPlan plan;
   plan.path = path;
   plan.H = H;
   plan.N = N;
+  plan.sync = sync;
   plan.H_p = pad_to_multiple(H, path == GruGemmPath::Int8 ? kInt8GemmMultiple : kWideTile);
   plan.N_p = path == GruGemmPath::Int8 ? pad_to_multiple(N, kInt8GemmMultiple) : N;
   plan.phases_per_step = reset_before_linear ? 2 : 1;
+  const bool cluster = sync == PersistentSync::Cluster;
   const std::string shape = " (H=" + std::to_string(H) + " N=" + std::to_string(N) + ")";
   auto refuse = [&](const std::string& why) {
     plan.persistent = false;
@@ -182,8 +215,12 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
   if (path == GruGemmPath::Int8 && plan.H_p > kInt8GemmMaxK) {
     return refuse("a reduction this long could overflow dp4a's int32 accumulation");
   }
-  if (!device.cooperative_launch) return refuse("the device does not support cooperative launches");
+  if (cluster && device.max_cluster_blocks < 1) return refuse("the device (or the kernel image it runs) has no cluster launch");
+  if (!cluster && !device.cooperative_launch) return refuse("the device does not support cooperative launches");
   if (device.sm_count < 1) return refuse("the device reports no multiprocessors");
+  // The most unit slices a shape may have: one cluster's blocks, or the multiprocessors (one block each, all resident).
+  const int64_t most_unit_blocks =
+      cluster && device.max_cluster_blocks < device.sm_count ? device.max_cluster_blocks : device.sm_count;
   if (tuning.units_per_block != 0) {
     bool listed = false;
     for (int u : kPersistentUnitChoices) listed = listed || u == tuning.units_per_block;
@@ -191,13 +228,21 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
     plan.units_per_block = tuning.units_per_block;
   } else {
     for (int u : kPersistentUnitChoices) {
-      if (u < kPersistentDefaultMinUnits || (H + u - 1) / u > device.sm_count) continue;
+      if (u < kPersistentDefaultMinUnits || (H + u - 1) / u > most_unit_blocks) continue;
       plan.units_per_block = u;
       break;
     }
-    if (plan.units_per_block == 0) return refuse("H needs more blocks than the device has multiprocessors");
+    if (plan.units_per_block == 0) {
+      return refuse(cluster ? "H needs more unit slices than a cluster's " + std::to_string(device.max_cluster_blocks) +
+                                  " blocks"
+                            : std::string("H needs more blocks than the device has multiprocessors"));
+    }
   }
   plan.unit_blocks = (H + plan.units_per_block - 1) / plan.units_per_block;
+  if (cluster && plan.unit_blocks > device.max_cluster_blocks) {
+    return refuse(std::to_string(plan.unit_blocks) + " unit slices exceed a cluster's " +
+                  std::to_string(device.max_cluster_blocks) + " blocks");
+  }
   if (tuning.rows_per_block < 0) return refuse("rows per block " + std::to_string(tuning.rows_per_block) + " is negative");
   if (tuning.rows_per_block != 0) {
     plan.rows_per_block = tuning.rows_per_block < N ? tuning.rows_per_block : N;
@@ -208,9 +253,12 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
   }
   plan.batch_blocks = (N + plan.rows_per_block - 1) / plan.rows_per_block;
   plan.blocks = plan.unit_blocks * plan.batch_blocks;
-  if (plan.blocks > device.sm_count) {
+  if (!cluster && plan.blocks > device.sm_count) {
     return refuse(std::to_string(plan.blocks) + " blocks exceed the " + std::to_string(device.sm_count) + " multiprocessors");
   }
+  // A launch's grid is at most 2^31 - 1 blocks (x dimension).
+  if (plan.blocks > (int64_t{1} << 31) - 1) return refuse(std::to_string(plan.blocks) + " blocks exceed a launch's grid");
+  plan.cluster_blocks = cluster ? plan.unit_blocks : 0;
   plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path));
   if (plan.smem.total_bytes >= kPersistentMaxSmemBytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) +
@@ -224,6 +272,22 @@ inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_
   return plan;
 }
 
+// The plan for tuning.sync: Grid as persistent_gru_plan_for_sync says; Cluster where that plan is persistent, else the
+// Grid plan with the cluster's refusal in sync_note (so a run asked for clusters still takes the persistent kernel
+// where the grid barrier can, and says why it did).
+inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
+  if (tuning.sync == PersistentSync::Cluster) {
+    const PersistentGruPlan cluster =
+        persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Cluster);
+    if (cluster.persistent) return cluster;
+    PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
+    if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + cluster.reason;
+    return grid;
+  }
+  return persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
+}
+
 // The refusal when the compiled kernel, at the plan's shared memory, cannot keep every block resident (a spinning
 // barrier with a block that never starts would deadlock); "" when blocks_per_sm · sm_count >= blocks.
 inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, int blocks_per_sm, int sm_count) {
@@ -231,6 +295,27 @@ inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, i
   return "occupancy: " + std::to_string(blocks_per_sm) + " resident block(s) per multiprocessor x " +
          std::to_string(sm_count) + " < " + std::to_string(plan.blocks) + " blocks at " +
          std::to_string(plan.smem.total_bytes) + " bytes of shared memory";
+}
+// The Cluster plan's: refused when not one cluster of the plan's blocks can be resident at its shared memory
+// (cudaOccupancyMaxActiveClusters said `active_clusters`); "" otherwise (clusters beyond the resident ones wait their
+// turn: they never wait for one another).
+inline std::string persistent_cluster_occupancy_refusal(const PersistentGruPlan& plan, int active_clusters) {
+  if (active_clusters >= 1) return "";
+  return "occupancy: no cluster of " + std::to_string(plan.cluster_blocks) + " blocks at " +
+         std::to_string(plan.smem.total_bytes) + " bytes of shared memory can be resident";
+}
+
+// The cluster of block b (blocks [c·C, (c+1)·C) form cluster c, C = plan.cluster_blocks: the hardware's grouping of a
+// 1-D grid), and the batch rows its blocks exchange: batch slice c's (persistent_block_slice). Grid: one group of
+// every block and every padded row.
+struct PersistentSyncGroup {
+  int64_t index, first_block, blocks, n0, rows;
+};
+inline PersistentSyncGroup persistent_sync_group(const PersistentGruPlan& plan, int64_t block) {
+  if (plan.sync == PersistentSync::Grid) return {0, 0, plan.blocks, 0, plan.N_p};
+  const int64_t c = block / plan.cluster_blocks, n0 = c * plan.rows_per_block;
+  const int64_t rows = plan.N - n0 < plan.rows_per_block ? plan.N - n0 : plan.rows_per_block;
+  return {c, c * plan.cluster_blocks, plan.cluster_blocks, n0, rows};
 }
 
 // The device workspace of one persistent run (GruCellCuda), the layout of the path's GEMMs (plan_gru_gemm or
@@ -297,8 +382,11 @@ QGRU_HD PersistentPhaseInfo persistent_phase_info(int64_t phase, int phases_per_
 QGRU_HD uint64_t persistent_arrivals_before(int64_t phase, int64_t blocks) {
   return static_cast<uint64_t>(phase) * static_cast<uint64_t>(blocks);
 }
-// The error word's codes (cuda/src/persistent_gru.cu): 0 none; kPersistentTimeout a wait ran past the limit.
+// The error word's codes (cuda/src/persistent_gru.cu): 0 none; kPersistentTimeout a wait ran past the limit (then
+// words 1, 2: the block, the phase); kPersistentWrongCluster a Cluster kernel launched in clusters of another size
+// (words 1, 2: the block, the size it saw).
 inline constexpr int kPersistentTimeout = 1;
+inline constexpr int kPersistentWrongCluster = 2;
 
 // ---- the arithmetic ----
 

@@ -5,10 +5,14 @@
 // A block's phase is two scheduler moves: (1) wait for the arrivals the phase needs (a block that is not ready
 // yields: the scheduler picks another), then stage the exchange buffer it reads into its shared memory; (2) compute,
 // write its units, publish one arrival. Between any two moves any other block may run.
-// Poison: whenever the last block publishes a phase, every exchange buffer that no later read may see, by the
-// protocol's own reasoning written out here (not by calling its functions), is overwritten with random bytes; a read
-// of a buffer that was not yet published (a skipped wait) or of the wrong parity sees garbage, and the codes differ
-// from the reference. The fault switches break the protocol on purpose so the tests show they would catch it.
+// Who waits for whom: plan.sync's groups (persistent_sync_group). Grid: one counter over every block. Cluster: a
+// counter per cluster of plan.cluster_blocks consecutive blocks, as the hardware groups a 1-D grid, so clusters drift
+// phases apart under the scheduler and one cluster's rows are overwritten while another is still phases behind.
+// Poison: whenever the last block of a group publishes a phase, the group's rows of every exchange buffer that no
+// later read may see, by the protocol's own reasoning written out here (not by calling its functions), are
+// overwritten with random bytes; a read of rows that were not yet published (a skipped wait, a cluster that does not
+// hold every writer of its rows) or of the wrong parity sees garbage, and the codes differ from the reference. The
+// fault switches break the protocol on purpose so the tests show they would catch it.
 // Throws qgru::Error on a deadlock (no block can move while some have phases left).
 #include <algorithm>
 #include <climits>
@@ -66,7 +70,8 @@ struct PersistentEmulationOptions {
 struct PersistentEmulationResult {
   std::vector<int32_t> out;  // [T, N, H] by input time
   int64_t yields = 0;        // moves a block could not make because its wait was not satisfied
-  int64_t poisonings = 0;    // buffers overwritten with garbage
+  int64_t poisonings = 0;    // buffers overwritten with garbage (a group's rows of one buffer counts once)
+  int64_t max_phase_gap = 0; // the most phases any block ran ahead of another (Grid: at most 1; clusters drift)
 };
 
 // The emulation for one operand width: Stored int8_t / Acc int32_t (Int8) or int16_t / int64_t (Wide16).
@@ -111,27 +116,32 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   if (q_h0 != nullptr) h_state.assign(q_h0, q_h0 + N * H);
   std::mt19937 rng(options.seed);
   const int64_t buffer_codes = l.N_p * l.H_p;  // one exchange buffer, in Stored codes
-  auto poison = [&](Stored* at) {
-    for (int64_t i = 0; i < buffer_codes; ++i) at[i] = static_cast<Stored>(rng());
+  // Rows [n0, n0 + rows) of an exchange buffer ([N_p, H_p] codes) overwritten with random codes.
+  auto poison_rows = [&](Stored* at, int64_t n0, int64_t rows) {
+    for (int64_t i = n0 * l.H_p; i < (n0 + rows) * l.H_p && i < buffer_codes; ++i) at[i] = static_cast<Stored>(rng());
     ++result.poisonings;
   };
+  auto poison = [&](Stored* at) { poison_rows(at, 0, l.N_p); };
   std::vector<Stored> h_exchange(static_cast<size_t>(2 * buffer_codes));
   poison(h_exchange.data() + buffer_codes);
   const auto h0_packed = pack_signed_steps<Stored>(h_state.data(), 1, N, H, l.N_p, l.H_p, h_offset, "q_h0");
   std::copy(h0_packed.begin(), h0_packed.end(), h_exchange.begin());
   std::vector<Stored> reset_exchange(static_cast<size_t>(buffer_codes));
   poison(reset_exchange.data());
-  uint64_t arrivals = 0;
+  // The arrivals of each group (one for Grid, one per cluster), as its counter or barrier would count them.
+  std::vector<uint64_t> arrivals(static_cast<size_t>(persistent_sync_group(plan, B - 1).index + 1), 0);
 
   struct Block {
     PersistentSlice slice;
     std::vector<int32_t> smem;  // the dynamic shared memory, plan.smem's layout
+    int64_t index = 0;          // blockIdx.x
     int64_t phase = 0;          // next phase to run
     bool staged = false;        // move (1) of `phase` done
   };
   std::vector<Block> blocks(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     Block& k = blocks[static_cast<size_t>(b)];
+    k.index = b;
     k.slice = persistent_block_slice(H, U, N, plan.rows_per_block, b);
     k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
     auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
@@ -146,7 +156,9 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   }
   const int64_t phases = T * P;
   auto ready = [&](const Block& k) {
-    return options.fault_skip_wait || arrivals >= persistent_arrivals_before(k.phase, B);
+    const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
+    return options.fault_skip_wait ||
+           arrivals[static_cast<size_t>(g.index)] >= persistent_arrivals_before(k.phase, g.blocks);
   };
   const PersistentBuffers<Stored, Acc> buffers =
       persistent_buffers<Stored, Acc>(plan, l, T, reverse, x_offset, h_offset, gemm_x.data(), h_exchange.data(),
@@ -245,21 +257,25 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
       persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, folds,
                                              persistent_element_stride(k.slice, thread, kPersistentThreads));
     }
-    ++arrivals;
+    const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
+    uint64_t& group_arrivals = arrivals[static_cast<size_t>(g.index)];
+    ++group_arrivals;
     k.staged = false;
     ++k.phase;
-    if (arrivals % static_cast<uint64_t>(B) != 0) return;
-    // The last block published phase `done`: poison what no later read may see.
-    const uint64_t done = arrivals / static_cast<uint64_t>(B) - 1;
+    if (group_arrivals % static_cast<uint64_t>(g.blocks) != 0) return;
+    // The group's last block published phase `done`: poison the group's rows that no later read may see.
+    const uint64_t done = group_arrivals / static_cast<uint64_t>(g.blocks) - 1;
     const uint64_t step = done / static_cast<uint64_t>(P);
+    const int64_t n0 = g.n0, rows = g.rows > 0 ? g.rows : 0;
     if (P == 1) {
-      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);  // h_step's buffer; h_{step+1} in the other
+      // h_step's buffer; h_{step+1} in the other
+      poison_rows(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes, n0, rows);
     } else if (done % 2 == 0) {
-      poison(h_exchange.data());  // phase A: every block staged h_step, h_{step+1} not yet written
-      poison(h_exchange.data() + buffer_codes);
+      poison_rows(h_exchange.data(), n0, rows);  // phase A: every block staged h_step, h_{step+1} not yet written
+      poison_rows(h_exchange.data() + buffer_codes, n0, rows);
     } else {
-      poison(reset_exchange.data());  // phase B: the reset codes consumed; h_{step+1} lives in buffer (step + 1) % 2
-      poison(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes);
+      poison_rows(reset_exchange.data(), n0, rows);  // phase B: the reset codes consumed; h_{step+1} in (step + 1) % 2
+      poison_rows(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes, n0, rows);
     }
   };
   std::vector<int64_t> unfinished;
@@ -273,10 +289,20 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
       movable = movable || k.staged || ready(k);
     }
     if (unfinished.empty()) break;
-    if (!movable) throw Error("persistent GRU emulation: deadlock at " + std::to_string(arrivals) + " arrivals");
+    if (!movable) {
+      uint64_t total = 0;
+      for (uint64_t a : arrivals) total += a;
+      throw Error("persistent GRU emulation: deadlock at " + std::to_string(total) + " arrivals");
+    }
     Block& k = blocks[static_cast<size_t>(unfinished[rng() % unfinished.size()])];
     if (k.staged) {
       compute(k);
+      int64_t low = phases, high = 0;
+      for (const Block& other : blocks) {
+        low = std::min(low, other.phase);
+        high = std::max(high, other.phase);
+      }
+      result.max_phase_gap = std::max(result.max_phase_gap, high - low);
     } else if (ready(k)) {
       stage(k);
     } else {
