@@ -14,7 +14,8 @@ build="${1:-$root/build}"
 out="${2:-$root/.gpu}"
 pack="$(mktemp -d)"
 trap 'rm -rf "$pack"' EXIT
-binaries=(apps/qgru/qgru test/test_cuda_gpu test/bench_cuda_gru test/bench_cuda_linear test/bench_cuda_gptq)
+binaries=(apps/qgru/qgru test/test_cuda_gpu test/bench_cuda_gru test/bench_cuda_linear test/bench_cuda_gptq
+          test/bench_cuda_barrier)
 for b in "${binaries[@]}"; do
   [ -x "$build/$b" ] || { echo "gpu_pack: $build/$b is missing: build with CUDA first (scripts/build.sh)" >&2; exit 1; }
 done

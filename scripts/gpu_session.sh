@@ -22,7 +22,8 @@
 #          barrier (grid or cluster), the stripes partition's blocks per SM, the wgmma row block.
 #   first: one call that gives the most when only one fits (15 minutes of device time, the machine's start
 #          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
-#          the self-test with the persistent recurrence forced, the GRU side by side (2 rounds), the linear side
+#          the self-test with the persistent recurrence forced, the persistent kernel's meetings (bench_cuda_barrier:
+#          grid counter and cluster barrier, ns per phase), the GRU side by side (2 rounds), the linear side
 #          by side and GPTQ's benchmark; the session budget cuts what does not fit. Then check, bench and gptq as
 #          time allows.
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
@@ -237,6 +238,13 @@ cluster_self_test() {
   step "self-test, persistent recurrence forced, cluster barrier" 100 env QGRU_CUDA_GRU_PATH=persistent \
     QGRU_CUDA_GRU_SYNC=cluster "$bin/test_cuda_gpu" --require-gpu
 }
+# The floor under a persistent step: the kernel's meetings (grid counter, cluster barrier) alone and around the
+# smallest exchange of h (L2, or distributed shared memory), ns per phase; its rows ("JSON {...}") land in the log.
+# A staged code from the wrong phase fails the step: it is also the barriers' test on the card.
+meetings() {
+  step "persistent kernel's meetings, ns per phase (bench_cuda_barrier)" 30 "$bin/bench_cuda_barrier" --json-lines \
+    --commit "$QGRU_COMMIT"
+}
 gru_side_by_side() {
   step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
     --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md" "$@"
@@ -255,6 +263,7 @@ wgmma_side_by_side() {
 }
 if [ "$mode" = first ]; then
   persistent_self_test
+  meetings
   gru_side_by_side --rounds 2
   linear_side_by_side
   wgmma_side_by_side
@@ -314,6 +323,7 @@ sweeps() {
 }
 
 if [ "$mode" = bench ]; then
+  meetings
   gru_side_by_side
   linear_side_by_side
   wgmma_side_by_side

@@ -19,6 +19,7 @@
 #include "qgru/kernels/persistent_gru.h"
 #include "qgru_cuda/check.h"
 #include "persistent_gru_launch.h"
+#include "persistent_sync.cuh"
 
 namespace qgru::cuda {
 
@@ -30,89 +31,6 @@ struct PersistentShape {
   int32_t r_offset, stage_offset, acc_offset, folds_offset, flag_offset;
   int32_t cluster_blocks;  // Cluster: the blocks a cluster must hold (plan.cluster_blocks); Grid: 0
 };
-
-__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* at) {
-  unsigned long long value;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(at) : "memory");
-  return value;
-}
-
-__device__ __forceinline__ int load_relaxed(const int* at) {
-  int value;
-  asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(at) : "memory");
-  return value;
-}
-
-__device__ __forceinline__ void add_release(unsigned long long* at, unsigned long long value) {
-  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(at), "l"(value) : "memory");
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Every thread of the block: true once `arrivals_needed` arrivals are visible (acquire), false when the wait ran past
-// a.spin_limit_ns or another block reported an error (the block then returns; the host throws).
-__device__ bool wait_arrivals(const PersistentLaunch& a, unsigned long long arrivals_needed, int64_t phase, int* flag) {
-  if (threadIdx.x == 0) {
-    int failed = 0;
-    if (load_acquire(a.arrivals) < arrivals_needed) {
-      const unsigned long long start = global_ns();
-      while (load_acquire(a.arrivals) < arrivals_needed) {
-        if (load_relaxed(a.error) != 0) {
-          failed = 1;
-          break;
-        }
-        if (global_ns() - start > static_cast<unsigned long long>(a.spin_limit_ns)) {
-          if (atomicCAS(a.error, 0, kernels::kPersistentTimeout) == 0) {
-            a.error[1] = static_cast<int>(blockIdx.x);
-            a.error[2] = static_cast<int>(phase);
-          }
-          failed = 1;
-          break;
-        }
-        __nanosleep(32);
-      }
-    }
-    __threadfence();  // as cooperative groups' grid sync: the block's later reads ordered after the acquire
-    *flag = failed;
-  }
-  __syncthreads();
-  return *flag == 0;
-}
-
-// The blocks of this block's cluster (%cluster_nctarank; 1 outside a cluster launch).
-__device__ __forceinline__ unsigned cluster_blocks_launched() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned blocks;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
-  return blocks;
-#else
-  return 1;
-#endif
-}
-
-// Every thread of the cluster: arrive (releasing its writes), then wait for every thread of every block of the cluster
-// (acquiring theirs). The aligned forms: every thread of each warp executes them together (the phase loop is uniform).
-__device__ __forceinline__ void cluster_barrier() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-  __trap();  // never launched: the plan takes Cluster only where the kernel image is sm_90 or newer
-#endif
-}
-
-// After __syncthreads (every thread's writes of the phase done): one arrival, released.
-__device__ void publish(const PersistentLaunch& a) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    add_release(a.arrivals, 1);
-  }
-}
 
 // The block's batch rows of an exchange buffer (rows of chunks_per_row 16-byte chunks, contiguous there) into the
 // staging region (rows row_chunks chunks apart: persistent_smem_row_bytes), 16 bytes at a time through L2; the
