@@ -298,16 +298,12 @@ struct GruCellCuda::Impl {
     if (recurrence != GruRecurrence::Persistent) {
       p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
     } else {
-      p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
-      std::string refused = p.persistent ? persistent_occupancy(p) : "";
-      if (!refused.empty() && p.sync == kernels::PersistentSync::Cluster) {
-        // No cluster of the plan's blocks fits: the grid barrier's plan, saying why.
-        kernels::PersistentGruTuning grid = tuning;
-        grid.sync = kernels::PersistentSync::Grid;
-        p = kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, grid);
-        if (p.persistent) p.sync_note = "the cluster barrier was refused: " + refused;
-        refused = p.persistent ? persistent_occupancy(p) : "";
-      }
+      // Clusters as the device keeps them resident (else the grid barrier's plan, saying why), or the grid's.
+      p = tuning.sync == kernels::PersistentSync::Cluster
+              ? kernels::fit_persistent_clusters(plan.path, H, N, reset_before_linear, device, tuning,
+                                                 [](const kernels::PersistentGruPlan& q) { return persistent_active_clusters(q); })
+              : kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
+      const std::string refused = p.persistent ? persistent_occupancy(p) : "";
       if (!refused.empty()) {
         p.persistent = false;
         p.reason = refused;

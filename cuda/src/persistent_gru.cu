@@ -8,7 +8,8 @@
 // with barrier.cluster.arrive.release + barrier.cluster.wait.acquire in every thread (cooperative_groups'
 // cluster.sync()): release and acquire at cluster scope order the previous phase's exchange writes of every thread
 // of the cluster before this phase's reads, and every thread of the block passes it, so it is the block's barrier
-// too. No counter, no spin, no error word: the hardware barrier cannot time out, and no cluster waits for another.
+// too. No counter and no spin: the hardware barrier cannot time out, and no cluster waits for another (the error
+// word reports only a launch in clusters of another size than the plan's).
 // Either way exchange buffers are read with ld.global.cg (L2, never a stale L1 line: a block reads the same buffer
 // again two steps later).
 #include <cuda_runtime.h>
@@ -292,12 +293,14 @@ kernels::PersistentDevice persistent_device() {
   d.smem_optin_bytes = smem_optin;
   d.cooperative_launch = cooperative != 0;
   if (cluster_launch != 0) {
-    // The image the device runs must hold the barrier (sm_90 or newer), not the sm_80 image's trap.
+    // The image the device runs must hold the barrier (sm_90 or newer), not the sm_80 code's trap.
     cudaFuncAttributes attributes{};
     QGRU_CUDA_CHECK(cudaFuncGetAttributes(
         &attributes, reinterpret_cast<const void*>(
                          persistent_gru_kernel<int8_t, int32_t, kernels::PersistentSync::Cluster>)));
-    if (attributes.binaryVersion >= 90) d.max_cluster_blocks = kMaxClusterBlocks;
+    // ptxVersion too: an image of compute_80 PTX alone, JIT-compiled for sm_90, reports binaryVersion 90 but holds
+    // the trap.
+    if (attributes.binaryVersion >= 90 && attributes.ptxVersion >= 90) d.max_cluster_blocks = kMaxClusterBlocks;
   }
   return d;
 }
@@ -324,7 +327,9 @@ void allow_smem(const kernels::PersistentGruPlan& plan) {
 // The launch configuration of a Cluster plan: a 1-D grid of plan.blocks in clusters of plan.cluster_blocks.
 struct ClusterLaunch {
   cudaLaunchAttribute attribute[1];
-  cudaLaunchConfig_t config{};
+  cudaLaunchConfig_t config{};  // config.attrs points into this object: neither copied nor moved
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
   ClusterLaunch(const kernels::PersistentGruPlan& plan, cudaStream_t stream) {
     attribute[0].id = cudaLaunchAttributeClusterDimension;
     attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster_blocks);
@@ -341,21 +346,24 @@ struct ClusterLaunch {
 
 }  // namespace
 
-std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
+int persistent_active_clusters(const kernels::PersistentGruPlan& plan) {
   allow_smem(plan);
-  if (plan.sync == kernels::PersistentSync::Cluster) {
-    const ClusterLaunch launch(plan, nullptr);
-    int clusters = 0;
-    // A cluster that cannot fit may be reported as 0 clusters or as an error (cudaErrorInvalidClusterSize): either
-    // is a refusal; the error is not sticky, and is cleared so the next check does not see it.
-    const cudaError_t status = cudaOccupancyMaxActiveClusters(&clusters, kernel_of(plan), &launch.config);
-    if (status != cudaSuccess) {
-      (void)cudaGetLastError();
-      return "occupancy: the device refused a cluster of " + std::to_string(plan.cluster_blocks) + " blocks at " +
-             std::to_string(plan.smem.total_bytes) + " bytes of shared memory (" + cudaGetErrorString(status) + ")";
-    }
-    return kernels::persistent_cluster_occupancy_refusal(plan, clusters);
+  const ClusterLaunch launch(plan, nullptr);
+  int clusters = 0;
+  // A cluster that cannot fit may be reported as 0 clusters or as an error (cudaErrorInvalidClusterSize): either is
+  // a refusal; that error is not sticky, and is cleared so the next call does not see it.
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel_of(plan), &launch.config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
   }
+  return clusters;
+}
+
+std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
+  if (plan.sync == kernels::PersistentSync::Cluster) {
+    return kernels::persistent_cluster_occupancy_refusal(plan, persistent_active_clusters(plan));
+  }
+  allow_smem(plan);
   int blocks_per_sm = 0, device = 0, sm_count = 0;
   QGRU_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel_of(plan), plan.threads,
                                                                 static_cast<size_t>(plan.smem.total_bytes)));

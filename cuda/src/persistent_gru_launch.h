@@ -23,7 +23,10 @@ struct PersistentLaunch {
 kernels::PersistentDevice persistent_device();
 // "" when every block of `plan` (Grid), or one cluster of its blocks (Cluster), can be resident at once with the
 // compiled kernel (after raising its dynamic shared memory limit to the plan's), else the refusal.
+// persistent_active_clusters: the Cluster plan's clusters that can be resident at once (cudaOccupancyMaxActiveClusters
+// after the same limit; 0 where it refuses the cluster, as an error or as 0).
 std::string persistent_occupancy(const kernels::PersistentGruPlan& plan);
+int persistent_active_clusters(const kernels::PersistentGruPlan& plan);
 // One launch of plan.blocks blocks on `stream`: cooperative (PersistentSync::Grid) or in clusters of
 // plan.cluster_blocks (PersistentSync::Cluster). Stored / Acc: int8_t / int32_t (Int8 path) or
 // int16_t / int64_t (Wide16), instantiated in persistent_gru.cu.

@@ -204,9 +204,68 @@ TEST_CASE("persistent plan, cluster barrier: a cluster per batch slice, the unit
     CHECK((g.index == b / 16 && g.first_block == g.index * 16 && g.blocks == 16));
     CHECK((g.n0 == slice.n0 && g.rows == slice.rows));  // the rows the cluster's blocks stage are the group's
   }
+  // Clusters of another size than the unit slices (the emulation's fault test): the rows their blocks span.
+  PersistentGruPlan halved = plan_cluster(40, 11, false, 8, GruGemmPath::Int8, 3);  // 5 unit slices, 4 batch slices
+  REQUIRE((halved.unit_blocks == 5 && halved.batch_blocks == 4));
+  halved.cluster_blocks = 2;  // blocks 4, 5 (slice 0's last unit slice, slice 1's first) form cluster 2
+  const kernels::PersistentSyncGroup straddling = kernels::persistent_sync_group(halved, 5);
+  CHECK((straddling.index == 2 && straddling.first_block == 4 && straddling.n0 == 0 && straddling.rows == 6));
+  const kernels::PersistentSyncGroup tail = kernels::persistent_sync_group(halved, 19);  // cluster 9: block 18, 19
+  CHECK((tail.n0 == 9 && tail.rows == 2));
   const PersistentGruPlan grid = plan_for(256, 33, false);
   const kernels::PersistentSyncGroup all = kernels::persistent_sync_group(grid, grid.blocks - 1);
   CHECK((all.index == 0 && all.first_block == 0 && all.blocks == grid.blocks && all.n0 == 0 && all.rows == grid.N_p));
+}
+
+TEST_CASE("persistent cluster fit: 16-block clusters, else 8, rows raised to one wave of resident clusters, else the grid's plan") {
+  using kernels::PersistentSync;
+  PersistentGruTuning cluster;
+  cluster.sync = PersistentSync::Cluster;
+  std::vector<std::string> asked;  // the plans whose occupancy the fit asked for, in order
+  const auto fit = [&](int64_t H, int64_t N, const PersistentGruTuning& tuning, auto&& active,
+                       GruGemmPath path = GruGemmPath::Int8) {
+    asked.clear();
+    return kernels::fit_persistent_clusters(path, H, N, false, kH200Clusters, tuning,
+                                            [&](const PersistentGruPlan& q) {
+                                              asked.push_back(q.describe());
+                                              return active(q);
+                                            });
+  };
+  // Everything fits: the plan_persistent_gru cluster plan, occupancy asked once.
+  PersistentGruPlan p = fit(256, 1, cluster, [](const PersistentGruPlan&) { return 8; });
+  CHECK(p.describe() == plan_cluster(256, 1, false).describe());
+  CHECK(asked.size() == 1);
+  // No 16-block cluster resident: clusters of at most 8 (H = 256 as 8 slices of 32 units).
+  p = fit(256, 1, cluster, [](const PersistentGruPlan& q) { return q.cluster_blocks > 8 ? 0 : 3; });
+  CHECK((p.persistent && p.sync == PersistentSync::Cluster && p.cluster_blocks == 8 && p.units_per_block == 32));
+  CHECK(asked.size() == 2);
+  // Fewer clusters resident than batch slices: rows raised so one wave holds them (H = 256, N = 64: 8 slices of 8
+  // rows; 3 resident: 3 slices of 22 rows, the last 20).
+  p = fit(256, 64, cluster, [](const PersistentGruPlan&) { return 3; });
+  CHECK((p.persistent && p.cluster_blocks == 16 && p.rows_per_block == 22 && p.batch_blocks == 3));
+  // ... unless the larger plan itself fits fewer: the plan's own rows, in waves.
+  p = fit(256, 64, cluster, [](const PersistentGruPlan& q) { return q.rows_per_block > 8 ? 2 : 3; });
+  CHECK((p.persistent && p.rows_per_block == 8 && p.batch_blocks == 8));
+  // ... and never over the tuning's rows.
+  PersistentGruTuning tuned = cluster;
+  tuned.rows_per_block = 4;
+  p = fit(256, 64, tuned, [](const PersistentGruPlan&) { return 3; });
+  CHECK((p.persistent && p.rows_per_block == 4 && p.batch_blocks == 16));
+  CHECK(asked.size() == 1);
+  // No cluster at all: H = 1024 needs 16 slices (8 slices of 128 units overflow shared memory): the grid's plan, the
+  // first refusal (the 16-block cluster's occupancy) in its note.
+  p = fit(1024, 1, cluster, [](const PersistentGruPlan&) { return 0; });
+  CHECK((p.persistent && p.sync == PersistentSync::Grid && p.blocks == 64));
+  CHECK(p.sync_note == "the cluster barrier was refused: occupancy: no cluster of 16 blocks at 207648 bytes of shared "
+                       "memory can be resident");
+  // A device without cluster launches: the grid's plan without asking the occupancy.
+  asked.clear();
+  p = kernels::fit_persistent_clusters(GruGemmPath::Int8, 256, 1, false, kH200, cluster, [&](const PersistentGruPlan& q) {
+    asked.push_back(q.describe());
+    return 8;
+  });
+  CHECK((p.persistent && p.sync == PersistentSync::Grid && asked.empty()));
+  CHECK(p.sync_note.find("has no cluster launch") != std::string::npos);
 }
 
 TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memory regions are aligned and disjoint") {

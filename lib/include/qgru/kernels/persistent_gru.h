@@ -3,7 +3,8 @@
 // one direction), int8 or 16-bit operands. Plain host code and QGRU_HD functions; the kernel calls the QGRU_HD ones and
 // qgru/kernels/persistent_gru_emulation.h runs the same functions block by block on the host.
 //
-// Blocks and slices: B co-resident blocks (one per multiprocessor at most, a cooperative launch). The units are cut
+// Blocks and slices: B blocks, co-resident (one per multiprocessor at most, a cooperative launch) with the grid
+// barrier, or in clusters of a batch slice's unit slices with the cluster barrier (PersistentSync). The units are cut
 // into ceil(H / U) slices of U, the batch rows into ceil(N / NB) slices of NB; block b owns unit slice b mod
 // (unit slices) and batch slice b / (unit slices): the hidden units [j0, j0 + U) of the batch rows [n0, n0 + NB), and
 // all three gate rows (z, r, n) of R for its units, loaded once into shared memory (blocks of the same units and other
@@ -305,17 +306,41 @@ inline std::string persistent_cluster_occupancy_refusal(const PersistentGruPlan&
          std::to_string(plan.smem.total_bytes) + " bytes of shared memory can be resident";
 }
 
-// The cluster of block b (blocks [c·C, (c+1)·C) form cluster c, C = plan.cluster_blocks: the hardware's grouping of a
-// 1-D grid), and the batch rows its blocks exchange: batch slice c's (persistent_block_slice). Grid: one group of
-// every block and every padded row.
-struct PersistentSyncGroup {
-  int64_t index, first_block, blocks, n0, rows;
-};
-inline PersistentSyncGroup persistent_sync_group(const PersistentGruPlan& plan, int64_t block) {
-  if (plan.sync == PersistentSync::Grid) return {0, 0, plan.blocks, 0, plan.N_p};
-  const int64_t c = block / plan.cluster_blocks, n0 = c * plan.rows_per_block;
-  const int64_t rows = plan.N - n0 < plan.rows_per_block ? plan.N - n0 : plan.rows_per_block;
-  return {c, c * plan.cluster_blocks, plan.cluster_blocks, n0, rows};
+// The Cluster plan fitted to what the device keeps resident: GruCellCuda's plan when tuning.sync is Cluster.
+// active_clusters(plan): the clusters of `plan` that can be resident at once (cudaOccupancyMaxActiveClusters; 0 when
+// it refuses). Clusters of up to device.max_cluster_blocks blocks, then of up to 8 (the portable size) when no larger
+// one fits. Where the tuning leaves the rows per block to the plan and fewer clusters fit at once than the plan has
+// batch slices, the rows are raised until one wave holds every slice (a second wave would double the call), if that
+// plan still fits; else the plan runs in waves. Where no cluster plan fits: the Grid plan, the first refusal in its
+// sync_note (the Grid plan's occupancy is the caller's check, as for plan_persistent_gru).
+template <class ActiveClusters>
+PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                          const PersistentDevice& device, const PersistentGruTuning& tuning,
+                                          const ActiveClusters& active_clusters) {
+  std::string why;  // the first refusal
+  const int sizes[] = {device.max_cluster_blocks, 8};
+  for (int most : sizes) {
+    if (most == 8 && device.max_cluster_blocks <= 8) continue;  // tried already, or no cluster launch
+    PersistentDevice d = device;
+    d.max_cluster_blocks = most;
+    const PersistentGruPlan p = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, tuning, PersistentSync::Cluster);
+    const int active = p.persistent ? active_clusters(p) : 0;
+    if (!p.persistent || active < 1) {
+      if (why.empty()) why = p.persistent ? persistent_cluster_occupancy_refusal(p, active) : p.reason;
+      continue;
+    }
+    if (tuning.rows_per_block == 0 && active < p.batch_blocks) {
+      PersistentGruTuning one_wave = tuning;
+      one_wave.rows_per_block = static_cast<int>((N + active - 1) / active);  // <= N: fits int (N's slices do)
+      const PersistentGruPlan q =
+          persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, one_wave, PersistentSync::Cluster);
+      if (q.persistent && active_clusters(q) >= q.batch_blocks) return q;
+    }
+    return p;
+  }
+  PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
+  if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + why;
+  return grid;
 }
 
 // The device workspace of one persistent run (GruCellCuda), the layout of the path's GEMMs (plan_gru_gemm or
@@ -353,6 +378,22 @@ QGRU_HD PersistentSlice persistent_block_slice(int64_t H, int64_t units_per_bloc
 QGRU_HD int64_t persistent_r_source_row(int64_t H, int64_t units_per_block, const PersistentSlice& slice, int64_t slice_row) {
   const int64_t g = slice_row / units_per_block, u = slice_row % units_per_block;
   return u < slice.units ? g * H + slice.j0 + u : -1;
+}
+
+// The cluster of block b (blocks [c·C, (c+1)·C) form cluster c, C = plan.cluster_blocks: the hardware's grouping of a
+// 1-D grid), and the batch rows its blocks exchange: those of its blocks' batch slices (persistent_block_slice), batch
+// slice c's when C = unit_blocks, as the plan makes it (any other C, as the emulation's fault test sets, gives the
+// rows its blocks actually span). Grid: one group of every block and every padded row.
+struct PersistentSyncGroup {
+  int64_t index, first_block, blocks, n0, rows;
+};
+inline PersistentSyncGroup persistent_sync_group(const PersistentGruPlan& plan, int64_t block) {
+  if (plan.sync == PersistentSync::Grid) return {0, 0, plan.blocks, 0, plan.N_p};
+  const int64_t c = block / plan.cluster_blocks, first = c * plan.cluster_blocks;
+  const int64_t last = first + plan.cluster_blocks - 1 < plan.blocks - 1 ? first + plan.cluster_blocks - 1 : plan.blocks - 1;
+  const PersistentSlice a = persistent_block_slice(plan.H, plan.units_per_block, plan.N, plan.rows_per_block, first);
+  const PersistentSlice z = persistent_block_slice(plan.H, plan.units_per_block, plan.N, plan.rows_per_block, last);
+  return {c, first, plan.cluster_blocks, a.n0, z.n0 + z.rows - a.n0};
 }
 
 // ---- the step protocol ----
