@@ -11,7 +11,8 @@ to host memory, as qgru's calls are):
              int16 and the float executor on the per-step recurrence, and int8 and int16-activations on the
              persistent kernel (--recurrence persistent; the row's "path" says whether the plan took it), and int8
              on the persistent kernel with the cluster barrier (QGRU_CUDA_GRU_SYNC=cluster; recurrence
-             "persistent-cluster"; the path says which barrier the plan took, and why where not the cluster's).
+             "persistent-cluster") and with it the exchange of h in shared memory (cluster-dsmem; recurrence
+             "persistent-cluster-dsmem"); the path says which barrier the plan took, and why where not the cluster's.
   cudnn-fp32 torch.nn.GRU in float32 on CUDA (cuDNN), torch imported only when this engine runs.
   cudnn-fp16 the same in float16.
 Shapes (H, T, N): (64,100,1), (256,100,1), (1024,50,1), (256,100,64), (512,50,32), (256,2000,1) unless --shape.
@@ -47,6 +48,8 @@ DEFAULT_SHAPES = [(64, 100, 1), (256, 100, 1), (1024, 50, 1), (256, 100, 64), (5
 QGRU_STEP_PRESETS = ["int8", "int16-activations", "int16", "float"]
 QGRU_PERSISTENT_PRESETS = ["int8", "int16-activations"]
 QGRU_CLUSTER_PRESETS = ["int8"]
+# recurrence label -> QGRU_CUDA_GRU_SYNC
+QGRU_CLUSTER_SYNCS = [("persistent-cluster", "cluster"), ("persistent-cluster-dsmem", "cluster-dsmem")]
 PEERS = ["cudnn-fp32", "cudnn-fp16"]
 ROW_KEYS = ["H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"]
 DRY_RUN_CARD = "dry run: fabricated timings, no GPU"
@@ -129,8 +132,9 @@ class QgruEngine:
             for row in self._run(shape, ["--recurrence", "persistent", "--preset", preset]):
                 out.append((("qgru", preset, "persistent"), row["us_per_step"], row["path"]))
         for preset in QGRU_CLUSTER_PRESETS:
-            for row in self._run(shape, ["--recurrence", "persistent", "--preset", preset], {"QGRU_CUDA_GRU_SYNC": "cluster"}):
-                out.append((("qgru", preset, "persistent-cluster"), row["us_per_step"], row["path"]))
+            for recurrence, sync in QGRU_CLUSTER_SYNCS:
+                for row in self._run(shape, ["--recurrence", "persistent", "--preset", preset], {"QGRU_CUDA_GRU_SYNC": sync}):
+                    out.append((("qgru", preset, recurrence), row["us_per_step"], row["path"]))
         return out
 
     def card(self):
@@ -202,7 +206,8 @@ class FakeEngine:
         if self.name == "qgru":
             return [(("qgru", p, "step"), base + i, "dry run") for i, p in enumerate(QGRU_STEP_PRESETS)] + [
                 (("qgru", p, "persistent"), base + 10 + i, "dry run") for i, p in enumerate(QGRU_PERSISTENT_PRESETS)] + [
-                (("qgru", p, "persistent-cluster"), base + 15 + i, "dry run") for i, p in enumerate(QGRU_CLUSTER_PRESETS)]
+                (("qgru", p, r), base + 15 + i + 2 * j, "dry run") for i, p in enumerate(QGRU_CLUSTER_PRESETS)
+                for j, (r, _) in enumerate(QGRU_CLUSTER_SYNCS)]
         return [((self.name, "fp32" if self.name == "cudnn-fp32" else "fp16", "cudnn"),
                  base + (20 if self.name == "cudnn-fp32" else 21), "dry run")]
 
@@ -327,7 +332,7 @@ def self_test():
             expect(f.read() == printed.getvalue(), "the markdown file holds the printed table")
         expect(printed.getvalue().count("\n| ") == len(rows) + 1, "one table line per row, and the header")
         expect(written == rows, "the JSON file holds the rows")
-        expect(len(rows) == 2 * (len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(QGRU_CLUSTER_PRESETS) + len(PEERS)), f"{len(rows)} rows")
+        expect(len(rows) == 2 * (len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(QGRU_CLUSTER_PRESETS) * len(QGRU_CLUSTER_SYNCS) + len(PEERS)), f"{len(rows)} rows")
         for r in written:
             expect(all(k in r for k in ROW_KEYS), f"row keys {sorted(r)}")
             expect(r["card"] == DRY_RUN_CARD, "a dry-run row says so")
@@ -340,6 +345,8 @@ def self_test():
                    for r in written), "ratio to the fastest cuDNN row")
         expect(any(r["recurrence"] == "persistent" for r in written), "a persistent qgru row")
         expect(any(r["recurrence"] == "persistent-cluster" for r in written), "a persistent qgru row with the cluster barrier")
+        expect(any(r["recurrence"] == "persistent-cluster-dsmem" for r in written),
+               "a persistent qgru row with the exchange in shared memory")
         expect({r["engine"] for r in written} == {"qgru", "cudnn-fp32", "cudnn-fp16"}, "every engine")
         only = parse_args(["--dry-run", "--engines", "qgru"])
         expect(only.engine_list == ["qgru"] and only.shapes == DEFAULT_SHAPES, "--engines and the default shapes")
@@ -365,7 +372,7 @@ def self_test():
             failures.append("the cut run was not cut")
         except Cut:
             partial = json.load(open(out))
-            expect(len(partial) == len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(QGRU_CLUSTER_PRESETS) + len(PEERS), "the cut run's rows")
+            expect(len(partial) == len(QGRU_STEP_PRESETS) + len(QGRU_PERSISTENT_PRESETS) + len(QGRU_CLUSTER_PRESETS) * len(QGRU_CLUSTER_SYNCS) + len(PEERS), "the cut run's rows")
             expect(all(len(r["rounds_us_per_step"]) == 1 for r in partial), "one round in the cut run's rows")
             with open(table) as f:
                 expect("median of 1 alternating rounds (of 3 asked)" in f.read(), "the cut table says how many rounds")

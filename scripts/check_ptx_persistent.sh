@@ -7,7 +7,9 @@
 #   the grid barrier's: ld.acquire.gpu (the wait), red.release.gpu (the publish), membar/fence (__threadfence),
 #     %globaltimer and nanosleep (the bounded spin);
 #   the cluster barrier's, on sm_90: barrier.cluster.arrive.release and barrier.cluster.wait.acquire (aligned), and
-#     %cluster_nctarank (the launch's cluster size checked against the plan's); on sm_80 a trap (never launched).
+#     %cluster_nctarank (the launch's cluster size checked against the plan's); on sm_80 a trap (never launched);
+#   the exchange in shared memory's (ClusterDsmem), on sm_90, besides the cluster barrier's: mapa.shared::cluster and
+#     st.shared::cluster (the pushes into the cluster's blocks); on sm_80 a trap.
 # A kernel that lost one of them (a plain load in the wait, an L1-cached exchange read, a barrier without its
 # release or acquire) fails here. The int8
 # instantiation also computes its dot products on the tensor cores: mma.sync m16n8k32 and m16n8k16 .s8 with s32
@@ -21,26 +23,30 @@ required=('bar\.sync' 'ld\.global\.cg')
 grid_required=('ld\.acquire\.gpu' 'red\.release\.gpu' '(membar\.gl|fence\.(sc|acq_rel)\.gpu)' '%globaltimer' 'nanosleep')
 cluster_required_sm90=('barrier\.cluster\.arrive\.release\.aligned' 'barrier\.cluster\.wait\.acquire\.aligned'
                        '%cluster_nctarank')
+dsmem_required_sm90=('mapa\.shared::cluster' 'st\.shared::cluster\.v[24]\.u32')
 for arch in 80 90; do
   ptx="$work/persistent_gru.sm_$arch.ptx"
   "$nvcc" -ptx -arch="sm_$arch" -std=c++17 --expt-relaxed-constexpr -I"$root/lib/include" -I"$root/cuda/include" \
     -I"$root/cuda/src" -o "$ptx" "$root/cuda/src/persistent_gru.cu"
   # Each .entry with its body (from ".entry NAME(" to the closing "}" at the start of a line).
   entries=$(grep -c '\.entry .*persistent_gru_kernel' "$ptx" || true)
-  if [[ "$entries" != 4 ]]; then
-    echo "FAIL sm_$arch: $entries persistent_gru_kernel entries in the PTX, expected 4 (int8 and 16-bit, grid and cluster)"
+  if [[ "$entries" != 6 ]]; then
+    echo "FAIL sm_$arch: $entries persistent_gru_kernel entries in the PTX, expected 6 (int8 and 16-bit; grid, cluster and"\
+         "cluster with the exchange in shared memory)"
     failures=$((failures + 1))
     continue
   fi
-  for n in 1 2 3 4; do
+  for n in 1 2 3 4 5 6; do
     body=$(awk -v want="$n" '/\.entry .*persistent_gru_kernel/ { k++; on = (k == want) } on { print } on && /^}/ { exit }' "$ptx")
     name=$(sed -n '1{s/.*\.entry //; s/(.*//; p}' <<<"$body")
     wanted=("${required[@]}")
-    # The meeting is the kernel's third template argument: PersistentSync 0 (Grid) or 1 (Cluster).
+    # The meeting is the kernel's third template argument: PersistentSync 0 (Grid), 1 (Cluster), 2 (ClusterDsmem).
     if [[ "$name" == *PersistentSyncE0* ]]; then
       wanted+=("${grid_required[@]}")
     elif [[ "$name" == *PersistentSyncE1* ]]; then
       if [[ "$arch" == 90 ]]; then wanted+=("${cluster_required_sm90[@]}"); else wanted+=('trap'); fi
+    elif [[ "$name" == *PersistentSyncE2* ]]; then
+      if [[ "$arch" == 90 ]]; then wanted+=("${cluster_required_sm90[@]}" "${dsmem_required_sm90[@]}"); else wanted+=('trap'); fi
     else
       echo "FAIL sm_$arch $name: neither the grid nor the cluster instance"
       failures=$((failures + 1))

@@ -7,8 +7,8 @@
 #          device and streaming on the GPU); qgru verify --device cuda and run cpu|cuda byte for byte on the bundled
 #          example (every preset; again with the persistent recurrence and with QGRU_CUDA_GRU_FLOW=device); the whole self-test
 #          again with the persistent GRU recurrence forced (QGRU_CUDA_GRU_PATH=persistent), and once more with its
-#          cluster barrier asked for (QGRU_CUDA_GRU_SYNC=cluster; the self-test's own persistent list checks both
-#          barriers every time); compute-sanitizer
+#          cluster barrier asked for and once with the exchange in shared memory (QGRU_CUDA_GRU_SYNC=cluster,
+#          cluster-dsmem; the self-test's own persistent list checks all three every time); compute-sanitizer
 #          memcheck and racecheck over the persistent kernel's short list (--filter persistent-small),
 #          racecheck and memcheck over the linear's kernels (--filter linear; the stripes kernel's cp.async reads
 #          and half2 stores) and memcheck over the device flow's short list (--filter device-flow-small).
@@ -237,6 +237,8 @@ persistent_self_test() {
 cluster_self_test() {
   step "self-test, persistent recurrence forced, cluster barrier" 100 env QGRU_CUDA_GRU_PATH=persistent \
     QGRU_CUDA_GRU_SYNC=cluster "$bin/test_cuda_gpu" --require-gpu
+  step "self-test, persistent recurrence forced, exchange in shared memory" 100 env QGRU_CUDA_GRU_PATH=persistent \
+    QGRU_CUDA_GRU_SYNC=cluster-dsmem "$bin/test_cuda_gpu" --require-gpu
 }
 # The floor under a persistent step: the kernel's meetings (grid counter, cluster barrier) alone and around the
 # smallest exchange of h (L2, or distributed shared memory), ns per phase; its rows ("JSON {...}") land in the log.
@@ -300,7 +302,8 @@ if [ "$mode" = check ]; then
 fi
 
 # sweeps.md: the defaults that are guesses until measured. The persistent kernel's units per block (8, 16, 32)
-# at N = 1, with the grid barrier and then the cluster barrier (the plan's units; and at N = 64, 8 clusters), and the
+# at N = 1, with the grid barrier, the cluster barrier and the exchange in shared memory (the plan's units; and at
+# N = 64, 8 clusters), and the
 # stripes partition's blocks per SM (0 = the occupancy calculator's count, then 1, 2, 4) where the
 # column reduction and the pipeline depth trade against each other; the wgmma kernel's row block (64 rows, two
 # blocks an SM, or 128, one) and blocks per SM at M = 64-256; rows stream into the file as they come.
@@ -310,7 +313,7 @@ sweeps() {
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 256,100,1 --runs 30; \
          QGRU_CUDA_GRU_UNITS=\$units '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape 1024,50,1 --runs 30; \
        done; \
-       for sync in grid cluster; do echo \"### QGRU_CUDA_GRU_SYNC=\$sync\"; \
+       for sync in grid cluster cluster-dsmem; do echo \"### QGRU_CUDA_GRU_SYNC=\$sync\"; \
          for shape in 256,100,1 1024,50,1 256,100,64; do \
            QGRU_CUDA_GRU_SYNC=\$sync '$bin/bench_cuda_gru' --recurrence persistent --preset int8 --shape \$shape --runs 30; \
          done; \

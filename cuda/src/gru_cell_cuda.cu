@@ -200,16 +200,27 @@ int count_from_environment(const char* name) {
   return static_cast<int>(count);
 }
 
+// QGRU_CUDA_GRU_SYNC: grid (also unset or empty), cluster or cluster-dsmem; qgru::Error naming it otherwise.
+kernels::PersistentSync sync_from_environment() {
+  const char* value = std::getenv("QGRU_CUDA_GRU_SYNC");
+  if (value == nullptr || *value == '\0') return kernels::PersistentSync::Grid;
+  for (kernels::PersistentSync sync : {kernels::PersistentSync::Grid, kernels::PersistentSync::Cluster,
+                                       kernels::PersistentSync::ClusterDsmem}) {
+    if (std::string(value) == kernels::persistent_sync_name(sync)) return sync;
+  }
+  throw Error("QGRU_CUDA_GRU_SYNC=" + std::string(value) + ": expected grid, cluster or cluster-dsmem");
+}
+
 // The persistent plan's slices from the environment, for a benchmark's sweep (else the plan's own choice):
 // QGRU_CUDA_GRU_UNITS units per block (one of kernels::kPersistentUnitChoices; the plan refuses any other),
 // QGRU_CUDA_GRU_ROWS batch rows per block; and how its blocks meet: QGRU_CUDA_GRU_SYNC=cluster (the cluster barrier
-// where the device and the shape allow it) or grid (the default, also when unset).
+// where the device and the shape allow it), cluster-dsmem (the same, h exchanged in shared memory) or grid (the
+// default, also when unset).
 kernels::PersistentGruTuning persistent_tuning_from_environment() {
   kernels::PersistentGruTuning tuning;
   tuning.units_per_block = count_from_environment("QGRU_CUDA_GRU_UNITS");
   tuning.rows_per_block = count_from_environment("QGRU_CUDA_GRU_ROWS");
-  tuning.sync = environment_says("QGRU_CUDA_GRU_SYNC", "grid", "cluster") ? kernels::PersistentSync::Cluster
-                                                                          : kernels::PersistentSync::Grid;
+  tuning.sync = sync_from_environment();
   return tuning;
 }
 
@@ -299,7 +310,7 @@ struct GruCellCuda::Impl {
       p.reason = "the persistent kernel is opt-in (QGRU_CUDA_GRU_PATH=persistent)";
     } else {
       // Clusters as the device keeps them resident (else the grid barrier's plan, saying why), or the grid's.
-      p = tuning.sync == kernels::PersistentSync::Cluster
+      p = kernels::persistent_in_clusters(tuning.sync)
               ? kernels::fit_persistent_clusters(plan.path, H, N, reset_before_linear, device, tuning,
                                                  [](const kernels::PersistentGruPlan& q) { return persistent_active_clusters(q); })
               : kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);

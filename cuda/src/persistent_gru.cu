@@ -4,7 +4,8 @@
 // Synchronization, PersistentSync::Grid (a cooperative launch): publish = __syncthreads, then thread 0
 // __threadfence + red.release.gpu on the arrival counter; wait = thread 0 spins on ld.acquire.gpu of the counter
 // (globaltimer-bounded, __nanosleep between polls), then __syncthreads.
-// PersistentSync::Cluster (sm_90, a cluster launch, one cluster per batch slice): every phase after the first starts
+// PersistentSync::Cluster and ClusterDsmem (sm_90, a cluster launch, one cluster per batch slice): every phase after
+// the first starts
 // with barrier.cluster.arrive.release + barrier.cluster.wait.acquire in every thread (cooperative_groups'
 // cluster.sync()): release and acquire at cluster scope order the previous phase's exchange writes of every thread
 // of the cluster before this phase's reads, and every thread of the block passes it, so it is the block's barrier
@@ -30,7 +31,8 @@ namespace {
 struct PersistentShape {
   int64_t blocks, rows_per_block;
   int32_t r_offset, stage_offset, acc_offset, folds_offset, flag_offset;
-  int32_t cluster_blocks;  // Cluster: the blocks a cluster must hold (plan.cluster_blocks); Grid: 0
+  int32_t cluster_blocks;  // Cluster, ClusterDsmem: the blocks a cluster must hold (plan.cluster_blocks); Grid: 0
+  int32_t stage_bytes, outbox_offset;  // one staging buffer's bytes; ClusterDsmem's outbox
 };
 
 // The block's batch rows of an exchange buffer (rows of chunks_per_row 16-byte chunks, contiguous there) into the
@@ -46,14 +48,16 @@ __device__ void stage_rows(const void* source, unsigned char* stage, int32_t bat
   }
 }
 
-// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the staged rows, one group of
+// rows·(batch rows) dot products of slice rows [first_row, first_row + rows) against the rows staged at smem +
+// stage_at (the staging region, or ClusterDsmem's buffer of the phase), one group of
 // kPersistentDotLanes lanes each, into acc; the thread's group takes products g, g + kPersistentDotGroups, ...
 // (stride: persistent_split_stride for this phase's rows; no division per product).
 template <class Stored, class Acc>
 __device__ void block_dots(const kernels::PersistentBuffers<Stored, Acc>& b, const PersistentShape& s, unsigned char* smem,
-                           int32_t first_row, int32_t rows, int32_t batch_rows, const kernels::PersistentSplitStride& stride) {
+                           int32_t stage_at, int32_t first_row, int32_t rows, int32_t batch_rows,
+                           const kernels::PersistentSplitStride& stride) {
   const int32_t* r_words = reinterpret_cast<const int32_t*>(smem + s.r_offset);
-  const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + s.stage_offset);
+  const int32_t* stage_words = reinterpret_cast<const int32_t*>(smem + stage_at);
   Acc* acc = reinterpret_cast<Acc*>(smem + s.acc_offset);
   const int64_t words = b.H_p * static_cast<int64_t>(sizeof(Stored)) / 4;  // of a row's codes
   const auto row_words = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, sizeof(Stored)) / 4);  // stride
@@ -101,10 +105,10 @@ __device__ __forceinline__ void mma_s8_k16(int32_t (&d)[4], const uint32_t (&a)[
 // dependent chain of mma; with one split per tile the sums are stored, with several they are added into acc
 // (zeroed by block_zero_acc before the staging's __syncthreads) with shared-memory atomics: int32, exact in any order.
 __device__ void block_dots_mma(const kernels::PersistentBuffers<int8_t, int32_t>& b, const PersistentShape& s,
-                               unsigned char* smem, int32_t first_row, int32_t rows, int32_t batch_rows,
+                               unsigned char* smem, int32_t stage_at, int32_t first_row, int32_t rows, int32_t batch_rows,
                                const kernels::PersistentMmaPlan& mp) {
   const unsigned char* r_bytes = smem + s.r_offset;
-  const unsigned char* stage_bytes = smem + s.stage_offset;
+  const unsigned char* stage_bytes = smem + stage_at;
   int32_t* acc = reinterpret_cast<int32_t*>(smem + s.acc_offset);
   const auto row_bytes = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, 1));  // the rows' stride
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
@@ -154,6 +158,28 @@ __device__ void block_dots_mma(const kernels::PersistentBuffers<int8_t, int32_t>
   }
 }
 
+// ClusterDsmem: 16 or 8 bytes at `local` (this block's shared memory) into the same offset of cluster block `peer`'s
+// (mapa gives the peer's address in the cluster's shared window; an ordinary weak store, ordered before the next
+// phase's reads by the cluster barrier's release and acquire).
+__device__ __forceinline__ void store_to_peer(const unsigned char* from, const unsigned char* local, unsigned peer,
+                                              int32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(peer));
+  if (bytes == 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(from);
+    asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2*>(from);
+    asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(remote), "r"(v.x), "r"(v.y) : "memory");
+  }
+#else
+  __trap();  // never launched: ClusterDsmem plans only where the kernel image is sm_90 or newer
+#endif
+}
+
 // Zeroes the phase's accumulators [batch rows][first_row, first_row + rows) for the splits' atomics.
 __device__ void block_zero_acc(int32_t* acc, int32_t acc_row, int32_t first_row, int32_t rows, int32_t batch_rows) {
   for (int32_t n = 0; n < batch_rows; ++n)
@@ -170,7 +196,8 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   const int64_t H = view.hidden_size, U = b.units_per_block;
   const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, b.N, s.rows_per_block, blockIdx.x);
   [[maybe_unused]] int* flag = reinterpret_cast<int*>(smem + s.flag_offset);  // the Grid wait's verdict
-  if constexpr (kSync == kernels::PersistentSync::Cluster) {
+  constexpr bool in_clusters = kernels::persistent_in_clusters(kSync), dsmem = kernels::persistent_dsmem(kSync);
+  if constexpr (in_clusters) {
     // Launched without the plan's clusters, the barrier would span other blocks (or, outside a cluster launch, only
     // this one: ptxas turns it into the block's barrier), a silent race. Every block sees the same size and returns
     // before any barrier; the host reads the error word and throws.
@@ -202,6 +229,21 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   auto* folds = reinterpret_cast<GruUnitFolds*>(smem + s.folds_offset);
   kernels::persistent_fill_folds<Stored, Acc>(view, b, slice, folds, static_cast<int32_t>(threadIdx.x),
                                               static_cast<int32_t>(blockDim.x));
+  [[maybe_unused]] Stored* outbox = dsmem ? reinterpret_cast<Stored*>(smem + s.outbox_offset) : nullptr;
+  if constexpr (dsmem) {
+    // Every staging buffer and the outbox zeroed (codes of units past H stay 0, as in the exchange buffers; they meet
+    // R's zero columns), then a cluster barrier: no block pushes into another before it has started and zeroed.
+    // (Words: stage_bytes is a multiple of 16, the outbox's NB·U·sizeof(Stored) bytes of 8, U >= 8.)
+    const auto stage_words = static_cast<int32_t>(kernels::persistent_stage_buffers(b.phases_per_step) * s.stage_bytes / 4);
+    const auto outbox_words = static_cast<int32_t>(s.rows_per_block * U * static_cast<int64_t>(sizeof(Stored)) / 4);
+    for (int32_t i = static_cast<int32_t>(threadIdx.x); i < stage_words; i += static_cast<int32_t>(blockDim.x)) {
+      reinterpret_cast<int32_t*>(smem + s.stage_offset)[i] = 0;
+    }
+    for (int32_t i = static_cast<int32_t>(threadIdx.x); i < outbox_words; i += static_cast<int32_t>(blockDim.x)) {
+      reinterpret_cast<int32_t*>(smem + s.outbox_offset)[i] = 0;
+    }
+    cluster_barrier();  // also the block's barrier for the folds
+  }
   __syncthreads();
   const Acc* acc = reinterpret_cast<const Acc*>(smem + s.acc_offset);
   // The thread's elements of the slice, split into (unit, row) once for the whole launch.
@@ -220,13 +262,18 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
     const kernels::PersistentPhaseInfo ph = kernels::persistent_phase_info(k, b.phases_per_step, b.T, b.reverse, U);
-    if constexpr (kSync == kernels::PersistentSync::Cluster) {
+    if constexpr (in_clusters) {
       if (k > 0) cluster_barrier();  // phase 0 reads h0, written before the launch
     } else {
       if (!wait_arrivals(a, kernels::persistent_arrivals_before(k, s.blocks), k, flag)) return;
     }
-    stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + s.stage_offset, static_cast<int32_t>(slice.rows),
-               chunks_per_row, row_chunks, stage_walk);
+    // The staging the phase reads: the one region, or ClusterDsmem's buffer, which the cluster's pushes of the
+    // phase before filled (phase 0: h0, staged from the exchange buffer as by the other meetings).
+    const int32_t stage_at = s.stage_offset + (dsmem ? kernels::persistent_stage_buffer(ph) * s.stage_bytes : 0);
+    if (!dsmem || k == 0) {
+      stage_rows(kernels::persistent_stage_source(b, ph, slice), smem + stage_at, static_cast<int32_t>(slice.rows),
+                 chunks_per_row, row_chunks, stage_walk);
+    }
     // int32: first_row + rows <= 3U and slice.rows <= NB (plan sizes, far below 2^31).
     const auto first_row = static_cast<int32_t>(ph.first_row), rows = static_cast<int32_t>(ph.rows);
     const auto batch_rows = static_cast<int32_t>(slice.rows);
@@ -236,15 +283,33 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
         block_zero_acc(reinterpret_cast<int32_t*>(smem + s.acc_offset), static_cast<int32_t>(3 * U), first_row, rows, batch_rows);
       }
       __syncthreads();
-      block_dots_mma(b, s, smem, first_row, rows, batch_rows, mp);
+      block_dots_mma(b, s, smem, stage_at, first_row, rows, batch_rows, mp);
     } else {
       __syncthreads();
-      block_dots<Stored, Acc>(b, s, smem, first_row, rows, batch_rows,
+      block_dots<Stored, Acc>(b, s, smem, stage_at, first_row, rows, batch_rows,
                               kernels::persistent_split_stride_select(ph.part == 0, dot_stride_a, dot_stride_b));
     }
     __syncthreads();
-    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements);
+    kernels::persistent_phase_elements<Stored, Acc>(view, b, slice, ph, acc, folds, elements, outbox);
     if constexpr (kSync == kernels::PersistentSync::Grid) publish(a);
+    if constexpr (dsmem) {
+      // The block's new codes into the staging buffer the next phase reads, in every block of the cluster (the last
+      // phase has no next: no push, so no block writes into one that has left).
+      if (k + 1 < b.T * b.phases_per_step) {
+        __syncthreads();  // the outbox written
+        const kernels::PersistentPushShape push = kernels::persistent_push_shape(U, sizeof(Stored), slice.rows, s.cluster_blocks,
+                                                                                    slice.j0, b.H_p);
+        const int32_t push_at = s.stage_offset + kernels::persistent_push_buffer(ph, b.phases_per_step) * s.stage_bytes;
+        const auto row_bytes = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, sizeof(Stored)));
+        const auto units_bytes = static_cast<int32_t>(U * static_cast<int64_t>(sizeof(Stored)));
+        const auto j0_bytes = static_cast<int32_t>(slice.j0 * static_cast<int64_t>(sizeof(Stored)));
+        for (int32_t i = static_cast<int32_t>(threadIdx.x); i < push.items; i += static_cast<int32_t>(blockDim.x)) {
+          const kernels::PersistentPush item = kernels::persistent_push_item(push, i, units_bytes, push_at, row_bytes, j0_bytes);
+          store_to_peer(reinterpret_cast<const unsigned char*>(outbox) + item.from, smem + item.to,
+                        static_cast<unsigned>(item.peer), push.chunk_bytes);
+        }
+      }
+    }
   }
 }
 
@@ -256,7 +321,9 @@ PersistentShape shape_of(const kernels::PersistentGruPlan& plan) {
           static_cast<int32_t>(plan.smem.acc_offset),
           static_cast<int32_t>(plan.smem.folds_offset),
           static_cast<int32_t>(plan.smem.flag_offset),
-          static_cast<int32_t>(plan.cluster_blocks)};
+          static_cast<int32_t>(plan.cluster_blocks),
+          static_cast<int32_t>(plan.smem.stage_bytes),
+          static_cast<int32_t>(plan.smem.outbox_offset)};
 }
 
 }  // namespace
@@ -270,6 +337,10 @@ const void* kernel_of(const kernels::PersistentGruPlan& plan) {
   if (plan.sync == PersistentSync::Cluster) {
     return int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t, PersistentSync::Cluster>)
                 : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::Cluster>);
+  }
+  if (plan.sync == PersistentSync::ClusterDsmem) {
+    return int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t, PersistentSync::ClusterDsmem>)
+                : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::ClusterDsmem>);
   }
   return int8 ? reinterpret_cast<const void*>(persistent_gru_kernel<int8_t, int32_t, PersistentSync::Grid>)
               : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::Grid>);
@@ -316,7 +387,7 @@ void allow_smem(const kernels::PersistentGruPlan& plan) {
   const std::lock_guard<std::mutex> hold(lock);
   cudaFuncAttributes attributes{};
   QGRU_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel_of(plan)));
-  if (plan.sync == kernels::PersistentSync::Cluster && attributes.nonPortableClusterSizeAllowed == 0) {  // once
+  if (kernels::persistent_in_clusters(plan.sync) && attributes.nonPortableClusterSizeAllowed == 0) {  // once
     QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(plan), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
   if (attributes.maxDynamicSharedSizeBytes >= plan.smem.total_bytes) return;
@@ -360,7 +431,7 @@ int persistent_active_clusters(const kernels::PersistentGruPlan& plan) {
 }
 
 std::string persistent_occupancy(const kernels::PersistentGruPlan& plan) {
-  if (plan.sync == kernels::PersistentSync::Cluster) {
+  if (kernels::persistent_in_clusters(plan.sync)) {
     return kernels::persistent_cluster_occupancy_refusal(plan, persistent_active_clusters(plan));
   }
   allow_smem(plan);
@@ -383,7 +454,7 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   void* params[] = {&view, &b, &a, &shape};
   // persistent_occupancy raised the limit for this plan already (per device: asked again, it costs a lookup).
   allow_smem(plan);
-  if (plan.sync == kernels::PersistentSync::Cluster) {
+  if (kernels::persistent_in_clusters(plan.sync)) {
     // A cluster's blocks are resident together by construction; clusters never wait for one another.
     const ClusterLaunch cluster(plan, stream);
     QGRU_CUDA_CHECK(cudaLaunchKernelExC(&cluster.config, kernel_of(plan), params));

@@ -11,9 +11,10 @@
 //   plan's default takes 16 units on every shape above, so the other slices and the largest shared memory run here;
 //   11 and 17 batch rows per block: several 8-row tiles of batch rows on the int8 kernel's tensor cores;
 //   two cells at once on two streams whose grids cannot both be resident (the second launch must wait, not hang);
-//   the cluster barrier (QGRU_CUDA_GRU_SYNC=cluster): cells on edges and several clusters (batch slices) drifting
-//   apart, where the path must name the cluster barrier, H = 1024's 16-block clusters of ~200 KB each (the path says
-//   which barrier the device gave), and whole models.
+//   the cluster barrier (QGRU_CUDA_GRU_SYNC=cluster), and with the exchange in shared memory (cluster-dsmem): cells
+//   on edges and several clusters (batch slices) drifting apart, where the path must name the cluster barrier (and
+//   the exchange), H = 1024's 16-block clusters of ~200 KB each (the path says which barrier the device gave), and
+//   whole models.
 // A case that throws (a launch error, a wait past the limit) stops the list with the case named.
 // small = true: the compute-sanitizer list (a few small cases, both cells, lengths, reverse, the int8 kernel's k
 // splits; under a minute).
@@ -91,9 +92,14 @@ class CaseFailure : public std::runtime_error {
 // How a cell's blocks are asked to meet (QGRU_CUDA_GRU_SYNC, read at construction) and what its path must say.
 enum class Meet {
   Grid,           // unset: the grid barrier; the path must not name a cluster
-  Cluster,        // cluster: the path must name the cluster barrier
+  Cluster,        // cluster: the path must name the cluster barrier (and not the exchange in shared memory)
   ClusterIfFits,  // cluster: either barrier (the device's occupancy decides); the path says which and why
+  Dsmem,          // cluster-dsmem: the path must name the cluster barrier and the exchange in shared memory
+  DsmemIfFits,    // cluster-dsmem: either (the device's occupancy decides)
 };
+const char* sync_setting(Meet meet) {
+  return meet == Meet::Grid ? "" : meet == Meet::Cluster || meet == Meet::ClusterIfFits ? "cluster" : "cluster-dsmem";
+}
 
 // One cell of hidden size H built once, run on every (N, T, direction) given; one line per run. units / rows: the
 // plan's tuning (QGRU_CUDA_GRU_UNITS / _ROWS, read at construction; 0: the plan's choice), which the path must name.
@@ -103,12 +109,12 @@ int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batch
   const qgru::test::HandGruCell cell(H, C, static_cast<uint32_t>(H * 3 + 1), reset_before_linear);
   const std::string cell_case = "persistent GRU cell H=" + std::to_string(H) + " lbr=" +
                                 std::to_string(reset_before_linear ? 0 : 1) + " units=" + std::to_string(units) +
-                                " rows=" + std::to_string(rows) + (meet == Meet::Grid ? "" : " sync=cluster");
+                                " rows=" + std::to_string(rows) + (meet == Meet::Grid ? "" : " sync=") + sync_setting(meet);
   std::optional<cuda::GruCellCuda> gpu_cell;
   try {
     const ScopedEnvironment u("QGRU_CUDA_GRU_UNITS", units != 0 ? std::to_string(units) : "");
     const ScopedEnvironment r("QGRU_CUDA_GRU_ROWS", rows != 0 ? std::to_string(rows) : "");
-    const ScopedEnvironment m("QGRU_CUDA_GRU_SYNC", meet == Meet::Grid ? "" : "cluster");
+    const ScopedEnvironment m("QGRU_CUDA_GRU_SYNC", sync_setting(meet));
     gpu_cell.emplace(cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, nullptr, nullptr,
                      cuda::GruRecurrence::Persistent);
   } catch (const std::exception& e) {
@@ -141,9 +147,12 @@ int check_cell(int H, bool reset_before_linear, std::initializer_list<int> batch
         }
         // T = 0 launches nothing: an empty result whatever the path
         const bool clustered = path.find(", cluster barrier of ") != std::string::npos;
+        const bool in_shared = path.find(", exchange in shared memory") != std::string::npos;
         const bool path_wrong =
             T > 0 && (!is_persistent(path) || (units != 0 && rows != 0 && path.find(tuned) == std::string::npos) ||
-                      (meet == Meet::Cluster && !clustered) || (meet == Meet::Grid && clustered));
+                      ((meet == Meet::Cluster || meet == Meet::Dsmem) && !clustered) ||
+                      (meet == Meet::Dsmem && !in_shared) || (meet == Meet::Cluster && in_shared) ||
+                      (meet == Meet::Grid && clustered));
         const bool fails = bad != 0 || path_wrong;
         std::printf("%s persistent GRU cell H=%d C=%d T=%d N=%d reverse=%d lbr=%d [%s]%s%s\n", fails ? "FAIL" : "ok  ",
                     H, C, T, N, reverse ? 1 : 0, reset_before_linear ? 0 : 1, path.c_str(), bad ? ": codes differ" : "",
@@ -275,8 +284,9 @@ int check_persistent_gru(bool small) {
     // never reach (H_p 32 or 48: one k32 step, nothing to split): H_p 64 in rows padded to 80 bytes, 8 units and 11
     // batch rows per block, so every phase has 2 to 4 tiles (2 of batch rows, the last of 3 rows) split in two.
     for (bool rbl : {false, true}) failures += check_cell(64, rbl, {11}, {3}, {false}, 8, 11);
-    // The cluster barrier: 5 unit slices a cluster, 3 clusters.
+    // The cluster barrier, then with the exchange in shared memory: 5 unit slices a cluster, 3 clusters.
     for (bool rbl : {false, true}) failures += check_cell(40, rbl, {3}, {4}, {true}, 8, 1, Meet::Cluster);
+    for (bool rbl : {false, true}) failures += check_cell(40, rbl, {3}, {4}, {true}, 8, 1, Meet::Dsmem);
     failures += check_model({"int8", false, 33, 2, 2, 3, 4, true, true, true});
     failures += check_model({"int8", true, 31, 1, 2, 3, 4, false, true, false});
     failures += check_model({"int16-activations", false, 33, 1, 2, 3, 4, true, true, false});
@@ -313,15 +323,19 @@ int check_persistent_gru(bool small) {
   // The cluster barrier. H up to 257 fits one cluster (at most 16 unit slices: 257 takes 9 of 32 units); N = 33 and
   // 64 spread over several clusters; tuned 8 units (5 slices) with 1 and 2 rows a block, 3 to 17 clusters that run
   // phases apart. H = 1024: 16 slices of 64 units, ~200 KB of shared memory a block.
-  for (bool rbl : {false, true}) {
-    for (int H : {1, 33, 257}) failures += check_cell(H, rbl, {1, 3, 33}, {1, 5}, {false, true}, 0, 0, Meet::Cluster);
-    failures += check_cell(256, rbl, {64}, {10}, {true}, 0, 0, Meet::Cluster);
-    failures += check_cell(40, rbl, {3, 17}, {6}, {false, true}, 8, 1, Meet::Cluster);
-    failures += check_cell(100, rbl, {40}, {5}, {false}, 16, 17, Meet::Cluster);
-    failures += check_cell(1024, rbl, {1, 4}, {20}, {true}, 0, 0, Meet::ClusterIfFits);
-  }
-  {
-    const ScopedEnvironment cluster("QGRU_CUDA_GRU_SYNC", "cluster");
+  // The same with the exchange in shared memory, and H = 65 in slices of 32 (the last slice's pushes stop at the
+  // staging row's H_p = 80 codes).
+  for (Meet meet : {Meet::Cluster, Meet::Dsmem}) {
+    const Meet if_fits = meet == Meet::Cluster ? Meet::ClusterIfFits : Meet::DsmemIfFits;
+    for (bool rbl : {false, true}) {
+      for (int H : {1, 33, 257}) failures += check_cell(H, rbl, {1, 3, 33}, {1, 5}, {false, true}, 0, 0, meet);
+      failures += check_cell(256, rbl, {64}, {10}, {true}, 0, 0, meet);
+      failures += check_cell(40, rbl, {3, 17}, {6}, {false, true}, 8, 1, meet);
+      failures += check_cell(100, rbl, {40}, {5}, {false}, 16, 17, meet);
+      failures += check_cell(65, rbl, {40}, {5}, {true}, 32, 19, meet);
+      failures += check_cell(1024, rbl, {1, 4}, {20}, {true}, 0, 0, if_fits);
+    }
+    const ScopedEnvironment cluster("QGRU_CUDA_GRU_SYNC", sync_setting(meet));
     for (const test::GruModelCase& k : test::kPersistentModelCases) failures += check_model(k);
   }
   return failures;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cell_reference_check.h"
@@ -42,11 +43,12 @@ PersistentGruPlan plan_for(int64_t H, int64_t N, bool reset_before_linear, int u
 
 PersistentGruPlan plan_cluster(int64_t H, int64_t N, bool reset_before_linear, int units = 0,
                                GruGemmPath path = GruGemmPath::Int8, int rows = 0,
-                               const PersistentDevice& device = kH200Clusters) {
+                               const PersistentDevice& device = kH200Clusters,
+                               kernels::PersistentSync sync = kernels::PersistentSync::Cluster) {
   PersistentGruTuning tuning;
   tuning.units_per_block = units;
   tuning.rows_per_block = rows;
-  tuning.sync = kernels::PersistentSync::Cluster;
+  tuning.sync = sync;
   return kernels::plan_persistent_gru(path, H, N, reset_before_linear, device, tuning);
 }
 
@@ -266,6 +268,86 @@ TEST_CASE("persistent cluster fit: 16-block clusters, else 8, rows raised to one
   });
   CHECK((p.persistent && p.sync == PersistentSync::Grid && asked.empty()));
   CHECK(p.sync_note.find("has no cluster launch") != std::string::npos);
+}
+
+TEST_CASE("persistent exchange in shared memory: the plan's buffers and outbox; a phase's pushes write every code of "
+          "every row once into every block of the cluster, inside the push buffer") {
+  using kernels::PersistentSync;
+  // H = 256, N = 1: 16 blocks of 16 units; two staging buffers (three for the linear_before_reset = 0 cell), an
+  // outbox of 16 codes.
+  for (bool rbl : {false, true}) {
+    const PersistentGruPlan p = plan_cluster(256, 1, rbl, 0, GruGemmPath::Int8, 0, kH200Clusters, PersistentSync::ClusterDsmem);
+    REQUIRE((p.persistent && p.sync == PersistentSync::ClusterDsmem && p.cluster_blocks == 16));
+    CHECK(p.smem.stage_buffers == (rbl ? 3 : 2));
+    CHECK(p.smem.outbox_bytes == 16);
+    CHECK(p.smem.total_bytes == 3 * 16 * 272 + (rbl ? 3 : 2) * 272 + 4 * 3 * 16 + 96 * 16 + 16 + 16);
+    CHECK(p.describe().find(", cluster barrier of 16 blocks, exchange in shared memory)") != std::string::npos);
+  }
+  // Which buffer a phase reads and pushes into: h by parity, part A's reset codes into buffer 2.
+  for (int64_t step = 0; step < 4; ++step) {
+    const kernels::PersistentPhaseInfo one = kernels::persistent_phase_info(step, 1, 8, false, 16);
+    CHECK(kernels::persistent_stage_buffer(one) == step % 2);
+    CHECK(kernels::persistent_push_buffer(one, 1) == (step + 1) % 2);
+    const kernels::PersistentPhaseInfo a = kernels::persistent_phase_info(2 * step, 2, 8, false, 16);
+    const kernels::PersistentPhaseInfo b = kernels::persistent_phase_info(2 * step + 1, 2, 8, false, 16);
+    CHECK((kernels::persistent_stage_buffer(a) == step % 2 && kernels::persistent_push_buffer(a, 2) == 2));
+    CHECK((kernels::persistent_stage_buffer(b) == 2 && kernels::persistent_push_buffer(b, 2) == (step + 1) % 2));
+  }
+  // Every cluster's pushes of one phase, for several shapes and both widths: each byte of each row's codes of units
+  // [0, H) written exactly once in every block, from the outbox byte of its unit and row; nothing outside the push
+  // buffer's rows' code bytes.
+  for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
+    // (65 in slices of 32: the last slice reaches past H_p = 80; its pushes stop at the row's end)
+    for (const auto& [H, U, N, rows] : {std::tuple<int, int, int, int>{256, 16, 1, 0}, {40, 8, 7, 3}, {512, 32, 2, 0},
+                                        {100, 16, 40, 17}, {33, 8, 3, 1}, {65, 32, 40, 19}}) {
+      const PersistentGruPlan p = plan_cluster(H, N, false, U, path, rows, kH200Clusters, PersistentSync::ClusterDsmem);
+      CAPTURE(p.describe());
+      REQUIRE((p.persistent && p.sync == PersistentSync::ClusterDsmem));
+      const int64_t bytes = path == GruGemmPath::Int8 ? 1 : 2;
+      const auto row_stride = static_cast<int32_t>(kernels::persistent_smem_row_bytes(p.H_p, bytes));
+      const int32_t push_at = static_cast<int32_t>(p.smem.stage_offset + p.smem.stage_bytes);  // buffer 1
+      for (int64_t first = 0; first < p.blocks; first += p.cluster_blocks) {
+        const kernels::PersistentSyncGroup g = kernels::persistent_sync_group(p, first);
+        // writes[peer][byte]: how many times, and the (source block, outbox byte) of the last
+        std::vector<std::vector<int>> writes(static_cast<size_t>(g.blocks), std::vector<int>(static_cast<size_t>(p.smem.total_bytes), 0));
+        bool from_right = true;
+        for (int64_t b = g.first_block; b < g.first_block + g.blocks; ++b) {
+          const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, N, p.rows_per_block, b);
+          const kernels::PersistentPushShape push =
+              kernels::persistent_push_shape(U, bytes, slice.rows, g.blocks, slice.j0, p.H_p);
+          for (int32_t i = 0; i < push.items; ++i) {
+            const kernels::PersistentPush item = kernels::persistent_push_item(
+                push, i, static_cast<int32_t>(U * bytes), push_at, row_stride, static_cast<int32_t>(slice.j0 * bytes));
+            REQUIRE((item.peer >= 0 && item.peer < g.blocks));
+            for (int32_t c = 0; c < push.chunk_bytes; ++c) {
+              const int32_t to = item.to + c, from = item.from + c;
+              REQUIRE((to >= push_at && to < push_at + p.smem.stage_bytes));
+              const int32_t row = (to - push_at) / row_stride, code_byte = (to - push_at) % row_stride;
+              // the outbox byte [row, U] of the same unit and row
+              from_right = from_right && from == row * U * bytes + (code_byte - static_cast<int32_t>(slice.j0 * bytes));
+              ++writes[static_cast<size_t>(item.peer)][static_cast<size_t>(to)];
+            }
+          }
+        }
+        CHECK(from_right);
+        for (int64_t peer = 0; peer < g.blocks; ++peer) {
+          int64_t once = 0, more = 0, stray = 0;
+          for (int32_t at = push_at; at < push_at + p.smem.stage_bytes; ++at) {
+            const int count = writes[static_cast<size_t>(peer)][static_cast<size_t>(at)];
+            const int32_t row = (at - push_at) / row_stride, code_byte = (at - push_at) % row_stride;
+            // every slice's units up to the row's H_p codes
+            const bool wanted = row < g.rows && code_byte < std::min<int64_t>(p.unit_blocks * U, p.H_p) * bytes;
+            once += wanted && count == 1;
+            more += count > 1;
+            stray += !wanted && count != 0;
+          }
+          CHECK(once == g.rows * std::min<int64_t>(p.unit_blocks * U, p.H_p) * bytes);
+          CHECK(more == 0);
+          CHECK(stray == 0);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("persistent slices cover every (unit, batch row) once; the shared memory regions are aligned and disjoint") {
@@ -670,10 +752,11 @@ TEST_CASE("persistent emulation, cluster barrier: clusters drift phases apart, t
   for (const Shape& s : shapes) {
     for (GruGemmPath path : {GruGemmPath::Int8, GruGemmPath::Wide16}) {
       for (bool reset_before_linear : {false, true}) {
-        const PersistentGruPlan plan = plan_cluster(s.H, s.N, reset_before_linear, s.U, path, s.rows);
+       for (kernels::PersistentSync sync : {kernels::PersistentSync::Cluster, kernels::PersistentSync::ClusterDsmem}) {
+        const PersistentGruPlan plan = plan_cluster(s.H, s.N, reset_before_linear, s.U, path, s.rows, kH200Clusters, sync);
         CAPTURE(plan.describe());
         REQUIRE(plan.persistent);
-        REQUIRE(plan.sync == kernels::PersistentSync::Cluster);
+        REQUIRE(plan.sync == sync);
         REQUIRE(plan.batch_blocks >= 3);
         const int C = 5, T = 6;
         const qgru::test::HandGruCell cell(s.H, C, static_cast<uint32_t>(s.H * 17 + s.N), reset_before_linear);
@@ -720,6 +803,7 @@ TEST_CASE("persistent emulation, cluster barrier: clusters drift phases apart, t
             }
           }
         }
+       }
       }
     }
   }

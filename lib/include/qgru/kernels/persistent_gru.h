@@ -95,14 +95,29 @@ struct PersistentDevice {
 //     slice's rows of the exchange buffers are written and read by its own cluster's blocks only, so clusters never
 //     wait for one another: the launch needs no co-residency beyond one cluster at a time, and the barrier is the
 //     cluster's, not the whole grid's. The same phases, parities and buffers as Grid; only the meeting differs.
-enum class PersistentSync { Grid, Cluster };
-inline const char* persistent_sync_name(PersistentSync sync) { return sync == PersistentSync::Grid ? "grid" : "cluster"; }
+//   ClusterDsmem: Cluster's clusters and barrier, and the exchange through distributed shared memory instead of L2.
+//     Each block keeps its own staging buffers (persistent_stage_buffers: h by parity, and the reset codes of the
+//     linear_before_reset = 0 cell), and after a phase's cell every block writes its units' new codes (from an outbox
+//     in its shared memory, persistent_phase_elements) straight into the staging buffer the next phase reads, in every
+//     block of its cluster (persistent_push_*), before the barrier; so a phase starts on staged codes, with no read
+//     from L2 after the barrier. Phase 0 stages h0 from the exchange buffer as the others do. Hazards, the double
+//     buffering's argument per block: a phase writes peers' buffer persistent_push_buffer(k), which they read at phase
+//     k + 1 and last read at phase k - 1 (parity; the reset buffer: written at phase A, read at the same step's
+//     phase B, last read at the step before's phase B), and every block finished phase k - 1 before any passes the
+//     barrier of phase k. The last phase pushes nothing, so no block writes into a block that has left. A cluster
+//     barrier after the slice's setup (before any push) lets every block's shared memory be written.
+enum class PersistentSync { Grid, Cluster, ClusterDsmem };
+inline const char* persistent_sync_name(PersistentSync sync) {
+  return sync == PersistentSync::Grid ? "grid" : sync == PersistentSync::Cluster ? "cluster" : "cluster-dsmem";
+}
+QGRU_HD constexpr bool persistent_in_clusters(PersistentSync sync) { return sync != PersistentSync::Grid; }
+QGRU_HD constexpr bool persistent_dsmem(PersistentSync sync) { return sync == PersistentSync::ClusterDsmem; }
 
 struct PersistentGruTuning {
   int units_per_block = 0;  // 0: the plan's choice; else one of kPersistentUnitChoices
   int rows_per_block = 0;   // batch rows per block; 0: the plan's choice
-  // Cluster: the cluster barrier where the device and the shape allow it, else Grid with the reason in the plan's
-  // description. Grid until a GPU measures the two side by side (scripts/gpu_session.sh sweeps both).
+  // Cluster, ClusterDsmem: the cluster barrier where the device and the shape allow it, else Grid with the reason in
+  // the plan's description. Grid until a GPU measures them side by side (scripts/gpu_session.sh sweeps all three).
   PersistentSync sync = PersistentSync::Grid;
 };
 
@@ -128,10 +143,13 @@ inline PersistentWidths persistent_widths(GruGemmPath path) {
 //     block's units (operand offset and zero-point compensation, bias, the channels' rescales), folded once per
 //     launch (persistent_fill_folds) so that a step's cell reads them from shared memory, not ~12 global loads per
 //     channel;
+//   outbox [NB, U] Stored (ClusterDsmem only): the block's new codes of a phase, pushed to its cluster from there;
 //   flag: 16 bytes, the wait's verdict thread 0 hands to the block (so every byte the kernel uses is in the plan).
+// The staging region holds stage_buffers buffers of stage_bytes each: 1, or with ClusterDsmem 2 (h by parity) or 3
+// (and the reset codes of the linear_before_reset = 0 cell).
 struct PersistentSmemLayout {
-  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, acc_offset = 0, acc_bytes = 0, folds_offset = 0,
-          folds_bytes = 0, flag_offset = 0, total_bytes = 0;
+  int64_t r_offset = 0, r_bytes = 0, stage_offset = 0, stage_bytes = 0, stage_buffers = 1, acc_offset = 0, acc_bytes = 0,
+          folds_offset = 0, folds_bytes = 0, outbox_offset = 0, outbox_bytes = 0, flag_offset = 0, total_bytes = 0;
 };
 
 QGRU_HD constexpr int64_t persistent_align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -141,21 +159,27 @@ QGRU_HD constexpr int64_t persistent_smem_row_bytes(int64_t H_p, int64_t operand
   return H_p * operand_bytes + ((H_p * operand_bytes / 16) % 2 == 0 ? 16 : 0);
 }
 
+// stage_buffers: 1, or ClusterDsmem's persistent_stage_buffers (which also takes the outbox).
 inline PersistentSmemLayout persistent_smem_layout(int64_t units_per_block, int64_t H_p, int64_t rows_per_block,
-                                                   const PersistentWidths& w = {1, 4}) {
+                                                   const PersistentWidths& w = {1, 4}, int64_t stage_buffers = 1) {
   PersistentSmemLayout s;
   const int64_t row_bytes = persistent_smem_row_bytes(H_p, w.operand_bytes);
   s.r_bytes = 3 * units_per_block * row_bytes;
   s.stage_offset = persistent_align16(s.r_offset + s.r_bytes);
   s.stage_bytes = rows_per_block * row_bytes;
-  s.acc_offset = persistent_align16(s.stage_offset + s.stage_bytes);
+  s.stage_buffers = stage_buffers;
+  s.acc_offset = persistent_align16(s.stage_offset + stage_buffers * s.stage_bytes);
   s.acc_bytes = w.acc_bytes * rows_per_block * 3 * units_per_block;
   s.folds_offset = persistent_align16(s.acc_offset + s.acc_bytes);
   s.folds_bytes = static_cast<int64_t>(sizeof(GruUnitFolds)) * units_per_block;
-  s.flag_offset = persistent_align16(s.folds_offset + s.folds_bytes);
+  s.outbox_offset = persistent_align16(s.folds_offset + s.folds_bytes);
+  s.outbox_bytes = stage_buffers > 1 ? w.operand_bytes * rows_per_block * units_per_block : 0;
+  s.flag_offset = persistent_align16(s.outbox_offset + s.outbox_bytes);
   s.total_bytes = s.flag_offset + 16;
   return s;
 }
+// ClusterDsmem's staging buffers: h_s at parity(s) (0, 1), and the linear_before_reset = 0 cell's reset codes (2).
+QGRU_HD constexpr int64_t persistent_stage_buffers(int phases_per_step) { return phases_per_step == 2 ? 3 : 2; }
 
 struct PersistentGruPlan {
   bool persistent = false;
@@ -168,7 +192,7 @@ struct PersistentGruPlan {
   int phases_per_step = 1;  // 2 for the linear_before_reset = 0 cell
   PersistentSmemLayout smem;
   PersistentSync sync = PersistentSync::Grid;
-  int64_t cluster_blocks = 0;  // Cluster: blocks a cluster (= unit_blocks); Grid: 0
+  int64_t cluster_blocks = 0;  // Cluster, ClusterDsmem: blocks a cluster (= unit_blocks); Grid: 0
   std::string sync_note;       // Grid when the tuning asked for Cluster: why the cluster barrier was refused
   // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path;
   // then ", cluster barrier of C blocks", or ", grid barrier: <why not the cluster's>" when that was asked for)
@@ -178,7 +202,10 @@ struct PersistentGruPlan {
     std::string text = "persistent (" + std::to_string(blocks) + " blocks x " + std::to_string(units_per_block) +
                        " units x " + std::to_string(rows_per_block) + " rows, smem " + std::to_string(smem.total_bytes) +
                        (path == GruGemmPath::Int8 ? "" : ", 16-bit");
-    if (sync == PersistentSync::Cluster) text += ", cluster barrier of " + std::to_string(cluster_blocks) + " blocks";
+    if (persistent_in_clusters(sync)) {
+      text += ", cluster barrier of " + std::to_string(cluster_blocks) + " blocks" +
+              (persistent_dsmem(sync) ? ", exchange in shared memory" : "");
+    }
     if (!sync_note.empty()) text += ", grid barrier: " + sync_note;
     return text + ")";
   }
@@ -205,7 +232,7 @@ inline PersistentGruPlan persistent_gru_plan_for_sync(GruGemmPath path, int64_t 
   plan.H_p = pad_to_multiple(H, path == GruGemmPath::Int8 ? kInt8GemmMultiple : kWideTile);
   plan.N_p = path == GruGemmPath::Int8 ? pad_to_multiple(N, kInt8GemmMultiple) : N;
   plan.phases_per_step = reset_before_linear ? 2 : 1;
-  const bool cluster = sync == PersistentSync::Cluster;
+  const bool cluster = persistent_in_clusters(sync);
   const std::string shape = " (H=" + std::to_string(H) + " N=" + std::to_string(N) + ")";
   auto refuse = [&](const std::string& why) {
     plan.persistent = false;
@@ -260,7 +287,8 @@ inline PersistentGruPlan persistent_gru_plan_for_sync(GruGemmPath path, int64_t 
   // A launch's grid is at most 2^31 - 1 blocks (x dimension).
   if (plan.blocks > (int64_t{1} << 31) - 1) return refuse(std::to_string(plan.blocks) + " blocks exceed a launch's grid");
   plan.cluster_blocks = cluster ? plan.unit_blocks : 0;
-  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path));
+  plan.smem = persistent_smem_layout(plan.units_per_block, plan.H_p, plan.rows_per_block, persistent_widths(path),
+                                     persistent_dsmem(sync) ? persistent_stage_buffers(plan.phases_per_step) : 1);
   if (plan.smem.total_bytes >= kPersistentMaxSmemBytes) {
     return refuse("a block's shared memory (" + std::to_string(plan.smem.total_bytes) +
                   " bytes) reaches 2^31, past the kernel's 32-bit index math");
@@ -278,9 +306,9 @@ inline PersistentGruPlan persistent_gru_plan_for_sync(GruGemmPath path, int64_t 
 // where the grid barrier can, and says why it did).
 inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
                                              const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
-  if (tuning.sync == PersistentSync::Cluster) {
+  if (persistent_in_clusters(tuning.sync)) {
     const PersistentGruPlan cluster =
-        persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Cluster);
+        persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, tuning.sync);
     if (cluster.persistent) return cluster;
     PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
     if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + cluster.reason;
@@ -323,7 +351,7 @@ PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N
     if (most == 8 && device.max_cluster_blocks <= 8) continue;  // tried already, or no cluster launch
     PersistentDevice d = device;
     d.max_cluster_blocks = most;
-    const PersistentGruPlan p = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, tuning, PersistentSync::Cluster);
+    const PersistentGruPlan p = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, tuning, tuning.sync);
     const int active = p.persistent ? active_clusters(p) : 0;
     if (!p.persistent || active < 1) {
       if (why.empty()) why = p.persistent ? persistent_cluster_occupancy_refusal(p, active) : p.reason;
@@ -333,7 +361,7 @@ PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N
       PersistentGruTuning one_wave = tuning;
       one_wave.rows_per_block = static_cast<int>((N + active - 1) / active);  // <= N: fits int (N's slices do)
       const PersistentGruPlan q =
-          persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, one_wave, PersistentSync::Cluster);
+          persistent_gru_plan_for_sync(path, H, N, reset_before_linear, d, one_wave, tuning.sync);
       if (q.persistent && active_clusters(q) >= q.batch_blocks) return q;
     }
     return p;
@@ -606,8 +634,9 @@ QGRU_HD PersistentMmaAt persistent_mma_acc_at(int32_t mt, int32_t nt, int lane, 
 // places:
 // h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
 // old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
+// Returns the stored code (for ClusterDsmem's outbox).
 template <class Stored, class Acc>
-QGRU_HD void persistent_step_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
+QGRU_HD Stored persistent_step_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
                                      int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
                                      int32_t* h_state, Stored* h_next, int64_t H_p, int32_t* out_t, int64_t n, int64_t u,
                                      int32_t j, const int32_t* lengths, int64_t t) {
@@ -625,15 +654,18 @@ QGRU_HD void persistent_step_element(const GruCellParamsView& view, const GruUni
     h_state[n * H + j] = q_h;
   }
   // Fits Stored: h's code range passed the path's operand offset check with this offset (plan_gru_operands).
-  h_next[n * H_p + j] = static_cast<Stored>(q_h - h_offset);
+  const auto stored = static_cast<Stored>(q_h - h_offset);
+  h_next[n * H_p + j] = stored;
   out_t[n * H + j] = padding ? view.h.zp : q_h;
+  return stored;
 }
 
 // Phase A of the linear_before_reset = 0 cell for unit j (acc_n as above): q_reset_hidden from the r channel's accumulators and the old
 // state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
 // gru_cell_reset_hidden_folded with the unit's folds (the same code as gru_cell_reset_hidden on the raw accumulators).
+// Returns the stored code (for ClusterDsmem's outbox).
 template <class Stored, class Acc>
-QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
+QGRU_HD Stored persistent_reset_hidden_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
                                              int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
                                              const int32_t* h_state, Stored* reset_out, int64_t H_p, int64_t n, int64_t u,
                                              int32_t j) {
@@ -641,7 +673,9 @@ QGRU_HD void persistent_reset_hidden_element(const GruCellParamsView& view, cons
       gru_cell_reset_hidden_folded(view, folds, gemm_x_t[n * ldc + view.hidden_size + j], acc_n[units_per_block + u],
                                    h_state[n * view.hidden_size + j]);
   // Fits Stored: q_reset_hidden lies in h's code range.
-  reset_out[n * H_p + j] = static_cast<Stored>(q_reset_hidden - h_offset);
+  const auto stored = static_cast<Stored>(q_reset_hidden - h_offset);
+  reset_out[n * H_p + j] = stored;
+  return stored;
 }
 
 // A thread's elements of a block's slice (element i: unit u = i mod units, batch row n_local = i / units): a split
@@ -681,6 +715,44 @@ PersistentBuffers<Stored, Acc> persistent_buffers(const PersistentGruPlan& plan,
           plan.units_per_block, x_offset, h_offset, plan.phases_per_step, reverse};
 }
 
+// ClusterDsmem: the staging buffer (persistent_stage_buffers) phase `ph` reads, and the one it pushes its codes into
+// (its h_{step+1} at parity(step + 1), or part A's reset codes into buffer 2).
+QGRU_HD int persistent_stage_buffer(const PersistentPhaseInfo& ph) { return ph.part == 1 ? 2 : persistent_h_parity(ph.step); }
+QGRU_HD int persistent_push_buffer(const PersistentPhaseInfo& ph, int phases_per_step) {
+  return phases_per_step == 2 && ph.part == 0 ? 2 : persistent_h_parity(ph.step + 1);
+}
+
+// ClusterDsmem's pushes of one phase: every block of a cluster writes its outbox ([rows, U] Stored: its units' codes of
+// each of its batch rows) into row n, codes [j0, min(j0 + U, H_p)), of the push buffer of every block of the cluster
+// (itself too), in chunks of 16 bytes (8 where U codes are not a multiple of 16 bytes: U = 8 int8 codes). The last
+// unit slice may reach past H_p (H = 65 in slices of 32: H_p = 80), and a staging row holds H_p codes: its pushes
+// stop there. Chunks tile the pushed codes exactly: H_p and j0 are multiples of 16 (8 for U = 8) codes' bytes (H_p of
+// 16 codes, or of the wide tile; j0 of U). Item i of peers · rows · chunks_per_row: peer i / (rows · chunks_per_row),
+// then row, then chunk. Offsets in bytes, int32: the outbox and a block's shared memory are far below 2^31
+// (kPersistentMaxSmemBytes).
+struct PersistentPushShape {
+  int32_t chunk_bytes, chunks_per_row, items_per_peer, items;
+};
+QGRU_HD PersistentPushShape persistent_push_shape(int64_t units_per_block, int64_t operand_bytes, int64_t rows,
+                                                  int64_t peers, int64_t j0, int64_t H_p) {
+  const int64_t units = j0 + units_per_block < H_p ? units_per_block : H_p - j0;  // the codes a staging row takes
+  const auto slice_bytes = static_cast<int32_t>(units_per_block * operand_bytes);  // a multiple of 8: U >= 8
+  const int32_t chunk = slice_bytes % 16 == 0 ? 16 : 8, per_row = static_cast<int32_t>(units * operand_bytes) / chunk;
+  const auto per_peer = static_cast<int32_t>(rows) * per_row;
+  return {chunk, per_row, per_peer, per_peer * static_cast<int32_t>(peers)};
+}
+struct PersistentPush {
+  int32_t peer, from, to;  // from: in the outbox; to: from the peer's dynamic shared memory's start
+};
+// stage_at: the push buffer's offset (stage_offset + buffer · stage_bytes); row_bytes: the staging rows' stride
+// (persistent_smem_row_bytes); j0_bytes: the block's first unit's byte in a staging row (j0 · operand bytes).
+QGRU_HD PersistentPush persistent_push_item(const PersistentPushShape& p, int32_t item, int32_t units_bytes,
+                                            int32_t stage_at, int32_t row_bytes, int32_t j0_bytes) {
+  const int32_t peer = item / p.items_per_peer, within = item - peer * p.items_per_peer;
+  const int32_t row = within / p.chunks_per_row, chunk = within - row * p.chunks_per_row;
+  return {peer, row * units_bytes + chunk * p.chunk_bytes, stage_at + row * row_bytes + j0_bytes + chunk * p.chunk_bytes};
+}
+
 // Where a phase's staging starts: the block's first batch row of h_step (the step's parity) or of the reset codes
 // (part B); slice.rows rows of H_p codes follow.
 template <class Stored, class Acc>
@@ -707,10 +779,13 @@ QGRU_HD void persistent_fill_folds(const GruCellParamsView& view, const Persiste
 // linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
 // parity(step + 1).
 // The thread's elements come from `walk` (persistent_element_stride of its first element and the stride).
+// outbox (ClusterDsmem: the block's [NB, U] Stored region, else null): each element's stored code also at
+// outbox[n_local · U + u], for the pushes.
 template <class Stored, class Acc>
 QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
                                        const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
-                                       const GruUnitFolds* folds, const PersistentSplitStride& walk) {
+                                       const GruUnitFolds* folds, const PersistentSplitStride& walk,
+                                       Stored* outbox = nullptr) {
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
   Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
@@ -719,13 +794,14 @@ QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const Pers
     const int64_t u = e.minor, n_local = e.major, n = slice.n0 + n_local;
     const auto j = static_cast<int32_t>(slice.j0 + u);
     const Acc* acc_n = acc + n_local * 3 * b.units_per_block;
-    if (b.phases_per_step == 2 && ph.part == 0) {
-      persistent_reset_hidden_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
-                                                   b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j);
-    } else {
-      persistent_step_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block, b.h_offset,
-                                           b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u, j, b.lengths, ph.t);
-    }
+    const Stored stored =
+        b.phases_per_step == 2 && ph.part == 0
+            ? persistent_reset_hidden_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
+                                                           b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j)
+            : persistent_step_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
+                                                   b.h_offset, b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u,
+                                                   j, b.lengths, ph.t);
+    if (outbox != nullptr) outbox[n_local * b.units_per_block + u] = stored;  // ClusterDsmem: [rows, U]
   }
 }
 

@@ -13,6 +13,10 @@
 // overwritten with random bytes; a read of rows that were not yet published (a skipped wait, a cluster that does not
 // hold every writer of its rows) or of the wrong parity sees garbage, and the codes differ from the reference. The
 // fault switches break the protocol on purpose so the tests show they would catch it.
+// ClusterDsmem: move (2) ends with the block's pushes (persistent_push_item: its outbox into the push buffer of every
+// block of its cluster, straight into their shared memory), move (1) stages only phase 0; when a cluster's last block
+// finishes a phase, the staging buffer the phase read is poisoned in every block of the cluster (the next phase's
+// pushes refill it), so a phase that read a buffer no push filled, or a push into a buffer still to be read, shows.
 // Throws qgru::Error on a deadlock (no block can move while some have phases left).
 #include <algorithm>
 #include <climits>
@@ -138,6 +142,7 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     int64_t phase = 0;          // next phase to run
     bool staged = false;        // move (1) of `phase` done
   };
+  const bool dsmem = persistent_dsmem(plan.sync);
   std::vector<Block> blocks(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     Block& k = blocks[static_cast<size_t>(b)];
@@ -145,6 +150,10 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     k.slice = persistent_block_slice(H, U, N, plan.rows_per_block, b);
     k.smem.assign(static_cast<size_t>(plan.smem.total_bytes / 4), 0x5A5A5A5A);
     auto* bytes = reinterpret_cast<unsigned char*>(k.smem.data());
+    if (dsmem) {  // the kernel zeroes every staging buffer and the outbox before the first push
+      std::memset(bytes + plan.smem.stage_offset, 0, static_cast<size_t>(plan.smem.stage_buffers * plan.smem.stage_bytes));
+      std::memset(bytes + plan.smem.outbox_offset, 0, static_cast<size_t>(plan.smem.outbox_bytes));
+    }
     const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);  // of a row's codes
     const int64_t row_stride = persistent_smem_row_bytes(l.H_p, sizeof(Stored));
     for (int64_t row = 0; row < 3 * U; ++row) {  // R's slice, once
@@ -168,15 +177,25 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     auto* folds = reinterpret_cast<GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
     persistent_fill_folds<Stored, Acc>(view, buffers, k.slice, folds, 0, 1);
   }
-  // Move (1): stage the block's batch rows of the buffer the phase reads.
-  auto stage = [&](Block& k) {
+  // The phase a block reads: its own, or with fault_wrong_parity the other h buffer (part A / the only part).
+  auto read_phase = [&](const Block& k) {
     PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
-    if (options.fault_wrong_parity) ph.step ^= 1;  // the other h buffer (part A / the only part)
+    if (options.fault_wrong_parity) ph.step ^= 1;
+    return ph;
+  };
+  // Where the phase's staged rows lie in the block's shared memory: the staging region, or ClusterDsmem's buffer.
+  auto stage_at = [&](const PersistentPhaseInfo& ph) {
+    return plan.smem.stage_offset + (dsmem ? persistent_stage_buffer(ph) * plan.smem.stage_bytes : 0);
+  };
+  // Move (1): stage the block's batch rows of the buffer the phase reads (ClusterDsmem: phase 0 only; the pushes
+  // of the phase before filled the others).
+  auto stage = [&](Block& k) {
+    const PersistentPhaseInfo ph = read_phase(k);
     const auto row_bytes = static_cast<size_t>(l.H_p) * sizeof(Stored);  // contiguous rows in the buffer, strided here
     const int64_t row_stride = persistent_smem_row_bytes(l.H_p, sizeof(Stored));
     const auto* from = reinterpret_cast<const unsigned char*>(persistent_stage_source(buffers, ph, k.slice));
-    for (int64_t n = 0; n < k.slice.rows; ++n) {
-      std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.stage_offset + n * row_stride,
+    for (int64_t n = 0; !(dsmem && k.phase > 0) && n < k.slice.rows; ++n) {
+      std::memcpy(reinterpret_cast<unsigned char*>(k.smem.data()) + stage_at(ph) + n * row_stride,
                   from + n * static_cast<int64_t>(row_bytes), row_bytes);
     }
     k.staged = true;
@@ -184,8 +203,9 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
   // Move (2): the dot products (the warps' sums, lane by lane), the units, the arrival.
   auto compute = [&](Block& k) {
     const PersistentPhaseInfo ph = persistent_phase_info(k.phase, static_cast<int>(P), T, reverse, U);
+    const int64_t staged_at = stage_at(read_phase(k));
     const int32_t* r_words = k.smem.data() + plan.smem.r_offset / 4;
-    const int32_t* stage_words = k.smem.data() + plan.smem.stage_offset / 4;
+    const int32_t* stage_words = k.smem.data() + staged_at / 4;
     auto* acc = reinterpret_cast<Acc*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.acc_offset);
     const auto* folds =
         reinterpret_cast<const GruUnitFolds*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.folds_offset);
@@ -205,7 +225,7 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
       }
       const auto* smem_bytes = reinterpret_cast<const unsigned char*>(k.smem.data());
       const unsigned char* r_base = smem_bytes + plan.smem.r_offset;
-      const unsigned char* stage_base = smem_bytes + plan.smem.stage_offset;
+      const unsigned char* stage_base = smem_bytes + staged_at;
       for (int warp = 0; warp < kPersistentMmaWarps; ++warp) {
         for (int32_t item = warp; item < (mp.tiles << mp.split_shift); item += kPersistentMmaWarps) {
           const PersistentMmaItem it = persistent_mma_item(mp, item);
@@ -253,9 +273,28 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     }
     }
     // Thread by thread, each walking its elements as the kernel's do.
+    auto* outbox = dsmem ? reinterpret_cast<Stored*>(reinterpret_cast<unsigned char*>(k.smem.data()) + plan.smem.outbox_offset)
+                         : nullptr;
     for (int thread = 0; thread < kPersistentThreads; ++thread) {
       persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, folds,
-                                             persistent_element_stride(k.slice, thread, kPersistentThreads));
+                                             persistent_element_stride(k.slice, thread, kPersistentThreads), outbox);
+    }
+    if (dsmem && k.phase + 1 < phases) {  // the pushes, item by item as the kernel's threads take them
+      const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
+      const PersistentPushShape push = persistent_push_shape(U, sizeof(Stored), k.slice.rows, g.blocks, k.slice.j0, l.H_p);
+      const auto push_at = static_cast<int32_t>(plan.smem.stage_offset + persistent_push_buffer(ph, static_cast<int>(P)) *
+                                                                            plan.smem.stage_bytes);
+      const auto row_stride = static_cast<int32_t>(persistent_smem_row_bytes(l.H_p, sizeof(Stored)));
+      const auto units_bytes = static_cast<int32_t>(U * static_cast<int64_t>(sizeof(Stored)));
+      const auto j0_bytes = static_cast<int32_t>(k.slice.j0 * static_cast<int64_t>(sizeof(Stored)));
+      for (int32_t i = 0; i < push.items; ++i) {
+        const PersistentPush item = persistent_push_item(push, i, units_bytes, push_at, row_stride, j0_bytes);
+        if (item.peer >= g.blocks || g.first_block + item.peer >= B) throw Error("persistent GRU emulation: a push past the cluster");
+        Block& peer = blocks[static_cast<size_t>(g.first_block + item.peer)];
+        if (item.to < 0 || item.to + push.chunk_bytes > plan.smem.total_bytes) throw Error("persistent GRU emulation: a push past shared memory");
+        std::memcpy(reinterpret_cast<unsigned char*>(peer.smem.data()) + item.to,
+                    reinterpret_cast<const unsigned char*>(outbox) + item.from, static_cast<size_t>(push.chunk_bytes));
+      }
     }
     const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
     uint64_t& group_arrivals = arrivals[static_cast<size_t>(g.index)];
@@ -267,6 +306,15 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
     const uint64_t done = group_arrivals / static_cast<uint64_t>(g.blocks) - 1;
     const uint64_t step = done / static_cast<uint64_t>(P);
     const int64_t n0 = g.n0, rows = g.rows > 0 ? g.rows : 0;
+    if (dsmem) {  // the staging buffer the phase read, in every block of the cluster: consumed; the next pushes refill it
+      const int64_t buffer = persistent_stage_buffer(persistent_phase_info(static_cast<int64_t>(done), static_cast<int>(P), T, reverse, U));
+      for (int64_t b = g.first_block; b < g.first_block + g.blocks && b < B; ++b) {
+        auto* at = reinterpret_cast<unsigned char*>(blocks[static_cast<size_t>(b)].smem.data()) + plan.smem.stage_offset +
+                   buffer * plan.smem.stage_bytes;
+        for (int64_t i = 0; i < plan.smem.stage_bytes; ++i) at[i] = static_cast<unsigned char>(rng());
+      }
+      ++result.poisonings;
+    }
     if (P == 1) {
       // h_step's buffer; h_{step+1} in the other
       poison_rows(h_exchange.data() + static_cast<int64_t>(step % 2) * buffer_codes, n0, rows);
