@@ -231,8 +231,9 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
                                               static_cast<int32_t>(blockDim.x));
   [[maybe_unused]] Stored* outbox = dsmem ? reinterpret_cast<Stored*>(smem + s.outbox_offset) : nullptr;
   if constexpr (dsmem) {
-    // Every staging buffer and the outbox zeroed (codes of units past H stay 0, as in the exchange buffers; they meet
-    // R's zero columns), then a cluster barrier: no block pushes into another before it has started and zeroed.
+    // Every staging buffer and the outbox zeroed: the codes of units past H stay 0, as in the exchange buffers (not
+    // needed for the sums: they meet R's zero columns; it keeps the staging deterministic). What matters is the
+    // cluster barrier after it: no block pushes into another before that one has started (and zeroed).
     // (Words: stage_bytes is a multiple of 16, the outbox's NB·U·sizeof(Stored) bytes of 8, U >= 8.)
     const auto stage_words = static_cast<int32_t>(kernels::persistent_stage_buffers(b.phases_per_step) * s.stage_bytes / 4);
     const auto outbox_words = static_cast<int32_t>(s.rows_per_block * U * static_cast<int64_t>(sizeof(Stored)) / 4);

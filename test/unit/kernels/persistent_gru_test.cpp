@@ -622,6 +622,19 @@ TEST_CASE("persistent emulation equals the direct cell loop: both cells, both wi
             const int U = H <= 33 ? 8 : 16;  // several blocks even for small H
             const PersistentGruPlan plan = plan_for(H, N, reset_before_linear, U, path);
             REQUIRE(plan.persistent);
+            // The cluster meetings on the same cells (T = 5; H = 257 in 17 slices of 16 takes the grid's).
+            for (kernels::PersistentSync sync : {kernels::PersistentSync::Cluster, kernels::PersistentSync::ClusterDsmem}) {
+              if (T != 5) continue;
+              const PersistentGruPlan clusters = plan_cluster(H, N, reset_before_linear, U, path, 0, kH200Clusters, sync);
+              CAPTURE(clusters.describe());
+              REQUIRE(clusters.persistent);
+              kernels::PersistentEmulationOptions options;
+              options.seed = static_cast<uint32_t>(H * 1000 + N * 10 + T + (reverse ? 5 : 0) + 7);
+              const kernels::PersistentEmulationResult got = kernels::emulate_persistent_gru_cell(
+                  clusters, cell.view, cell.q_W.data(), cell.q_R.data(), C, cell.x_space, q_x.data(), T, q_h0.data(),
+                  reverse, nullptr, options);
+              qgru::test::check_cell_flow(cell, got.out, q_x, T, N, q_h0, reverse);
+            }
             kernels::PersistentEmulationOptions options;
             options.seed = static_cast<uint32_t>(H * 1000 + N * 10 + T + (reverse ? 5 : 0));
             const bool wide = path == GruGemmPath::Wide16;
@@ -815,7 +828,9 @@ namespace {
 // plan takes the cell, the per-step path's emulation (kernels::emulate_gru_cell) where it refuses; records each plan.
 class PersistentRunner : public GruCellRunner {
  public:
-  PersistentRunner(const QuantizedGru& model, uint32_t seed) : model_(model), seed_(seed) {}
+  PersistentRunner(const QuantizedGru& model, uint32_t seed,
+                   kernels::PersistentSync sync = kernels::PersistentSync::Grid)
+      : model_(model), seed_(seed), sync_(sync) {}
   void run_cell(int layer, int direction, const int32_t* q_x, int T, int N, std::vector<int32_t>& q_h, int32_t* out,
                 int out_stride, int out_offset) override {
     const GruCellQuantParams& p = model_.cell(layer, direction);
@@ -827,8 +842,9 @@ class PersistentRunner : public GruCellRunner {
     const kernels::GruOperandPlan operands = kernels::plan_gru_operands(*W.first, *W.second, *R.first, *R.second, x_space, view.h);
     PersistentGruTuning tuning;
     tuning.units_per_block = p.hidden_size <= 33 ? 8 : 0;
+    tuning.sync = sync_;
     const PersistentGruPlan plan =
-        kernels::plan_persistent_gru(operands.path, p.hidden_size, N, view.reset_before_linear, kH200, tuning);
+        kernels::plan_persistent_gru(operands.path, p.hidden_size, N, view.reset_before_linear, kH200Clusters, tuning);
     plans.push_back(plan);
     std::vector<int32_t> codes;
     if (plan.persistent) {
@@ -848,6 +864,7 @@ class PersistentRunner : public GruCellRunner {
  private:
   const QuantizedGru& model_;
   uint32_t seed_;
+  kernels::PersistentSync sync_;
 };
 
 }  // namespace
@@ -932,9 +949,13 @@ TEST_CASE("persistent folded cell returns gru_cell_element's codes: every preset
   }
 }
 
-TEST_CASE("persistent emulation through the layer loop equals the reference executor: presets, multipliers, lengths, layers") {
+TEST_CASE("persistent emulation through the layer loop equals the reference executor: presets, multipliers, lengths, "
+          "layers, every meeting") {
+  for (kernels::PersistentSync sync :
+       {kernels::PersistentSync::Grid, kernels::PersistentSync::Cluster, kernels::PersistentSync::ClusterDsmem}) {
   for (const test::GruModelCase& k : test::kPersistentModelCases) {
     const std::string preset = k.preset;
+    CAPTURE(kernels::persistent_sync_name(sync));
     CAPTURE(preset);
     CAPTURE(k.multiplier);
     CAPTURE(k.H);
@@ -946,7 +967,7 @@ TEST_CASE("persistent emulation through the layer loop equals the reference exec
     const test::PreparedGruModel m = test::prepare_gru_model(k, 5);
     const QuantGruResult want =
         run_quantized_gru_codes(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), nullptr, m.lengths_data());
-    PersistentRunner runner(m.c.quantized, 11u + static_cast<uint32_t>(k.H));
+    PersistentRunner runner(m.c.quantized, 11u + static_cast<uint32_t>(k.H), sync);
     const QuantGruResult got = run_layer_loop(m.c.quantized, m.q_x.data(), k.T, k.N, m.h0(), runner, m.lengths_data());
     CHECK(got.output_codes == want.output_codes);
     CHECK(got.h_n_codes == want.h_n_codes);
@@ -956,7 +977,9 @@ TEST_CASE("persistent emulation through the layer loop equals the reference exec
       CHECK(p.persistent);
       // the int8 preset's operands take the int8 path, the 16-bit presets' the wide one
       CHECK(p.path == (preset == "int8" ? GruGemmPath::Int8 : GruGemmPath::Wide16));
+      CHECK(p.sync == sync);  // every case's cell fits a cluster
     }
+  }
   }
 }
 

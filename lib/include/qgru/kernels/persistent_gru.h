@@ -101,10 +101,10 @@ struct PersistentDevice {
 //     in its shared memory, persistent_phase_elements) straight into the staging buffer the next phase reads, in every
 //     block of its cluster (persistent_push_*), before the barrier; so a phase starts on staged codes, with no read
 //     from L2 after the barrier. Phase 0 stages h0 from the exchange buffer as the others do. Hazards, the double
-//     buffering's argument per block: a phase writes peers' buffer persistent_push_buffer(k), which they read at phase
-//     k + 1 and last read at phase k - 1 (parity; the reset buffer: written at phase A, read at the same step's
-//     phase B, last read at the step before's phase B), and every block finished phase k - 1 before any passes the
-//     barrier of phase k. The last phase pushes nothing, so no block writes into a block that has left. A cluster
+//     buffering's argument per block: phase k writes peers' buffer persistent_push_buffer(k), never the buffer phase k
+//     reads; they read it at phase k + 1 and last read it at phase k - 1 (one phase a step; the reset buffer of the
+//     two-phase cell: written at phase A, read at the same step's phase B) or k - 3 (the two-phase cell's h buffers),
+//     and every block finished phase k - 1 before any passes the barrier of phase k. The last phase pushes nothing, so no block writes into a block that has left. A cluster
 //     barrier after the slice's setup (before any push) lets every block's shared memory be written.
 enum class PersistentSync { Grid, Cluster, ClusterDsmem };
 inline const char* persistent_sync_name(PersistentSync sync) {
