@@ -98,7 +98,7 @@ struct PersistentDevice {
 //   ClusterDsmem: Cluster's clusters and barrier, and the exchange through distributed shared memory instead of L2.
 //     Each block keeps its own staging buffers (persistent_stage_buffers: h by parity, and the reset codes of the
 //     linear_before_reset = 0 cell), and after a phase's cell every block writes its units' new codes (from an outbox
-//     in its shared memory, persistent_phase_elements) straight into the staging buffer the next phase reads, in every
+//     in its shared memory, which persistent_phase_elements fills instead of the exchange buffers) straight into the staging buffer the next phase reads, in every
 //     block of its cluster (persistent_push_*), before the barrier; so a phase starts on staged codes, with no read
 //     from L2 after the barrier. Phase 0 stages h0 from the exchange buffer as the others do. Hazards, the double
 //     buffering's argument per block: phase k writes peers' buffer persistent_push_buffer(k), never the buffer phase k
@@ -634,7 +634,7 @@ QGRU_HD PersistentMmaAt persistent_mma_acc_at(int32_t mt, int32_t nt, int lane, 
 // places:
 // h_state [N, H] int32, the exchange buffer h_next [N_p, H_p] (stored code q - h_offset; a padded step copies the
 // old code, the buffer being the other parity) and out_t [N, H] (zp_h on a padded step, as gru_step_element_t).
-// Returns the stored code (for ClusterDsmem's outbox).
+// Returns the stored code (for ClusterDsmem's outbox; there h_next is null: no phase reads the exchange buffer).
 template <class Stored, class Acc>
 QGRU_HD Stored persistent_step_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
                                      int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
@@ -655,7 +655,7 @@ QGRU_HD Stored persistent_step_element(const GruCellParamsView& view, const GruU
   }
   // Fits Stored: h's code range passed the path's operand offset check with this offset (plan_gru_operands).
   const auto stored = static_cast<Stored>(q_h - h_offset);
-  h_next[n * H_p + j] = stored;
+  if (h_next != nullptr) h_next[n * H_p + j] = stored;
   out_t[n * H + j] = padding ? view.h.zp : q_h;
   return stored;
 }
@@ -663,7 +663,7 @@ QGRU_HD Stored persistent_step_element(const GruCellParamsView& view, const GruU
 // Phase A of the linear_before_reset = 0 cell for unit j (acc_n as above): q_reset_hidden from the r channel's accumulators and the old
 // state, stored as q - h_offset at reset_out[n·H_p + j] (padding rows too: their phase B result is not used).
 // gru_cell_reset_hidden_folded with the unit's folds (the same code as gru_cell_reset_hidden on the raw accumulators).
-// Returns the stored code (for ClusterDsmem's outbox).
+// Returns the stored code (for ClusterDsmem's outbox; there reset_out is null: no phase reads the exchange buffer).
 template <class Stored, class Acc>
 QGRU_HD Stored persistent_reset_hidden_element(const GruCellParamsView& view, const GruUnitFolds& folds, const Acc* gemm_x_t,
                                              int64_t ldc, const Acc* acc_n, int64_t units_per_block, int32_t h_offset,
@@ -674,7 +674,7 @@ QGRU_HD Stored persistent_reset_hidden_element(const GruCellParamsView& view, co
                                    h_state[n * view.hidden_size + j]);
   // Fits Stored: q_reset_hidden lies in h's code range.
   const auto stored = static_cast<Stored>(q_reset_hidden - h_offset);
-  reset_out[n * H_p + j] = stored;
+  if (reset_out != nullptr) reset_out[n * H_p + j] = stored;
   return stored;
 }
 
@@ -779,8 +779,9 @@ QGRU_HD void persistent_fill_folds(const GruCellParamsView& view, const Persiste
 // linear_before_reset = 0 cell) or the cell (every other phase), whose new codes go into exchange buffer
 // parity(step + 1).
 // The thread's elements come from `walk` (persistent_element_stride of its first element and the stride).
-// outbox (ClusterDsmem: the block's [NB, U] Stored region, else null): each element's stored code also at
-// outbox[n_local · U + u], for the pushes.
+// outbox (ClusterDsmem: the block's [NB, U] Stored region, else null): each element's stored code at
+// outbox[n_local · U + u], for the pushes, instead of the exchange buffers (after phase 0, which stages h0 from
+// exchange buffer 0, no phase reads them there).
 template <class Stored, class Acc>
 QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const PersistentBuffers<Stored, Acc>& b,
                                        const PersistentSlice& slice, const PersistentPhaseInfo& ph, const Acc* acc,
@@ -788,7 +789,8 @@ QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const Pers
                                        Stored* outbox = nullptr) {
   const int64_t H = view.hidden_size;
   const Acc* gemm_x_t = b.gemm_x + ph.t * b.N_p * b.rows_p;
-  Stored* h_next = b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
+  Stored* h_next = outbox != nullptr ? nullptr : b.h_exchange + persistent_h_parity(ph.step + 1) * b.N_p * b.H_p;
+  Stored* reset_out = outbox != nullptr ? nullptr : b.reset_exchange;
   const auto units = static_cast<int32_t>(slice.units), rows = static_cast<int32_t>(slice.rows);
   for (PersistentSplitWalk e = walk.start; e.major < rows; persistent_split_walk_advance(e, walk, units)) {
     const int64_t u = e.minor, n_local = e.major, n = slice.n0 + n_local;
@@ -797,7 +799,7 @@ QGRU_HD void persistent_phase_elements(const GruCellParamsView& view, const Pers
     const Stored stored =
         b.phases_per_step == 2 && ph.part == 0
             ? persistent_reset_hidden_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
-                                                           b.h_offset, b.h_state, b.reset_exchange, b.H_p, n, u, j)
+                                                           b.h_offset, b.h_state, reset_out, b.H_p, n, u, j)
             : persistent_step_element<Stored, Acc>(view, folds[u], gemm_x_t, b.rows_p, acc_n, b.units_per_block,
                                                    b.h_offset, b.h_state, h_next, b.H_p, b.out + ph.t * b.N * H, n, u,
                                                    j, b.lengths, ph.t);
