@@ -6,11 +6,13 @@
     collect_gpu_results.py --self-test              shows the checks refuse what they must (no GPU needed)
 
 OUT_DIR may hold any of cuda-gru.json (scripts/bench_cuda_gru_peers.py), cuda-linear.json (scripts/bench_cuda_linear.sh),
-cuda-linear-wgmma.json (the wgmma step) and gptq-cuda.json (bench_cuda_gptq). Their rows go into DIR/cuda-gru.json,
-DIR/cuda-linear.json (the wgmma rows too) and DIR/gptq-cuda.json, the lists the issues define:
-  cuda-gru     {"H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"}
-  cuda-linear  {"bits", "K", "N", "M", "engine", "us", "weight_gb_per_s", "hbm_fraction", "card", "date", "commit"}
-  gptq-cuda    {"K", "N", "rows", "device", "seconds", "rel_err", "cpu_rel_err", "card", "date", "commit"}
+cuda-linear-wgmma.json (the wgmma step) and gptq-cuda.json (bench_cuda_gptq), and session.log, whose "JSON {...}"
+lines of bench_cuda_barrier (bench "persistent-meeting") are the meetings' rows. Their rows go into DIR/cuda-gru.json,
+DIR/cuda-linear.json (the wgmma rows too), DIR/gptq-cuda.json, the lists the issues define, and DIR/cuda-meetings.json:
+  cuda-gru      {"H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"}
+  cuda-linear   {"bits", "K", "N", "M", "engine", "us", "weight_gb_per_s", "hbm_fraction", "card", "date", "commit"}
+  gptq-cuda     {"K", "N", "rows", "device", "seconds", "rel_err", "cpu_rel_err", "card", "date", "commit"}
+  cuda-meetings {"mode", "blocks", "units", "H", "ns_per_phase", "card", "date", "commit"}
 (other keys a benchmark writes, such as "detail", are kept). Every row of every input is checked first: a missing
 key, a value of the wrong type, a time that is not positive, a row of the peers script's dry run (fabricated
 timings) or a card that does not name a GPU is one line naming the file, the row and the key, exit 1, and nothing
@@ -46,8 +48,13 @@ RECORDS = {
                        {"K": int, "N": int, "rows": int, "device": str, "seconds": NUMBER, "rel_err": NUMBER,
                         "cpu_rel_err": (int, float, type(None)), "card": str, "date": str, "commit": str},
                        ["K", "N", "rows", "device", "hessian_product"]),
+    "cuda-meetings.json": (["session.log"],
+                           {"mode": str, "blocks": int, "units": int, "H": int, "ns_per_phase": NUMBER, "card": str,
+                            "date": str, "commit": str},
+                           ["mode", "blocks", "units"]),
 }
-POSITIVE = {"us_per_step", "us", "seconds"}
+POSITIVE = {"us_per_step", "us", "seconds", "ns_per_phase"}
+MEETING_BENCH = "persistent-meeting"  # test/cuda/bench_barrier.cu's rows
 
 
 class Refused(Exception):
@@ -87,6 +94,19 @@ def identity(row, keys):
 
 
 def load(path):
+    if os.path.basename(path) == "session.log":  # the meetings' "JSON {...}" lines among the log's text
+        rows = []
+        with open(path, errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                if not line.startswith("JSON {"):
+                    continue
+                try:
+                    row = json.loads(line[5:])
+                except json.JSONDecodeError as e:
+                    raise Refused(f"{path}: line {number}: not JSON ({e})")
+                if isinstance(row, dict) and row.get("bench") == MEETING_BENCH:
+                    rows.append(row)
+        return rows
     try:
         with open(path) as f:
             return json.load(f)
@@ -186,6 +206,12 @@ def show(out_dir, report=print):
             ratio = f"{best / r['us_per_step']:.2f}" if best else "n/a"
             report(f"| {r['card']} | {r['H']}, {r['T']}, {r['N']} | {r['engine']} | {r['preset']} | "
                    f"{r.get('recurrence', '')} | {r['us_per_step']:.2f} | {ratio} |")
+    meetings = rows_in(out_dir, "session.log")
+    if meetings:
+        table_head(report, "The persistent kernel's meetings: ns per phase (bench_cuda_barrier)",
+                   [("card", 0), ("mode", 0), ("blocks", 1), ("units", 1), ("H", 1), ("ns per phase", 1)])
+        for r in sorted(meetings, key=lambda r: (r["card"], r["blocks"], r["units"], r["mode"])):
+            report(f"| {r['card']} | {r['mode']} | {r['blocks']} | {r['units']} | {r['H']} | {r['ns_per_phase']:.0f} |")
     gptq = rows_in(out_dir, "gptq-cuda.json")
     if gptq:
         table_head(report, "GPTQ on the GPU: seconds, relative error against the CPU path's",
@@ -228,8 +254,17 @@ def self_test():
         put("cuda-linear-wgmma.json", [wgmma_row])
         put("cuda-gru.json", [gru_row, persistent_row, cudnn_row])
         put("gptq-cuda.json", [gptq_row])
+        meeting_row = {"bench": MEETING_BENCH, "mode": "cluster", "blocks": 16, "units": 16, "H": 256,
+                       "ns_per_phase": 400.0, "min_ns_per_phase": 390.0, "mismatches": 0, "card": card, "date": date,
+                       "commit": "abc"}
+        with open(os.path.join(out, "session.log"), "w") as f:
+            f.write("=== persistent kernel's meetings (limit 30 s)\n| mode | ...\n")
+            f.write("JSON " + json.dumps(meeting_row) + "\n")
+            f.write("JSON " + json.dumps(dict(meeting_row, mode="grid", ns_per_phase=900.0)) + "\n")
+            f.write("JSON " + json.dumps({"H": 256, "kind": "stream"}) + "\n")  # another bench's line: not a meeting
         lines = []
         summary = collect(out, docs, lines.append)
+        expect(summary.get("cuda-meetings.json") == (2, 0, 2), f"the meetings' rows from the log: {summary}")
         expect(summary.get("cuda-linear.json") == (3, 0, 3), f"linear rows merged with the wgmma ones: {summary}")
         expect(summary.get("cuda-gru.json") == (3, 0, 3) and summary.get("gptq-cuda.json") == (1, 0, 1),
                f"every record written, the step and persistent rows of one preset both: {summary}")
@@ -290,6 +325,15 @@ def self_test():
         expect("| NVIDIA H200 | 4 | 4096x4096 | 1 | qgru | 10.0 | 2.00 | 17% |" in text, f"linear summary:\n{text}")
         expect("| NVIDIA H200 | 256, 100, 1 | qgru | int8 | step | 2.50 | 2.00 |" in text, f"GRU summary:\n{text}")
         expect("| NVIDIA H200 | 4096x4096 | 262144 | cuda | 0.800 | 0.011 | 0.0111 |" in text, f"GPTQ summary:\n{text}")
+        expect("| NVIDIA H200 | cluster | 16 | 16 | 256 | 400 |" in text, f"meetings summary:\n{text}")
+        # A meeting row that is not a positive time is refused like any other.
+        with open(os.path.join(out, "session.log"), "a") as f:
+            f.write("JSON " + json.dumps(dict(meeting_row, ns_per_phase=0.0)) + "\n")
+        try:
+            collect(out, docs, lambda _: None)
+            expect(False, "a meeting row of 0 ns accepted")
+        except Refused as e:
+            expect("session.log: row 2: \"ns_per_phase\" is 0.0, expected a positive time" in str(e), f"a 0 ns row: {e}")
         leftovers = [n for n in os.listdir(docs) if n.startswith(".collect-")]
         expect(not leftovers, f"temporary files left: {leftovers}")
     for f in failures:

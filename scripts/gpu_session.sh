@@ -34,7 +34,8 @@
 #          (bench_cuda_gptq: 4096 × 4096 and 4096 × 11008 from 262,144 rows, docs/benchmarks/gptq-cuda.json takes
 #          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
 # Afterwards, on the development machine: scripts/collect_gpu_results.py FILES_AT checks the JSON rows a call brought
-# back and merges them into docs/benchmarks (cuda-gru.json, cuda-linear.json, gptq-cuda.json).
+# back and merges them into docs/benchmarks (cuda-gru.json, cuda-linear.json, gptq-cuda.json; cuda-meetings.json from
+# the meetings' "JSON {...}" lines in session.log).
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).
@@ -241,7 +242,8 @@ cluster_self_test() {
     QGRU_CUDA_GRU_SYNC=cluster-dsmem "$bin/test_cuda_gpu" --require-gpu
 }
 # The floor under a persistent step: the kernel's meetings (grid counter, cluster barrier) alone and around the
-# smallest exchange of h (L2, or distributed shared memory), ns per phase; its rows ("JSON {...}") land in the log.
+# smallest exchange of h (L2, or distributed shared memory), ns per phase; its rows ("JSON {...}") land in the log,
+# where collect_gpu_results.py finds them.
 # A staged code from the wrong phase fails the step: it is also the barriers' test on the card.
 meetings() {
   step "persistent kernel's meetings, ns per phase (bench_cuda_barrier)" 30 "$bin/bench_cuda_barrier" --json-lines \

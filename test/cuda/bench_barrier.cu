@@ -24,7 +24,8 @@
 //   <= 16. Prints a markdown table (median ns per phase over the runs, each run one launch of I phases; the launch's
 //   own cost is spread over I phases) and with --json-lines one "JSON {...}" line per row:
 //   {"bench": "persistent-meeting", "mode", "blocks", "units", "H", "ns_per_phase", "min_ns_per_phase",
-//    "mismatches", "card", "commit"}.
+//    "mismatches", "card", "date", "commit"} (scripts/collect_gpu_results.py takes them from the session's log into
+//   docs/benchmarks/cuda-meetings.json).
 // Without a GPU: "no usable GPU: <reason>", exit 77.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -267,6 +269,9 @@ int main(int argc, char** argv) {
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, 0));
   std::printf("%s, %d SMs, %d phases a launch, median of %d launches\n\n", prop.name, prop.multiProcessorCount,
               iterations, runs);
+  char date[16] = "unknown";
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   std::printf("| mode | blocks | units | H | ns per phase | min | mismatches |\n|---|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
   for (const auto& [blocks, units] : configs) {
@@ -281,8 +286,8 @@ int main(int argc, char** argv) {
       if (json_lines && !failed) {
         std::printf("JSON {\"bench\": \"persistent-meeting\", \"mode\": \"%s\", \"blocks\": %d, \"units\": %d, \"H\": %d, "
                     "\"ns_per_phase\": %.1f, \"min_ns_per_phase\": %.1f, \"mismatches\": 0, \"card\": \"%s\", "
-                    "\"commit\": \"%s\"}\n",
-                    mode_name(mode), blocks, units, blocks * units, r.ns_per_phase, r.min_ns_per_phase, prop.name,
+                    "\"date\": \"%s\", \"commit\": \"%s\"}\n",
+                    mode_name(mode), blocks, units, blocks * units, r.ns_per_phase, r.min_ns_per_phase, prop.name, date,
                     commit.c_str());
       }
     }
