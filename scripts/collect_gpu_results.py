@@ -146,7 +146,10 @@ def collect(out_dir, docs_dir, report=print):
         check_rows(target, old_rows, keys)
         plans.append((record, target, old_rows, new_rows, id_keys))
     if not plans:
-        raise Refused(f"{out_dir}: none of {', '.join(n for r in RECORDS.values() for n in r[0])} is there")
+        files = [n for r in RECORDS.values() for n in r[0] if n != "session.log"]
+        log_note = (", and its session.log holds no bench_cuda_barrier rows"
+                    if os.path.exists(os.path.join(out_dir, "session.log")) else ", nor a session.log")
+        raise Refused(f"{out_dir}: no rows to record: none of {', '.join(files)} is there{log_note}")
     summary = {}
     for record, target, old_rows, new_rows, id_keys in plans:
         merged = {identity(r, id_keys): r for r in old_rows}
