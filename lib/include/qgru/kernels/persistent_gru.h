@@ -301,22 +301,6 @@ inline PersistentGruPlan persistent_gru_plan_for_sync(GruGemmPath path, int64_t 
   return plan;
 }
 
-// The plan for tuning.sync: Grid as persistent_gru_plan_for_sync says; Cluster where that plan is persistent, else the
-// Grid plan with the cluster's refusal in sync_note (so a run asked for clusters still takes the persistent kernel
-// where the grid barrier can, and says why it did).
-inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
-                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
-  if (persistent_in_clusters(tuning.sync)) {
-    const PersistentGruPlan cluster =
-        persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, tuning.sync);
-    if (cluster.persistent) return cluster;
-    PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
-    if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + cluster.reason;
-    return grid;
-  }
-  return persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
-}
-
 // The refusal when the compiled kernel, at the plan's shared memory, cannot keep every block resident (a spinning
 // barrier with a block that never starts would deadlock); "" when blocks_per_sm · sm_count >= blocks.
 inline std::string persistent_occupancy_refusal(const PersistentGruPlan& plan, int blocks_per_sm, int sm_count) {
@@ -369,6 +353,19 @@ PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N
   PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
   if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + why;
   return grid;
+}
+
+// The plan for tuning.sync without asking a device's occupancy: Grid as persistent_gru_plan_for_sync says; Cluster and
+// ClusterDsmem as fit_persistent_clusters says when every cluster of a plan can be resident at once (the shape's
+// limits alone: a Cluster plan where one is persistent, else the Grid plan with the cluster's refusal in sync_note,
+// so a run asked for clusters still takes the persistent kernel where the grid barrier can, and says why it did).
+inline PersistentGruPlan plan_persistent_gru(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
+                                             const PersistentDevice& device, const PersistentGruTuning& tuning = {}) {
+  if (!persistent_in_clusters(tuning.sync)) {
+    return persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
+  }
+  const auto every_cluster_resident = [](const PersistentGruPlan& p) { return static_cast<int>(p.batch_blocks); };
+  return fit_persistent_clusters(path, H, N, reset_before_linear, device, tuning, every_cluster_resident);
 }
 
 // The device workspace of one persistent run (GruCellCuda), the layout of the path's GEMMs (plan_gru_gemm or
