@@ -298,14 +298,10 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
       // phase has no next: no push, so no block writes into one that has left).
       if (k + 1 < b.T * b.phases_per_step) {
         __syncthreads();  // the outbox written
-        const kernels::PersistentPushShape push = kernels::persistent_push_shape(U, sizeof(Stored), slice.rows, s.cluster_blocks,
-                                                                                    slice.j0, b.H_p);
-        const int32_t push_at = s.stage_offset + kernels::persistent_push_buffer(ph, b.phases_per_step) * s.stage_bytes;
-        const auto row_bytes = static_cast<int32_t>(kernels::persistent_smem_row_bytes(b.H_p, sizeof(Stored)));
-        const auto units_bytes = static_cast<int32_t>(U * static_cast<int64_t>(sizeof(Stored)));
-        const auto j0_bytes = static_cast<int32_t>(slice.j0 * static_cast<int64_t>(sizeof(Stored)));
+        const kernels::PersistentPushes push = kernels::persistent_phase_pushes(
+            ph, b.phases_per_step, slice, U, sizeof(Stored), b.H_p, s.cluster_blocks, s.stage_offset, s.stage_bytes);
         for (int32_t i = static_cast<int32_t>(threadIdx.x); i < push.items; i += static_cast<int32_t>(blockDim.x)) {
-          const kernels::PersistentPush item = kernels::persistent_push_item(push, i, units_bytes, push_at, row_bytes, j0_bytes);
+          const kernels::PersistentPush item = kernels::persistent_push_item(push, i);
           store_to_peer(reinterpret_cast<const unsigned char*>(outbox) + item.from, smem + item.to,
                         static_cast<unsigned>(item.peer), push.chunk_bytes);
         }

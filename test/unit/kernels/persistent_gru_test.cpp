@@ -306,6 +306,8 @@ TEST_CASE("persistent exchange in shared memory: the plan's buffers and outbox; 
       const int64_t bytes = path == GruGemmPath::Int8 ? 1 : 2;
       const auto row_stride = static_cast<int32_t>(kernels::persistent_smem_row_bytes(p.H_p, bytes));
       const int32_t push_at = static_cast<int32_t>(p.smem.stage_offset + p.smem.stage_bytes);  // buffer 1
+      // phase 0 of the one-phase cell pushes into buffer 1
+      const kernels::PersistentPhaseInfo phase0 = kernels::persistent_phase_info(0, 1, 4, false, U);
       for (int64_t first = 0; first < p.blocks; first += p.cluster_blocks) {
         const kernels::PersistentSyncGroup g = kernels::persistent_sync_group(p, first);
         // writes[peer][byte]: how many times, and the (source block, outbox byte) of the last
@@ -313,11 +315,10 @@ TEST_CASE("persistent exchange in shared memory: the plan's buffers and outbox; 
         bool from_right = true;
         for (int64_t b = g.first_block; b < g.first_block + g.blocks; ++b) {
           const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, N, p.rows_per_block, b);
-          const kernels::PersistentPushShape push =
-              kernels::persistent_push_shape(U, bytes, slice.rows, g.blocks, slice.j0, p.H_p);
+          const kernels::PersistentPushes push = kernels::persistent_phase_pushes(
+              phase0, 1, slice, U, bytes, p.H_p, g.blocks, p.smem.stage_offset, p.smem.stage_bytes);
           for (int32_t i = 0; i < push.items; ++i) {
-            const kernels::PersistentPush item = kernels::persistent_push_item(
-                push, i, static_cast<int32_t>(U * bytes), push_at, row_stride, static_cast<int32_t>(slice.j0 * bytes));
+            const kernels::PersistentPush item = kernels::persistent_push_item(push, i);
             REQUIRE((item.peer >= 0 && item.peer < g.blocks));
             for (int32_t c = 0; c < push.chunk_bytes; ++c) {
               const int32_t to = item.to + c, from = item.from + c;

@@ -719,7 +719,8 @@ QGRU_HD int persistent_push_buffer(const PersistentPhaseInfo& ph, int phases_per
   return phases_per_step == 2 && ph.part == 0 ? 2 : persistent_h_parity(ph.step + 1);
 }
 
-// ClusterDsmem's pushes of one phase: every block of a cluster writes its outbox ([rows, U] Stored: its units' codes of
+// ClusterDsmem's pushes of one phase (persistent_phase_pushes; the kernel's threads and the emulation take items
+// 0 .. items - 1 of persistent_push_item): every block of a cluster writes its outbox ([rows, U] Stored: its units' codes of
 // each of its batch rows) into row n, codes [j0, min(j0 + U, H_p)), of the push buffer of every block of the cluster
 // (itself too), in chunks of 16 bytes (8 where U codes are not a multiple of 16 bytes: U = 8 int8 codes). The last
 // unit slice may reach past H_p (H = 65 in slices of 32: H_p = 80), and a staging row holds H_p codes: its pushes
@@ -727,27 +728,41 @@ QGRU_HD int persistent_push_buffer(const PersistentPhaseInfo& ph, int phases_per
 // 16 codes, or of the wide tile; j0 of U). Item i of peers · rows · chunks_per_row: peer i / (rows · chunks_per_row),
 // then row, then chunk. Offsets in bytes, int32: the outbox and a block's shared memory are far below 2^31
 // (kPersistentMaxSmemBytes).
-struct PersistentPushShape {
+struct PersistentPushes {
   int32_t chunk_bytes, chunks_per_row, items_per_peer, items;
+  int32_t units_bytes;  // an outbox row: U codes
+  int32_t push_at;      // the push buffer's offset: stage_offset + persistent_push_buffer · stage_bytes
+  int32_t row_bytes;    // the staging rows' stride (persistent_smem_row_bytes)
+  int32_t j0_bytes;     // the block's first unit's byte in a staging row (j0 · operand bytes)
 };
-QGRU_HD PersistentPushShape persistent_push_shape(int64_t units_per_block, int64_t operand_bytes, int64_t rows,
-                                                  int64_t peers, int64_t j0, int64_t H_p) {
-  const int64_t units = j0 + units_per_block < H_p ? units_per_block : H_p - j0;  // the codes a staging row takes
-  const auto slice_bytes = static_cast<int32_t>(units_per_block * operand_bytes);  // a multiple of 8: U >= 8
-  const int32_t chunk = slice_bytes % 16 == 0 ? 16 : 8, per_row = static_cast<int32_t>(units * operand_bytes) / chunk;
-  const auto per_peer = static_cast<int32_t>(rows) * per_row;
-  return {chunk, per_row, per_peer, per_peer * static_cast<int32_t>(peers)};
+// One block's pushes of phase `ph` (its slice's rows and units, to `peers` blocks; the plan's stage_offset and
+// stage_bytes).
+QGRU_HD PersistentPushes persistent_phase_pushes(const PersistentPhaseInfo& ph, int phases_per_step,
+                                                 const PersistentSlice& slice, int64_t units_per_block,
+                                                 int64_t operand_bytes, int64_t H_p, int64_t peers,
+                                                 int64_t stage_offset, int64_t stage_bytes) {
+  // the codes a staging row takes
+  const int64_t units = slice.j0 + units_per_block < H_p ? units_per_block : H_p - slice.j0;
+  const auto units_bytes = static_cast<int32_t>(units_per_block * operand_bytes);  // a multiple of 8: U >= 8
+  const int32_t chunk = units_bytes % 16 == 0 ? 16 : 8, per_row = static_cast<int32_t>(units * operand_bytes) / chunk;
+  const auto per_peer = static_cast<int32_t>(slice.rows) * per_row;
+  return {chunk,
+          per_row,
+          per_peer,
+          per_peer * static_cast<int32_t>(peers),
+          units_bytes,
+          static_cast<int32_t>(stage_offset + persistent_push_buffer(ph, phases_per_step) * stage_bytes),
+          static_cast<int32_t>(persistent_smem_row_bytes(H_p, operand_bytes)),
+          static_cast<int32_t>(slice.j0 * operand_bytes)};
 }
 struct PersistentPush {
   int32_t peer, from, to;  // from: in the outbox; to: from the peer's dynamic shared memory's start
 };
-// stage_at: the push buffer's offset (stage_offset + buffer · stage_bytes); row_bytes: the staging rows' stride
-// (persistent_smem_row_bytes); j0_bytes: the block's first unit's byte in a staging row (j0 · operand bytes).
-QGRU_HD PersistentPush persistent_push_item(const PersistentPushShape& p, int32_t item, int32_t units_bytes,
-                                            int32_t stage_at, int32_t row_bytes, int32_t j0_bytes) {
+QGRU_HD PersistentPush persistent_push_item(const PersistentPushes& p, int32_t item) {
   const int32_t peer = item / p.items_per_peer, within = item - peer * p.items_per_peer;
   const int32_t row = within / p.chunks_per_row, chunk = within - row * p.chunks_per_row;
-  return {peer, row * units_bytes + chunk * p.chunk_bytes, stage_at + row * row_bytes + j0_bytes + chunk * p.chunk_bytes};
+  return {peer, row * p.units_bytes + chunk * p.chunk_bytes,
+          p.push_at + row * p.row_bytes + p.j0_bytes + chunk * p.chunk_bytes};
 }
 
 // Where a phase's staging starts: the block's first batch row of h_step (the step's parity) or of the reset codes
