@@ -343,10 +343,6 @@ const void* kernel_of(const kernels::PersistentGruPlan& plan) {
               : reinterpret_cast<const void*>(persistent_gru_kernel<int16_t, int64_t, PersistentSync::Grid>);
 }
 
-// Clusters of up to this many blocks: sm_90's non-portable limit (8 without cudaFuncAttributeNonPortableClusterSizeAllowed,
-// which allow_smem sets on the cluster kernels). Whether a given cluster fits is cudaOccupancyMaxActiveClusters' call.
-constexpr int kMaxClusterBlocks = 16;
-
 }  // namespace
 
 kernels::PersistentDevice persistent_device() {
@@ -392,31 +388,17 @@ void allow_smem(const kernels::PersistentGruPlan& plan) {
                                        static_cast<int>(plan.smem.total_bytes)));
 }
 
-// The launch configuration of a Cluster plan: a 1-D grid of plan.blocks in clusters of plan.cluster_blocks.
-struct ClusterLaunch {
-  cudaLaunchAttribute attribute[1];
-  cudaLaunchConfig_t config{};  // config.attrs points into this object: neither copied nor moved
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-  ClusterLaunch(const kernels::PersistentGruPlan& plan, cudaStream_t stream) {
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = static_cast<unsigned>(plan.cluster_blocks);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.gridDim = dim3(static_cast<unsigned>(plan.blocks));
-    config.blockDim = dim3(static_cast<unsigned>(plan.threads));
-    config.dynamicSmemBytes = static_cast<size_t>(plan.smem.total_bytes);
-    config.stream = stream;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
+// The launch configuration of a Cluster or ClusterDsmem plan: plan.blocks in clusters of plan.cluster_blocks.
+struct PlanClusterLaunch : ClusterLaunch {
+  PlanClusterLaunch(const kernels::PersistentGruPlan& plan, cudaStream_t stream)
+      : ClusterLaunch(plan.blocks, plan.cluster_blocks, plan.threads, static_cast<size_t>(plan.smem.total_bytes), stream) {}
 };
 
 }  // namespace
 
 int persistent_active_clusters(const kernels::PersistentGruPlan& plan) {
   allow_smem(plan);
-  const ClusterLaunch launch(plan, nullptr);
+  const PlanClusterLaunch launch(plan, nullptr);
   int clusters = 0;
   // A cluster that cannot fit may be reported as 0 clusters or as an error (cudaErrorInvalidClusterSize): either is
   // a refusal; that error is not sticky, and is cleared so the next call does not see it.
@@ -453,7 +435,7 @@ void launch_persistent_gru(const kernels::PersistentGruPlan& plan, const GruCell
   allow_smem(plan);
   if (kernels::persistent_in_clusters(plan.sync)) {
     // A cluster's blocks are resident together by construction; clusters never wait for one another.
-    const ClusterLaunch cluster(plan, stream);
+    const PlanClusterLaunch cluster(plan, stream);
     QGRU_CUDA_CHECK(cudaLaunchKernelExC(&cluster.config, kernel_of(plan), params));
     return;
   }

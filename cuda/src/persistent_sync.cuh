@@ -5,8 +5,9 @@
 //     by %globaltimer, then __threadfence and __syncthreads) and publish (__syncthreads, then thread 0 __threadfence
 //     and red.release.gpu of one arrival);
 //   PersistentSync::Cluster: cluster_barrier (barrier.cluster.arrive.release + wait.acquire in every thread), and
-//     cluster_blocks_launched to check the launch's cluster size.
-// Device code only; internal to cuda/src (and the benchmark).
+//     cluster_blocks_launched to check the launch's cluster size; on the host, ClusterLaunch, the configuration of a
+//     launch in clusters, and kMaxClusterBlocks.
+// Internal to cuda/src (and the benchmark).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -98,5 +99,30 @@ __device__ inline void publish(const PersistentLaunch& a) {
     add_release(a.arrivals, 1);
   }
 }
+
+// Clusters of up to this many blocks: sm_90's non-portable limit (8 without cudaFuncAttributeNonPortableClusterSizeAllowed,
+// which the launching code sets on its kernel). Whether a given cluster fits is cudaOccupancyMaxActiveClusters' call.
+inline constexpr int kMaxClusterBlocks = 16;
+
+// The configuration of a 1-D launch of `blocks` blocks of `threads` in clusters of `cluster_blocks` (which divides
+// `blocks`), for cudaLaunchKernelExC and cudaOccupancyMaxActiveClusters.
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute[1];
+  cudaLaunchConfig_t config{};  // config.attrs points into this object: neither copied nor moved
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  ClusterLaunch(int64_t blocks, int64_t cluster_blocks, int threads, size_t smem_bytes, cudaStream_t stream) {
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = static_cast<unsigned>(cluster_blocks);
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+};
 
 }  // namespace qgru::cuda

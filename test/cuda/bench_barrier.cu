@@ -62,7 +62,7 @@ const char* mode_name(Mode m) {
 }
 bool is_cluster(Mode m) { return m == Mode::Cluster || m == Mode::ClusterL2 || m == Mode::ClusterDsmem; }
 constexpr int kThreads = 256;
-constexpr int kMaxClusterBlocks = 16;
+using qgru::cuda::kMaxClusterBlocks;
 
 struct BarrierArgs {
   PersistentLaunch a;               // the arrival counter and error words (grid modes)
@@ -180,26 +180,18 @@ Row measure(Mode mode, int blocks, int units, int iterations, int runs) {
   g.units = units;
   QGRU_CUDA_CHECK(cudaMemset(g.mismatches, 0, sizeof(unsigned long long)));
   void* params[] = {&g};
-  cudaLaunchAttribute attribute[1];
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
-  if (is_cluster(mode)) {
-    if (blocks > 8) QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(mode), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = static_cast<unsigned>(blocks);
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+  // One cluster of every block (cluster modes), as the kernel's launch configures it.
+  const qgru::cuda::ClusterLaunch cluster(blocks, blocks, kThreads, smem, nullptr);
+  if (is_cluster(mode) && blocks > 8) {
+    QGRU_CUDA_CHECK(cudaFuncSetAttribute(kernel_of(mode), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
   auto launch = [&] {
     QGRU_CUDA_CHECK(cudaMemsetAsync(sync.data(), 0, 64));
     if (is_cluster(mode)) {
-      QGRU_CUDA_CHECK(cudaLaunchKernelExC(&config, kernel_of(mode), params));
+      QGRU_CUDA_CHECK(cudaLaunchKernelExC(&cluster.config, kernel_of(mode), params));
     } else {
-      QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(mode), config.gridDim, config.blockDim, params, smem, nullptr));
+      QGRU_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_of(mode), dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                                                  params, smem, nullptr));
     }
   };
   try {

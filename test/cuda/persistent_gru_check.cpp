@@ -97,8 +97,12 @@ enum class Meet {
   Dsmem,          // cluster-dsmem: the path must name the cluster barrier and the exchange in shared memory
   DsmemIfFits,    // cluster-dsmem: either (the device's occupancy decides)
 };
+// The QGRU_CUDA_GRU_SYNC value that asks for it.
 const char* sync_setting(Meet meet) {
-  return meet == Meet::Grid ? "" : meet == Meet::Cluster || meet == Meet::ClusterIfFits ? "cluster" : "cluster-dsmem";
+  using kernels::PersistentSync;
+  return kernels::persistent_sync_name(meet == Meet::Grid                                   ? PersistentSync::Grid
+                                       : meet == Meet::Cluster || meet == Meet::ClusterIfFits ? PersistentSync::Cluster
+                                                                                                : PersistentSync::ClusterDsmem);
 }
 
 // One cell of hidden size H built once, run on every (N, T, direction) given; one line per run. units / rows: the
