@@ -299,7 +299,7 @@ struct GruCellCuda::Impl {
   const int32_t* run_persistent(const kernels::PersistentGruPlan& p, const Inputs& in, int64_t T, int64_t N, bool reverse,
                                 const int32_t* lengths) const;
   // After the stream synchronized: CudaFailure when the last persistent launch's wait gave up (error words read back).
-  void check_persistent_error(const int* error_word, const std::string& plan_text, int64_t spin_limit_ns) const;
+  void check_persistent_error(const int* error_word, const std::string& plan_text) const;
   // The persistent plan at batch N (refused with the reason on the Step recurrence, a shape that does not fit or an
   // occupancy the device cannot give), computed once per N.
   const kernels::PersistentGruPlan& persistent_plan(int64_t N) const {
@@ -458,17 +458,21 @@ const int32_t* GruCellCuda::Impl::run_persistent(const kernels::PersistentGruPla
   return out;
 }
 
-void GruCellCuda::Impl::check_persistent_error(const int* error_word, const std::string& plan_text, int64_t spin_limit_ns) const {
-  int error[3] = {0, 0, 0};
+void GruCellCuda::Impl::check_persistent_error(const int* error_word, const std::string& plan_text) const {
+  int error[kernels::kPersistentErrorWords] = {0, 0, 0};
   QGRU_CUDA_CHECK(cudaMemcpy(error, error_word, sizeof(error), cudaMemcpyDeviceToHost));
   count_host_transfer();
+  check_error_words(error, plan_text);
+}
+
+void GruCellCuda::check_error_words(const int* error, const std::string& plan_text) {
   if (error[0] == kernels::kPersistentWrongCluster) {
     throw CudaFailure("persistent GRU kernel (" + plan_text + "): block " + std::to_string(error[1]) +
                       " ran in a cluster of " + std::to_string(error[2]) + " blocks");
   }
   if (error[0] != 0) {
     throw CudaFailure("persistent GRU kernel (" + plan_text + "): block " + std::to_string(error[1]) + " waited more than " +
-                      std::to_string(spin_limit_ns / 1000000) + " ms for phase " + std::to_string(error[2]));
+                      std::to_string(persistent_spin_limit_ns() / 1000000) + " ms for phase " + std::to_string(error[2]));
   }
 }
 
@@ -587,7 +591,7 @@ const int32_t* GruCellCuda::Impl::run_pinned(const int32_t* q_x, int T, int N, c
   in.h0 = &h0;
   const int32_t* out = run_any(in, T, N, reverse, device_lengths);
   const int32_t* codes = copy_out(out, int64_t{T} * N * H * static_cast<int64_t>(sizeof(int32_t)));  // synchronizes
-  if (last_error_word != nullptr) check_persistent_error(last_error_word, last_error_plan, persistent_spin_limit_ns());
+  if (last_error_word != nullptr) check_persistent_error(last_error_word, last_error_plan);
   return codes;
 }
 
@@ -631,7 +635,18 @@ void GruCellCuda::reserve(int T, int N) const { impl_->reserve(impl_->workspace_
 
 void GruCellCuda::check_device_errors() const {
   const Impl& d = *impl_;
-  if (d.last_error_word != nullptr) d.check_persistent_error(d.last_error_word, d.last_error_plan, persistent_spin_limit_ns());
+  if (d.last_error_word != nullptr) d.check_persistent_error(d.last_error_word, d.last_error_plan);
 }
+
+GruCellCuda::DeviceErrorWords GruCellCuda::last_device_error_words() const {
+  const Impl& d = *impl_;
+  DeviceErrorWords words;
+  if (d.last_error_word == nullptr) return words;
+  words.words = d.last_error_word;
+  words.plan = d.last_error_plan;
+  return words;
+}
+
+const void* GruCellCuda::workspace_address() const { return impl_->workspace.data(); }
 
 }  // namespace qgru::cuda

@@ -31,6 +31,7 @@ class PinnedBuffer {
     }
     return data_;
   }
+  void* data() { return data_; }  // null before the first reserve
 
  private:
   void* data_ = nullptr;

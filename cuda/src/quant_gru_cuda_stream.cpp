@@ -2,10 +2,13 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <exception>
 #include <string>
+#include <vector>
 
 #include "qgru/base/error.h"
 #include "qgru/kernels/device_flow.h"
+#include "qgru/kernels/persistent_gru.h"
 #include "qgru/runtime/code_maps.h"
 #include "qgru/runtime/quant_executor.h"
 #include "qgru/runtime/stream_step.h"
@@ -17,20 +20,64 @@
 
 namespace qgru::cuda {
 
+// One frame's work captured into a CUDA graph (QuantGruCudaStream::Impl::capture). It holds the addresses it was
+// captured with: the state's, the frame's, the pinned buffers' (all made by the constructor, fixed) and each cell's
+// workspace (moved when a whole call of a longer T grows it: then it is captured again).
+struct FrameGraph {
+  cudaGraphExec_t exec = nullptr;
+  std::vector<const void*> workspaces;        // each layer's cell workspace at capture
+  std::vector<std::string> persistent_plans;  // per layer: the plan of the persistent run whose error words it copies
+  FrameGraph() = default;
+  FrameGraph(const FrameGraph&) = delete;
+  FrameGraph& operator=(const FrameGraph&) = delete;
+  ~FrameGraph() { reset(); }
+  void reset() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);  // nothing to report to
+    exec = nullptr;
+    workspaces.clear();
+  }
+};
+
 struct QuantGruCudaStream::Impl {
   const QuantGruCuda::Impl* executor = nullptr;
   int N = 0;
+  FrameIssue issue = FrameIssue::Graph;
   DeviceBuffer state;    // [L, N, H] int32
   DeviceBuffer frame;    // [N, C] floats or codes
   DeviceBuffer y;        // [N, H] floats
   DeviceBuffer y_codes;  // [N, H] codes
   PinnedBuffer in, out;  // one frame each way
+  PinnedBuffer error_words;  // [L, kPersistentErrorWords]: each persistent layer's error words, copied back per frame
   std::vector<HToNextXMap> rescales;  // layer l -> l + 1
   CodeDequantizer dequantizer;        // the last layer's h
   InputQuantizer quantizer;           // layer 0's x
+  // Per kind of frame, [floats][want_output]: its graph, and whether a frame of that kind has run its launches once
+  // (the first runs them directly: the cells' plans, cuBLAS's first-call setup and the step graphs are made outside
+  // any capture; the second frame is captured).
+  FrameGraph graphs[2][2];
+  bool launched_once[2][2] = {{false, false}, {false, false}};
+  std::vector<std::string> launched_plans;  // as FrameGraph::persistent_plans, for a frame issued directly
+  std::string capture_refusal;              // why frames are issued directly after a failed capture ("" none)
+  int captures = 0;
 
-  // One frame: x (floats or codes, per `floats`) already in `in`; the output (floats or codes) left in `out`.
-  void step_frame(bool floats, bool want_output) {
+  std::vector<const void*> workspaces() const {
+    std::vector<const void*> at;
+    for (int l = 0; l < executor->model.num_layers; ++l) at.push_back(executor->cell(l, 0).workspace_address());
+    return at;
+  }
+  // The cells' workspaces are where `at` says (no allocation: asked every frame).
+  bool workspaces_at(const std::vector<const void*>& at) const {
+    if (at.size() != static_cast<size_t>(executor->model.num_layers)) return false;
+    for (size_t l = 0; l < at.size(); ++l) {
+      if (executor->cell(static_cast<int>(l), 0).workspace_address() != at[l]) return false;
+    }
+    return true;
+  }
+
+  // Enqueues one frame on the executor's stream: x (floats or codes, per `floats`) from `in`; the output (floats or
+  // codes) into `out` when want_output; each persistent layer's error words into `error_words`, its plan into
+  // plans[l] ("" for a per-step layer). No synchronization: issued directly or captured alike.
+  void issue_frame(bool floats, bool want_output, std::vector<std::string>& plans) {
     const QuantizedGru& model = executor->model;
     const int L = model.num_layers, H = model.hidden_size, C = model.input_size;
     const size_t NH = static_cast<size_t>(N) * H;
@@ -48,10 +95,18 @@ struct QuantGruCudaStream::Impl {
       source.kind = kernels::LayerInputKind::Codes;
       source.codes = static_cast<const int32_t*>(frame.data());
     }
+    plans.assign(static_cast<size_t>(L), std::string());
+    auto* words = static_cast<int*>(error_words.reserve(static_cast<size_t>(L) * kernels::kPersistentErrorWords * sizeof(int)));
     const int32_t* out_codes = nullptr;
     for (int l = 0; l < L; ++l) {
-      out_codes = executor->cell(l, 0).run_on_device(source, 1, N, static_cast<int32_t*>(state.data()) + l * NH, false,
-                                                     nullptr);
+      const GruCellCuda& cell = executor->cell(l, 0);
+      out_codes = cell.run_on_device(source, 1, N, static_cast<int32_t*>(state.data()) + l * NH, false, nullptr);
+      GruCellCuda::DeviceErrorWords errors = cell.last_device_error_words();
+      if (errors.words != nullptr) {
+        counted_copy(words + static_cast<size_t>(l) * kernels::kPersistentErrorWords, errors.words,
+                     kernels::kPersistentErrorWords * sizeof(int), cudaMemcpyDeviceToHost, stream, downloads);
+        plans[static_cast<size_t>(l)] = std::move(errors.plan);
+      }
       source = kernels::LayerInputSource{};
       source.kind = kernels::LayerInputKind::PreviousLayer;
       source.cols = H;
@@ -71,14 +126,70 @@ struct QuantGruCudaStream::Impl {
       counted_copy(out.reserve(NH * 4), floats ? y.data() : y_codes.data(), NH * 4, cudaMemcpyDeviceToHost, stream,
                    downloads);
     }
-    QGRU_CUDA_CHECK(cudaStreamSynchronize(stream));
-    for (int l = 0; l < L; ++l) executor->cell(l, 0).check_device_errors();
+  }
+
+  // Captures one frame of this kind into g. On any failure (an operation the capture refuses, an instantiation
+  // error) the stream is left usable, the reason kept, and frames are issued directly from then on.
+  bool capture(FrameGraph& g, bool floats, bool want_output) {
+    g.reset();
+    cudaStream_t stream = executor->stream;
+    QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    std::string failure;
+    try {
+      issue_frame(floats, want_output, g.persistent_plans);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    if (failure.empty() && ended != cudaSuccess) failure = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
+    if (failure.empty()) {
+      const cudaError_t made = cudaGraphInstantiate(&g.exec, graph, 0);
+      if (made != cudaSuccess) {
+        g.exec = nullptr;
+        failure = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(made);
+      }
+    }
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!failure.empty()) {
+      (void)cudaGetLastError();  // a refused capture's error is not sticky; a sticky one fails the direct frame next
+      capture_refusal = "the frame's capture failed: " + failure;
+      return false;
+    }
+    g.workspaces = workspaces();
+    ++captures;
+    return true;
+  }
+
+  // One frame: replayed from its kind's graph, captured first, or issued as launches (kernels::choose_frame_action);
+  // then one synchronization and the persistent layers' error words.
+  void step_frame(bool floats, bool want_output) {
+    const std::vector<std::string>* plans = &launched_plans;
+    FrameGraph& g = graphs[floats ? 1 : 0][want_output ? 1 : 0];
+    bool& launched = launched_once[floats ? 1 : 0][want_output ? 1 : 0];
+    const kernels::FrameAction action = kernels::choose_frame_action(
+        issue == FrameIssue::Graph && capture_refusal.empty(), launched, g.exec != nullptr, workspaces_at(g.workspaces));
+    if (action == kernels::FrameAction::Replay ||
+        (action == kernels::FrameAction::Capture && capture(g, floats, want_output))) {
+      QGRU_CUDA_CHECK(cudaGraphLaunch(g.exec, executor->stream));
+      plans = &g.persistent_plans;
+    } else {
+      issue_frame(floats, want_output, launched_plans);
+      launched = true;
+    }
+    QGRU_CUDA_CHECK(cudaStreamSynchronize(executor->stream));
+    const auto* words = static_cast<const int*>(error_words.data());
+    for (size_t l = 0; l < plans->size(); ++l) {
+      if (!(*plans)[l].empty()) GruCellCuda::check_error_words(words + l * kernels::kPersistentErrorWords, (*plans)[l]);
+    }
   }
 };
 
-QuantGruCudaStream::QuantGruCudaStream(const QuantGruCuda& executor, int N) : impl_(std::make_unique<Impl>()) {
+QuantGruCudaStream::QuantGruCudaStream(const QuantGruCuda& executor, int N, FrameIssue issue)
+    : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.executor = executor.impl_.get();
+  s.issue = issue;
   const QuantizedGru& model = s.executor->model;
   const std::string refusal = streaming_refusal(model);
   if (!refusal.empty()) throw Error("CUDA streaming: " + refusal);
@@ -93,6 +204,7 @@ QuantGruCudaStream::QuantGruCudaStream(const QuantGruCuda& executor, int N) : im
   s.y_codes = DeviceBuffer(NH * sizeof(int32_t));
   s.in.reserve(static_cast<size_t>(N) * C * 4);
   s.out.reserve(NH * 4);
+  s.error_words.reserve(static_cast<size_t>(L) * kernels::kPersistentErrorWords * sizeof(int));
   for (int l = 0; l < L; ++l) {
     s.executor->cell(l, 0).reserve(1, N);
     if (l + 1 < L) s.rescales.push_back(h_to_next_x_map(model, l, 0));
@@ -111,6 +223,15 @@ QuantGruCudaStream::QuantGruCudaStream(QuantGruCudaStream&&) noexcept = default;
 QuantGruCudaStream& QuantGruCudaStream::operator=(QuantGruCudaStream&&) noexcept = default;
 
 int QuantGruCudaStream::batch() const { return impl_->N; }
+
+int QuantGruCudaStream::captures() const { return impl_->captures; }
+
+std::string QuantGruCudaStream::describe() const {
+  const Impl& s = *impl_;
+  if (s.issue == FrameIssue::Launches) return "launches a frame (asked)";
+  if (!s.capture_refusal.empty()) return "launches a frame: " + s.capture_refusal;
+  return "one graph a frame (captured " + std::to_string(s.captures) + (s.captures == 1 ? " time)" : " times)");
+}
 
 void QuantGruCudaStream::step(const float* x, int frames, float* y) {
   Impl& s = *impl_;

@@ -4,7 +4,8 @@
 // step has a second GEMM and a second kernel); replaying one graph costs one launch, so
 // small batches are no longer bound by launch overhead. The graph holds the addresses it was captured with:
 // it is recaptured when the shape, the direction or the workspace allocation changes. Capture needs a stream
-// other than the legacy default stream; on that stream the loop is issued directly.
+// other than the legacy default stream; on that stream the loop is issued directly, and so it is on a stream that is
+// being captured by the caller.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -26,7 +27,11 @@ class StepGraph {
   template <class IssueSteps>
   void run(cudaStream_t stream, int64_t T, int64_t N, bool reverse, const void* workspace, const void* lengths,
            const void* state, IssueSteps issue_steps) {
-    if (stream == nullptr) {
+    // Inside a capture of the caller's (QuantGruCudaStream's frame graph) the steps become part of that graph: a
+    // capture cannot begin on a stream that is capturing already.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (stream != nullptr) QGRU_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (stream == nullptr || capturing != cudaStreamCaptureStatusNone) {
       issue_steps();
       return;
     }

@@ -14,7 +14,7 @@
 //   path (the executor's describe()), median_ms, min_ms, us_per_step (scripts/bench_cuda_gru_peers.py reads them).
 // --streaming: instead, the streaming step's latency per frame (one frame of N streams in, one out, floats, as the
 //   runtime C API's qgru_rt_step): on the GPU (QuantGruCudaStream: h on the device, per frame one copy each way and one
-//   synchronization) beside the CPU's (the executor chooser's CPU stepper, one thread: quantize, step_layer_loop,
+//   synchronization; the frame replayed from its graph, and issued as launches, FrameIssue) beside the CPU's (the executor chooser's CPU stepper, one thread: quantize, step_layer_loop,
 //   dequantize), median over --runs frames after --warmup, for each preset at (H, N, L) in {(64, 1, 1), (256, 1, 1),
 //   (256, 16, 1), (1024, 1, 1), (256, 1, 3)}; --json-lines adds "JSON {...}" rows with kind "stream".
 #include <algorithm>
@@ -93,8 +93,9 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
   const StreamShape shapes[] = {{64, 1, 1}, {256, 1, 1}, {256, 16, 1}, {1024, 1, 1}, {256, 1, 3}};
   std::printf("GPU: %s; streaming, one frame per call (floats in and out), median of %d frames after %d warm-up\n\n",
               qgru::cuda::device_name().c_str(), runs, warmup);
-  std::printf("| C = H | N | layers | preset | GPU µs per frame | CPU µs per frame (%s, 1 thread) | GPU path |\n"
-              "|---|---|---|---|---|---|---|\n", "fast");
+  std::printf("| C = H | N | layers | preset | GPU µs per frame (graph) | GPU µs per frame (launches) | "
+              "CPU µs per frame (%s, 1 thread) | GPU path |\n"
+              "|---|---|---|---|---|---|---|---|\n", "fast");
   for (const StreamShape& s : shapes) {
     for (const char* preset : {"int8", "int16-activations", "int16"}) {
       if (!only_preset.empty() && only_preset != preset) continue;
@@ -110,13 +111,17 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
       const size_t frame_x = static_cast<size_t>(s.N) * s.H, frame_y = static_cast<size_t>(s.N) * s.H;
       std::vector<float> y(frame_y);
       int frame = 0;
-      // GPU
+      // GPU: the frame replayed from its graph (the default), then issued as launches
       const qgru::cuda::QuantGruCuda executor(model, recurrence);
       qgru::cuda::QuantGruCudaStream stream(executor, s.N);
       const auto gpu = time_calls([&] {
         stream.step(c.x.data() + static_cast<size_t>(frame++ % T) * frame_x, 1, y.data());
       }, warmup, runs);
-      const std::string path = executor.describe();
+      qgru::cuda::QuantGruCudaStream launches(executor, s.N, qgru::cuda::FrameIssue::Launches);
+      const auto gpu_launches = time_calls([&] {
+        launches.step(c.x.data() + static_cast<size_t>(frame++ % T) * frame_x, 1, y.data());
+      }, warmup, runs);
+      const std::string path = executor.describe() + "; " + stream.describe();
       // CPU: what qgru_rt_step does on a CPU context, one thread
       qgru::ExecutorRequest request;
       request.fast.threads = 1;
@@ -133,13 +138,14 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
         qgru::step_layer_loop(model, q_x.data(), 1, q_h.data(), q_y.data(), next_x.data(), *stepper);
         for (size_t i = 0; i < frame_y; ++i) y[i] = static_cast<float>(yq.dequantize(q_y[i]));
       }, warmup, runs);
-      std::printf("| %d | %d | %d | %s | %.1f | %.1f | %s |\n", s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms,
-                  1000.0 * cpu.median_ms, path.c_str());
+      std::printf("| %d | %d | %d | %s | %.1f | %.1f | %.1f | %s |\n", s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms,
+                  1000.0 * gpu_launches.median_ms, 1000.0 * cpu.median_ms, path.c_str());
       if (json_lines) {
         std::printf("JSON {\"kind\": \"stream\", \"H\": %d, \"N\": %d, \"layers\": %d, \"preset\": \"%s\", "
-                    "\"gpu_us_per_frame\": %.3f, \"gpu_min_us\": %.3f, \"cpu_us_per_frame\": %.3f, \"cpu_min_us\": %.3f, "
-                    "\"cpu\": \"%s\", \"path\": \"%s\"}\n",
-                    s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms, 1000.0 * gpu.min_ms, 1000.0 * cpu.median_ms,
+                    "\"gpu_us_per_frame\": %.3f, \"gpu_min_us\": %.3f, \"gpu_launches_us_per_frame\": %.3f, "
+                    "\"cpu_us_per_frame\": %.3f, \"cpu_min_us\": %.3f, \"cpu\": \"%s\", \"path\": \"%s\"}\n",
+                    s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms, 1000.0 * gpu.min_ms,
+                    1000.0 * gpu_launches.median_ms, 1000.0 * cpu.median_ms,
                     1000.0 * cpu.min_ms, json_escaped(cpu_executor->name()).c_str(), json_escaped(path).c_str());
       }
       std::fflush(stdout);

@@ -5,7 +5,8 @@
 //   on the per-step path and the persistent one (GruFlow::Device whatever the environment); each call's copies equal
 //   kernels::plan_device_call's;
 //   cuda_stream: QuantGruCudaStream frame by frame (codes and floats) against one whole reference run of the sequence,
-//   from zero and from a set state; no allocation on any step.
+//   from zero and from a set state; no allocation on any step; each kind of frame captured into a graph once, also
+//   with two states and whole calls in turn (and issued as launches when asked).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -84,13 +85,15 @@ int check_flow_case(const test::GruModelCase& k, cuda::GruRecurrence recurrence)
 
 // A unidirectional model streamed frame by frame equals one whole reference run: each frame's output the whole run's
 // step, the final state its h_n; step_codes from a set state (h0), step with floats from zero.
+// With FrameIssue::Graph each of the two kinds of frame (codes, floats; both with output) is captured once, after
+// its first frame ran as launches.
 int check_stream_case(const char* preset, bool multiplier, int H, int L, int N, int T, bool linear_before_reset,
-                      cuda::GruRecurrence recurrence) {
+                      cuda::GruRecurrence recurrence, cuda::FrameIssue issue = cuda::FrameIssue::Graph) {
   const test::GruModelCase k{preset, multiplier, H, L, 1, N, T, true, false, linear_before_reset};
   const test::PreparedGruModel m = test::prepare_gru_model(k, 6);
   const QuantizedGru& model = m.c.quantized;
   const cuda::QuantGruCuda gpu(model, recurrence);
-  cuda::QuantGruCudaStream stream(gpu, N);
+  cuda::QuantGruCudaStream stream(gpu, N, issue);
   const int64_t allocations = cuda::device_allocation_count();
   // Codes from h0.
   const QuantGruResult ref = run_quantized_gru_codes(model, m.q_x.data(), T, N, m.h0(), nullptr, nullptr);
@@ -116,10 +119,57 @@ int check_stream_case(const char* preset, bool multiplier, int H, int L, int N, 
   ok = ok && y == ref_f.output && state == ref_f.h_n_codes;
   const int64_t allocated = cuda::device_allocation_count() - allocations;
   ok = ok && allocated == 0;
-  std::printf("%s CUDA streaming %-17s mult=%d H=%d L=%d N=%d T=%d lbr=%d %s [%s]: %lld allocation(s) while streaming\n",
+  const bool graphs = issue == cuda::FrameIssue::Graph;
+  const std::string issued = stream.describe();
+  ok = ok && (graphs ? issued.rfind("one graph a frame", 0) == 0 && stream.captures() == (T >= 2 ? 2 : 0)
+                     : stream.captures() == 0);
+  std::printf("%s CUDA streaming %-17s mult=%d H=%d L=%d N=%d T=%d lbr=%d %s [%s; %s]: %lld allocation(s) while "
+              "streaming\n",
               ok ? "ok  " : "FAIL", preset, multiplier ? 1 : 0, H, L, N, T, linear_before_reset ? 1 : 0,
               recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step", gpu.describe().c_str(),
-              static_cast<long long>(allocated));
+              issued.c_str(), static_cast<long long>(allocated));
+  return ok ? 0 : 1;
+}
+
+// Two states of one executor stepped in turn, frame by frame, with whole calls of the executor between frames: each
+// state replays its own frame graph, captured once (the first whole call, of T frames, grew the cells' workspaces
+// before the first capture), and every output equals the reference. Then a whole call of a longer T moves the
+// workspaces (or reuses their address): the states capture again or replay, and stay exact.
+int check_stream_interleaved(cuda::GruRecurrence recurrence) {
+  const int H = 40, L = 2, N = 3, T = 8;
+  const test::GruModelCase k{"int8", false, H, L, 1, N, T, true, false, true};
+  const test::PreparedGruModel m = test::prepare_gru_model(k, 9);
+  const QuantizedGru& model = m.c.quantized;
+  const cuda::QuantGruCuda gpu(model, recurrence);
+  cuda::QuantGruCudaStream a(gpu, N), b(gpu, N);
+  const size_t frame = static_cast<size_t>(N) * model.input_size, out = static_cast<size_t>(N) * H;
+  std::vector<int32_t> q_x_b(m.q_x.rbegin(), m.q_x.rend());  // b's frames: a's, backwards (all in range)
+  const QuantGruResult ref_a = run_quantized_gru_codes(model, m.q_x.data(), T, N, m.h0(), nullptr, nullptr);
+  const QuantGruResult ref_b = run_quantized_gru_codes(model, q_x_b.data(), T, N, nullptr, nullptr, nullptr);
+  const std::vector<int32_t> longer_x(static_cast<size_t>(3 * T) * frame, model.input_quant().zp);
+  const QuantGruResult ref_longer = run_quantized_gru_codes(model, longer_x.data(), 3 * T, N, nullptr, nullptr, nullptr);
+  a.set_codes(m.h0());
+  std::vector<int32_t> y_a(static_cast<size_t>(T) * out), y_b(y_a.size());
+  bool ok = true;
+  int captures_before_longer[2] = {-1, -1};
+  for (int t = 0; t < T; ++t) {
+    a.step_codes(m.q_x.data() + t * frame, 1, y_a.data() + static_cast<size_t>(t) * out);
+    b.step_codes(q_x_b.data() + t * frame, 1, y_b.data() + static_cast<size_t>(t) * out);
+    if (t == T / 2) {
+      captures_before_longer[0] = a.captures();
+      captures_before_longer[1] = b.captures();
+      ok = ok && gpu.run_codes(longer_x.data(), 3 * T, N, nullptr, nullptr).output_codes == ref_longer.output_codes;
+    } else {
+      ok = ok && gpu.run_codes(m.q_x.data(), T, N, m.h0(), nullptr).output_codes == ref_a.output_codes;
+    }
+  }
+  ok = ok && y_a == ref_a.output_codes && y_b == ref_b.output_codes;
+  ok = ok && captures_before_longer[0] == 1 && captures_before_longer[1] == 1;
+  ok = ok && a.captures() >= 1 && a.captures() <= 2 && b.captures() >= 1 && b.captures() <= 2;
+  std::printf("%s CUDA streaming, two states and whole calls in turn (%s): captures %d, %d before the longer call; "
+              "%d, %d after [%s]\n",
+              ok ? "ok  " : "FAIL", recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step",
+              captures_before_longer[0], captures_before_longer[1], a.captures(), b.captures(), a.describe().c_str());
   return ok ? 0 : 1;
 }
 
@@ -156,6 +206,8 @@ int check_cuda_stream() {
     failures += check_stream_case("int8", false, 31, 2, 3, 4, false, r);
     failures += check_stream_case("int16-activations", false, 17, 2, 2, 5, true, r);
     failures += check_stream_case("int16", true, 40, 3, 1, 4, false, r);
+    failures += check_stream_case("int8", false, 31, 2, 3, 4, false, r, cuda::FrameIssue::Launches);
+    failures += check_stream_interleaved(r);
   }
   return failures;
 }

@@ -82,6 +82,20 @@ class GruCellCuda {
   // After the stream of a run_on_device synchronized: CudaFailure when the persistent kernel's wait gave up (one
   // small copy of its error words; nothing when the run took the per-step path).
   void check_device_errors() const;
+  // The persistent kernel's error words of the last run_on_device (kPersistentErrorWords ints on the device, in the
+  // workspace) and the plan that run took; `words` is null when the run took the per-step path. Work captured from
+  // a run_on_device and replayed later (QuantGruCudaStream's frame graph) keeps these from the capture and copies the
+  // words back with its output: the cell's own are replaced by its next run.
+  struct DeviceErrorWords {
+    const int* words = nullptr;
+    std::string plan;
+  };
+  DeviceErrorWords last_device_error_words() const;
+  // CudaFailure naming the plan when host copies of such words say a wait gave up or a cluster had the wrong size.
+  static void check_error_words(const int* host_words, const std::string& plan);
+  // The workspace's device address: work captured from run_on_device holds addresses inside it, and a larger run
+  // (reserve, a whole call of a longer T) moves it.
+  const void* workspace_address() const;
 
   bool wide() const;                        // true: the 16-bit path (wide kernel), false: int8 cuBLAS
   const std::string& fallback_reason() const;  // why an int8 cell runs on the wide kernel; "" when it does not

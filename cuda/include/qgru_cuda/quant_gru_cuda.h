@@ -73,15 +73,22 @@ class QuantGruCuda {
 // Streaming on the device (the runtime C API's qgru_rt_step on a CUDA context): N streams of a unidirectional model
 // advanced a frame at a time, the state h [L, N, H] kept on the device between frames. Every buffer (the state, one
 // frame in and out, pinned staging, each cell's workspace for one step) is made here; a step allocates nothing
-// (device_allocation_count(), qgru_cuda/device_buffer.h). Per frame: one copy up (the frame), each layer's cell for
-// one step (x packed on the device from the frame, or from the previous layer's codes requantized), the output
-// dequantized on the device, one copy down, one synchronization. The codes equal the reference's step_layer_loop.
-// A stream state replays each cell's captured step: several states of one executor, or whole calls between steps,
-// make the cells capture again (no allocation, but slower). The executor must outlive the stream; not thread-safe.
+// (device_allocation_count(), qgru_cuda/device_buffer.h). A frame's work: one copy up (the frame), each layer's cell
+// for one step (x packed on the device from the frame, or from the previous layer's codes requantized), the output
+// dequantized on the device, one copy down (and each persistent layer's error words), one synchronization. The codes
+// equal the reference's step_layer_loop.
+// How the work is issued (FrameIssue): Graph (the default) runs a kind of frame's first frame (floats or codes, with
+// or without output) as launches, captures the second into a CUDA graph of this state's own and replays it from then
+// on: one launch a frame, whatever the executor's other states and whole calls do between frames. It is captured
+// again only when a whole call of a longer T has moved a cell's workspace. If a capture fails, frames are issued
+// as launches from then on and describe() says why. Launches issues every kernel, GEMM and copy of every frame; the
+// cells' own step graphs are then recaptured whenever another state of the executor ran between frames.
+// The executor must outlive the stream; not thread-safe.
+enum class FrameIssue { Graph, Launches };
 class QuantGruCudaStream {
  public:
   // Error for a bidirectional model (streaming_refusal) or N < 1.
-  QuantGruCudaStream(const QuantGruCuda& executor, int N);
+  QuantGruCudaStream(const QuantGruCuda& executor, int N, FrameIssue issue = FrameIssue::Graph);
   ~QuantGruCudaStream();
   QuantGruCudaStream(QuantGruCudaStream&&) noexcept;
   QuantGruCudaStream& operator=(QuantGruCudaStream&&) noexcept;
@@ -94,6 +101,9 @@ class QuantGruCudaStream {
   void get_codes(int32_t* q_h) const;  // [L, N, H]
   void set_codes(const int32_t* q_h);  // [L, N, H], each layer's codes within its h range (the caller checked)
   int batch() const;
+  // "one graph a frame (captured K times)", "launches a frame (asked)" or "launches a frame: <why the capture failed>".
+  std::string describe() const;
+  int captures() const;  // frame graphs captured so far (each kind once, unless a cell's workspace moved)
 
  private:
   struct Impl;

@@ -200,5 +200,67 @@ TEST_CASE("device call plan: one upload per given input, two downloads plus the 
   CHECK(kernels::plan_device_call(2, true, false, false, false, 4).downloads == 6);  // four persistent cells' error words
 }
 
+// A streaming state's frames of one kind, as QuantGruCudaStream::Impl::step_frame drives choose_frame_action: the
+// graph and the workspace address it was captured at, whether the kind has launched once, captures counted.
+struct FrameIssueModel {
+  bool graphs = true;  // FrameIssue::Graph and no capture failed
+  bool launched_once = false;
+  bool have_graph = false;
+  int captured_at = -1;
+  int captures = 0;
+  kernels::FrameAction step(int workspace_at, bool capture_fails = false) {
+    const kernels::FrameAction a = kernels::choose_frame_action(graphs, launched_once, have_graph, captured_at == workspace_at);
+    if (a == kernels::FrameAction::Capture) {
+      if (capture_fails) {
+        graphs = false;
+        have_graph = false;
+        return kernels::FrameAction::Launch;  // the frame itself then runs as launches
+      }
+      have_graph = true;
+      captured_at = workspace_at;
+      ++captures;
+    }
+    if (a == kernels::FrameAction::Launch) launched_once = true;
+    return a;
+  }
+};
+
+TEST_CASE("streaming frame graphs: launch once, capture once, replay; recapture only where the workspace moved") {
+  using kernels::FrameAction;
+  SUBCASE("one state") {
+    FrameIssueModel s;
+    CHECK(s.step(1) == FrameAction::Launch);
+    CHECK(s.step(1) == FrameAction::Capture);
+    for (int i = 0; i < 20; ++i) CHECK(s.step(1) == FrameAction::Replay);
+    CHECK(s.captures == 1);
+    CHECK(s.step(2) == FrameAction::Capture);  // a whole call of a longer T moved the workspace
+    CHECK(s.step(2) == FrameAction::Replay);
+    CHECK(s.captures == 2);
+  }
+  SUBCASE("two states and whole calls in turn (the GPU self-test's check_stream_interleaved)") {
+    FrameIssueModel a, b;
+    int workspace = 1;  // the constructor reserved T = 1
+    for (int t = 0; t < 8; ++t) {
+      const FrameAction fa = a.step(workspace), fb = b.step(workspace);
+      CHECK(fa == fb);
+      CHECK(fa == (t == 0 ? FrameAction::Launch : t == 1 ? FrameAction::Capture : FrameAction::Replay));
+      if (t == 0) workspace = 2;  // the first whole call, of T frames, grows the workspaces before any capture
+    }
+    CHECK(a.captures == 1);
+    CHECK(b.captures == 1);
+  }
+  SUBCASE("launches asked for, or a failed capture: launches from then on") {
+    FrameIssueModel asked;
+    asked.graphs = false;
+    for (int i = 0; i < 5; ++i) CHECK(asked.step(1) == FrameAction::Launch);
+    CHECK(asked.captures == 0);
+    FrameIssueModel failing;
+    CHECK(failing.step(1) == FrameAction::Launch);
+    CHECK(failing.step(1, true) == FrameAction::Launch);
+    for (int i = 0; i < 5; ++i) CHECK(failing.step(1) == FrameAction::Launch);
+    CHECK(failing.captures == 0);
+  }
+}
+
 }  // namespace
 }  // namespace qgru

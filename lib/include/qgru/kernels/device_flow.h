@@ -113,4 +113,18 @@ inline DeviceCallPlan plan_device_call(int num_directions, bool float_input, boo
   return p;
 }
 
+// How a streaming state (QuantGruCudaStream, FrameIssue::Graph) issues its next frame of one kind (floats or codes,
+// with or without output):
+//   Launch   its kernels, GEMMs and copies one by one: the kind's first frame (the cells' plans, cuBLAS's first-call
+//            setup and the cells' step graphs are made outside any capture), and every frame when graphs are off
+//            (launches asked for, or a capture failed);
+//   Capture  the frame into the kind's graph, then replay it: the second frame, and any frame whose cells'
+//            workspaces are no longer where the graph was captured (a whole call of a longer T moved them);
+//   Replay   the kind's graph: every other frame.
+enum class FrameAction { Launch, Capture, Replay };
+inline FrameAction choose_frame_action(bool graphs, bool kind_launched_once, bool have_graph, bool workspaces_unmoved) {
+  if (!graphs || !kind_launched_once) return FrameAction::Launch;
+  return have_graph && workspaces_unmoved ? FrameAction::Replay : FrameAction::Capture;
+}
+
 }  // namespace qgru::kernels

@@ -453,6 +453,7 @@ QGRU_HD uint64_t persistent_arrivals_before(int64_t phase, int64_t blocks) {
 // (words 1, 2: the block, the size it saw).
 inline constexpr int kPersistentTimeout = 1;
 inline constexpr int kPersistentWrongCluster = 2;
+inline constexpr int kPersistentErrorWords = 3;  // the code, then its two details
 
 // ---- the arithmetic ----
 
