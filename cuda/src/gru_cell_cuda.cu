@@ -315,10 +315,7 @@ struct GruCellCuda::Impl {
                                                  [](const kernels::PersistentGruPlan& q) { return persistent_active_clusters(q); })
               : kernels::plan_persistent_gru(plan.path, H, N, reset_before_linear, device, tuning);
       const std::string refused = p.persistent ? persistent_occupancy(p) : "";
-      if (!refused.empty()) {
-        p.persistent = false;
-        p.reason = refused;
-      }
+      if (!refused.empty()) p.refuse(refused);  // a grid fallback keeps the cluster's reason after the grid's
     }
     return persistent_plans.emplace(N, p).first->second;
   }

@@ -22,11 +22,14 @@ namespace qgru::cuda {
 
 // One frame's work captured into a CUDA graph (QuantGruCudaStream::Impl::capture). It holds the addresses it was
 // captured with: the state's, the frame's, the pinned buffers' (all made by the constructor, fixed) and each cell's
-// workspace (moved when a whole call of a longer T grows it: then it is captured again).
+// workspace (moved when a run of a larger shape grows it: a whole call of a longer T or a larger N, another state of a
+// larger N; then it is captured again).
 struct FrameGraph {
   cudaGraphExec_t exec = nullptr;
   std::vector<const void*> workspaces;        // each layer's cell workspace at capture
   std::vector<std::string> persistent_plans;  // per layer: the plan of the persistent run whose error words it copies
+  int copies = 0;                             // its host<->device copies, counted (count_host_transfer) per replay
+  bool launched = false;                      // replayed once: a later launch failure is an error, not a refusal
   FrameGraph() = default;
   FrameGraph(const FrameGraph&) = delete;
   FrameGraph& operator=(const FrameGraph&) = delete;
@@ -35,6 +38,7 @@ struct FrameGraph {
     if (exec != nullptr) cudaGraphExecDestroy(exec);  // nothing to report to
     exec = nullptr;
     workspaces.clear();
+    launched = false;
   }
 };
 
@@ -57,7 +61,7 @@ struct QuantGruCudaStream::Impl {
   FrameGraph graphs[2][2];
   bool launched_once[2][2] = {{false, false}, {false, false}};
   std::vector<std::string> launched_plans;  // as FrameGraph::persistent_plans, for a frame issued directly
-  std::string capture_refusal;              // why frames are issued directly after a failed capture ("" none)
+  std::string capture_refusal;  // why frames are issued as launches after a failed capture or first launch ("" none)
   int captures = 0;
 
   std::vector<const void*> workspaces() const {
@@ -76,15 +80,20 @@ struct QuantGruCudaStream::Impl {
 
   // Enqueues one frame on the executor's stream: x (floats or codes, per `floats`) from `in`; the output (floats or
   // codes) into `out` when want_output; each persistent layer's error words into `error_words`, its plan into
-  // plans[l] ("" for a per-step layer). No synchronization: issued directly or captured alike.
-  void issue_frame(bool floats, bool want_output, std::vector<std::string>& plans) {
+  // plans[l] ("" for a per-step layer). No synchronization: issued directly or captured alike. Returns the frame's
+  // host<->device copies; they are counted (count_host_transfer) here when `capturing` is false, else per replay.
+  int issue_frame(bool floats, bool want_output, std::vector<std::string>& plans, bool capturing) {
     const QuantizedGru& model = executor->model;
     const int L = model.num_layers, H = model.hidden_size, C = model.input_size;
     const size_t NH = static_cast<size_t>(N) * H;
     cudaStream_t stream = executor->stream;
-    int uploads = 0, downloads = 0;
-    counted_copy(frame.data(), in.reserve(static_cast<size_t>(N) * C * 4), static_cast<size_t>(N) * C * 4,
-                 cudaMemcpyHostToDevice, stream, uploads);
+    int copies = 0;
+    const auto copy = [&](void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {
+      QGRU_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, kind, stream));
+      if (!capturing) count_host_transfer();
+      ++copies;
+    };
+    copy(frame.data(), in.reserve(static_cast<size_t>(N) * C * 4), static_cast<size_t>(N) * C * 4, cudaMemcpyHostToDevice);
     kernels::LayerInputSource source;
     source.cols = C;
     if (floats) {
@@ -103,8 +112,8 @@ struct QuantGruCudaStream::Impl {
       out_codes = cell.run_on_device(source, 1, N, static_cast<int32_t*>(state.data()) + l * NH, false, nullptr);
       GruCellCuda::DeviceErrorWords errors = cell.last_device_error_words();
       if (errors.words != nullptr) {
-        counted_copy(words + static_cast<size_t>(l) * kernels::kPersistentErrorWords, errors.words,
-                     kernels::kPersistentErrorWords * sizeof(int), cudaMemcpyDeviceToHost, stream, downloads);
+        copy(words + static_cast<size_t>(l) * kernels::kPersistentErrorWords, errors.words,
+             kernels::kPersistentErrorWords * sizeof(int), cudaMemcpyDeviceToHost);
         plans[static_cast<size_t>(l)] = std::move(errors.plan);
       }
       source = kernels::LayerInputSource{};
@@ -123,22 +132,25 @@ struct QuantGruCudaStream::Impl {
       sink.y = static_cast<float*>(y.data());
       sink.codes = floats ? nullptr : static_cast<int32_t*>(y_codes.data());
       launch_output(sink, static_cast<int64_t>(NH), stream);
-      counted_copy(out.reserve(NH * 4), floats ? y.data() : y_codes.data(), NH * 4, cudaMemcpyDeviceToHost, stream,
-                   downloads);
+      copy(out.reserve(NH * 4), floats ? y.data() : y_codes.data(), NH * 4, cudaMemcpyDeviceToHost);
     }
+    return copies;
   }
 
   // Captures one frame of this kind into g. On any failure (an operation the capture refuses, an instantiation
-  // error) the stream is left usable, the reason kept, and frames are issued directly from then on.
+  // error) the stream is left usable, the reason kept, and frames are issued as launches from then on. No work is
+  // pending when it begins (every frame and whole call ends synchronized), so an error here is the capture's.
   bool capture(FrameGraph& g, bool floats, bool want_output) {
     g.reset();
     cudaStream_t stream = executor->stream;
     QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
-      issue_frame(floats, want_output, g.persistent_plans);
+      g.copies = issue_frame(floats, want_output, g.persistent_plans, true);
     } catch (const std::exception& e) {
       failure = e.what();
+    } catch (...) {
+      failure = "an exception that is not a std::exception";
     }
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
@@ -161,6 +173,23 @@ struct QuantGruCudaStream::Impl {
     return true;
   }
 
+  // Launches g. A graph the driver will not launch the first time (a node it captured but cannot run as captured)
+  // is a refusal like a failed capture: graphs off, the reason kept, false returned and the frame issued as launches.
+  // A graph that launched before and fails now is an error.
+  bool replay(FrameGraph& g) {
+    const cudaError_t launched = cudaGraphLaunch(g.exec, executor->stream);
+    if (launched == cudaSuccess) {
+      g.launched = true;
+      for (int i = 0; i < g.copies; ++i) count_host_transfer();
+      return true;
+    }
+    if (g.launched) QGRU_CUDA_CHECK(launched);  // throws
+    (void)cudaGetLastError();
+    capture_refusal = std::string("the frame's graph did not launch: ") + cudaGetErrorString(launched);
+    g.reset();
+    return false;
+  }
+
   // One frame: replayed from its kind's graph, captured first, or issued as launches (kernels::choose_frame_action);
   // then one synchronization and the persistent layers' error words.
   void step_frame(bool floats, bool want_output) {
@@ -169,12 +198,13 @@ struct QuantGruCudaStream::Impl {
     bool& launched = launched_once[floats ? 1 : 0][want_output ? 1 : 0];
     const kernels::FrameAction action = kernels::choose_frame_action(
         issue == FrameIssue::Graph && capture_refusal.empty(), launched, g.exec != nullptr, workspaces_at(g.workspaces));
-    if (action == kernels::FrameAction::Replay ||
-        (action == kernels::FrameAction::Capture && capture(g, floats, want_output))) {
-      QGRU_CUDA_CHECK(cudaGraphLaunch(g.exec, executor->stream));
+    const bool replayed = (action == kernels::FrameAction::Replay ||
+                           (action == kernels::FrameAction::Capture && capture(g, floats, want_output))) &&
+                          replay(g);
+    if (replayed) {
       plans = &g.persistent_plans;
     } else {
-      issue_frame(floats, want_output, launched_plans);
+      issue_frame(floats, want_output, launched_plans, false);
       launched = true;
     }
     QGRU_CUDA_CHECK(cudaStreamSynchronize(executor->stream));

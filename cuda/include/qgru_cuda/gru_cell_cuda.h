@@ -82,7 +82,7 @@ class GruCellCuda {
   // After the stream of a run_on_device synchronized: CudaFailure when the persistent kernel's wait gave up (one
   // small copy of its error words; nothing when the run took the per-step path).
   void check_device_errors() const;
-  // The persistent kernel's error words of the last run_on_device (kPersistentErrorWords ints on the device, in the
+  // The persistent kernel's error words of the last run_on_device issued (kPersistentErrorWords ints on the device, in the
   // workspace) and the plan that run took; `words` is null when the run took the per-step path. Work captured from
   // a run_on_device and replayed later (QuantGruCudaStream's frame graph) keeps these from the capture and copies the
   // words back with its output: the cell's own are replaced by its next run.

@@ -79,9 +79,10 @@ class QuantGruCuda {
 // equal the reference's step_layer_loop.
 // How the work is issued (FrameIssue): Graph (the default) runs a kind of frame's first frame (floats or codes, with
 // or without output) as launches, captures the second into a CUDA graph of this state's own and replays it from then
-// on: one launch a frame, whatever the executor's other states and whole calls do between frames. It is captured
-// again only when a whole call of a longer T has moved a cell's workspace. If a capture fails, frames are issued
-// as launches from then on and describe() says why. Launches issues every kernel, GEMM and copy of every frame; the
+// on: one launch a frame; the executor's other states and its whole calls between frames leave the graph valid, except
+// a run of a larger shape (a whole call of a longer T or a larger N, a new state of a larger N), which moves a
+// cell's workspace: the next frame captures again. If a capture, or a new graph's first launch, fails, frames are
+// issued as launches from then on and describe() says why. Launches issues every kernel, GEMM and copy of every frame; the
 // cells' own step graphs are then recaptured whenever another state of the executor ran between frames.
 // The executor must outlive the stream; not thread-safe.
 enum class FrameIssue { Graph, Launches };

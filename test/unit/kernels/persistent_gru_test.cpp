@@ -179,8 +179,22 @@ TEST_CASE("persistent plan, cluster barrier: a cluster per batch slice, the unit
   CHECK((p.persistent && p.sync == PersistentSync::Grid && p.units_per_block == 32));
   CHECK(p.sync_note.find("the cluster barrier was refused: a block's shared memory (") == 0);
   p = plan_cluster(65536, 1, false);
-  CHECK_FALSE(p.persistent);  // neither way fits: the grid's reason, as without the cluster's
-  CHECK(p.reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1)");
+  CHECK_FALSE(p.persistent);  // neither way fits: the grid's reason, then the cluster's
+  CHECK(p.reason == "H needs more blocks than the device has multiprocessors (H=65536 N=1); the cluster barrier was "
+                    "refused: H needs more unit slices than a cluster's 16 blocks (H=65536 N=1)");
+  CHECK(p.sync_note.empty());
+  CHECK(p.describe() == "per-step: " + p.reason);
+  // A grid fallback the caller's occupancy check refuses (GruCellCuda::persistent_plan) keeps the cluster's reason.
+  p = plan_cluster(256, 1, false, 8);
+  REQUIRE((p.persistent && p.sync == PersistentSync::Grid));
+  p.refuse("occupancy: 1 block of 32 per multiprocessor");
+  CHECK_FALSE(p.persistent);
+  CHECK(p.reason == "occupancy: 1 block of 32 per multiprocessor; the cluster barrier was refused: 32 unit slices "
+                    "exceed a cluster's 16 blocks (H=256 N=1)");
+  // Without a note, refuse is the plain refusal.
+  p = plan_for(256, 1, false);
+  p.refuse("why");
+  CHECK((!p.persistent && p.reason == "why"));
   CHECK(kernels::persistent_gru_plan_for_sync(GruGemmPath::Int8, 65536, 1, false, kH200Clusters, {},
                                               PersistentSync::Cluster).reason ==
         "H needs more unit slices than a cluster's 16 blocks (H=65536 N=1)");

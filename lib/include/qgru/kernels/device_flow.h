@@ -119,7 +119,8 @@ inline DeviceCallPlan plan_device_call(int num_directions, bool float_input, boo
 //            setup and the cells' step graphs are made outside any capture), and every frame when graphs are off
 //            (launches asked for, or a capture failed);
 //   Capture  the frame into the kind's graph, then replay it: the second frame, and any frame whose cells'
-//            workspaces are no longer where the graph was captured (a whole call of a longer T moved them);
+//            workspaces are no longer where the graph was captured (a run of a larger shape moved them: a whole
+//            call of a longer T or a larger N, a new state of a larger N);
 //   Replay   the kind's graph: every other frame.
 enum class FrameAction { Launch, Capture, Replay };
 inline FrameAction choose_frame_action(bool graphs, bool kind_launched_once, bool have_graph, bool workspaces_unmoved) {

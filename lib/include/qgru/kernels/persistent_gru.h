@@ -194,6 +194,13 @@ struct PersistentGruPlan {
   PersistentSync sync = PersistentSync::Grid;
   int64_t cluster_blocks = 0;  // Cluster, ClusterDsmem: blocks a cluster (= unit_blocks); Grid: 0
   std::string sync_note;       // Grid when the tuning asked for Cluster: why the cluster barrier was refused
+  // Takes the per-step path for `why`; the cluster's refusal, when the plan carries one, stays in the reason after it
+  // (a run asked for clusters then says why neither way of meeting took the cell).
+  void refuse(const std::string& why) {
+    persistent = false;
+    reason = sync_note.empty() ? why : why + "; " + sync_note;
+    sync_note.clear();
+  }
   // "persistent (B blocks x U units x NB rows, smem S)" (", 16-bit" before the parenthesis closes on the wide path;
   // then ", cluster barrier of C blocks", or ", grid barrier: <why not the cluster's>" when that was asked for)
   // or "per-step: <reason>"
@@ -324,7 +331,8 @@ inline std::string persistent_cluster_occupancy_refusal(const PersistentGruPlan&
 // one fits. Where the tuning leaves the rows per block to the plan and fewer clusters fit at once than the plan has
 // batch slices, the rows are raised until one wave holds every slice (a second wave would double the call), if that
 // plan still fits; else the plan runs in waves. Where no cluster plan fits: the Grid plan, the first refusal in its
-// sync_note (the Grid plan's occupancy is the caller's check, as for plan_persistent_gru).
+// sync_note (the Grid plan's occupancy is the caller's check, as for plan_persistent_gru; a caller refusing it calls
+// refuse, which keeps the note). Where the Grid plan is refused too, its reason and then the cluster's.
 template <class ActiveClusters>
 PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N, bool reset_before_linear,
                                           const PersistentDevice& device, const PersistentGruTuning& tuning,
@@ -351,7 +359,8 @@ PersistentGruPlan fit_persistent_clusters(GruGemmPath path, int64_t H, int64_t N
     return p;
   }
   PersistentGruPlan grid = persistent_gru_plan_for_sync(path, H, N, reset_before_linear, device, tuning, PersistentSync::Grid);
-  if (grid.persistent) grid.sync_note = "the cluster barrier was refused: " + why;
+  grid.sync_note = "the cluster barrier was refused: " + why;
+  if (!grid.persistent) grid.refuse(grid.reason);  // both reasons
   return grid;
 }
 
