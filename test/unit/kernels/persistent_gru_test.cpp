@@ -331,8 +331,16 @@ TEST_CASE("persistent exchange in shared memory: the plan's buffers and outbox; 
           const kernels::PersistentSlice slice = kernels::persistent_block_slice(H, U, N, p.rows_per_block, b);
           const kernels::PersistentPushes push = kernels::persistent_phase_pushes(
               phase0, 1, slice, U, bytes, p.H_p, g.blocks, p.smem.stage_offset, p.smem.stage_bytes);
-          for (int32_t i = 0; i < push.items; ++i) {
-            const kernels::PersistentPush item = kernels::persistent_push_item(push, i);
+          // the items as the kernel's threads walk them
+          std::vector<kernels::PersistentPush> items;
+          for (int32_t thread = 0; thread < kernels::kPersistentThreads; ++thread) {
+            const kernels::PersistentPushStride walk = kernels::persistent_push_stride(push, thread, kernels::kPersistentThreads);
+            for (kernels::PersistentPushWalk w = walk.start; w.peer < push.peers; kernels::persistent_push_walk_advance(w, walk, push)) {
+              items.push_back(kernels::persistent_push_at(push, w));
+            }
+          }
+          CHECK(items.size() == static_cast<size_t>(push.items));
+          for (const kernels::PersistentPush& item : items) {
             REQUIRE((item.peer >= 0 && item.peer < g.blocks));
             for (int32_t c = 0; c < push.chunk_bytes; ++c) {
               const int32_t to = item.to + c, from = item.from + c;
@@ -360,6 +368,65 @@ TEST_CASE("persistent exchange in shared memory: the plan's buffers and outbox; 
           CHECK(more == 0);
           CHECK(stray == 0);
         }
+      }
+    }
+  }
+}
+
+// The push walk (the kernel's: first item and stride split once a launch, then additions with one carry each) visits
+// exactly the items first, first + stride, ... below items, each split as the reference division does, for shapes
+// with every ratio of stride to a peer's items and a row's chunks; and a launch's phases push the same shape (the
+// kernel splits its walk from phase 0's).
+TEST_CASE("persistent push walk: a thread's items by additions equal the reference split by division") {
+  using kernels::PersistentSync;
+  int64_t walks = 0;
+  for (int32_t peers : {1, 2, 3, 7, 16}) {
+    for (int32_t rows : {1, 2, 5, 17, 64}) {
+      for (int32_t chunks : {1, 2, 3, 4, 8}) {
+        kernels::PersistentPushes p{};
+        p.chunk_bytes = 16;
+        p.chunks_per_row = chunks;
+        p.items_per_peer = rows * chunks;
+        p.items = p.items_per_peer * peers;
+        p.rows = rows;
+        p.peers = peers;
+        for (int32_t stride : {1, 3, 32, 256}) {
+          for (int32_t first = 0; first < stride; ++first) {
+            const kernels::PersistentPushStride walk = kernels::persistent_push_stride(p, first, stride);
+            int32_t item = first;
+            for (kernels::PersistentPushWalk w = walk.start; w.peer < p.peers; kernels::persistent_push_walk_advance(w, walk, p)) {
+              REQUIRE(item < p.items);
+              const kernels::PersistentPushWalk want = kernels::persistent_push_split(p, item);
+              REQUIRE((w.peer == want.peer && w.row == want.row && w.chunk == want.chunk));
+              REQUIRE((w.row < rows && w.chunk < chunks));
+              item += stride;
+            }
+            CHECK(item >= p.items);  // no item left out
+            ++walks;
+          }
+        }
+      }
+    }
+  }
+  CHECK(walks == 5 * 5 * 5 * (1 + 3 + 32 + 256));
+  // The shape of a launch's pushes does not depend on the phase: only the buffer they go into.
+  const PersistentGruPlan plan = plan_cluster(65, 40, false, 32, GruGemmPath::Int8, 19, kH200Clusters, PersistentSync::ClusterDsmem);
+  REQUIRE((plan.persistent && plan.sync == PersistentSync::ClusterDsmem));
+  for (bool two_phases : {false, true}) {
+    const int P = two_phases ? 2 : 1;
+    for (int64_t b = 0; b < plan.blocks; ++b) {
+      const kernels::PersistentSlice slice = kernels::persistent_block_slice(65, 32, 40, plan.rows_per_block, b);
+      const auto pushes_of = [&](int64_t k) {
+        return kernels::persistent_phase_pushes(kernels::persistent_phase_info(k, P, 5, false, 32), P, slice, 32, 1,
+                                                plan.H_p, plan.cluster_blocks, plan.smem.stage_offset, plan.smem.stage_bytes);
+      };
+      const kernels::PersistentPushes first = pushes_of(0);
+      for (int64_t k = 1; k < 5 * P; ++k) {
+        const kernels::PersistentPushes other = pushes_of(k);
+        CHECK((other.chunk_bytes == first.chunk_bytes && other.chunks_per_row == first.chunks_per_row &&
+               other.items_per_peer == first.items_per_peer && other.items == first.items && other.rows == first.rows &&
+               other.peers == first.peers && other.units_bytes == first.units_bytes && other.row_bytes == first.row_bytes &&
+               other.j0_bytes == first.j0_bytes));
       }
     }
   }

@@ -736,10 +736,11 @@ QGRU_HD int persistent_push_buffer(const PersistentPhaseInfo& ph, int phases_per
 // unit slice may reach past H_p (H = 65 in slices of 32: H_p = 80), and a staging row holds H_p codes: its pushes
 // stop there. Chunks tile the pushed codes exactly: H_p and j0 are multiples of 16 (8 for U = 8) codes' bytes (H_p of
 // 16 codes, or of the wide tile; j0 of U). Item i of peers · rows · chunks_per_row: peer i / (rows · chunks_per_row),
-// then row, then chunk. Offsets in bytes, int32: the outbox and a block's shared memory are far below 2^31
-// (kPersistentMaxSmemBytes).
+// then row, then chunk (persistent_push_split). Offsets in bytes, int32: the outbox and a block's shared memory are
+// far below 2^31 (kPersistentMaxSmemBytes).
 struct PersistentPushes {
   int32_t chunk_bytes, chunks_per_row, items_per_peer, items;
+  int32_t rows, peers;  // the block's batch rows; the blocks of its cluster
   int32_t units_bytes;  // an outbox row: U codes
   int32_t push_at;      // the push buffer's offset: stage_offset + persistent_push_buffer · stage_bytes
   int32_t row_bytes;    // the staging rows' stride (persistent_smem_row_bytes)
@@ -754,12 +755,16 @@ QGRU_HD PersistentPushes persistent_phase_pushes(const PersistentPhaseInfo& ph, 
   // the codes a staging row takes
   const int64_t units = slice.j0 + units_per_block < H_p ? units_per_block : H_p - slice.j0;
   const auto units_bytes = static_cast<int32_t>(units_per_block * operand_bytes);  // a multiple of 8: U >= 8
-  const int32_t chunk = units_bytes % 16 == 0 ? 16 : 8, per_row = static_cast<int32_t>(units * operand_bytes) / chunk;
+  // chunks of 16 bytes, or 8 (a shift, not a division: this runs every phase)
+  const int32_t chunk_shift = units_bytes % 16 == 0 ? 4 : 3;
+  const int32_t per_row = static_cast<int32_t>(units * operand_bytes) >> chunk_shift;
   const auto per_peer = static_cast<int32_t>(slice.rows) * per_row;
-  return {chunk,
+  return {int32_t{1} << chunk_shift,
           per_row,
           per_peer,
           per_peer * static_cast<int32_t>(peers),
+          static_cast<int32_t>(slice.rows),
+          static_cast<int32_t>(peers),
           units_bytes,
           static_cast<int32_t>(stage_offset + persistent_push_buffer(ph, phases_per_step) * stage_bytes),
           static_cast<int32_t>(persistent_smem_row_bytes(H_p, operand_bytes)),
@@ -768,11 +773,45 @@ QGRU_HD PersistentPushes persistent_phase_pushes(const PersistentPhaseInfo& ph, 
 struct PersistentPush {
   int32_t peer, from, to;  // from: in the outbox; to: from the peer's dynamic shared memory's start
 };
-QGRU_HD PersistentPush persistent_push_item(const PersistentPushes& p, int32_t item) {
+// An item as (peer, outbox row, chunk in the row): the reference split, by division.
+struct PersistentPushWalk {
+  int32_t peer, row, chunk;
+};
+QGRU_HD PersistentPushWalk persistent_push_split(const PersistentPushes& p, int32_t item) {
   const int32_t peer = item / p.items_per_peer, within = item - peer * p.items_per_peer;
-  const int32_t row = within / p.chunks_per_row, chunk = within - row * p.chunks_per_row;
-  return {peer, row * p.units_bytes + chunk * p.chunk_bytes,
-          p.push_at + row * p.row_bytes + p.j0_bytes + chunk * p.chunk_bytes};
+  const int32_t row = within / p.chunks_per_row;
+  return {peer, row, within - row * p.chunks_per_row};
+}
+QGRU_HD PersistentPush persistent_push_at(const PersistentPushes& p, const PersistentPushWalk& w) {
+  return {w.peer, w.row * p.units_bytes + w.chunk * p.chunk_bytes,
+          p.push_at + w.row * p.row_bytes + p.j0_bytes + w.chunk * p.chunk_bytes};
+}
+QGRU_HD PersistentPush persistent_push_item(const PersistentPushes& p, int32_t item) {
+  return persistent_push_at(p, persistent_push_split(p, item));
+}
+// A thread's items first, first + stride, ... (stride: the block's threads) walked by additions. The push shape is
+// the same in every phase of a launch (only push_at changes), so the first item and the stride are split once per
+// launch (persistent_push_stride); each step then adds the stride's parts with one carry each (chunk <
+// chunks_per_row and row < rows before a step stay below twice that after the additions), and the walk ends at
+// peer >= peers. The kernel's pushes take no division in a phase.
+struct PersistentPushStride {
+  PersistentPushWalk start, step;
+};
+QGRU_HD PersistentPushStride persistent_push_stride(const PersistentPushes& shape, int32_t first, int32_t stride) {
+  return {persistent_push_split(shape, first), persistent_push_split(shape, stride)};
+}
+QGRU_HD void persistent_push_walk_advance(PersistentPushWalk& w, const PersistentPushStride& s, const PersistentPushes& p) {
+  w.chunk += s.step.chunk;
+  w.row += s.step.row;
+  w.peer += s.step.peer;
+  if (w.chunk >= p.chunks_per_row) {
+    w.chunk -= p.chunks_per_row;
+    ++w.row;
+  }
+  if (w.row >= p.rows) {
+    w.row -= p.rows;
+    ++w.peer;
+  }
 }
 
 // Where a phase's staging starts: the block's first batch row of h_step (the step's parity) or of the reset codes

@@ -13,7 +13,7 @@
 // overwritten with random bytes; a read of rows that were not yet published (a skipped wait, a cluster that does not
 // hold every writer of its rows) or of the wrong parity sees garbage, and the codes differ from the reference. The
 // fault switches break the protocol on purpose so the tests show they would catch it.
-// ClusterDsmem: move (2) ends with the block's pushes (persistent_phase_pushes, persistent_push_item: its outbox into the push buffer of every
+// ClusterDsmem: move (2) ends with the block's pushes (persistent_phase_pushes, each thread's persistent_push_stride walk: its outbox into the push buffer of every
 // block of its cluster, straight into their shared memory), move (1) stages only phase 0; when a cluster's last block
 // finishes a phase, the staging buffer the phase read is poisoned in every block of the cluster (the next phase's
 // pushes refill it), so a phase that read a buffer no push filled, or a push into a buffer still to be read, shows.
@@ -279,17 +279,20 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
       persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, folds,
                                              persistent_element_stride(k.slice, thread, kPersistentThreads), outbox);
     }
-    if (dsmem && k.phase + 1 < phases) {  // the pushes, item by item as the kernel's threads take them
+    if (dsmem && k.phase + 1 < phases) {  // the pushes, thread by thread, each walking its items as the kernel's do
       const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
       const PersistentPushes push = persistent_phase_pushes(ph, static_cast<int>(P), k.slice, U, sizeof(Stored), l.H_p,
                                                             g.blocks, plan.smem.stage_offset, plan.smem.stage_bytes);
-      for (int32_t i = 0; i < push.items; ++i) {
-        const PersistentPush item = persistent_push_item(push, i);
-        if (item.peer >= g.blocks || g.first_block + item.peer >= B) throw Error("persistent GRU emulation: a push past the cluster");
-        Block& peer = blocks[static_cast<size_t>(g.first_block + item.peer)];
-        if (item.to < 0 || item.to + push.chunk_bytes > plan.smem.total_bytes) throw Error("persistent GRU emulation: a push past shared memory");
-        std::memcpy(reinterpret_cast<unsigned char*>(peer.smem.data()) + item.to,
-                    reinterpret_cast<const unsigned char*>(outbox) + item.from, static_cast<size_t>(push.chunk_bytes));
+      for (int32_t thread = 0; thread < kPersistentThreads; ++thread) {
+        const PersistentPushStride walk = persistent_push_stride(push, thread, kPersistentThreads);
+        for (PersistentPushWalk w = walk.start; w.peer < push.peers; persistent_push_walk_advance(w, walk, push)) {
+          const PersistentPush item = persistent_push_at(push, w);
+          if (item.peer >= g.blocks || g.first_block + item.peer >= B) throw Error("persistent GRU emulation: a push past the cluster");
+          Block& peer = blocks[static_cast<size_t>(g.first_block + item.peer)];
+          if (item.to < 0 || item.to + push.chunk_bytes > plan.smem.total_bytes) throw Error("persistent GRU emulation: a push past shared memory");
+          std::memcpy(reinterpret_cast<unsigned char*>(peer.smem.data()) + item.to,
+                      reinterpret_cast<const unsigned char*>(outbox) + item.from, static_cast<size_t>(push.chunk_bytes));
+        }
       }
     }
     const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
