@@ -135,7 +135,7 @@ int check_stream_case(const char* preset, bool multiplier, int H, int L, int N, 
 // state replays its own frame graph, captured once (the first whole call, of T frames, grew the cells' workspaces
 // before the first capture), and every output equals the reference. Then a whole call of a longer T moves the
 // workspaces (DeviceBuffer allocates the larger one before it frees the old: a new address): both states capture
-// again, once, and stay exact.
+// again, once, and stay exact; so does a new state of a larger N, and a frame without output runs beside them.
 int check_stream_interleaved(cuda::GruRecurrence recurrence) {
   const int H = 40, L = 2, N = 3, T = 8;
   const test::GruModelCase k{"int8", false, H, L, 1, N, T, true, false, true};
@@ -156,21 +156,40 @@ int check_stream_interleaved(cuda::GruRecurrence recurrence) {
   for (int t = 0; t < T; ++t) {
     a.step_codes(m.q_x.data() + t * frame, 1, y_a.data() + static_cast<size_t>(t) * out);
     b.step_codes(q_x_b.data() + t * frame, 1, y_b.data() + static_cast<size_t>(t) * out);
+    bool whole_ok = false;  // every whole call runs, whatever came before
     if (t == T / 2) {
       captures_before_longer[0] = a.captures();
       captures_before_longer[1] = b.captures();
-      ok = ok && gpu.run_codes(longer_x.data(), 3 * T, N, nullptr, nullptr).output_codes == ref_longer.output_codes;
+      whole_ok = gpu.run_codes(longer_x.data(), 3 * T, N, nullptr, nullptr).output_codes == ref_longer.output_codes;
     } else {
-      ok = ok && gpu.run_codes(m.q_x.data(), T, N, m.h0(), nullptr).output_codes == ref_a.output_codes;
+      whole_ok = gpu.run_codes(m.q_x.data(), T, N, m.h0(), nullptr).output_codes == ref_a.output_codes;
     }
+    ok = ok && whole_ok;
   }
   ok = ok && y_a == ref_a.output_codes && y_b == ref_b.output_codes;
   ok = ok && captures_before_longer[0] == 1 && captures_before_longer[1] == 1;
-  ok = ok && a.captures() == 2 && b.captures() == 2;
+  const int captures_after_longer[2] = {a.captures(), b.captures()};
+  ok = ok && captures_after_longer[0] == 2 && captures_after_longer[1] == 2;
+  // A new state of a far larger N reserves larger workspaces (moving them): a's next frame captures again, its third;
+  // then a frame without output, a kind of its own (run as launches, its first). a's output and final state equal
+  // the reference over T + 2 frames.
+  const cuda::QuantGruCudaStream larger(gpu, 1024);
+  std::vector<int32_t> q_x_more(m.q_x);
+  q_x_more.insert(q_x_more.end(), m.q_x.begin(), m.q_x.begin() + static_cast<std::ptrdiff_t>(2 * frame));
+  const QuantGruResult ref_more = run_quantized_gru_codes(model, q_x_more.data(), T + 2, N, m.h0(), nullptr, nullptr);
+  std::vector<int32_t> y_more(out), state(static_cast<size_t>(L) * out);
+  a.step_codes(q_x_more.data() + static_cast<size_t>(T) * frame, 1, y_more.data());
+  const int captures_after_larger = a.captures();
+  a.step_codes(q_x_more.data() + static_cast<size_t>(T + 1) * frame, 1, nullptr);
+  a.get_codes(state.data());
+  ok = ok && captures_after_larger == 3 && a.captures() == 3 && state == ref_more.h_n_codes &&
+       std::equal(y_more.begin(), y_more.end(), ref_more.output_codes.begin() + static_cast<std::ptrdiff_t>(T * out));
   std::printf("%s CUDA streaming, two states and whole calls in turn (%s): captures %d, %d before the longer call; "
-              "%d, %d after [%s]\n",
+              "%d, %d after; %d after a state of N = 1024 [%s]\n",
               ok ? "ok  " : "FAIL", recurrence == cuda::GruRecurrence::Persistent ? "persistent" : "step",
-              captures_before_longer[0], captures_before_longer[1], a.captures(), b.captures(), a.describe().c_str());
+              captures_before_longer[0], captures_before_longer[1], captures_after_longer[0], captures_after_longer[1],
+              captures_after_larger,
+              a.describe().c_str());
   return ok ? 0 : 1;
 }
 
