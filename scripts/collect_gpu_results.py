@@ -6,13 +6,18 @@
     collect_gpu_results.py --self-test              shows the checks refuse what they must (no GPU needed)
 
 OUT_DIR may hold any of cuda-gru.json (scripts/bench_cuda_gru_peers.py), cuda-linear.json (scripts/bench_cuda_linear.sh),
-cuda-linear-wgmma.json (the wgmma step) and gptq-cuda.json (bench_cuda_gptq), and session.log, whose "JSON {...}"
-lines of bench_cuda_barrier (bench "persistent-meeting") are the meetings' rows. Their rows go into DIR/cuda-gru.json,
-DIR/cuda-linear.json (the wgmma rows too), DIR/gptq-cuda.json, the lists the issues define, and DIR/cuda-meetings.json:
+cuda-linear-wgmma.json (the wgmma step) and gptq-cuda.json (bench_cuda_gptq), session.log, whose "JSON {...}"
+lines of bench_cuda_barrier (bench "persistent-meeting") are the meetings' rows, and cuda-stream.md, whose "JSON {...}"
+lines of bench_cuda_gru --streaming (kind "stream") are the streaming rows. Their rows go into DIR/cuda-gru.json,
+DIR/cuda-linear.json (the wgmma rows too), DIR/gptq-cuda.json, the lists the issues define, DIR/cuda-meetings.json and
+DIR/cuda-stream.json:
   cuda-gru      {"H", "T", "N", "engine", "preset", "us_per_step", "card", "date", "commit"}
   cuda-linear   {"bits", "K", "N", "M", "engine", "us", "weight_gb_per_s", "hbm_fraction", "card", "date", "commit"}
   gptq-cuda     {"K", "N", "rows", "device", "seconds", "rel_err", "cpu_rel_err", "card", "date", "commit"}
   cuda-meetings {"mode", "blocks", "units", "H", "ns_per_phase", "card", "date", "commit"}
+  cuda-stream   {"H", "N", "layers", "preset", "recurrence", "gpu_us_per_frame", "gpu_launches_us_per_frame",
+                 "cpu_us_per_frame", "card", "date", "commit"} (a frame on the GPU replayed from its graph, and issued
+                 as launches, beside the CPU's one-thread stepper)
 (other keys a benchmark writes, such as "detail", are kept). Every row of every input is checked first: a missing
 key, a value of the wrong type, a time that is not positive, a row of the peers script's dry run (fabricated
 timings) or a card that does not name a GPU is one line naming the file, the row and the key, exit 1, and nothing
@@ -52,9 +57,20 @@ RECORDS = {
                            {"mode": str, "blocks": int, "units": int, "H": int, "ns_per_phase": NUMBER, "card": str,
                             "date": str, "commit": str},
                            ["mode", "blocks", "units"]),
+    "cuda-stream.json": (["cuda-stream.md"],
+                         {"H": int, "N": int, "layers": int, "preset": str, "recurrence": str,
+                          "gpu_us_per_frame": NUMBER, "gpu_launches_us_per_frame": NUMBER, "cpu_us_per_frame": NUMBER,
+                          "card": str, "date": str, "commit": str},
+                         ["H", "N", "layers", "preset", "recurrence"]),
 }
-POSITIVE = {"us_per_step", "us", "seconds", "ns_per_phase"}
+POSITIVE = {"us_per_step", "us", "seconds", "ns_per_phase", "gpu_us_per_frame", "gpu_launches_us_per_frame",
+            "cpu_us_per_frame"}
 MEETING_BENCH = "persistent-meeting"  # test/cuda/bench_barrier.cu's rows
+# Text files whose "JSON {...}" lines hold rows among other output, and which of those lines are this file's rows.
+LINE_FILES = {
+    "session.log": lambda row: row.get("bench") == MEETING_BENCH,  # bench_cuda_barrier's, among every step's output
+    "cuda-stream.md": lambda row: row.get("kind") == "stream",     # bench_cuda_gru --streaming's, beside its tables
+}
 
 
 class Refused(Exception):
@@ -94,7 +110,8 @@ def identity(row, keys):
 
 
 def load(path):
-    if os.path.basename(path) == "session.log":  # the meetings' "JSON {...}" lines among the log's text
+    wanted = LINE_FILES.get(os.path.basename(path))
+    if wanted is not None:  # the "JSON {...}" lines among the file's text
         rows = []
         with open(path, errors="replace") as f:
             for number, line in enumerate(f, 1):
@@ -104,7 +121,7 @@ def load(path):
                     row = json.loads(line[5:])
                 except json.JSONDecodeError as e:
                     raise Refused(f"{path}: line {number}: not JSON ({e})")
-                if isinstance(row, dict) and row.get("bench") == MEETING_BENCH:
+                if isinstance(row, dict) and wanted(row):
                     rows.append(row)
         return rows
     try:
@@ -146,7 +163,7 @@ def collect(out_dir, docs_dir, report=print):
         check_rows(target, old_rows, keys)
         plans.append((record, target, old_rows, new_rows, id_keys))
     if not plans:
-        files = [n for r in RECORDS.values() for n in r[0] if n != "session.log"]
+        files = [n for r in RECORDS.values() for n in r[0] if n != "session.log"]  # the log is always there
         log_note = (", and its session.log holds no bench_cuda_barrier rows"
                     if os.path.exists(os.path.join(out_dir, "session.log")) else ", nor a session.log")
         raise Refused(f"{out_dir}: no rows to record: none of {', '.join(files)} is there{log_note}")
@@ -215,6 +232,15 @@ def show(out_dir, report=print):
                    [("card", 0), ("mode", 0), ("blocks", 1), ("units", 1), ("H", 1), ("ns per phase", 1)])
         for r in sorted(meetings, key=lambda r: (r["card"], r["blocks"], r["units"], r["mode"])):
             report(f"| {r['card']} | {r['mode']} | {r['blocks']} | {r['units']} | {r['H']} | {r['ns_per_phase']:.0f} |")
+    stream = rows_in(out_dir, "cuda-stream.md")
+    if stream:
+        table_head(report, "Streaming: µs per frame on the GPU (replayed graph, launches) and on the CPU (one thread)",
+                   [("card", 0), ("H", 1), ("N", 1), ("layers", 1), ("preset", 0), ("recurrence", 0), ("GPU graph", 1),
+                    ("GPU launches", 1), ("CPU", 1), ("CPU / GPU graph", 1)])
+        for r in sorted(stream, key=lambda r: (r["card"], r["H"], r["N"], r["layers"], r["preset"], r["recurrence"])):
+            report(f"| {r['card']} | {r['H']} | {r['N']} | {r['layers']} | {r['preset']} | {r['recurrence']} | "
+                   f"{r['gpu_us_per_frame']:.1f} | {r['gpu_launches_us_per_frame']:.1f} | {r['cpu_us_per_frame']:.1f} | "
+                   f"{r['cpu_us_per_frame'] / r['gpu_us_per_frame']:.2f} |")
     gptq = rows_in(out_dir, "gptq-cuda.json")
     if gptq:
         table_head(report, "GPTQ on the GPU: seconds, relative error against the CPU path's",
@@ -265,9 +291,19 @@ def self_test():
             f.write("JSON " + json.dumps(meeting_row) + "\n")
             f.write("JSON " + json.dumps(dict(meeting_row, mode="grid", ns_per_phase=900.0)) + "\n")
             f.write("JSON " + json.dumps({"H": 256, "kind": "stream"}) + "\n")  # another bench's line: not a meeting
+        stream_row = {"kind": "stream", "H": 256, "N": 1, "layers": 1, "preset": "int8", "recurrence": "step",
+                      "gpu_us_per_frame": 12.0, "gpu_min_us": 11.0, "gpu_launches_us_per_frame": 30.0,
+                      "cpu_us_per_frame": 6.0, "cpu_min_us": 5.5, "cpu": "fast", "path": "l0.d0 int8 cuBLAS",
+                      "card": card, "date": date, "commit": "abc"}
+        with open(os.path.join(out, "cuda-stream.md"), "w") as f:
+            f.write("| C = H | N | layers | preset | ...\n|---|\n")
+            f.write("JSON " + json.dumps(stream_row) + "\n")
+            f.write("JSON " + json.dumps(dict(stream_row, preset="int16")) + "\n")
+            f.write("JSON " + json.dumps(meeting_row) + "\n")  # not a streaming row
         lines = []
         summary = collect(out, docs, lines.append)
         expect(summary.get("cuda-meetings.json") == (2, 0, 2), f"the meetings' rows from the log: {summary}")
+        expect(summary.get("cuda-stream.json") == (2, 0, 2), f"the streaming rows from cuda-stream.md: {summary}")
         expect(summary.get("cuda-linear.json") == (3, 0, 3), f"linear rows merged with the wgmma ones: {summary}")
         expect(summary.get("cuda-gru.json") == (3, 0, 3) and summary.get("gptq-cuda.json") == (1, 0, 1),
                f"every record written, the step and persistent rows of one preset both: {summary}")
@@ -329,6 +365,18 @@ def self_test():
         expect("| NVIDIA H200 | 256, 100, 1 | qgru | int8 | step | 2.50 | 2.00 |" in text, f"GRU summary:\n{text}")
         expect("| NVIDIA H200 | 4096x4096 | 262144 | cuda | 0.800 | 0.011 | 0.0111 |" in text, f"GPTQ summary:\n{text}")
         expect("| NVIDIA H200 | cluster | 16 | 16 | 256 | 400 |" in text, f"meetings summary:\n{text}")
+        expect("| NVIDIA H200 | 256 | 1 | 1 | int8 | step | 12.0 | 30.0 | 6.0 | 0.50 |" in text,
+               f"streaming summary:\n{text}")
+        # A streaming row without its launches figure is refused, naming the file and the key.
+        with open(os.path.join(out, "cuda-stream.md"), "a") as f:
+            f.write("JSON " + json.dumps({k: v for k, v in stream_row.items() if k != "gpu_launches_us_per_frame"}) + "\n")
+        try:
+            collect(out, docs, lambda _: None)
+            expect(False, "a streaming row without its launches figure accepted")
+        except Refused as e:
+            expect("cuda-stream.md: row 2: no \"gpu_launches_us_per_frame\"" in str(e), f"a streaming row: {e}")
+        with open(os.path.join(out, "cuda-stream.md"), "w") as f:
+            f.write("JSON " + json.dumps(stream_row) + "\n")
         # A meeting row that is not a positive time is refused like any other.
         with open(os.path.join(out, "session.log"), "a") as f:
             f.write("JSON " + json.dumps(dict(meeting_row, ns_per_phase=0.0)) + "\n")

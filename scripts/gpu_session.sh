@@ -35,7 +35,7 @@
 #          the JSON). Its own mode: check's and bench's limits already fill a call of 590 s each.
 # Afterwards, on the development machine: scripts/collect_gpu_results.py FILES_AT checks the JSON rows a call brought
 # back and merges them into docs/benchmarks (cuda-gru.json, cuda-linear.json, gptq-cuda.json; cuda-meetings.json from
-# the meetings' "JSON {...}" lines in session.log).
+# the meetings' "JSON {...}" lines in session.log; cuda-stream.json from the streaming rows' lines in cuda-stream.md).
 # Each step has a time limit and its exit status is logged; a failing step does not stop the later ones; the
 # script's status is the first failure's. Results land in OUT_DIR (at most 8 files come back from the device
 # tool: session.log and the benchmarks' tables and JSON).
@@ -334,7 +334,7 @@ if [ "$mode" = bench ]; then
   wgmma_side_by_side
   # cuda-stream.md: the streaming rows, then the whole call (int8, small shapes) on the host chaining and on the device
   step "streaming per frame (GPU beside CPU); whole call, host vs device flow" 60 bash -c \
-    "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines && \
+    "{ '$bin/bench_cuda_gru' --streaming --runs 200 --warmup 20 --json-lines --commit '$QGRU_COMMIT' && \
        '$bin/bench_cuda_gru' --shapes small --preset int8 --flow host && \
        '$bin/bench_cuda_gru' --shapes small --preset int8 --flow device; } > '$out/cuda-stream.md'; \
      status=\$?; cat '$out/cuda-stream.md'; exit \$status"

@@ -6,6 +6,7 @@
 // "no usable GPU: <reason>" and exits 77, with no table.
 // Usage: bench_cuda_gru [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float]
 //                       [--recurrence step|persistent] [--flow host|device] [--json-lines] [--streaming]
+//                       [--commit ID]
 //   --shape and --preset narrow the table to one shape and one executor (e.g. to profile it under ncu).
 //   --flow: the quantized executor's whole-call flow (qgru_cuda/quant_gru_cuda.h GruFlow; default QGRU_CUDA_GRU_FLOW):
 //   host chaining or the whole call on the device; rows then name it ("int8 [device flow]").
@@ -16,12 +17,15 @@
 //   runtime C API's qgru_rt_step): on the GPU (QuantGruCudaStream: h on the device, per frame one copy each way and one
 //   synchronization; the frame replayed from its graph, and issued as launches, FrameIssue) beside the CPU's (the executor chooser's CPU stepper, one thread: quantize, step_layer_loop,
 //   dequantize), median over --runs frames after --warmup, for each preset at (H, N, L) in {(64, 1, 1), (256, 1, 1),
-//   (256, 16, 1), (1024, 1, 1), (256, 1, 3)}; --json-lines adds "JSON {...}" rows with kind "stream".
+//   (256, 16, 1), (1024, 1, 1), (256, 1, 3)}; --json-lines adds "JSON {...}" rows with kind "stream", the recurrence,
+//   card, date (UTC) and --commit's ID (scripts/collect_gpu_results.py takes them from cuda-stream.md into
+//   docs/benchmarks/cuda-stream.json).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -49,7 +53,7 @@ struct Shape {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--runs N] [--warmup N] [--shapes all|small] [--shape H,T,N] [--preset NAME|float] "
-               "[--recurrence step|persistent] [--flow host|device] [--json-lines] [--streaming]\n",
+               "[--recurrence step|persistent] [--flow host|device] [--json-lines] [--streaming] [--commit ID]\n",
                argv0);
   return 2;
 }
@@ -86,7 +90,13 @@ qgru::cuda::bench::CallTimes time_host_calls(const std::function<void()>& fn, in
 }
 
 // The streaming rows (--streaming): per-frame latency on the GPU and on the CPU, the same model and frames.
-int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::cuda::GruRecurrence recurrence, bool json_lines) {
+int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::cuda::GruRecurrence recurrence, bool json_lines,
+                   const std::string& commit) {
+  if (recurrence == qgru::cuda::GruRecurrence::FromEnvironment) recurrence = qgru::cuda::recurrence_from_environment();
+  const char* recurrence_name = recurrence == qgru::cuda::GruRecurrence::Persistent ? "persistent" : "step";
+  char date[16] = "unknown";
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   struct StreamShape {
     int H, N, L;
   };
@@ -143,10 +153,12 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
       if (json_lines) {
         std::printf("JSON {\"kind\": \"stream\", \"H\": %d, \"N\": %d, \"layers\": %d, \"preset\": \"%s\", "
                     "\"gpu_us_per_frame\": %.3f, \"gpu_min_us\": %.3f, \"gpu_launches_us_per_frame\": %.3f, "
-                    "\"cpu_us_per_frame\": %.3f, \"cpu_min_us\": %.3f, \"cpu\": \"%s\", \"path\": \"%s\"}\n",
+                    "\"cpu_us_per_frame\": %.3f, \"cpu_min_us\": %.3f, \"cpu\": \"%s\", \"path\": \"%s\", "
+                    "\"recurrence\": \"%s\", \"card\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\"}\n",
                     s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms, 1000.0 * gpu.min_ms,
                     1000.0 * gpu_launches.median_ms, 1000.0 * cpu.median_ms,
-                    1000.0 * cpu.min_ms, json_escaped(cpu_executor->name()).c_str(), json_escaped(path).c_str());
+                    1000.0 * cpu.min_ms, json_escaped(cpu_executor->name()).c_str(), json_escaped(path).c_str(),
+                    recurrence_name, json_escaped(qgru::cuda::device_name()).c_str(), date, json_escaped(commit).c_str());
       }
       std::fflush(stdout);
     }
@@ -163,6 +175,7 @@ int main(int argc, char** argv) {
   std::string only_preset;
   bool json_lines = false;
   bool streaming = false;
+  std::string commit = "unknown";
   qgru::cuda::GruRecurrence recurrence = qgru::cuda::GruRecurrence::FromEnvironment;
   qgru::cuda::GruFlow flow = qgru::cuda::GruFlow::FromEnvironment;
   for (int i = 1; i < argc; ++i) {
@@ -195,6 +208,8 @@ int main(int argc, char** argv) {
       json_lines = true;
     } else if (std::strcmp(argv[i], "--streaming") == 0) {
       streaming = true;
+    } else if (std::strcmp(argv[i], "--commit") == 0 && i + 1 < argc) {
+      commit = argv[++i];
     } else {
       return usage(argv[0]);
     }
@@ -206,7 +221,9 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    if (streaming) return streaming_rows(runs, warmup, only_preset == "float" ? "none" : only_preset, recurrence, json_lines);
+    if (streaming) {
+      return streaming_rows(runs, warmup, only_preset == "float" ? "none" : only_preset, recurrence, json_lines, commit);
+    }
     std::vector<Shape> shapes = {{64, 100, 1}, {256, 100, 1}, {256, 100, 64}, {512, 50, 32}, {1024, 50, 1}};
     if (small) shapes = {{64, 100, 1}, {256, 100, 64}};
     if (only.H > 0) shapes = {only};
