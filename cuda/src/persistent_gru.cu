@@ -260,13 +260,15 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
     return kernels::persistent_split_stride(group, kernels::kPersistentDotGroups, static_cast<int32_t>(kind.rows));
   };
   const kernels::PersistentSplitStride dot_stride_a = dot_stride_of_part(0), dot_stride_b = dot_stride_of_part(1);
-  // ClusterDsmem: the thread's push items, split once for the launch (every phase pushes the same shape).
+  // ClusterDsmem: the block's pushes and the thread's items in them, once for the launch (every phase pushes the same
+  // shape; only the buffer, push.push_at, is set per phase).
+  [[maybe_unused]] kernels::PersistentPushes push{};
   [[maybe_unused]] kernels::PersistentPushStride push_walk{};
   if constexpr (dsmem) {
-    const kernels::PersistentPushes shape = kernels::persistent_phase_pushes(
-        kernels::persistent_phase_info(0, b.phases_per_step, b.T, b.reverse, U), b.phases_per_step, slice, U,
-        sizeof(Stored), b.H_p, s.cluster_blocks, s.stage_offset, s.stage_bytes);
-    push_walk = kernels::persistent_push_stride(shape, static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x));
+    push = kernels::persistent_phase_pushes(kernels::persistent_phase_info(0, b.phases_per_step, b.T, b.reverse, U),
+                                            b.phases_per_step, slice, U, sizeof(Stored), b.H_p, s.cluster_blocks,
+                                            s.stage_offset, s.stage_bytes);
+    push_walk = kernels::persistent_push_stride(push, static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x));
   }
   // Phase k: wait for every block's phases before it, stage the buffer it reads, the dot products, the units, publish.
   for (int64_t k = 0; k < b.T * b.phases_per_step; ++k) {
@@ -306,8 +308,7 @@ __global__ void __launch_bounds__(kernels::kPersistentThreads, 1)
       // phase has no next: no push, so no block writes into one that has left).
       if (k + 1 < b.T * b.phases_per_step) {
         __syncthreads();  // the outbox written
-        const kernels::PersistentPushes push = kernels::persistent_phase_pushes(
-            ph, b.phases_per_step, slice, U, sizeof(Stored), b.H_p, s.cluster_blocks, s.stage_offset, s.stage_bytes);
+        push.push_at = kernels::persistent_push_offset(ph, b.phases_per_step, s.stage_offset, s.stage_bytes);
         for (kernels::PersistentPushWalk w = push_walk.start; w.peer < push.peers;
              kernels::persistent_push_walk_advance(w, push_walk, push)) {
           const kernels::PersistentPush item = kernels::persistent_push_at(push, w);

@@ -729,8 +729,8 @@ QGRU_HD int persistent_push_buffer(const PersistentPhaseInfo& ph, int phases_per
   return phases_per_step == 2 && ph.part == 0 ? 2 : persistent_h_parity(ph.step + 1);
 }
 
-// ClusterDsmem's pushes of one phase (persistent_phase_pushes; the kernel's threads and the emulation take items
-// 0 .. items - 1 of persistent_push_item): every block of a cluster writes its outbox ([rows, U] Stored: its units' codes of
+// ClusterDsmem's pushes of one phase (persistent_phase_pushes; the kernel's threads and the emulation walk items
+// 0 .. items - 1 with persistent_push_stride, each at persistent_push_at): every block of a cluster writes its outbox ([rows, U] Stored: its units' codes of
 // each of its batch rows) into row n, codes [j0, min(j0 + U, H_p)), of the push buffer of every block of the cluster
 // (itself too), in chunks of 16 bytes (8 where U codes are not a multiple of 16 bytes: U = 8 int8 codes). The last
 // unit slice may reach past H_p (H = 65 in slices of 32: H_p = 80), and a staging row holds H_p codes: its pushes
@@ -746,6 +746,12 @@ struct PersistentPushes {
   int32_t row_bytes;    // the staging rows' stride (persistent_smem_row_bytes)
   int32_t j0_bytes;     // the block's first unit's byte in a staging row (j0 · operand bytes)
 };
+// The push buffer's offset in a block's shared memory for phase `ph` (PersistentPushes::push_at): the only part of a
+// block's pushes that changes from phase to phase.
+QGRU_HD int32_t persistent_push_offset(const PersistentPhaseInfo& ph, int phases_per_step, int64_t stage_offset,
+                                       int64_t stage_bytes) {
+  return static_cast<int32_t>(stage_offset + persistent_push_buffer(ph, phases_per_step) * stage_bytes);
+}
 // One block's pushes of phase `ph` (its slice's rows and units, to `peers` blocks; the plan's stage_offset and
 // stage_bytes).
 QGRU_HD PersistentPushes persistent_phase_pushes(const PersistentPhaseInfo& ph, int phases_per_step,
@@ -766,7 +772,7 @@ QGRU_HD PersistentPushes persistent_phase_pushes(const PersistentPhaseInfo& ph, 
           static_cast<int32_t>(slice.rows),
           static_cast<int32_t>(peers),
           units_bytes,
-          static_cast<int32_t>(stage_offset + persistent_push_buffer(ph, phases_per_step) * stage_bytes),
+          persistent_push_offset(ph, phases_per_step, stage_offset, stage_bytes),
           static_cast<int32_t>(persistent_smem_row_bytes(H_p, operand_bytes)),
           static_cast<int32_t>(slice.j0 * operand_bytes)};
 }
@@ -785,9 +791,6 @@ QGRU_HD PersistentPushWalk persistent_push_split(const PersistentPushes& p, int3
 QGRU_HD PersistentPush persistent_push_at(const PersistentPushes& p, const PersistentPushWalk& w) {
   return {w.peer, w.row * p.units_bytes + w.chunk * p.chunk_bytes,
           p.push_at + w.row * p.row_bytes + p.j0_bytes + w.chunk * p.chunk_bytes};
-}
-QGRU_HD PersistentPush persistent_push_item(const PersistentPushes& p, int32_t item) {
-  return persistent_push_at(p, persistent_push_split(p, item));
 }
 // A thread's items first, first + stride, ... (stride: the block's threads) walked by additions. The push shape is
 // the same in every phase of a launch (only push_at changes), so the first item and the stride are split once per
