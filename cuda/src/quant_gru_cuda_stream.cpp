@@ -17,6 +17,7 @@
 #include "device_flow_launch.h"
 #include "pinned_buffer.h"
 #include "quant_gru_cuda_impl.h"
+#include "step_graph.h"
 
 namespace qgru::cuda {
 
@@ -142,27 +143,14 @@ struct QuantGruCudaStream::Impl {
   // pending when it begins (every frame and whole call ends synchronized), so an error here is the capture's.
   bool capture(FrameGraph& g, bool floats, bool want_output) {
     g.reset();
-    cudaStream_t stream = executor->stream;
-    QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
-      g.copies = issue_frame(floats, want_output, g.persistent_plans, true);
+      g.exec = capture_graph(executor->stream, [&] { g.copies = issue_frame(floats, want_output, g.persistent_plans, true); });
     } catch (const std::exception& e) {
       failure = e.what();
     } catch (...) {
       failure = "an exception that is not a std::exception";
     }
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    if (failure.empty() && ended != cudaSuccess) failure = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
-    if (failure.empty()) {
-      const cudaError_t made = cudaGraphInstantiate(&g.exec, graph, 0);
-      if (made != cudaSuccess) {
-        g.exec = nullptr;
-        failure = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(made);
-      }
-    }
-    if (graph != nullptr) cudaGraphDestroy(graph);
     if (!failure.empty()) {
       (void)cudaGetLastError();  // a refused capture's error is not sticky; a sticky one fails the direct frame next
       capture_refusal = "the frame's capture failed: " + failure;

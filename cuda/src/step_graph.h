@@ -14,6 +14,29 @@
 
 namespace qgru::cuda {
 
+// What issue() enqueues on `stream` (not the legacy default stream), captured into an executable graph. When issue()
+// throws, or ending the capture or instantiating the graph fails, the capture is ended (the stream stays usable),
+// nothing is kept and the exception propagates: issue()'s own, or CudaFailure. StepGraph's and QuantGruCudaStream's
+// frame graph's one way to capture.
+template <class Issue>
+cudaGraphExec_t capture_graph(cudaStream_t stream, Issue issue) {
+  QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    issue();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);  // leave the stream usable; the first error is the one reported
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  QGRU_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  QGRU_CUDA_CHECK(instantiated);
+  return exec;
+}
+
 class StepGraph {
  public:
   StepGraph() = default;
@@ -38,20 +61,7 @@ class StepGraph {
     if (exec_ == nullptr || T != T_ || N != N_ || reverse != reverse_ || workspace != workspace_ || lengths != lengths_ ||
         state != state_) {
       reset();
-      QGRU_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      cudaGraph_t graph = nullptr;
-      try {
-        issue_steps();
-      } catch (...) {
-        cudaStreamEndCapture(stream, &graph);  // leave the stream usable; the first error is the one reported
-        if (graph != nullptr) cudaGraphDestroy(graph);
-        throw;
-      }
-      QGRU_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      const cudaError_t instantiated = cudaGraphInstantiate(&exec_, graph, 0);
-      cudaGraphDestroy(graph);
-      if (instantiated != cudaSuccess) exec_ = nullptr;
-      QGRU_CUDA_CHECK(instantiated);
+      exec_ = capture_graph(stream, issue_steps);
       T_ = T;
       N_ = N;
       reverse_ = reverse;
