@@ -33,7 +33,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -261,9 +260,7 @@ int main(int argc, char** argv) {
   QGRU_CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, 0));
   std::printf("%s, %d SMs, %d phases a launch, median of %d launches\n\n", prop.name, prop.multiProcessorCount,
               iterations, runs);
-  char date[16] = "unknown";
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  const std::string date = qgru::cuda::bench::utc_date();
   std::printf("| mode | blocks | units | H | ns per phase | min | mismatches |\n|---|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
   for (const auto& [blocks, units] : configs) {
@@ -279,7 +276,7 @@ int main(int argc, char** argv) {
         std::printf("JSON {\"bench\": \"persistent-meeting\", \"mode\": \"%s\", \"blocks\": %d, \"units\": %d, \"H\": %d, "
                     "\"ns_per_phase\": %.1f, \"min_ns_per_phase\": %.1f, \"mismatches\": 0, \"card\": \"%s\", "
                     "\"date\": \"%s\", \"commit\": \"%s\"}\n",
-                    mode_name(mode), blocks, units, blocks * units, r.ns_per_phase, r.min_ns_per_phase, prop.name, date,
+                    mode_name(mode), blocks, units, blocks * units, r.ns_per_phase, r.min_ns_per_phase, prop.name, date.c_str(),
                     commit.c_str());
       }
     }

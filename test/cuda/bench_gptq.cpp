@@ -22,12 +22,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench_timing.h"
 #include "gptq_rows.h"
 #include "qgru/gptq/gptq.h"
 #include "qgru_cuda/device.h"
@@ -144,9 +144,7 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string card = qgru::cuda::device_name();
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    const std::string date = qgru::cuda::bench::utc_date();
     std::vector<qgru::gptq::HessianProduct> hessian_products;
     for (const std::string& name : split(products)) {
       hessian_products.push_back(qgru::gptq::parse_hessian_product(name, "--hessian"));
@@ -190,7 +188,7 @@ int main(int argc, char** argv) {
                      static_cast<long long>(r.K), static_cast<long long>(r.N), static_cast<long long>(r.rows),
                      r.hessian_product.c_str(), r.seconds,
                      r.hessian_seconds, r.gptq_seconds, number_or_null(r.rel_err).c_str(),
-                     number_or_null(r.cpu_rel_err).c_str(), number_or_null(r.cpu_seconds).c_str(), card.c_str(), date,
+                     number_or_null(r.cpu_rel_err).c_str(), number_or_null(r.cpu_seconds).c_str(), card.c_str(), date.c_str(),
                      commit.c_str(), i + 1 < rows.size() ? "," : "");
       }
       std::fprintf(file, "]\n");

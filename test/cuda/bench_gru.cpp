@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -94,9 +93,7 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
                    const std::string& commit) {
   if (recurrence == qgru::cuda::GruRecurrence::FromEnvironment) recurrence = qgru::cuda::recurrence_from_environment();
   const char* recurrence_name = recurrence == qgru::cuda::GruRecurrence::Persistent ? "persistent" : "step";
-  char date[16] = "unknown";
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  const std::string date = qgru::cuda::bench::utc_date();
   struct StreamShape {
     int H, N, L;
   };
@@ -158,7 +155,7 @@ int streaming_rows(int runs, int warmup, const std::string& only_preset, qgru::c
                     s.H, s.N, s.L, preset, 1000.0 * gpu.median_ms, 1000.0 * gpu.min_ms,
                     1000.0 * gpu_launches.median_ms, 1000.0 * cpu.median_ms,
                     1000.0 * cpu.min_ms, json_escaped(cpu_executor->name()).c_str(), json_escaped(path).c_str(),
-                    recurrence_name, json_escaped(qgru::cuda::device_name()).c_str(), date, json_escaped(commit).c_str());
+                    recurrence_name, json_escaped(qgru::cuda::device_name()).c_str(), date.c_str(), json_escaped(commit).c_str());
       }
       std::fflush(stdout);
     }

@@ -28,7 +28,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -37,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.h"
 #include "qgru/base/atomic_file.h"
 #include "qgru/kernels/gptq_layout.h"
 #include "qgru/half.h"
@@ -49,6 +49,7 @@
 namespace {
 
 using qgru::cuda::DeviceBuffer;
+using qgru::cuda::bench::utc_date;
 namespace blas = qgru::cuda::blas;
 namespace k = qgru::kernels;
 
@@ -194,12 +195,6 @@ struct Timed {
   std::vector<double> samples;
 };
 
-std::string utc_date() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
 
 }  // namespace
 

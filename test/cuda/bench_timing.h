@@ -1,11 +1,14 @@
 #pragma once
-// Timing for the CUDA benchmarks (bench_gru.cpp, bench_linear.cpp): `warmup` untimed calls, then `runs` calls,
-// each between its own pair of CUDA events on the default stream, so a call's time includes whatever it
-// waits for there. Every CUDA call is checked (QGRU_CUDA_CHECK throws).
+// Timing for the CUDA benchmarks (bench_gru.cpp, bench_linear.cpp, bench_barrier.cu): `warmup` untimed calls, then
+// `runs` calls, each between its own pair of CUDA events on the default stream, so a call's time includes whatever it
+// waits for there. Every CUDA call is checked (QGRU_CUDA_CHECK throws). And the date every benchmark's JSON rows
+// carry (bench_gptq.cpp's too).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <ctime>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "qgru_cuda/check.h"
@@ -38,6 +41,14 @@ inline CallTimes time_calls(const std::function<void()>& fn, int warmup, int run
   QGRU_CUDA_CHECK(cudaEventDestroy(stop));
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front()};
+}
+
+// Today's date in UTC, YYYY-MM-DD: a row's "date".
+inline std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
 }
 
 }  // namespace qgru::cuda::bench
