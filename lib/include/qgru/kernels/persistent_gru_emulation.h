@@ -279,8 +279,8 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
       persistent_phase_elements<Stored, Acc>(view, buffers, k.slice, ph, acc, folds,
                                              persistent_element_stride(k.slice, thread, kPersistentThreads), outbox);
     }
+    const PersistentSyncGroup g = persistent_sync_group(plan, k.index);  // the block's cluster (Grid: every block)
     if (dsmem && k.phase + 1 < phases) {  // the pushes, thread by thread, each walking its items as the kernel's do
-      const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
       const PersistentPushes push = persistent_phase_pushes(ph, static_cast<int>(P), k.slice, U, sizeof(Stored), l.H_p,
                                                             g.blocks, plan.smem.stage_offset, plan.smem.stage_bytes);
       for (int32_t thread = 0; thread < kPersistentThreads; ++thread) {
@@ -295,7 +295,6 @@ PersistentEmulationResult emulate_persistent_gru_cell_t(const PersistentGruPlan&
         }
       }
     }
-    const PersistentSyncGroup g = persistent_sync_group(plan, k.index);
     uint64_t& group_arrivals = arrivals[static_cast<size_t>(g.index)];
     ++group_arrivals;
     k.staged = false;
