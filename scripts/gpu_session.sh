@@ -195,6 +195,20 @@ if [ "$mode" != bench ] && [ "$mode" != gptq ]; then
   export -f verify_all
   export bin example scratch
   step "verify and run cpu|cuda (bundled example)" 40 bash -c verify_all
+  # The linear_before_reset = 0 cell (an ONNX GRU) with sequence lengths: verify's device check runs the CUDA float
+  # GRU's second GEMM and its padded rows, and the integer codes with lengths, against the CPU.
+  verify_lbr0_lengths() {
+    set -o pipefail
+    local q="$bin/qgru" d="$root/test/data/onnx/lbr0_bidir_lengths"
+    "$q" -q calibrate --model "$d/model.onnx" --data "$d/x.npy" --lengths "$d/lengths.npy" -o "$scratch/lbr0.stats.json" \
+      >/dev/null || return 1
+    "$q" -q quantize --model "$d/model.onnx" --stats "$scratch/lbr0.stats.json" --config int8 \
+      -o "$scratch/lbr0.qgru.json" >/dev/null || return 1
+    "$q" verify --model "$d/model.onnx" --artifact "$scratch/lbr0.qgru.json" --input "$d/x.npy" \
+      --lengths "$d/lengths.npy" --device cuda | tail -n 4
+  }
+  export -f verify_lbr0_lengths
+  step "verify --device cuda, ONNX linear_before_reset = 0 with --lengths" 30 bash -c verify_lbr0_lengths
   if [ "$mode" != first ]; then
     step "verify and run cpu|cuda, persistent recurrence" 40 env QGRU_CUDA_GRU_PATH=persistent bash -c verify_all
     step "verify and run cpu|cuda, whole call on the device" 40 env QGRU_CUDA_GRU_FLOW=device bash -c verify_all

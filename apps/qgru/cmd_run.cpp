@@ -58,8 +58,9 @@ int run_float(const RunCliOptions& cli) {
 #ifdef QGRU_WITH_CUDA
   if (device == qgru::cli::Device::Cuda) {
     // cublasSgemm for the linears, the shared float cell per element (qgru_cuda/float_gru_cuda.h).
-    options.device_executor = [](const qgru::FloatGruModel& model, const float* x, int T, int N, const float* h0) {
-      return qgru::cuda::FloatGruCuda(model).run(x, T, N, h0);
+    options.device_executor = [](const qgru::FloatGruModel& model, const float* x, int T, int N, const float* h0,
+                                 const int32_t* lengths) {
+      return qgru::cuda::FloatGruCuda(model).run(x, T, N, h0, lengths);
     };
     options.device_executor_name = "float, cuda";
   }

@@ -72,35 +72,33 @@ int run_verify(const VerifyCliOptions& cli) {
                                   quant_model.hidden_size, cli.stats);
   }
   std::vector<int32_t> lengths;
-  if (!cli.lengths.empty()) {
-    lengths = qgru::read_sequence_lengths(cli.lengths, x.N, x.T);
-    if (device == qgru::cli::Device::Cuda) {
-      throw qgru::Error("--lengths " + cli.lengths + ": the device check runs sequences of full length; leave out "
-                        "--lengths or --device cuda");
-    }
-  }
+  if (!cli.lengths.empty()) lengths = qgru::read_sequence_lengths(cli.lengths, x.N, x.T);
+  const int32_t* lengths_data = lengths.empty() ? nullptr : lengths.data();
   qgru::log()->info("verifying {} against {} on {} (T = {}, N = {})", cli.artifact, cli.model, cli.input, x.T, x.N);
   const qgru::GruVerifyReport report =
       qgru::verify_gru(float_model, quant_model, x.values.data(), x.T, x.N, h0.empty() ? nullptr : h0.data(), {},
-                       lengths.empty() ? nullptr : lengths.data());
+                       lengths_data);
 
   std::fputs(qgru::verify_report_table(report).c_str(), stdout);
-  // --device cuda: the CUDA executors against the CPU ones on the same input, integer codes one for one and
-  // the float GRU within kFloatDeviceTolerance (qgru/verify/device_compare.h).
+  // --device cuda: the CUDA executors against the CPU ones on the same input (with its sequence lengths, when
+  // given), integer codes one for one and the float GRU within kFloatDeviceTolerance (qgru/verify/device_compare.h).
   nlohmann::json device_json;
   bool device_passed = true;
   std::string device_failure;
 #ifdef QGRU_WITH_CUDA
   if (device == qgru::cli::Device::Cuda) {
     const float* h0_data = h0.empty() ? nullptr : h0.data();
-    const qgru::QuantGruResult cpu_codes = qgru::run_quantized_gru(quant_model, x.values.data(), x.T, x.N, h0_data);
+    const qgru::QuantGruResult cpu_codes =
+        qgru::run_quantized_gru(quant_model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths_data);
     qgru::ExecutorRequest on_cuda;  // the chooser's CUDA executor (qgru/runtime/executor.h)
     on_cuda.device = qgru::ExecutorDevice::Cuda;
     const std::unique_ptr<qgru::Executor> quant_cuda = qgru::make_executor(quant_model, on_cuda);
     qgru::log()->info("CUDA cells: {}", quant_cuda->detail());
-    const qgru::QuantGruResult cuda_codes = quant_cuda->run(x.values.data(), x.T, x.N, h0_data);
-    const qgru::FloatGruResult cpu_float = qgru::run_float_gru(float_model, x.values.data(), x.T, x.N, h0_data);
-    const qgru::FloatGruResult cuda_float = qgru::cuda::FloatGruCuda(float_model).run(x.values.data(), x.T, x.N, h0_data);
+    const qgru::QuantGruResult cuda_codes = quant_cuda->run(x.values.data(), x.T, x.N, h0_data, lengths_data);
+    const qgru::FloatGruResult cpu_float =
+        qgru::run_float_gru(float_model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths_data);
+    const qgru::FloatGruResult cuda_float =
+        qgru::cuda::FloatGruCuda(float_model).run(x.values.data(), x.T, x.N, h0_data, lengths_data);
     const int H = quant_model.hidden_size, D = quant_model.num_directions;
     const qgru::CodeComparison codes = qgru::compare_quant_codes(cpu_codes, cuda_codes, H, D);
     const qgru::FloatComparison floats = qgru::compare_float_outputs(cpu_float, cuda_float, H, D);

@@ -1,5 +1,6 @@
-// FloatGruCuda: cublasSgemm for the two linears, one elementwise kernel per step calling the shared
-// float_gru_cell_element (qgru/model/float_gru_cell.h).
+// FloatGruCuda: cublasSgemm for the linears, one elementwise kernel per step calling the shared
+// float_gru_cell_element (qgru/model/float_gru_cell.h); the linear_before_reset = 0 cell adds, per step, a kernel
+// calling the shared float_gru_reset_hidden and a second GEMM (R_n (r ⊙ h)) between them.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "qgru/base/error.h"
+#include "qgru/io/sequence_io.h"
 #include "qgru/kernels/workspace.h"
 #include "qgru/model/float_gru_cell.h"
 #include "qgru_cuda/check.h"
@@ -26,26 +28,53 @@ namespace {
 
 constexpr int kFloatStepThreads = 256;
 
+// A linear's value plus its bias, W x + bw or R h + br: the sum rounded to float once, as the CPU executor adds
+// the bias in double.
+__device__ __forceinline__ float with_bias(float linear, float bias) {
+  return static_cast<float>(static_cast<double>(linear) + static_cast<double>(bias));
+}
+
 // One step of one cell, one thread per (n, j). ih_t [N, 3H] = W·x of this step and hh [N, 3H] = R·h, both
-// without bias; h [N, H] old state in, new state out (each thread reads and writes only its own element,
-// and the R·h GEMM that read h finished before this kernel on the same stream); out_t: the step's row of
-// the layer output, [N, out_stride] at column offset out_offset.
+// without bias (the linear_before_reset = 0 cell: hh's n channels hold R_n (r ⊙ h) instead, without br_n);
+// h [N, H] old state in, new state out (each thread reads and writes only its own element, and the GEMMs
+// that read h finished before this kernel on the same stream); out_t: the step's row of the layer output,
+// [N, out_stride] at column offset out_offset. lengths [N] or null: a row with t >= lengths[n] is padding
+// (qgru::row_is_valid): its state stays and its output is 0, as in run_float_gru.
 __global__ void __launch_bounds__(kFloatStepThreads)
     float_gru_step_kernel(const float* ih_t, const float* hh, const float* bw, const float* br, float* h, float* out_t,
-                          int64_t out_stride, int64_t out_offset, int64_t N, int64_t H) {
+                          int64_t out_stride, int64_t out_offset, int64_t N, int64_t H, bool linear_before_reset,
+                          const int32_t* lengths, int64_t t) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * H) return;
   const int64_t n = idx / H, j = idx % H;
+  float* out = out_t + n * out_stride + out_offset + j;
+  if (lengths != nullptr && t >= lengths[n]) {
+    *out = 0.0f;
+    return;
+  }
   float ih[3], hr[3];
   for (int g = 0; g < 3; ++g) {
     const int64_t c = g * H + j;
-    // W x + bw, R h + br: the sum rounded to float once, as the CPU executor adds the bias in double.
-    ih[g] = static_cast<float>(static_cast<double>(ih_t[n * 3 * H + c]) + static_cast<double>(bw[c]));
-    hr[g] = static_cast<float>(static_cast<double>(hh[n * 3 * H + c]) + static_cast<double>(br[c]));
+    ih[g] = with_bias(ih_t[n * 3 * H + c], bw[c]);
+    hr[g] = with_bias(hh[n * 3 * H + c], br[c]);
   }
-  const FloatGruElement e = float_gru_cell_element(ih[0], ih[1], ih[2], hr[0], hr[1], hr[2], h[idx]);
+  const FloatGruElement e = float_gru_cell_element(ih[0], ih[1], ih[2], hr[0], hr[1], hr[2], h[idx], linear_before_reset);
   h[idx] = e.h_new;
-  out_t[n * out_stride + out_offset + j] = e.h_new;
+  *out = e.h_new;
+}
+
+// The linear_before_reset = 0 cell's first half-step, one thread per (n, j): reset_hidden [N, H] = r ⊙ h from
+// the step's W·x and R·h of the r channels (without bias; hh's z and r channels, its n channels not yet
+// written), through the CPU executor's element (float_gru_reset_hidden). Padded rows compute it too; their
+// state does not change and the step kernel ignores them.
+__global__ void __launch_bounds__(kFloatStepThreads)
+    float_gru_reset_hidden_kernel(const float* ih_t, const float* hh, const float* bw, const float* br, const float* h,
+                                  float* reset_hidden, int64_t N, int64_t H) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= N * H) return;
+  const int64_t n = idx / H, j = idx % H, c = H + j;  // the r channel of unit j
+  reset_hidden[idx] =
+      float_gru_reset_hidden(with_bias(ih_t[n * 3 * H + c], bw[c]), with_bias(hh[n * 3 * H + c], br[c]), h[idx]);
 }
 
 struct DeviceCell {
@@ -62,7 +91,8 @@ kernels::WorkspaceCarve float_workspace(const FloatGruModel& model, int64_t T, i
   const int64_t width = std::max<int64_t>(model.input_size, D * H);
   const int64_t cells = model.num_layers * D;
   return kernels::carve_workspace(
-      {4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H, 4 * cells * N * H});
+      {4 * T * N * width, 4 * T * N * width, 4 * T * N * 3 * H, 4 * N * 3 * H, 4 * N * H, 4 * cells * N * H,
+       4 * N * H, 4 * N});
 }
 
 }  // namespace
@@ -73,6 +103,7 @@ int64_t float_gru_workspace_bytes(const FloatGruModel& model, int T, int N) {
 
 struct FloatGruCuda::Impl {
   int C = 0, H = 0, L = 0, D = 0;
+  bool linear_before_reset = true;
   std::vector<DeviceCell> cells;
   std::vector<DeviceBuffer> arrays;  // the cells' uploads
   mutable PinnedBuffer pinned;       // output and h_n on their way back
@@ -96,10 +127,7 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
                 ", " + std::to_string(model.cells.size()) + " cells for " + std::to_string(d.L) + " layer(s) x " +
                 std::to_string(d.D) + " direction(s))");
   }
-  if (!model.linear_before_reset) {
-    throw NotSupported("CUDA float GRU: the linear_before_reset = 0 cell (r applied before R) runs on the CPU float "
-                       "executor only (--device cpu)");
-  }
+  d.linear_before_reset = model.linear_before_reset;
   const size_t H = static_cast<size_t>(d.H);
   for (const GruCellWeights& w : model.cells) {
     if (w.W.size() != 3 * H * static_cast<size_t>(w.input_size) || w.R.size() != 3 * H * H || w.bw.size() != 3 * H ||
@@ -132,12 +160,13 @@ FloatGruCuda::~FloatGruCuda() = default;
 FloatGruCuda::FloatGruCuda(FloatGruCuda&&) noexcept = default;
 FloatGruCuda& FloatGruCuda::operator=(FloatGruCuda&&) noexcept = default;
 
-FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0) const {
+FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0, const int32_t* lengths) const {
   const Impl& d = *impl_;
   if (T_ < 1 || N_ < 1) {
     throw Error("CUDA float GRU: sequence length and batch must be positive, got T = " + std::to_string(T_) +
                 ", N = " + std::to_string(N_));
   }
+  check_sequence_lengths(lengths, T_, N_);
   const int64_t T = T_, N = N_, H = d.H, D = d.D;
   if (T * N > INT32_MAX || 3 * H > INT32_MAX) throw Error("CUDA float GRU: T·N or 3H exceeds cuBLAS's int");
   FloatGruModel shape;
@@ -153,6 +182,12 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   float* hh = at(d.workspace, w, 3);
   float* h = at(d.workspace, w, 4);
   float* h_n = at(d.workspace, w, 5);
+  float* reset_hidden = at(d.workspace, w, 6);  // the linear_before_reset = 0 cell's r ⊙ h
+  int32_t* device_lengths = nullptr;
+  if (lengths != nullptr) {
+    device_lengths = reinterpret_cast<int32_t*>(at(d.workspace, w, 7));
+    QGRU_CUDA_CHECK(cudaMemcpyAsync(device_lengths, lengths, static_cast<size_t>(4 * N), cudaMemcpyHostToDevice, d.stream));
+  }
 
   FloatGruResult result;
   result.T = T_;
@@ -161,6 +196,8 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   QGRU_CUDA_CHECK(cudaMemcpyAsync(layer_in, x, static_cast<size_t>(4 * T * N * d.C), cudaMemcpyHostToDevice, d.stream));
   const float one = 1.0f, zero = 0.0f;
   const int64_t blocks = kernels::elementwise_blocks(N * H, kFloatStepThreads);
+  // Rows of R applied to h: all three gates, or (linear_before_reset = 0) z and r, R_n taking r ⊙ h after.
+  const int64_t rows_on_h = d.linear_before_reset ? 3 * H : 2 * H;
   for (int l = 0; l < d.L; ++l) {
     for (int dir = 0; dir < D; ++dir) {
       const size_t cell_index = static_cast<size_t>(l * D + dir);
@@ -178,14 +215,25 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
       }
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
-        // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k]
-        QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H),
+        const float* ih_t = ih + t * N * 3 * H;
+        // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k] for c < rows_on_h (R's first rows_on_h rows, [rows_on_h, H])
+        QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows_on_h),
                                             static_cast<int>(N), static_cast<int>(H), &one, cell.R,
                                             static_cast<int>(H), h, static_cast<int>(H), &zero, hh,
                                             static_cast<int>(3 * H)));
+        if (!d.linear_before_reset) {
+          float_gru_reset_hidden_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
+              ih_t, hh, cell.bw, cell.br, h, reset_hidden, N, H);
+          QGRU_CUDA_CHECK_LAUNCH("float_gru_reset_hidden_kernel<<<...>>>");
+          // hh[n, 2H + j] = Σ_k R_n[j, k] · reset_hidden[n, k]: R's last H rows, into hh's n channels (ldc 3H)
+          QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(H),
+                                              static_cast<int>(N), static_cast<int>(H), &one, cell.R + 2 * H * H,
+                                              static_cast<int>(H), reset_hidden, static_cast<int>(H), &zero,
+                                              hh + 2 * H, static_cast<int>(3 * H)));
+        }
         float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
-            ih + t * N * 3 * H, hh, cell.bw, cell.br, h,
-            layer_out + t * N * D * H, D * H, dir * H, N, H);
+            ih_t, hh, cell.bw, cell.br, h, layer_out + t * N * D * H, D * H, dir * H, N, H, d.linear_before_reset,
+            device_lengths, t);
         QGRU_CUDA_CHECK_LAUNCH("float_gru_step_kernel<<<...>>>");
       }
       // h_n stays on the device (a copy to pageable host memory here would block the host until this cell

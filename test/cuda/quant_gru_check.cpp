@@ -3,7 +3,8 @@
 // bidirectional models (H off multiples of 4 and 16, with and without h0, inputs wide enough to saturate; both
 // cells, the linear_before_reset = 0 one without h0; both cells with sequence lengths, rows of length 0 and T
 // among them);
-// FloatGruCuda against the CPU float executor within kFloatDeviceTolerance.
+// FloatGruCuda against the CPU float executor within kFloatDeviceTolerance: both cells, with and without h0 and
+// sequence lengths.
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -71,19 +72,32 @@ int check_quant_gru() {
 int check_float_gru() {
   int failures = 0;
   for (const Shape& s : kShapes) {
-    for (bool with_h0 : {false, true}) {
+    for (int variant = 0; variant < 6; ++variant) {
+      // 0: plain; 1: h0; 2: lengths; 3: the linear_before_reset = 0 cell; 4: that cell with h0; 5: with h0 and lengths
+      const bool with_h0 = variant == 1 || variant == 4 || variant == 5;
+      const bool with_lengths = variant == 2 || variant == 5;
+      const bool linear_before_reset = variant < 3;
       const int L = 2, D = 2;
-      const FloatGruModel model = test::random_float_gru(s.C, s.H, L, D, 40u + static_cast<uint32_t>(s.H));
+      FloatGruModel model = test::random_float_gru(s.C, s.H, L, D, 40u + static_cast<uint32_t>(s.H));
+      model.linear_before_reset = linear_before_reset;
       const std::vector<float> x = test::random_input(static_cast<size_t>(s.T) * s.N * s.C, 41u);
       std::vector<float> h0;
       if (with_h0) h0 = test::random_input(static_cast<size_t>(L * D * s.N * s.H), 42u, 0.5f);
       const float* h0_data = h0.empty() ? nullptr : h0.data();
-      const FloatGruResult cpu = run_float_gru(model, x.data(), s.T, s.N, h0_data);
-      const FloatGruResult gpu = cuda::FloatGruCuda(model).run(x.data(), s.T, s.N, h0_data);
+      // Row n's length cycles T, 0, 1, ..., T, as in check_quant_gru.
+      std::vector<int32_t> lengths;
+      if (with_lengths) {
+        for (int n = 0; n < s.N; ++n) lengths.push_back(n == 0 ? s.T : (n - 1) % (s.T + 1));
+      }
+      const int32_t* lengths_data = lengths.empty() ? nullptr : lengths.data();
+      const FloatGruResult cpu = run_float_gru(model, x.data(), s.T, s.N, h0_data, nullptr, lengths_data);
+      const FloatGruResult gpu = cuda::FloatGruCuda(model).run(x.data(), s.T, s.N, h0_data, lengths_data);
       const FloatComparison cmp = compare_float_outputs(cpu, gpu, s.H, D);
-      std::printf("%s float GRU C=%d H=%d T=%d N=%d L=2 D=2 h0=%d: max |gpu - cpu| = %.3g (tolerance %.0e)%s%s\n",
-                  cmp.within() ? "ok  " : "FAIL", s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, cmp.max_abs_diff, cmp.tolerance,
-                  cmp.within() ? "" : "; worst at ", cmp.within() ? "" : cmp.worst.c_str());
+      std::printf("%s float GRU C=%d H=%d T=%d N=%d L=2 D=2 h0=%d lbr=%d lengths=%d: max |gpu - cpu| = %.3g "
+                  "(tolerance %.0e)%s%s\n",
+                  cmp.within() ? "ok  " : "FAIL", s.C, s.H, s.T, s.N, with_h0 ? 1 : 0, linear_before_reset ? 1 : 0,
+                  with_lengths ? 1 : 0, cmp.max_abs_diff, cmp.tolerance, cmp.within() ? "" : "; worst at ",
+                  cmp.within() ? "" : cmp.worst.c_str());
       failures += cmp.within() ? 0 : 1;
     }
   }

@@ -20,19 +20,14 @@ FloatRunSummary run_float_files(const FloatRunOptions& options) {
   if (!options.h0_path.empty()) h0 = read_initial_state(options.h0_path, LD, x.N, model.hidden_size);
 
   std::vector<int32_t> lengths;
-  if (!options.lengths_path.empty()) {
-    lengths = read_sequence_lengths(options.lengths_path, x.N, x.T);
-    if (options.device_executor) {
-      throw Error("--lengths " + options.lengths_path + ": the float GRU runs sequences of unequal lengths on the CPU "
-                  "only (--device cpu)");
-    }
-  }
+  if (!options.lengths_path.empty()) lengths = read_sequence_lengths(options.lengths_path, x.N, x.T);
   const auto start = std::chrono::steady_clock::now();
   const float* h0_data = h0.empty() ? nullptr : h0.data();
+  const int32_t* lengths_data = lengths.empty() ? nullptr : lengths.data();
   if (options.device_executor) summary.executor = options.device_executor_name;
-  const FloatGruResult result = options.device_executor ? options.device_executor(model, x.values.data(), x.T, x.N, h0_data)
-                                                        : run_float_gru(model, x.values.data(), x.T, x.N, h0_data, nullptr,
-                                                                        lengths.empty() ? nullptr : lengths.data());
+  const FloatGruResult result = options.device_executor
+                                    ? options.device_executor(model, x.values.data(), x.T, x.N, h0_data, lengths_data)
+                                    : run_float_gru(model, x.values.data(), x.T, x.N, h0_data, nullptr, lengths_data);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.T = x.T;
   summary.N = x.N;

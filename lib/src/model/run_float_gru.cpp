@@ -179,9 +179,8 @@ void cell_step(const GruCellWeights& cell, const std::vector<float>& Rt, const f
       const float* hh = b.weight_hh_linear.data() + n * 3 * H;
       for (size_t j = 0; j < H; ++j) {
         const size_t i = n * H + j;
-        const float r = float_gru_cell_element(ih[j], ih[H + j], ih[2 * H + j], hh[j], hh[H + j], 0.0f, b.h_prev[i], false)
-                            .reset_gate_output;
-        rbl->reset_hidden[i] = static_cast<float>(static_cast<double>(r) * static_cast<double>(b.h_prev[i]));
+        // The shared element (qgru/model/float_gru_cell.h), also the CUDA float executor's.
+        rbl->reset_hidden[i] = float_gru_reset_hidden(ih[H + j], hh[H + j], b.h_prev[i]);
       }
     }
     linear_rows(rbl->reset_hidden.data(), N, rbl->Rn_t, rbl->br_n, H, rbl->hh_n.data());

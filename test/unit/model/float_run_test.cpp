@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "pytorch_reference.h"
 #include "qgru/io/npy.h"
@@ -44,6 +45,31 @@ std::vector<float> iota_values(size_t count) {
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) values[i] = static_cast<float>(i) * 0.25f;
   return values;
+}
+
+// A random PyTorch-layout GRU in dir/m.safetensors, x [T, N, C] in dir/x.npy and h0 [L*D, N, H] in dir/h0.npy
+// (seeds seed, seed + 1, seed + 2).
+struct WrittenRun {
+  std::map<std::string, qgru::Tensor> sd;
+  std::vector<float> x, h0;
+  qgru::FloatRunOptions options;  // reads the three files, writes dir/y.npy and dir/hn.npy
+};
+WrittenRun write_run_files(const ScratchDir& dir, const qgru_test::GruShape& shape, int T, int N, uint32_t seed) {
+  WrittenRun run;
+  run.sd = qgru_test::random_pytorch_gru(shape, seed, "rnn.");
+  qgru::SafetensorsFile file;
+  file.tensors = run.sd;
+  qgru::write_safetensors(dir.file("m.safetensors"), file);
+  run.x = qgru_test::random_values(static_cast<size_t>(T * N * shape.C), seed + 1);
+  run.h0 = qgru_test::random_values(static_cast<size_t>(shape.L * shape.D * N * shape.H), seed + 2);
+  qgru::write_npy(dir.file("x.npy"), qgru::Tensor::from_vector<float>({T, N, shape.C}, run.x));
+  qgru::write_npy(dir.file("h0.npy"), qgru::Tensor::from_vector<float>({shape.L * shape.D, N, shape.H}, run.h0));
+  run.options.model_path = dir.file("m.safetensors");
+  run.options.input_path = dir.file("x.npy");
+  run.options.h0_path = dir.file("h0.npy");
+  run.options.output_path = dir.file("y.npy");
+  run.options.hn_path = dir.file("hn.npy");
+  return run;
 }
 
 }  // namespace
@@ -112,21 +138,11 @@ TEST_CASE("float run writes y and h_n equal to the executor's, and nothing when 
   ScratchDir dir("float_run");
   const qgru_test::GruShape shape{3, 5, 2, 2};
   const int T = 4, N = 3;
-  auto sd = qgru_test::random_pytorch_gru(shape, 200, "rnn.");
-  qgru::SafetensorsFile file;
-  file.tensors = sd;
-  qgru::write_safetensors(dir.file("m.safetensors"), file);
-  const auto x = qgru_test::random_values(static_cast<size_t>(T * N * shape.C), 201);
-  const auto h0 = qgru_test::random_values(static_cast<size_t>(shape.L * shape.D * N * shape.H), 202);
-  qgru::write_npy(dir.file("x.npy"), qgru::Tensor::from_vector<float>({T, N, shape.C}, x));
-  qgru::write_npy(dir.file("h0.npy"), qgru::Tensor::from_vector<float>({shape.L * shape.D, N, shape.H}, h0));
-
-  qgru::FloatRunOptions options;
-  options.model_path = dir.file("m.safetensors");
-  options.input_path = dir.file("x.npy");
-  options.h0_path = dir.file("h0.npy");
-  options.output_path = dir.file("y.npy");
-  options.hn_path = dir.file("hn.npy");
+  const WrittenRun written = write_run_files(dir, shape, T, N, 200);
+  const auto& sd = written.sd;
+  const auto& x = written.x;
+  const auto& h0 = written.h0;
+  qgru::FloatRunOptions options = written.options;
   const auto summary = qgru::run_float_files(options);
   const auto model = qgru::float_gru_from_tensors(sd, qgru::WeightLayout::Auto, "memory");
   const auto expected = qgru::run_float_gru(model, x.data(), T, N, h0.data());
@@ -149,4 +165,46 @@ TEST_CASE("float run writes y and h_n equal to the executor's, and nothing when 
         dir.file("h0.npy") + ": expected h0 [L*D, N, H] = [4, 3, 5], got [1, 3, 5]");
   CHECK_FALSE(fs::exists(dir.file("y.npy")));
   CHECK_FALSE(fs::exists(dir.file("hn.npy")));
+}
+
+TEST_CASE("float run hands the sequence lengths and h0 to a device executor, whose outputs it writes") {
+  ScratchDir dir("float_run_device");
+  const qgru_test::GruShape shape{3, 4, 1, 2};
+  const int T = 5, N = 3;
+  const WrittenRun run = write_run_files(dir, shape, T, N, 210);
+  const std::vector<int32_t> lengths{5, 0, 2};
+  qgru::write_npy(dir.file("lengths.npy"), qgru::Tensor::from_vector<int32_t>({N}, lengths));
+
+  // The executor a --device cuda run installs, stood in for by the CPU executor: it must be handed the file's
+  // lengths and h0.
+  std::vector<int32_t> seen_lengths;
+  bool saw_h0 = false;
+  qgru::FloatRunOptions options = run.options;
+  options.lengths_path = dir.file("lengths.npy");
+  options.device_executor_name = "stand-in";
+  options.device_executor = [&](const qgru::FloatGruModel& model, const float* in, int T_, int N_, const float* h0_in,
+                                const int32_t* lengths_in) {
+    if (lengths_in != nullptr) seen_lengths.assign(lengths_in, lengths_in + N_);
+    saw_h0 = h0_in != nullptr;
+    return qgru::run_float_gru(model, in, T_, N_, h0_in, nullptr, lengths_in);
+  };
+  const auto summary = qgru::run_float_files(options);
+  CHECK(summary.executor == "stand-in");
+  CHECK(seen_lengths == lengths);
+  CHECK(saw_h0);
+  const auto model = qgru::float_gru_from_tensors(run.sd, qgru::WeightLayout::Auto, "memory");
+  const auto expected = qgru::run_float_gru(model, run.x.data(), T, N, run.h0.data(), nullptr, lengths.data());
+  CHECK(qgru::tensor_to_f32(qgru::read_npy(dir.file("y.npy"))) == expected.output);
+  CHECK(qgru::tensor_to_f32(qgru::read_npy(dir.file("hn.npy"))) == expected.h_n);
+  // Row 1 has length 0: every output of it is padding (0), and its h_n is its h0.
+  const qgru::Tensor y = qgru::read_npy(dir.file("y.npy"));
+  const std::vector<float> y_values = qgru::tensor_to_f32(y);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < shape.D * shape.H; ++j) CHECK(y_values[static_cast<size_t>((t * N + 1) * shape.D * shape.H + j)] == 0.0f);
+  const std::vector<float> hn_values = qgru::tensor_to_f32(qgru::read_npy(dir.file("hn.npy")));
+  for (int cell = 0; cell < shape.L * shape.D; ++cell)
+    for (int j = 0; j < shape.H; ++j) {
+      const size_t i = static_cast<size_t>((cell * N + 1) * shape.H + j);
+      CHECK(hn_values[i] == run.h0[i]);
+    }
 }

@@ -7,6 +7,7 @@
 
 #include "pytorch_reference.h"
 #include "qgru/model/float_gru.h"
+#include "qgru/model/float_gru_cell.h"
 #include "qgru/import/load_float_gru.h"
 #include "qgru/io/sequence_io.h"
 
@@ -289,4 +290,25 @@ TEST_CASE("huge pre-activations saturate the gates instead of producing NaN") {
   // t = 0: z = σ(-1e30 + 0.125) = 0, n = tanh(-1e30 + r * 0.125) = -1 -> h = -1. Then z = 1 keeps h.
   CHECK(result.output == std::vector<float>{-1.0f, -1.0f, -1.0f});
   CHECK(result.h_n == std::vector<float>{-1.0f});
+}
+
+TEST_CASE("the reset_hidden element is f(f(sigmoid(f(ih_r + hh_r))) * h) in float64, and the cell element's own gate") {
+  // The linear_before_reset = 0 cell's r ⊙ h, which the CPU executor and the CUDA float kernel both compute through
+  // float_gru_reset_hidden: against the rounding contract spelled out in float64 here, over inputs that cross
+  // zero, saturate the gate and hit h = 0 and |h| = 1.
+  const float values[] = {-40.0f, -3.5f, -1.0f, -0.3f, -1e-6f, 0.0f, 2e-7f, 0.25f, 1.0f, 4.75f, 30.0f};
+  const float states[] = {-1.0f, -0.6f, 0.0f, 1e-5f, 0.5f, 1.0f};
+  for (const float ih_r : values)
+    for (const float hh_r : values)
+      for (const float h : states) {
+        const float gate_input = static_cast<float>(static_cast<double>(ih_r) + static_cast<double>(hh_r));
+        const float gate = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(gate_input))));
+        const float expected = static_cast<float>(static_cast<double>(gate) * static_cast<double>(h));
+        CAPTURE(ih_r);
+        CAPTURE(hh_r);
+        CAPTURE(h);
+        CHECK(qgru::float_gru_reset_hidden(ih_r, hh_r, h) == expected);
+        const qgru::FloatGruElement e = qgru::float_gru_cell_element(0.0f, ih_r, 0.0f, 0.0f, hh_r, 0.0f, h, false);
+        CHECK(qgru::float_gru_reset_gate_output(ih_r, hh_r) == e.reset_gate_output);
+      }
 }

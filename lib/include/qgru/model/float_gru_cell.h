@@ -31,6 +31,20 @@ struct FloatGruElement {
 
 QGRU_HD double float_gru_sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
 
+// The reset gate of one element: reset_gate_output = f(sigmoid(f(ih_r + hh_r))), as float_gru_cell_element
+// computes it.
+QGRU_HD float float_gru_reset_gate_output(float ih_r, float hh_r) {
+  const float reset_gate_input = static_cast<float>(static_cast<double>(ih_r) + static_cast<double>(hh_r));
+  return static_cast<float>(float_gru_sigmoid(reset_gate_input));
+}
+
+// The linear_before_reset = false cell's input to R_n of one element: reset_hidden = f(r_out · h_prev), r_out the
+// element's reset gate. Every unit's reset_hidden is needed before any unit's new gate (hh_n = R_n (r ⊙ h) + br_n),
+// so the caller runs this over the whole state first, then the linear, then float_gru_cell_element with that hh_n.
+QGRU_HD float float_gru_reset_hidden(float ih_r, float hh_r, float h_prev) {
+  return static_cast<float>(static_cast<double>(float_gru_reset_gate_output(ih_r, hh_r)) * static_cast<double>(h_prev));
+}
+
 QGRU_HD FloatGruElement float_gru_cell_element(float ih_z, float ih_r, float ih_n, float hh_z, float hh_r, float hh_n,
                                                float h_prev, bool linear_before_reset = true) {
   FloatGruElement e;

@@ -24,7 +24,9 @@ struct FloatRunOptions {
   bool batch_first = false;
   // When set, this runs the model instead of run_float_gru (the CLI's --device cuda; the library stays free
   // of CUDA), with run_float_gru's contract; device_executor_name is what the summary reports.
-  std::function<FloatGruResult(const FloatGruModel& model, const float* x, int T, int N, const float* h0)> device_executor;
+  std::function<FloatGruResult(const FloatGruModel& model, const float* x, int T, int N, const float* h0,
+                               const int32_t* lengths)>
+      device_executor;
   std::string device_executor_name;
 };
 
