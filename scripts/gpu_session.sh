@@ -24,7 +24,8 @@
 #          included, hold one full call and part of another): the card, the self-test, verify and run cpu|cuda,
 #          the self-test with the persistent recurrence forced, the persistent kernel's meetings (bench_cuda_barrier:
 #          grid counter and cluster barrier, ns per phase), the GRU side by side (2 rounds), the linear side
-#          by side and GPTQ's benchmark; the session budget cuts what does not fit. Then check, bench and gptq as
+#          by side, memcheck and racecheck over the persistent kernel's short list, the wgmma linear and GPTQ's
+#          benchmark; the session budget cuts what does not fit. Then check, bench and gptq as
 #          time allows.
 #   quick: the card, the self-test and verify (about a minute): a rerun after a fix.
 #   gptq:  GPTQ on the GPU alone: its check against the CPU path (test_cuda_gpu --filter gptq; qgru gptq --device
@@ -263,6 +264,22 @@ meetings() {
   step "persistent kernel's meetings, ns per phase (bench_cuda_barrier)" 30 "$bin/bench_cuda_barrier" --json-lines \
     --commit "$QGRU_COMMIT"
 }
+# compute-sanitizer memcheck and racecheck over the persistent kernel's short list (issue 35 asks for both on the new
+# kernel in the one prepared run: `first` runs them after the figures, `check` first of its sanitizer steps). Status
+# 1 and a NOT RUN line when the tool is missing.
+sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
+persistent_sanitizers() {
+  if [ ! -x "$sanitizer" ]; then
+    echo "=== compute-sanitizer not found: memcheck and racecheck NOT RUN" | tee -a "$log"
+    [ "$first_failure" != 0 ] || first_failure=1
+    return 1
+  fi
+  # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.
+  step "memcheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
+    --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
+  step "racecheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool racecheck \
+    --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
+}
 gru_side_by_side() {
   step "GRU side by side (qgru, cuDNN fp32 / fp16)" 240 python3 "$root/scripts/bench_cuda_gru_peers.py" \
     --bench "$bin/bench_cuda_gru" --json "$out/cuda-gru.json" --markdown "$out/cuda-gru.md" "$@"
@@ -284,6 +301,7 @@ if [ "$mode" = first ]; then
   meetings
   gru_side_by_side --rounds 2
   linear_side_by_side
+  persistent_sanitizers || true
   wgmma_side_by_side
   gptq_bench  # whatever the budget leaves: GPTQ's figures in the first call too, when the rest was quick
 fi
@@ -292,13 +310,7 @@ if [ "$mode" = check ]; then
   step "cuBLAS at first use: one line without it, the CPU fallback, the image's file" 30 bash -c cublas_at_first_use
   persistent_self_test
   cluster_self_test
-  sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
-  if [ -x "$sanitizer" ]; then
-    # The tools slow every block down: the persistent kernel's wait limit is raised so a slow block is no timeout.
-    step "memcheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
-      --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
-    step "racecheck (persistent-small)" 60 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool racecheck \
-      --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter persistent-small
+  if persistent_sanitizers; then
     step "racecheck (linear kernels)" 75 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool racecheck \
       --error-exitcode 1 --kernel-name regex:'(stripe|linear)' "$bin/test_cuda_gpu" --require-gpu --filter linear
     step "memcheck (linear kernels)" 60 env QGRU_CUDA_LINEAR_KERNEL=auto "$sanitizer" --tool memcheck \
@@ -311,9 +323,6 @@ if [ "$mode" = check ]; then
       --require-gpu --filter linear_wgmma"
     step "memcheck (device-flow-small)" 40 env QGRU_CUDA_GRU_SPIN_LIMIT_MS=60000 "$sanitizer" --tool memcheck \
       --error-exitcode 1 "$bin/test_cuda_gpu" --require-gpu --filter device-flow-small
-  else
-    echo "=== compute-sanitizer not found: memcheck and racecheck NOT RUN" | tee -a "$log"
-    [ "$first_failure" != 0 ] || first_failure=1
   fi
 fi
 
