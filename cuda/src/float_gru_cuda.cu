@@ -11,8 +11,8 @@
 
 #include "qgru/base/error.h"
 #include "qgru/io/sequence_io.h"
+#include "qgru/kernels/float_gru_flow.h"
 #include "qgru/kernels/workspace.h"
-#include "qgru/model/float_gru_cell.h"
 #include "qgru_cuda/check.h"
 #include "qgru_cuda/cublas_library.h"
 #include "qgru_cuda/device.h"
@@ -28,53 +28,32 @@ namespace {
 
 constexpr int kFloatStepThreads = 256;
 
-// A linear's value plus its bias, W x + bw or R h + br: the sum rounded to float once, as the CPU executor adds
-// the bias in double.
-__device__ __forceinline__ float with_bias(float linear, float bias) {
-  return static_cast<float>(static_cast<double>(linear) + static_cast<double>(bias));
-}
-
-// One step of one cell, one thread per (n, j). ih_t [N, 3H] = W·x of this step and hh [N, 3H] = R·h, both
-// without bias (the linear_before_reset = 0 cell: hh's n channels hold R_n (r ⊙ h) instead, without br_n);
-// h [N, H] old state in, new state out (each thread reads and writes only its own element, and the GEMMs
-// that read h finished before this kernel on the same stream); out_t: the step's row of the layer output,
-// [N, out_stride] at column offset out_offset. lengths [N] or null: a row with t >= lengths[n] is padding
-// (qgru::row_is_valid): its state stays and its output is 0, as in run_float_gru.
+// One step of one cell, one thread per element of [N, H]: kernels::float_gru_step_at (qgru/kernels/float_gru_flow.h,
+// which says what each buffer holds); the GEMMs that read h finished before this kernel on the same stream.
 __global__ void __launch_bounds__(kFloatStepThreads)
     float_gru_step_kernel(const float* ih_t, const float* hh, const float* bw, const float* br, float* h, float* out_t,
                           int64_t out_stride, int64_t out_offset, int64_t N, int64_t H, bool linear_before_reset,
                           const int32_t* lengths, int64_t t) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * H) return;
-  const int64_t n = idx / H, j = idx % H;
-  float* out = out_t + n * out_stride + out_offset + j;
-  if (lengths != nullptr && t >= lengths[n]) {
-    *out = 0.0f;
-    return;
-  }
-  float ih[3], hr[3];
-  for (int g = 0; g < 3; ++g) {
-    const int64_t c = g * H + j;
-    ih[g] = with_bias(ih_t[n * 3 * H + c], bw[c]);
-    hr[g] = with_bias(hh[n * 3 * H + c], br[c]);
-  }
-  const FloatGruElement e = float_gru_cell_element(ih[0], ih[1], ih[2], hr[0], hr[1], hr[2], h[idx], linear_before_reset);
-  h[idx] = e.h_new;
-  *out = e.h_new;
+  kernels::float_gru_step_at(idx, H, ih_t, hh, bw, br, h, out_t, out_stride, out_offset, linear_before_reset, lengths, t);
 }
 
-// The linear_before_reset = 0 cell's first half-step, one thread per (n, j): reset_hidden [N, H] = r ⊙ h from
-// the step's W·x and R·h of the r channels (without bias; hh's z and r channels, its n channels not yet
-// written), through the CPU executor's element (float_gru_reset_hidden). Padded rows compute it too; their
-// state does not change and the step kernel ignores them.
+// The linear_before_reset = 0 cell's r ⊙ h, one thread per element: kernels::float_gru_reset_hidden_at.
 __global__ void __launch_bounds__(kFloatStepThreads)
     float_gru_reset_hidden_kernel(const float* ih_t, const float* hh, const float* bw, const float* br, const float* h,
                                   float* reset_hidden, int64_t N, int64_t H) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= N * H) return;
-  const int64_t n = idx / H, j = idx % H, c = H + j;  // the r channel of unit j
-  reset_hidden[idx] =
-      float_gru_reset_hidden(with_bias(ih_t[n * 3 * H + c], bw[c]), with_bias(hh[n * 3 * H + c], br[c]), h[idx]);
+  kernels::float_gru_reset_hidden_at(idx, H, ih_t, hh, bw, br, h, reset_hidden);
+}
+
+// One GEMM of the flow (kernels::FloatGemm: C[c_offset + i + ldc·j] = Σ_q A[a_offset + q + lda·i] · B[q + ldb·j]).
+void sgemm(cublasHandle_t handle, const kernels::FloatGemm& g, const float* A, const float* B, float* C) {
+  const float one = 1.0f, zero = 0.0f;
+  QGRU_CUBLAS_CHECK(blas::cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(g.m), static_cast<int>(g.n),
+                                      static_cast<int>(g.k), &one, A + g.a_offset, static_cast<int>(g.lda), B,
+                                      static_cast<int>(g.ldb), &zero, C + g.c_offset, static_cast<int>(g.ldc)));
 }
 
 struct DeviceCell {
@@ -194,19 +173,15 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   result.N = N_;
   result.h_n.assign(static_cast<size_t>(d.L * D * N * H), 0.0f);
   QGRU_CUDA_CHECK(cudaMemcpyAsync(layer_in, x, static_cast<size_t>(4 * T * N * d.C), cudaMemcpyHostToDevice, d.stream));
-  const float one = 1.0f, zero = 0.0f;
   const int64_t blocks = kernels::elementwise_blocks(N * H, kFloatStepThreads);
-  // Rows of R applied to h: all three gates, or (linear_before_reset = 0) z and r, R_n taking r ⊙ h after.
-  const int64_t rows_on_h = d.linear_before_reset ? 3 * H : 2 * H;
+  const kernels::FloatGemm hidden = kernels::float_gru_hidden_gemm(H, N, d.linear_before_reset);
+  const kernels::FloatGemm reset = kernels::float_gru_reset_gemm(H, N);
   for (int l = 0; l < d.L; ++l) {
     for (int dir = 0; dir < D; ++dir) {
       const size_t cell_index = static_cast<size_t>(l * D + dir);
       const DeviceCell& cell = d.cells[cell_index];
-      // W·x for every (t, n): ih[t·N + n, c] = Σ_k W[c, k] · x[t·N + n, k] (the TN form, as the int8 path).
-      QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(3 * H),
-                                          static_cast<int>(T * N), static_cast<int>(cell.C), &one, cell.W,
-                                          static_cast<int>(cell.C), layer_in, static_cast<int>(cell.C), &zero, ih,
-                                          static_cast<int>(3 * H)));
+      // W·x for every (t, n): ih [T·N, 3H] (the TN form, as the int8 path)
+      sgemm(d.handle, kernels::float_gru_input_gemm(H, cell.C, T * N), cell.W, layer_in, ih);
       if (h0 != nullptr) {
         QGRU_CUDA_CHECK(cudaMemcpyAsync(h, h0 + cell_index * N * H, static_cast<size_t>(4 * N * H), cudaMemcpyHostToDevice,
                                         d.stream));
@@ -216,20 +191,12 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
         const float* ih_t = ih + t * N * 3 * H;
-        // R·h: hh[n, c] = Σ_k R[c, k] · h[n, k] for c < rows_on_h (R's first rows_on_h rows, [rows_on_h, H])
-        QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows_on_h),
-                                            static_cast<int>(N), static_cast<int>(H), &one, cell.R,
-                                            static_cast<int>(H), h, static_cast<int>(H), &zero, hh,
-                                            static_cast<int>(3 * H)));
+        sgemm(d.handle, hidden, cell.R, h, hh);  // R·h (linear_before_reset = 0: z and r only)
         if (!d.linear_before_reset) {
           float_gru_reset_hidden_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
               ih_t, hh, cell.bw, cell.br, h, reset_hidden, N, H);
           QGRU_CUDA_CHECK_LAUNCH("float_gru_reset_hidden_kernel<<<...>>>");
-          // hh[n, 2H + j] = Σ_k R_n[j, k] · reset_hidden[n, k]: R's last H rows, into hh's n channels (ldc 3H)
-          QGRU_CUBLAS_CHECK(blas::cublasSgemm(d.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(H),
-                                              static_cast<int>(N), static_cast<int>(H), &one, cell.R + 2 * H * H,
-                                              static_cast<int>(H), reset_hidden, static_cast<int>(H), &zero,
-                                              hh + 2 * H, static_cast<int>(3 * H)));
+          sgemm(d.handle, reset, cell.R, reset_hidden, hh);  // R_n (r ⊙ h) into hh's n channels
         }
         float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
             ih_t, hh, cell.bw, cell.br, h, layer_out + t * N * D * H, D * H, dir * H, N, H, d.linear_before_reset,
