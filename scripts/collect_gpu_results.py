@@ -27,11 +27,14 @@ temporary file and a rename.
 
 Then it prints, per card and commit, what the rows show against the issues' targets: the linear engines' speed-up
 over cuBLAS fp16 and their fraction of HBM, the GRU executors' µs per step and ratio to the fastest cuDNN run, and
-GPTQ's seconds and error against the CPU path. Only rows measured, nothing estimated.
+GPTQ's seconds and error against the CPU path. Only rows measured, nothing estimated. Last (also when there was
+nothing to record), the call's steps from session.log: each step's seconds against its limit, the steps the device
+tool cut off and those the session's budget left out, so the next loan's call can be planned to fit.
 """
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 
@@ -251,6 +254,50 @@ def show(out_dir, report=print):
                    f"{r['rel_err']:.5g} | {cpu} |")
 
 
+STEP_START = re.compile(r"^=== (.+) \(limit (\d+) s\) \d\d:\d\d:\d\d$")
+STEP_END = re.compile(r"^=== (.+): exit (\d+) after (\d+) s$")
+STEP_SKIPPED = re.compile(r"^=== (.+): NOT RUN \((-?\d+) s of the session's (\d+) s left\)$")
+
+
+def session_steps(out_dir):
+    """gpu_session.sh's steps in session.log, in order: (name, limit or None, exit status or None, seconds or None,
+    note). A step that started and never ended (the device tool cut the call) has no status; one the budget left
+    out is NOT RUN."""
+    path = os.path.join(out_dir, "session.log")
+    if not os.path.exists(path):
+        return []
+    steps, open_steps = [], {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            start, end, skipped = STEP_START.match(line), STEP_END.match(line), STEP_SKIPPED.match(line)
+            if start:
+                open_steps[start.group(1)] = len(steps)
+                steps.append([start.group(1), int(start.group(2)), None, None, "no end: cut off"])
+            elif end and end.group(1) in open_steps:
+                step = steps[open_steps.pop(end.group(1))]
+                step[2], step[3] = int(end.group(2)), int(end.group(3))
+                step[4] = "at its limit" if step[3] >= step[1] else ""
+            elif skipped:
+                steps.append([skipped.group(1), None, None, None, "NOT RUN: the session's budget"])
+    return [tuple(step) for step in steps]
+
+
+def show_steps(out_dir, report=print):
+    """How long each step of the call took against its limit: what the next loan's call can fit."""
+    steps = session_steps(out_dir)
+    if not steps:
+        return
+    table_head(report, "The call's steps (session.log): seconds against each step's limit",
+               [("step", 0), ("limit s", 1), ("exit", 1), ("s", 1), ("", 0)])
+    for name, limit, status, seconds, note in steps:
+        name = name.replace("|", "\\|")  # a markdown cell
+        report(f"| {name} | {'' if limit is None else limit} | {'' if status is None else status} | "
+               f"{'' if seconds is None else seconds} | {note} |")
+    report(f"steps ended: {sum(1 for s in steps if s[3] is not None)} of {len(steps)}, "
+           f"{sum(s[3] for s in steps if s[3] is not None)} s in all")
+
+
 def self_test():
     failures = []
 
@@ -387,6 +434,24 @@ def self_test():
             expect("session.log: row 2: \"ns_per_phase\" is 0.0, expected a positive time" in str(e), f"a 0 ns row: {e}")
         leftovers = [n for n in os.listdir(docs) if n.startswith(".collect-")]
         expect(not leftovers, f"temporary files left: {leftovers}")
+    # The call's steps from session.log as gpu_session.sh writes them: names with parentheses and colons, a step
+    # that ended, one at its limit, one the device tool cut off (no end line), one the budget left out.
+    with tempfile.TemporaryDirectory() as out:
+        with open(os.path.join(out, "session.log"), "w") as f:
+            f.write("=== self-test (limit 120 s) 13:27:00\nok   something: 3 codes\n=== self-test: exit 0 after 41 s\n"
+                    "=== cuBLAS at first use: one line without it (limit 30 s) 13:27:41\n"
+                    "=== cuBLAS at first use: one line without it: exit 1 after 30 s\n"
+                    "=== GRU side by side (qgru, cuDNN fp32 / fp16) (limit 240 s) 13:28:11\n| H | ...\n"
+                    "=== GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq): NOT RUN (9 s of the session's 575 s left)\n")
+        steps = session_steps(out)
+        expect(steps == [("self-test", 120, 0, 41, ""),
+                         ("cuBLAS at first use: one line without it", 30, 1, 30, "at its limit"),
+                         ("GRU side by side (qgru, cuDNN fp32 / fp16)", 240, None, None, "no end: cut off"),
+                         ("GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq)", None, None, None,
+                          "NOT RUN: the session's budget")], f"session steps: {steps}")
+        shown = []
+        show_steps(out, shown.append)
+        expect("steps ended: 2 of 4, 71 s in all" in shown, f"steps summary: {shown}")
     for f in failures:
         print(f"collect_gpu_results self-test: FAIL: {f}")
     print(f"collect_gpu_results self-test: {'FAILED' if failures else 'OK'}")
@@ -411,8 +476,10 @@ def main(argv):
         collect(args[0], docs)
     except Refused as e:
         print(f"collect_gpu_results: {e}; nothing written", file=sys.stderr)
+        show_steps(args[0])  # what ran, and for how long, even when there is nothing to record
         return 1
     show(args[0])
+    show_steps(args[0])
     return 0
 
 
