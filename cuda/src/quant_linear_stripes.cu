@@ -51,10 +51,14 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Blocks per SM the register budget is sized for: four at one or two m16 fragments (64 accumulators or fewer),
-// three at four fragments (64 fp32 accumulators per lane; 65,536 / (3 · 128) = 170 registers, no spill) where
-// shared memory allows only three of its 56-72 KiB blocks anyway (H200; two on an A100).
-constexpr int stripe_min_blocks(int m_frags) { return m_frags == k::kStripeMaxMFrags ? 3 : 4; }
+// Blocks per SM the register budget is sized for: four at two m16 fragments (32 accumulators), three at four
+// fragments (64 fp32 accumulators per lane; 65,536 / (3 · 128) = 170 registers, no spill) where shared memory allows
+// only three of its 56-72 KiB blocks anyway (H200; two on an A100). The one-fragment kernel (M <= 16, bound by
+// issue) is declared for three too, yet still runs four: with the ceiling of 170 instead of 128 ptxas keeps the
+// thread's row and column of A across tiles instead of recomputing them (sm_90: 206 instructions in the cheapest
+// tile against 213, at 126 registers, docs/benchmarks/cuda.md), and 126 registers of 128 threads leave room for
+// four blocks an SM; scripts/check_cuda_spills.sh fails the build's check if it ever takes more than 128.
+constexpr int stripe_min_blocks(int m_frags) { return m_frags == 2 ? 4 : 3; }
 
 template <int Bits, int MFrags>
 __global__ void __launch_bounds__(k::kStripeThreads, stripe_min_blocks(MFrags)) stripe_linear_kernel(const StripeLinearArgs args) {
