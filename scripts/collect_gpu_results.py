@@ -255,8 +255,10 @@ def show(out_dir, report=print):
 
 
 STEP_START = re.compile(r"^=== (.+) \(limit (\d+) s\) \d\d:\d\d:\d\d$")
-STEP_END = re.compile(r"^=== (.+): exit (\d+) after (\d+) s$")
-STEP_SKIPPED = re.compile(r"^=== (.+): NOT RUN \((-?\d+) s of the session's (\d+) s left\)$")
+# The end may follow a step's last output on the same line in logs of before the step's newline (output cut off
+# mid-line): searched, not matched, and taken only for a step that is open.
+STEP_END = re.compile(r"=== (.+): exit (\d+) after (\d+) s$")
+STEP_SKIPPED = re.compile(r"^=== (.+): NOT RUN \((.+)\)$")
 
 
 def session_steps(out_dir):
@@ -270,16 +272,18 @@ def session_steps(out_dir):
     with open(path, errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
-            start, end, skipped = STEP_START.match(line), STEP_END.match(line), STEP_SKIPPED.match(line)
+            start, skipped = STEP_START.match(line), STEP_SKIPPED.match(line)
+            end = next((m for m in (STEP_END.search(line, i) for i in range(len(line)) if line.startswith("===", i))
+                        if m and m.group(1) in open_steps), None)
             if start:
                 open_steps[start.group(1)] = len(steps)
                 steps.append([start.group(1), int(start.group(2)), None, None, "no end: cut off"])
-            elif end and end.group(1) in open_steps:
+            elif end:
                 step = steps[open_steps.pop(end.group(1))]
                 step[2], step[3] = int(end.group(2)), int(end.group(3))
                 step[4] = "at its limit" if step[3] >= step[1] else ""
             elif skipped:
-                steps.append([skipped.group(1), None, None, None, "NOT RUN: the session's budget"])
+                steps.append([skipped.group(1), None, None, None, "NOT RUN: " + skipped.group(2)])
     return [tuple(step) for step in steps]
 
 
@@ -441,17 +445,23 @@ def self_test():
             f.write("=== self-test (limit 120 s) 13:27:00\nok   something: 3 codes\n=== self-test: exit 0 after 41 s\n"
                     "=== cuBLAS at first use: one line without it (limit 30 s) 13:27:41\n"
                     "=== cuBLAS at first use: one line without it: exit 1 after 30 s\n"
-                    "=== GRU side by side (qgru, cuDNN fp32 / fp16) (limit 240 s) 13:28:11\n| H | ...\n"
+                    "=== racecheck (linear kernels) (limit 75 s) 13:28:11\npartial output=== racecheck (linear kernels): "
+                    "exit 124 after 75 s\n"
+                    "=== GRU side by side (qgru, cuDNN fp32 / fp16) (limit 240 s) 13:29:26\n| H | ...\n"
+                    "=== memcheck and racecheck (persistent-small): NOT RUN (compute-sanitizer not found)\n"
                     "=== GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq): NOT RUN (9 s of the session's 575 s left)\n")
         steps = session_steps(out)
         expect(steps == [("self-test", 120, 0, 41, ""),
                          ("cuBLAS at first use: one line without it", 30, 1, 30, "at its limit"),
+                         ("racecheck (linear kernels)", 75, 124, 75, "at its limit"),
                          ("GRU side by side (qgru, cuDNN fp32 / fp16)", 240, None, None, "no end: cut off"),
+                         ("memcheck and racecheck (persistent-small)", None, None, None,
+                          "NOT RUN: compute-sanitizer not found"),
                          ("GPTQ on the GPU, Hessian to packed words (bench_cuda_gptq)", None, None, None,
-                          "NOT RUN: the session's budget")], f"session steps: {steps}")
+                          "NOT RUN: 9 s of the session's 575 s left")], f"session steps: {steps}")
         shown = []
         show_steps(out, shown.append)
-        expect("steps ended: 2 of 4, 71 s in all" in shown, f"steps summary: {shown}")
+        expect("steps ended: 3 of 6, 146 s in all" in shown, f"steps summary: {shown}")
     for f in failures:
         print(f"collect_gpu_results self-test: FAIL: {f}")
     print(f"collect_gpu_results self-test: {'FAILED' if failures else 'OK'}")

@@ -94,6 +94,8 @@ step() {
   echo "=== $name (limit ${limit} s) $(date -u +%H:%M:%S)" | tee -a "$log"
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$log"
   local status=${PIPESTATUS[0]}
+  # The closing line on a line of its own, also after output cut off mid-line (a step killed at its limit).
+  if [ -s "$log" ] && [ -n "$(tail -c 1 "$log")" ]; then echo | tee -a "$log"; fi
   echo "=== $name: exit $status after $(($(date +%s) - t0)) s" | tee -a "$log"
   if [ "$status" != 0 ] && [ "$first_failure" = 0 ]; then first_failure=$status; fi
   return 0
@@ -270,7 +272,7 @@ meetings() {
 sanitizer="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
 persistent_sanitizers() {
   if [ ! -x "$sanitizer" ]; then
-    echo "=== compute-sanitizer not found: memcheck and racecheck NOT RUN" | tee -a "$log"
+    echo "=== memcheck and racecheck (persistent-small): NOT RUN (compute-sanitizer not found)" | tee -a "$log"
     [ "$first_failure" != 0 ] || first_failure=1
     return 1
   fi
