@@ -108,10 +108,14 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
   }
   d.linear_before_reset = model.linear_before_reset;
   const size_t H = static_cast<size_t>(d.H);
-  for (const GruCellWeights& w : model.cells) {
-    if (w.W.size() != 3 * H * static_cast<size_t>(w.input_size) || w.R.size() != 3 * H * H || w.bw.size() != 3 * H ||
-        w.br.size() != 3 * H) {
-      throw Error("CUDA float GRU: a cell's tensors do not have the sizes of C = " + std::to_string(w.input_size) +
+  for (size_t i = 0; i < model.cells.size(); ++i) {
+    // Layer l's cells read C inputs (l = 0) or the previous layer's D·H: kernels::float_gru_flow's input GEMM.
+    const GruCellWeights& w = model.cells[i];
+    const int layer = static_cast<int>(i) / d.D, C = layer == 0 ? d.C : d.D * d.H;
+    if (w.input_size != C || w.hidden_size != d.H || w.W.size() != 3 * H * static_cast<size_t>(C) ||
+        w.R.size() != 3 * H * H || w.bw.size() != 3 * H || w.br.size() != 3 * H) {
+      throw Error("CUDA float GRU: cell (layer " + std::to_string(layer) + ", direction " +
+                  std::to_string(static_cast<int>(i) % d.D) + ") does not have the sizes of C = " + std::to_string(C) +
                   ", H = " + std::to_string(d.H));
     }
   }
@@ -173,47 +177,51 @@ FloatGruResult FloatGruCuda::run(const float* x, int T_, int N_, const float* h0
   result.N = N_;
   result.h_n.assign(static_cast<size_t>(d.L * D * N * H), 0.0f);
   QGRU_CUDA_CHECK(cudaMemcpyAsync(layer_in, x, static_cast<size_t>(4 * T * N * d.C), cudaMemcpyHostToDevice, d.stream));
-  const int64_t blocks = kernels::elementwise_blocks(N * H, kFloatStepThreads);
-  const kernels::FloatGemm hidden = kernels::float_gru_hidden_gemm(H, N, d.linear_before_reset);
-  const kernels::FloatGemm reset = kernels::float_gru_reset_gemm(H, N);
-  for (int l = 0; l < d.L; ++l) {
-    for (int dir = 0; dir < D; ++dir) {
-      const size_t cell_index = static_cast<size_t>(l * D + dir);
-      const DeviceCell& cell = d.cells[cell_index];
-      // W·x for every (t, n): ih [T·N, 3H] (the TN form, as the int8 path)
-      sgemm(d.handle, kernels::float_gru_input_gemm(H, cell.C, T * N), cell.W, layer_in, ih);
+  // The flow's operations on d.stream, in kernels::float_gru_flow's order.
+  struct DeviceOps {
+    const Impl& d;
+    const float* h0;
+    float* h_n;
+    const int32_t* lengths;  // on the device, or null
+    int64_t N, H, blocks;
+    void gemm(int64_t cell, kernels::FloatGruWeights which, const kernels::FloatGemm& g, const float* B, float* C) {
+      const DeviceCell& c = d.cells[static_cast<size_t>(cell)];
+      sgemm(d.handle, g, which == kernels::FloatGruWeights::W ? c.W : c.R, B, C);
+    }
+    void load_state(int64_t cell, float* h) {
       if (h0 != nullptr) {
-        QGRU_CUDA_CHECK(cudaMemcpyAsync(h, h0 + cell_index * N * H, static_cast<size_t>(4 * N * H), cudaMemcpyHostToDevice,
+        QGRU_CUDA_CHECK(cudaMemcpyAsync(h, h0 + cell * N * H, static_cast<size_t>(4 * N * H), cudaMemcpyHostToDevice,
                                         d.stream));
       } else {
         QGRU_CUDA_CHECK(cudaMemsetAsync(h, 0, static_cast<size_t>(4 * N * H), d.stream));
       }
-      for (int64_t s = 0; s < T; ++s) {
-        const int64_t t = dir == 0 ? s : T - 1 - s;
-        const float* ih_t = ih + t * N * 3 * H;
-        sgemm(d.handle, hidden, cell.R, h, hh);  // R·h (linear_before_reset = 0: z and r only)
-        if (!d.linear_before_reset) {
-          float_gru_reset_hidden_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
-              ih_t, hh, cell.bw, cell.br, h, reset_hidden, N, H);
-          QGRU_CUDA_CHECK_LAUNCH("float_gru_reset_hidden_kernel<<<...>>>");
-          sgemm(d.handle, reset, cell.R, reset_hidden, hh);  // R_n (r ⊙ h) into hh's n channels
-        }
-        float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
-            ih_t, hh, cell.bw, cell.br, h, layer_out + t * N * D * H, D * H, dir * H, N, H, d.linear_before_reset,
-            device_lengths, t);
-        QGRU_CUDA_CHECK_LAUNCH("float_gru_step_kernel<<<...>>>");
-      }
-      // h_n stays on the device (a copy to pageable host memory here would block the host until this cell
-      // finished, before the next cell's launches are queued); it comes back with the output below.
-      QGRU_CUDA_CHECK(cudaMemcpyAsync(h_n + cell_index * N * H, h, static_cast<size_t>(4 * N * H),
-                                      cudaMemcpyDeviceToDevice, d.stream));
     }
-    std::swap(layer_in, layer_out);  // layer l's output is layer l+1's input
-  }
+    void reset_hidden(const float* ih_t, const float* hh, const float* h, float* out, int64_t cell) {
+      const DeviceCell& c = d.cells[static_cast<size_t>(cell)];
+      float_gru_reset_hidden_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(ih_t, hh, c.bw, c.br,
+                                                                                                       h, out, N, H);
+      QGRU_CUDA_CHECK_LAUNCH("float_gru_reset_hidden_kernel<<<...>>>");
+    }
+    void step(const float* ih_t, const float* hh, float* h, float* out_t, int64_t out_stride, int64_t out_offset,
+              int64_t t, int64_t cell) {
+      const DeviceCell& c = d.cells[static_cast<size_t>(cell)];
+      float_gru_step_kernel<<<static_cast<unsigned>(blocks), kFloatStepThreads, 0, d.stream>>>(
+          ih_t, hh, c.bw, c.br, h, out_t, out_stride, out_offset, N, H, d.linear_before_reset, lengths, t);
+      QGRU_CUDA_CHECK_LAUNCH("float_gru_step_kernel<<<...>>>");
+    }
+    // h_n stays on the device (a copy to pageable host memory here would block the host until this cell
+    // finished, before the next cell's launches are queued); it comes back with the output below.
+    void save_state(int64_t cell, const float* h) {
+      QGRU_CUDA_CHECK(cudaMemcpyAsync(h_n + cell * N * H, h, static_cast<size_t>(4 * N * H), cudaMemcpyDeviceToDevice,
+                                      d.stream));
+    }
+  } ops{d, h0, h_n, device_lengths, N, H, kernels::elementwise_blocks(N * H, kFloatStepThreads)};
+  const kernels::FloatGruFlowBuffers buffers{layer_in, layer_out, ih, hh, h, reset_hidden};
+  const float* output = kernels::float_gru_flow(d.C, H, d.L, D, T, N, d.linear_before_reset, buffers, ops);
   result.output.resize(static_cast<size_t>(T * N * D * H));
   const size_t output_bytes = result.output.size() * sizeof(float), h_n_bytes = result.h_n.size() * sizeof(float);
   char* pinned = static_cast<char*>(d.pinned.reserve(output_bytes + h_n_bytes));
-  QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned, layer_in, output_bytes, cudaMemcpyDeviceToHost, d.stream));
+  QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned, output, output_bytes, cudaMemcpyDeviceToHost, d.stream));
   QGRU_CUDA_CHECK(cudaMemcpyAsync(pinned + output_bytes, h_n, h_n_bytes, cudaMemcpyDeviceToHost, d.stream));
   QGRU_CUDA_CHECK(cudaStreamSynchronize(d.stream));
   std::memcpy(result.output.data(), pinned, output_bytes);

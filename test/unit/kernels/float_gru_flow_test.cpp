@@ -1,9 +1,11 @@
-// The CUDA float GRU's flow (cuda/src/float_gru_cuda.cu) on the host: its GEMM descriptors run by a plain GEMM
-// that checks every access against the buffer it reads or writes, and its kernels' element functions, in the order
-// FloatGruCuda::run issues them, against the CPU float executor (run_float_gru), for both cells, with and without
-// h0 and sequence lengths. The R·h buffer is poisoned with NaN before every step, so a channel no GEMM wrote shows.
+// The CUDA float GRU's flow (cuda/src/float_gru_cuda.cu) on the host: kernels::float_gru_flow, the sequence
+// FloatGruCuda::run issues, with host operations in place of cuBLAS and the kernels (a plain GEMM that checks every
+// access against the buffer it reads or writes, the kernels' element functions), against the CPU float executor
+// (run_float_gru), for both cells, with and without h0 and sequence lengths. Every buffer starts as NaN and R·h and
+// r ⊙ h are poisoned again after each step, so a channel no operation wrote shows.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -40,51 +42,72 @@ void run_gemm(const k::FloatGemm& g, const std::vector<float>& A, const float* B
     }
 }
 
-// FloatGruCuda::run's sequence on the host: per layer and direction the input GEMM over every step, then per step
-// the hidden GEMM, (linear_before_reset = 0) the reset element over [N, H] and the reset GEMM, and the step element.
+// FloatGruCuda::run on the host: kernels::float_gru_flow (the .cu's own sequence) with host operations. Every
+// buffer is its own vector, poisoned with NaN (R·h and r ⊙ h again after each step), and every operand must lie
+// inside one of them.
+struct HostOps {
+  const qgru::FloatGruModel& model;
+  const float* h0;
+  const int32_t* lengths;
+  int64_t N, H;
+  // The call's buffers, for the bounds of each operand: layer_in, layer_out, ih, hh, h, reset_hidden.
+  std::vector<std::vector<float>*> buffers;
+  std::vector<float> h_n;
+
+  // The buffer `p` points into and how many floats it has from p on.
+  size_t extent(const float* p) const {
+    for (const std::vector<float>* b : buffers) {
+      if (p >= b->data() && p < b->data() + b->size()) return static_cast<size_t>(b->data() + b->size() - p);
+    }
+    FAIL("an operand outside every buffer of the call");
+    return 0;
+  }
+  void gemm(int64_t cell, k::FloatGruWeights which, const k::FloatGemm& g, const float* B, float* C) {
+    const qgru::GruCellWeights& w = model.cells[static_cast<size_t>(cell)];
+    run_gemm(g, which == k::FloatGruWeights::W ? w.W : w.R, B, extent(B), C, extent(C));
+  }
+  void load_state(int64_t cell, float* h) {
+    for (int64_t i = 0; i < N * H; ++i) h[i] = h0 != nullptr ? h0[cell * N * H + i] : 0.0f;
+  }
+  void reset_hidden(const float* ih_t, const float* hh, const float* h, float* out, int64_t cell) {
+    const qgru::GruCellWeights& w = model.cells[static_cast<size_t>(cell)];
+    REQUIRE(extent(out) >= static_cast<size_t>(N * H));
+    for (int64_t idx = 0; idx < N * H; ++idx) k::float_gru_reset_hidden_at(idx, H, ih_t, hh, w.bw.data(), w.br.data(), h, out);
+  }
+  void step(const float* ih_t, const float* hh, float* h, float* out_t, int64_t out_stride, int64_t out_offset, int64_t t,
+            int64_t cell) {
+    const qgru::GruCellWeights& w = model.cells[static_cast<size_t>(cell)];
+    REQUIRE(extent(ih_t) >= static_cast<size_t>(N * 3 * H));
+    REQUIRE(extent(out_t) >= static_cast<size_t>((N - 1) * out_stride + out_offset + H));
+    for (int64_t idx = 0; idx < N * H; ++idx) {
+      k::float_gru_step_at(idx, H, ih_t, hh, w.bw.data(), w.br.data(), h, out_t, out_stride, out_offset,
+                           model.linear_before_reset, lengths, t);
+    }
+    // The step's R·h and r ⊙ h are spent: NaN again, so a channel the next step's GEMMs leave unwritten shows.
+    for (std::vector<float>* spent : {buffers[3], buffers[5]}) std::fill(spent->begin(), spent->end(), std::nanf(""));
+  }
+  void save_state(int64_t cell, const float* h) { std::copy(h, h + N * H, h_n.begin() + cell * N * H); }
+};
+
 qgru::FloatGruResult run_flow(const qgru::FloatGruModel& model, const std::vector<float>& x, int T, int N,
                               const float* h0, const int32_t* lengths) {
-  const int64_t H = model.hidden_size, D = model.num_directions, L = model.num_layers;
+  const int64_t H = model.hidden_size, D = model.num_directions, L = model.num_layers, C = model.input_size;
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  const size_t width = static_cast<size_t>(std::max<int64_t>(C, D * H));
+  std::vector<float> layer_in(static_cast<size_t>(T) * N * width, nan), layer_out(layer_in.size(), nan);
+  std::copy(x.begin(), x.end(), layer_in.begin());
+  std::vector<float> ih(static_cast<size_t>(T * N * 3 * H), nan), hh(static_cast<size_t>(N * 3 * H), nan);
+  std::vector<float> h(static_cast<size_t>(N * H), nan), reset_hidden(h.size(), nan);
+  HostOps ops{model, h0, lengths, N, H, {&layer_in, &layer_out, &ih, &hh, &h, &reset_hidden},
+              std::vector<float>(static_cast<size_t>(L * D * N * H), nan)};
+  const k::FloatGruFlowBuffers buffers{layer_in.data(), layer_out.data(), ih.data(), hh.data(), h.data(),
+                                       reset_hidden.data()};
+  const float* output = k::float_gru_flow(C, H, L, D, T, N, model.linear_before_reset, buffers, ops);
   qgru::FloatGruResult result;
   result.T = T;
   result.N = N;
-  result.h_n.assign(static_cast<size_t>(L * D * N * H), nan);
-  std::vector<float> layer_in = x, layer_out;
-  std::vector<float> hh(static_cast<size_t>(N * 3 * H)), h(static_cast<size_t>(N * H)), reset_hidden(h.size());
-  for (int64_t l = 0; l < L; ++l) {
-    layer_out.assign(static_cast<size_t>(T * N * D * H), nan);
-    for (int64_t dir = 0; dir < D; ++dir) {
-      const int64_t cell_index = l * D + dir;
-      const qgru::GruCellWeights& cell = model.cells[static_cast<size_t>(cell_index)];
-      std::vector<float> ih(static_cast<size_t>(T * N * 3 * H), nan);
-      run_gemm(k::float_gru_input_gemm(H, cell.input_size, static_cast<int64_t>(T) * N), cell.W, layer_in.data(),
-               layer_in.size(), ih.data(), ih.size());
-      for (size_t i = 0; i < h.size(); ++i) h[i] = h0 != nullptr ? h0[static_cast<size_t>(cell_index * N * H) + i] : 0.0f;
-      for (int64_t s = 0; s < T; ++s) {
-        const int64_t t = dir == 0 ? s : T - 1 - s;
-        const float* ih_t = ih.data() + t * N * 3 * H;
-        std::fill(hh.begin(), hh.end(), nan);
-        run_gemm(k::float_gru_hidden_gemm(H, N, model.linear_before_reset), cell.R, h.data(), h.size(), hh.data(),
-                 hh.size());
-        if (!model.linear_before_reset) {
-          std::fill(reset_hidden.begin(), reset_hidden.end(), nan);
-          for (int64_t idx = 0; idx < N * H; ++idx) {
-            k::float_gru_reset_hidden_at(idx, H, ih_t, hh.data(), cell.bw.data(), cell.br.data(), h.data(),
-                                         reset_hidden.data());
-          }
-          run_gemm(k::float_gru_reset_gemm(H, N), cell.R, reset_hidden.data(), reset_hidden.size(), hh.data(), hh.size());
-        }
-        for (int64_t idx = 0; idx < N * H; ++idx) {
-          k::float_gru_step_at(idx, H, ih_t, hh.data(), cell.bw.data(), cell.br.data(), h.data(),
-                               layer_out.data() + t * N * D * H, D * H, dir * H, model.linear_before_reset, lengths, t);
-        }
-      }
-      std::copy(h.begin(), h.end(), result.h_n.begin() + cell_index * N * H);
-    }
-    layer_in.swap(layer_out);
-  }
-  result.output = layer_in;
+  result.output.assign(output, output + static_cast<size_t>(T * N * D * H));
+  result.h_n = ops.h_n;
   return result;
 }
 

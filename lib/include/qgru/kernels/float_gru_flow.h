@@ -1,9 +1,9 @@
 #pragma once
-// The CUDA float GRU's data flow (cuda/src/float_gru_cuda.cu), written once for host and device: the cublasSgemm
-// calls it makes, as descriptors, and the per-element bodies of its two kernels. test_kernels runs the same flow
-// on the host (float_gru_flow_test.cpp: a plain GEMM in the descriptors' place) against run_float_gru, so the
-// layout arithmetic (which rows of R, which channels of the R·h buffer, which leading dimensions) is checked
-// without a GPU.
+// The CUDA float GRU's data flow (cuda/src/float_gru_cuda.cu), written once for host and device: the order of its
+// operations (float_gru_flow), the cublasSgemm calls it makes, as descriptors, and the per-element bodies of its
+// two kernels. test_kernels runs the same flow on the host (float_gru_flow_test.cpp: a plain GEMM in the
+// descriptors' place) against run_float_gru, so the sequence and the layout arithmetic (which rows of R, which
+// channels of the R·h buffer, which leading dimensions) are checked without a GPU.
 //
 // Buffers of one cell (floats, row-major as the CPU executor holds them):
 //   W [3H, C], R [3H, H], bw / br [3H]       the cell's weights; gates z, r, n in that order
@@ -82,6 +82,57 @@ QGRU_HD void float_gru_reset_hidden_at(int64_t idx, int64_t H, const float* ih_t
   const int64_t n = idx / H, c = H + idx % H;  // the r channel of unit j
   reset_hidden[idx] = float_gru_reset_hidden(float_gru_with_bias(ih_t[n * 3 * H + c], bw[c]),
                                              float_gru_with_bias(hh[n * 3 * H + c], br[c]), h[idx]);
+}
+
+// Where one call's buffers are (device pointers on the GPU, host ones in the test), as listed at the top.
+struct FloatGruFlowBuffers {
+  float* layer_in;         // [T·N, max(C, D·H)]: x, then each layer's output in turn
+  float* layer_out;        // the other of the pair
+  float* ih;               // [T·N, 3H]
+  float* hh;               // [N, 3H]
+  float* h;                // [N, H]
+  float* reset_hidden;     // [N, H] (linear_before_reset = 0)
+};
+enum class FloatGruWeights { W, R };
+
+// One call of the float GRU, in the order FloatGruCuda issues it on its one stream (each operation after the
+// previous one has finished); `ops` carries each out, on the device or on the host:
+//   ops.gemm(cell, FloatGruWeights, const FloatGemm&, const float* B, float* C)     B, C: the descriptor's operands
+//   ops.load_state(cell, float* h)                 the cell's rows of h0 into h, or zeros
+//   ops.reset_hidden(const float* ih_t, const float* hh, const float* h, float* reset_hidden, cell)
+//                                                  float_gru_reset_hidden_at over the N·H elements
+//   ops.step(const float* ih_t, const float* hh, float* h, float* out_t, int64_t out_stride, int64_t out_offset,
+//            int64_t t, cell)                      float_gru_step_at over the N·H elements (with the call's lengths)
+//   ops.save_state(cell, const float* h)           h into the cell's rows of h_n
+// cell = layer · D + direction. Layer l reads layer_in (x for l = 0, C inputs; D·H after), writes layer_out, and the
+// two swap. Returns the buffer that holds the last layer's output [T, N, D·H].
+template <class Ops>
+float* float_gru_flow(int64_t C, int64_t H, int64_t L, int64_t D, int64_t T, int64_t N, bool linear_before_reset,
+                      FloatGruFlowBuffers b, Ops& ops) {
+  const FloatGemm hidden = float_gru_hidden_gemm(H, N, linear_before_reset);
+  const FloatGemm reset = float_gru_reset_gemm(H, N);
+  for (int64_t l = 0; l < L; ++l) {
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const int64_t cell = l * D + dir;
+      ops.gemm(cell, FloatGruWeights::W, float_gru_input_gemm(H, l == 0 ? C : D * H, T * N), b.layer_in, b.ih);
+      ops.load_state(cell, b.h);
+      for (int64_t s = 0; s < T; ++s) {
+        const int64_t t = dir == 0 ? s : T - 1 - s;
+        const float* ih_t = b.ih + t * N * 3 * H;
+        ops.gemm(cell, FloatGruWeights::R, hidden, b.h, b.hh);  // R·h (linear_before_reset = 0: z and r only)
+        if (!linear_before_reset) {
+          ops.reset_hidden(ih_t, b.hh, b.h, b.reset_hidden, cell);
+          ops.gemm(cell, FloatGruWeights::R, reset, b.reset_hidden, b.hh);  // R_n (r ⊙ h) into hh's n channels
+        }
+        ops.step(ih_t, b.hh, b.h, b.layer_out + t * N * D * H, D * H, dir * H, t, cell);
+      }
+      ops.save_state(cell, b.h);
+    }
+    float* const swap = b.layer_in;  // layer l's output is layer l + 1's input
+    b.layer_in = b.layer_out;
+    b.layer_out = swap;
+  }
+  return b.layer_in;
 }
 
 }  // namespace qgru::kernels
