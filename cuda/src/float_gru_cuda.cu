@@ -56,8 +56,8 @@ void sgemm(cublasHandle_t handle, const kernels::FloatGemm& g, const float* A, c
                                       static_cast<int>(g.ldb), &zero, C + g.c_offset, static_cast<int>(g.ldc)));
 }
 
+// A cell's weights on the device; C is the layer's input width (C, then D·H: the constructor checks it).
 struct DeviceCell {
-  int64_t C = 0;
   const float *W = nullptr, *R = nullptr, *bw = nullptr, *br = nullptr;  // [3H, C], [3H, H], [3H], [3H]
 };
 
@@ -128,7 +128,6 @@ FloatGruCuda::FloatGruCuda(const FloatGruModel& model) : impl_(std::make_unique<
   CudaUploader uploader(d.stream);
   for (const GruCellWeights& w : model.cells) {
     DeviceCell cell;
-    cell.C = w.input_size;
     cell.W = uploader.put(w.W.data(), static_cast<int64_t>(w.W.size()));
     cell.R = uploader.put(w.R.data(), static_cast<int64_t>(w.R.size()));
     cell.bw = uploader.put(w.bw.data(), static_cast<int64_t>(w.bw.size()));
