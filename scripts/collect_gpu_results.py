@@ -255,10 +255,17 @@ def show(out_dir, report=print):
 
 
 STEP_START = re.compile(r"^=== (.+) \(limit (\d+) s\) \d\d:\d\d:\d\d$")
-# The end may follow a step's last output on the same line in logs of before the step's newline (output cut off
-# mid-line): searched, not matched, and taken only for a step that is open.
-STEP_END = re.compile(r"=== (.+): exit (\d+) after (\d+) s$")
 STEP_SKIPPED = re.compile(r"^=== (.+): NOT RUN \((.+)\)$")
+
+
+def step_end(line, open_steps):
+    """The end of an open step in `line`: (name, exit status, seconds), or None. Its closing line, or (logs of before
+    step() ended a cut-off line first) that line glued after the step's last output."""
+    for name in open_steps:
+        end = re.search(r"=== " + re.escape(name) + r": exit (\d+) after (\d+) s$", line)
+        if end:
+            return name, int(end.group(1)), int(end.group(2))
+    return None
 
 
 def session_steps(out_dir):
@@ -273,15 +280,15 @@ def session_steps(out_dir):
         for line in f:
             line = line.rstrip("\n")
             start, skipped = STEP_START.match(line), STEP_SKIPPED.match(line)
-            end = next((m for m in (STEP_END.search(line, i) for i in range(len(line)) if line.startswith("===", i))
-                        if m and m.group(1) in open_steps), None)
+            end = step_end(line, open_steps)
             if start:
                 open_steps[start.group(1)] = len(steps)
                 steps.append([start.group(1), int(start.group(2)), None, None, "no end: cut off"])
             elif end:
-                step = steps[open_steps.pop(end.group(1))]
-                step[2], step[3] = int(end.group(2)), int(end.group(3))
-                step[4] = "at its limit" if step[3] >= step[1] else ""
+                name, step_status, seconds = end
+                step = steps[open_steps.pop(name)]
+                step[2], step[3] = step_status, seconds
+                step[4] = "at its limit" if seconds >= step[1] else ""
             elif skipped:
                 steps.append([skipped.group(1), None, None, None, "NOT RUN: " + skipped.group(2)])
     return [tuple(step) for step in steps]
